@@ -1,0 +1,1 @@
+"""The arbiter: one game at a time — rules, clocks, dice, engine hosting, referee, records."""

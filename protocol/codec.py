@@ -1,0 +1,39 @@
+"""Encoding and typed decoding of protocol messages (msgpack).
+
+Decoding is strict: anything that is not one valid message becomes a ``ProtocolError`` that
+says exactly what was wrong, so a referee can forfeit an engine with a precise reason.
+"""
+from __future__ import annotations
+
+import msgspec
+
+from .messages import AnyMessage, Message
+
+MAX_MESSAGE_SIZE = 1 << 20
+"""Largest accepted message in bytes (also set as ZMQ_MAXMSGSIZE on every socket)."""
+
+
+class ProtocolError(Exception):
+    """A peer sent bytes that are not a valid protocol message."""
+
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(AnyMessage)
+
+
+def encode(message: Message) -> bytes:
+    return _encoder.encode(message)
+
+
+def decode(data: bytes) -> Message:
+    """Decode one message; raise ``ProtocolError`` naming the problem."""
+    if len(data) > MAX_MESSAGE_SIZE:
+        raise ProtocolError(f"message of {len(data)} bytes exceeds the {MAX_MESSAGE_SIZE}-byte limit")
+    if not data:
+        raise ProtocolError("empty message")
+    try:
+        return _decoder.decode(data)
+    except msgspec.ValidationError as exc:
+        raise ProtocolError(f"invalid message: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise ProtocolError(f"not msgpack: {exc}") from None

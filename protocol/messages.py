@@ -1,0 +1,178 @@
+"""The message set of the arbiter protocol: the single source of truth.
+
+Every message is a msgspec Struct encoded as a msgpack map; the map's ``type`` key names the
+message (a tagged union). Every message carries ``game_id`` and ``seq``: a reply echoes the
+``seq`` of the request it answers, so a late reply to an old request is recognised and dropped.
+Times on the wire are integer milliseconds. The JSON Schema in ``protocol/schema.json`` and the
+written spec in ``protocol/SPEC.md`` are generated from / checked against this file.
+"""
+from __future__ import annotations
+
+from typing import Any, Union
+
+import msgspec
+
+PROTOCOL_VERSION = 1
+
+
+class Message(msgspec.Struct, tag_field="type", kw_only=True, forbid_unknown_fields=False):
+    """Base of every message. ``game_id`` is empty outside a game (handshake, ping)."""
+
+    game_id: str = ""
+    seq: int = 0
+
+
+# --- handshake -------------------------------------------------------------------------------
+
+
+class Hello(Message, tag="hello", kw_only=True):
+    """Engine -> referee, the first message an engine sends after connecting."""
+
+    name: str
+    author: str = ""
+    version: str = ""
+    protocol_version: int = PROTOCOL_VERSION
+    games: list[str] = []
+    """Game names the engine plays (e.g. ``einstein``); empty means 'any'."""
+    wants_legal_moves: bool = False
+    """Ask the referee to attach the legal-move list to every decision request."""
+
+
+class Welcome(Message, tag="welcome", kw_only=True):
+    """Referee -> engine: the handshake is accepted."""
+
+    referee: str
+    protocol_version: int = PROTOCOL_VERSION
+
+
+class Reject(Message, tag="reject", kw_only=True):
+    """Referee -> engine: the handshake is refused; the engine should exit."""
+
+    reason: str
+
+
+# --- a game ----------------------------------------------------------------------------------
+
+
+class TimeControl(msgspec.Struct, kw_only=True):
+    """A time control, both as its text form and decoded (all times in ms)."""
+
+    text: str
+    """The compact form, e.g. ``180`` or ``40/60+0.5`` (see SPEC.md, 'Time controls')."""
+    kind: str
+    """One of ``sudden_death``, ``fischer``, ``moves_in_time``, ``fixed_per_move``,
+    ``byo_yomi``, ``unlimited``."""
+    base_ms: int = 0
+    increment_ms: int = 0
+    moves: int = 0
+    """For ``moves_in_time``: the number of moves per period."""
+    periods: int = 0
+    """For ``byo_yomi``: the number of byo-yomi periods."""
+    period_ms: int = 0
+    """For ``byo_yomi``: the length of one period; for ``fixed_per_move``: the move time."""
+
+
+class NewGame(Message, tag="new_game", kw_only=True):
+    """Referee -> engine: a game starts. The engine answers with ``ready`` (same seq)."""
+
+    game: str
+    options: dict[str, Any] = {}
+    seat: int
+    """This engine's seat (0-based). Seat 0 makes the first decision of the game."""
+    seats: list[str]
+    """Every seat's player name, indexed by seat."""
+    seat_roles: list[str] = []
+    """Every seat's role in the game (e.g. ``red``, ``blue``), indexed by seat."""
+    time_control: TimeControl
+    dice_commitment: str = ""
+    """Hex SHA-256 of the dice seed; the seed is revealed in ``game_over``."""
+    match_id: str = ""
+    game_number: int = 0
+
+
+class Ready(Message, tag="ready", kw_only=True):
+    """Engine -> referee: acknowledges ``new_game``."""
+
+
+class Request(Message, tag="request", kw_only=True):
+    """Referee -> engine: make a decision now."""
+
+    kind: str
+    """The kind of decision: ``move``, ``setup``, or a game-specific kind (a target choice...)."""
+    seat: int
+    """The seat that decides (the receiving engine's seat)."""
+    position: str
+    """The full position in the game's text notation, as this seat may see it."""
+    state: Any = None
+    """The same position as structured data (game-specific, documented per game)."""
+    ply: int = 0
+    die: int | None = None
+    """The die the referee rolled for this decision, when there is one."""
+    clocks_ms: list[int] = []
+    """Every seat's remaining main time, indexed by seat (byo-yomi periods not included)."""
+    time_left_ms: int = 0
+    """Time this decision may take before the engine's flag falls (0 = unlimited)."""
+    legal_moves: list[str] | None = None
+    """Attached when the engine asked for it in ``hello`` (and the game can list them)."""
+    last_moves: list[str] = []
+    """The decisions made since this engine's previous request, in game notation."""
+
+
+class Info(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Optional search information an engine may attach to a reply."""
+
+    score: float | None = None
+    nodes: int | None = None
+    depth: int | None = None
+    pv: list[str] | None = None
+    time_ms: int | None = None
+    """Time the engine measured for itself; logged beside the referee's measurement."""
+    comment: str | None = None
+
+
+class Reply(Message, tag="reply", kw_only=True):
+    """Engine -> referee: the decision, echoing the request's ``seq``."""
+
+    move: str
+    info: Info | None = None
+
+
+class GameOver(Message, tag="game_over", kw_only=True):
+    """Referee -> engine: the game ended."""
+
+    returns: list[float]
+    """Each seat's result, indexed by seat (e.g. 1/-1 for a win/loss; equal for cooperation)."""
+    reason: str
+    """Why it ended: ``normal`` or a forfeit reason (``time``, ``illegal_move``, ``crash``,
+    ``disconnect``, ``protocol_error``, ``stall``), with detail in ``detail``."""
+    detail: str = ""
+    dice_seed: str = ""
+    """The hex seed behind ``dice_commitment``; anyone can now recompute every roll."""
+
+
+# --- housekeeping ----------------------------------------------------------------------------
+
+
+class Ping(Message, tag="ping", kw_only=True):
+    """Either side: are you alive? The peer answers ``pong`` with the same seq."""
+
+
+class Pong(Message, tag="pong", kw_only=True):
+    pass
+
+
+class Error(Message, tag="error", kw_only=True):
+    """Either side: the peer sent something wrong. Not an answer to a request."""
+
+    code: str
+    """``malformed``, ``unexpected``, ``illegal_move``, ``version`` or ``internal``."""
+    message: str
+
+
+class Quit(Message, tag="quit", kw_only=True):
+    """Referee -> engine: exit now (the referee kills the engine shortly after)."""
+
+
+AnyMessage = Union[Hello, Welcome, Reject, NewGame, Ready, Request, Reply, GameOver, Ping, Pong, Error, Quit]
+
+ALL_MESSAGES: tuple[type[Message], ...] = AnyMessage.__args__  # type: ignore[attr-defined]
