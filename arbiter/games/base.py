@@ -145,6 +145,11 @@ class Game(abc.ABC):
     @abc.abstractmethod
     def new_initial_state(self) -> State: ...
 
+    def forfeit_returns(self, seat: int) -> list[float]:
+        """Each seat's result when ``seat`` forfeits: by default it loses and the others win;
+        cooperative games override this (the whole team loses)."""
+        return [-1.0 if s == seat else 1.0 for s in range(self.num_seats)]
+
     @abc.abstractmethod
     def from_text(self, text: str) -> State:
         """Parse a position written by ``State.to_text``."""

@@ -1,0 +1,264 @@
+"""The ``arbiter`` command line.
+
+Exit codes: 0 success; 1 a record failed verification; 2 bad usage or configuration;
+3 an engine could not be used at all (e.g. never started); 130 interrupted.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+EXIT_OK, EXIT_VERIFY_FAILED, EXIT_USAGE, EXIT_ENGINE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+console = Console()
+
+
+def _parse_options(pairs: list[str]) -> dict:
+    options = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise ValueError(f"--option {pair!r}: expected KEY=VALUE")
+        key, value = pair.split("=", 1)
+        try:
+            import json
+
+            options[key] = json.loads(value)
+        except ValueError:
+            options[key] = value
+    return options
+
+
+def _fmt_clock(ms: int | float | None) -> str:
+    if ms is None:
+        return "∞"
+    tenths = int(ms) // 100
+    return f"{tenths // 600}:{tenths % 600 // 10:02d}.{tenths % 10}"
+
+
+def cmd_match(args: argparse.Namespace) -> int:
+    from .clock import parse_time_control
+    from .engine import EngineConfig
+    from .games import OptionError, load_game
+    from .match import Match, MatchFormat
+    from .store import ResultsStore
+
+    try:
+        game = load_game(args.game, **_parse_options(args.option))
+        tc = parse_time_control(args.tc)
+        fmt = MatchFormat.parse(args.format)
+        if len(args.engine) != 2:
+            raise ValueError(f"give exactly two --engine commands (got {len(args.engine)})")
+        names = (args.name or []) + [None, None]
+        seed = bytes.fromhex(args.seed) if args.seed else None
+    except (OptionError, ValueError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        return EXIT_USAGE
+    configs = tuple(EngineConfig(command=cmd, name=names[i] or f"{'AB'[i]}:{_guess_name(cmd)}",
+                                 restart_each_game=args.restart) for i, cmd in enumerate(args.engine))
+    store = ResultsStore(args.db)
+    status = {"text": ""}
+
+    def on_event(record, state, event, clocks):
+        if args.quiet:
+            return
+        names_by_seat = record.players
+        clock_text = "  ".join(f"{names_by_seat[s]} {_fmt_clock(c.remaining_ms() if c.allowance() is not None else None)}"
+                               for s, c in enumerate(clocks))
+        last = f"{'roll' if event.seat < 0 else names_by_seat[event.seat]}: {event.move}"
+        status["text"] = (f"game {record.game_number} · ply {event.ply} · {last:<24} · {clock_text}")
+        live.update(_status_table(result_box, status["text"]))
+
+    result_box = {"points": [0.0, 0.0], "names": [c.name for c in configs], "games": []}
+
+    def on_game(result, record):
+        result_box["points"] = result.points
+        winner = record.winner()
+        who = record.players[winner] if winner is not None else "draw"
+        line = (f"game {record.game_number}: {record.players[0]} (first) vs {record.players[1]} → {who} "
+                f"[{record.reason}{': ' + record.detail if record.detail else ''}] in {len(record.events)} events")
+        result_box["games"].append(line)
+        if args.quiet:
+            console.print(line)
+
+    match = Match(game, configs, tc, fmt, store=store, run_dir=Path(args.db).parent, margin=args.margin / 1000,
+                  seed=seed, on_event=on_event, on_game=on_game)
+    console.print(f"match [bold]{match.match_id}[/]: {game.name}, {configs[0].name} vs {configs[1].name}, "
+                  f"tc {tc.text}, format {args.format}, results → {args.db}")
+    try:
+        if args.quiet:
+            live = None
+            result = match.play()
+        else:
+            with Live(_status_table(result_box, ""), console=console, refresh_per_second=8) as live:
+                result = match.play()
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted[/]: finished games are saved")
+        return EXIT_INTERRUPTED
+    finally:
+        store.close()
+    _print_summary(result)
+    not_started = [r for r in result.records if r.detail.startswith("engine did not start")]
+    return EXIT_ENGINE if not_started and len(not_started) == len(result.records) else EXIT_OK
+
+
+def _guess_name(command: str) -> str:
+    """A short display name from an engine command: the module after -m, else the program."""
+    parts = command.split()
+    if "-m" in parts[:-1]:
+        return parts[parts.index("-m") + 1].rsplit(".", 1)[-1]
+    programs = [p for p in parts if not p.startswith("-") and "python" not in Path(p).name]
+    return Path(programs[0] if programs else parts[0]).name
+
+
+def _status_table(box: dict, status: str) -> Table:
+    table = Table.grid(padding=(0, 1))
+    for line in box["games"]:
+        table.add_row(line)
+    a, b = box["names"]
+    table.add_row(f"[bold]{a} {box['points'][0]:g} – {box['points'][1]:g} {b}[/]   {status}")
+    return table
+
+
+def _print_summary(result) -> None:
+    table = Table(title=f"match {result.match_id}")
+    for col in ("game", "first", "second", "winner", "reason", "events", "avg ms/move"):
+        table.add_column(col)
+    for r in result.records:
+        w = r.winner()
+        times = [e.measured_ms for e in r.events if e.measured_ms is not None]
+        table.add_row(str(r.game_number), r.players[0], r.players[1], r.players[w] if w is not None else "-",
+                      r.reason + (f" ({r.detail})" if r.detail else ""), str(len(r.events)),
+                      f"{sum(times) / len(times):.1f}" if times else "-")
+    console.print(table)
+    a, b = result.players
+    verdict = "drawn" if result.winner is None else f"won by {result.players[result.winner]}"
+    console.print(f"[bold]{a} {result.points[0]:g} – {result.points[1]:g} {b}[/]: match {verdict}")
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    py = sys.executable
+    ns = argparse.Namespace(
+        game="einstein", option=[], tc="180", format="olympiad", margin=50, seed=None, restart=False,
+        quiet=args.quiet, db=args.db,
+        engine=[f"{py} -m sample_engines.einstein_expectimax", f"{py} -m sample_engines.random_engine"],
+        name=["expectimax", "random"])
+    return cmd_match(ns)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from .replay import replay
+    from .store import load_records
+
+    try:
+        records = load_records(args.record, args.game_id)
+    except (OSError, ValueError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        return EXIT_USAGE
+    if not records:
+        console.print("[red]error:[/] no such game in that file")
+        return EXIT_USAGE
+    if not args.all:
+        records = records[-1:]
+    for record in records:
+        console.print(f"[bold]{record.game_id}[/] {record.game} {record.options} · "
+                      + " vs ".join(f"{n} ({r})" for n, r in zip(record.players, record.seat_roles))
+                      + f" · tc {record.time_control} · commitment {record.dice_commitment[:16]}…")
+        try:
+            for events, state in replay(record):
+                for e in events:
+                    if e.seat < 0:
+                        console.print(f"[dim]ply {e.ply:3}[/]  roll → {e.move}")
+                    else:
+                        timing = f"{e.measured_ms:.1f} ms" if e.measured_ms is not None else ""
+                        if e.reported_ms is not None:
+                            timing += f" (engine {e.reported_ms} ms)"
+                        info = f"  score {e.info.score}" if e.info and e.info.score is not None else ""
+                        console.print(f"[dim]ply {e.ply:3}[/]  {record.players[e.seat]} {e.kind} "
+                                      f"[bold]{e.move}[/]  {timing}{info}")
+                if events[-1].seat >= 0:
+                    console.print(state.render(), highlight=False)
+        except ValueError as exc:
+            console.print(f"[red]record inconsistent:[/] {exc}")
+        w = record.winner()
+        console.print(f"result {record.returns} — {record.players[w] if w is not None else 'no winner'} "
+                      f"({record.reason}{': ' + record.detail if record.detail else ''})\n")
+    return EXIT_OK
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from .replay import verify
+    from .store import load_records
+
+    try:
+        records = load_records(args.record, args.game_id)
+    except (OSError, ValueError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        return EXIT_USAGE
+    bad = 0
+    for record in records:
+        problems = verify(record)
+        if problems:
+            bad += 1
+            console.print(f"[red]INCONSISTENT[/] {record.game_id}")
+            for p in problems:
+                console.print(f"  - {p}")
+        elif args.verbose:
+            console.print(f"[green]ok[/] {record.game_id}: {len(record.rolls)} rolls, {len(record.events)} events")
+    console.print(f"{len(records) - bad} of {len(records)} records consistent")
+    return EXIT_VERIFY_FAILED if bad or not records else EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="arbiter", description="Referee matches between game engines.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    m = sub.add_parser("match", help="play a match between two engines")
+    m.add_argument("--game", required=True, help="game name (arbiter games lists them)")
+    m.add_argument("--engine", action="append", default=[], help="engine command line (give twice: A then B)")
+    m.add_argument("--name", action="append", help="engine display name (give twice)")
+    m.add_argument("--option", action="append", default=[], help="game option KEY=VALUE (repeatable)")
+    m.add_argument("--tc", default="180", help="time control, e.g. 180, 180+2, 40/60+0.5, st=1, 60+3x10, inf")
+    m.add_argument("--format", default="olympiad", help="olympiad | boN[:ABBA..] | games=N")
+    m.add_argument("--margin", type=int, default=50, help="ms an engine may overrun before losing on time")
+    m.add_argument("--seed", help="hex master seed: makes the dice reproducible (default: fresh randomness)")
+    m.add_argument("--restart", action="store_true", help="restart engines for every game")
+    m.add_argument("--db", default="runs/results.sqlite", help="SQLite results file (games.jsonl beside it)")
+    m.add_argument("--quiet", action="store_true", help="no live display")
+    m.set_defaults(func=cmd_match)
+
+    d = sub.add_parser("demo", help="an EinStein olympiad match between the sample engines")
+    d.add_argument("--db", default="runs/results.sqlite")
+    d.add_argument("--quiet", action="store_true")
+    d.set_defaults(func=cmd_demo)
+
+    for name, func, text in (("show", cmd_show, "print a game move by move with boards"),
+                             ("verify", cmd_verify, "recompute every roll and replay every move of records")):
+        s = sub.add_parser(name, help=text)
+        s.add_argument("record", help="results .sqlite, .jsonl export or .json record")
+        s.add_argument("--game-id", help="one game (default: show the last / verify all)")
+        if name == "show":
+            s.add_argument("--all", action="store_true", help="every game in the file")
+        else:
+            s.add_argument("-v", "--verbose", action="store_true")
+        s.set_defaults(func=func)
+
+    g = sub.add_parser("games", help="list the games the referee knows")
+    g.set_defaults(func=lambda a: (print("\n".join(__import__("arbiter.games", fromlist=["x"]).game_names())), 0)[1])
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

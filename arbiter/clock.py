@@ -1,0 +1,263 @@
+"""Time controls: the compact text form, and one seat's clock.
+
+Time control syntax
+-------------------
+A *time* is seconds (``90``, ``2.5``), ``m:ss`` (``3:00``, ``1:30.5``) or a number with the unit
+``s``, ``m`` or ``ms`` (``90s``, ``3m``, ``500ms``); resolution 1 ms. A *move* is any decision of
+the seat (a move, a set-up, a target choice...). Case and surrounding spaces are ignored.
+
+- ``T`` (``180``, ``3:00``, ``3m``): sudden death, ``T`` for the whole game.
+- ``T+I`` (``180+2``): Fischer, ``T`` plus ``I`` added after each move completes.
+- ``N/T`` and ``N/T+I`` (``40/60``, ``40/60+0.5``): moves in time, as in cutechess: ``N`` moves
+  in ``T``; after every ``N``-th move another ``T`` is added; optional increment ``I``.
+- ``st=T`` (``st=5``): fixed time per move; unused time is not carried over.
+- ``T+PxB`` (``60+3x10``): byo-yomi, main time ``T`` then ``P`` periods of ``B`` (Japanese): a
+  move finished within its period keeps it, a move overrunning a period uses it up, overrunning
+  the last one loses. ``0+1x30`` is plain byo-yomi: 30 s for every move.
+- ``inf``: unlimited.
+
+Times must be more than 0, except increments and the byo-yomi main time; ``N`` and ``P`` >= 1.
+"""
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal
+
+from protocol.messages import TimeControl
+
+SUDDEN_DEATH = "sudden_death"
+FISCHER = "fischer"
+MOVES_IN_TIME = "moves_in_time"
+FIXED_PER_MOVE = "fixed_per_move"
+BYO_YOMI = "byo_yomi"
+UNLIMITED = "unlimited"
+KINDS = (SUDDEN_DEATH, FISCHER, MOVES_IN_TIME, FIXED_PER_MOVE, BYO_YOMI, UNLIMITED)
+
+_MAX_MS = 2**53 - 1
+"""Largest time accepted (ms): keeps every time exact as a float and as a JSON number."""
+
+_NUMBER = r"(?:\d+(?:\.\d+)?|\.\d+)"
+_SECONDS = re.compile(rf"({_NUMBER})(ms|s|m)?", re.ASCII)
+_MIN_SEC = re.compile(r"(\d+):([0-5]\d(?:\.\d+)?)", re.ASCII)
+_COUNT = re.compile(r"\d+", re.ASCII)
+_TIME_EXPECTED = ("expected seconds ('90', '2.5'), m:ss ('3:00') "
+                  "or a number with s, m or ms ('90s', '3m', '500ms')")
+_FORMS = "expected one of 180, 3:00, 3m, 180+2, 40/60, 40/60+0.5, st=5, 60+3x10 or inf"
+_UNIT_MS = {"ms": Decimal(1), "s": Decimal(1000), None: Decimal(1000), "m": Decimal(60000)}
+
+
+def _bad(text: str, why: str) -> ValueError:
+    return ValueError(f"bad time control {text!r}: {why}")
+
+
+def _time_ms(part: str, text: str, what: str, *, zero_ok: bool = False) -> int:
+    """Parse one time of ``text`` into whole milliseconds."""
+    if m := _SECONDS.fullmatch(part):
+        ms = Decimal(m[1]) * _UNIT_MS[m[2]]
+    elif m := _MIN_SEC.fullmatch(part):
+        ms = (int(m[1]) * 60 + Decimal(m[2])) * 1000
+    else:
+        raise _bad(text, f"{what} {part!r} is not a time; {_TIME_EXPECTED}")
+    if ms != ms.to_integral_value():
+        raise _bad(text, f"{what} {part!r} is finer than a millisecond")
+    if ms == 0 and not zero_ok:
+        raise _bad(text, f"{what} {part!r} must be more than 0")
+    if ms > _MAX_MS:
+        raise _bad(text, f"{what} {part!r} is too long")
+    return int(ms)
+
+
+def _count(part: str, text: str, what: str) -> int:
+    """Parse a whole number >= 1 (a moves count, a number of periods)."""
+    if not _COUNT.fullmatch(part):
+        raise _bad(text, f"{what} {part!r} is not a whole number")
+    n = int(part)
+    if n < 1:
+        raise _bad(text, f"{what} {part!r} must be at least 1")
+    if n > _MAX_MS:
+        raise _bad(text, f"{what} {part!r} is too large")
+    return n
+
+
+def parse_time_control(text: str) -> TimeControl:
+    """Parse the compact form (see the module docstring); a bad one raises ``ValueError``."""
+    if not isinstance(text, str):
+        raise ValueError(f"bad time control {text!r}: expected a string")
+    src = text.strip()
+    s = src.lower()
+    if not s:
+        raise _bad(text, f"it is empty; {_FORMS}")
+    if s == "inf":
+        return TimeControl(text=src, kind=UNLIMITED)
+    if s.startswith("st="):
+        move_ms = _time_ms(s[3:], text, "move time")
+        return TimeControl(text=src, kind=FIXED_PER_MOVE, period_ms=move_ms)
+    if s.count("+") > 1:
+        raise _bad(text, f"more than one '+'; {_FORMS}")
+    main, plus, extra = s.partition("+")
+    if plus and not extra:
+        raise _bad(text, "nothing after '+'; "
+                         "expected an increment ('2') or byo-yomi periods ('3x10')")
+    if "/" in main:
+        moves_part, _, base_part = main.partition("/")
+        moves = _count(moves_part, text, "moves count")
+        base_ms = _time_ms(base_part, text, "time per moves block")
+        if "x" in extra:
+            raise _bad(text, "byo-yomi periods cannot follow a moves count; "
+                             "expected N/T or N/T+I (e.g. 40/60+0.5)")
+        inc_ms = _time_ms(extra, text, "increment", zero_ok=True) if plus else 0
+        return TimeControl(text=src, kind=MOVES_IN_TIME, base_ms=base_ms, increment_ms=inc_ms,
+                           moves=moves)
+    if "x" in extra:
+        periods_part, _, period_part = extra.partition("x")
+        base_ms = _time_ms(main, text, "main time", zero_ok=True)
+        periods = _count(periods_part, text, "number of byo-yomi periods")
+        period_ms = _time_ms(period_part, text, "byo-yomi period")
+        return TimeControl(text=src, kind=BYO_YOMI, base_ms=base_ms, periods=periods,
+                           period_ms=period_ms)
+    base_ms = _time_ms(main, text, "main time")
+    if not plus:
+        return TimeControl(text=src, kind=SUDDEN_DEATH, base_ms=base_ms)
+    inc_ms = _time_ms(extra, text, "increment", zero_ok=True)
+    return TimeControl(text=src, kind=FISCHER, base_ms=base_ms, increment_ms=inc_ms)
+
+
+class Clock:
+    """One seat's clock: pure bookkeeping in float seconds.
+
+    The clock never reads the time itself: the referee measures each decision (with
+    ``time.monotonic``) and passes the elapsed seconds to ``charge``, so the same clock serves
+    live games, replays and tests alike.
+
+    A decision over its allowance by at most ``margin`` (transport latency the referee forgives)
+    is charged as if it took exactly the allowance: the move stands and the clock reaches 0,
+    never less. Beyond the margin the flag falls, and a fallen flag is final.
+    """
+
+    def __init__(self, tc: TimeControl) -> None:
+        if tc.kind not in KINDS:
+            raise ValueError(f"unknown time control kind {tc.kind!r}; "
+                             f"expected one of {', '.join(KINDS)}")
+        if tc.kind == MOVES_IN_TIME and tc.moves < 1:
+            raise ValueError(f"moves-in-time control {tc.text!r} needs moves >= 1, not {tc.moves}")
+        self.tc = tc
+        self._base = tc.base_ms / 1000
+        self._increment = tc.increment_ms / 1000
+        self._period = tc.period_ms / 1000
+        self._remaining = math.inf if tc.kind == UNLIMITED else self._base
+        self._periods_left = tc.periods if tc.kind == BYO_YOMI else 0
+        self._moves_made = 0
+        self._flagged = False
+
+    @property
+    def remaining(self) -> float:
+        """Main time left in seconds: byo-yomi periods excluded, ``inf`` when unlimited, and the
+        (constant) move time for a fixed time per move."""
+        if self.tc.kind == FIXED_PER_MOVE:
+            return self._period
+        return self._remaining
+
+    @property
+    def periods_left(self) -> int:
+        """Byo-yomi periods not yet used up (0 for every other kind)."""
+        return self._periods_left
+
+    @property
+    def moves_made(self) -> int:
+        """Decisions charged so far (the one that flagged is not counted)."""
+        return self._moves_made
+
+    @property
+    def flagged(self) -> bool:
+        """True once a decision exceeded its allowance plus margin."""
+        return self._flagged
+
+    @property
+    def moves_to_go(self) -> int | None:
+        """For moves in time, the moves left before the next refill (``movestogo``); else None."""
+        if self.tc.kind != MOVES_IN_TIME:
+            return None
+        return self.tc.moves - self._moves_made % self.tc.moves
+
+    def allowance(self) -> float | None:
+        """Seconds the next decision may take before the flag falls; None when unlimited.
+
+        For byo-yomi that is the main time plus every period left: overrunning a period
+        only uses it up, so the flag falls only past the last one.
+        """
+        kind = self.tc.kind
+        if kind == UNLIMITED:
+            return None
+        if self._flagged:
+            return 0.0
+        if kind == FIXED_PER_MOVE:
+            return self._period
+        if kind == BYO_YOMI:
+            return self._remaining + self._periods_left * self._period
+        return self._remaining
+
+    def charge(self, elapsed: float, margin: float = 0.0) -> bool:
+        """Account a finished decision that took ``elapsed`` seconds.
+
+        Returns False when the flag fell (``elapsed > allowance + margin``); otherwise the move
+        stands and the increment, byo-yomi periods and moves-in-time refill are applied.
+        """
+        if elapsed < 0 or margin < 0 or math.isnan(elapsed) or math.isnan(margin):
+            raise ValueError(f"elapsed ({elapsed}) and margin ({margin}) must be >= 0")
+        if self._flagged:
+            raise RuntimeError("the flag has already fallen on this clock")
+        allowance = self.allowance()
+        if allowance is None:
+            self._moves_made += 1
+            return True
+        if elapsed > allowance + margin:
+            self._flagged = True
+            self._remaining = 0.0
+            self._periods_left = 0
+            return False
+        elapsed = min(elapsed, allowance)  # an overrun within the margin costs just the allowance
+        self._moves_made += 1
+        kind = self.tc.kind
+        if kind == BYO_YOMI and elapsed > self._remaining:
+            self._use_periods(elapsed - self._remaining)
+            self._remaining = 0.0
+        elif kind != FIXED_PER_MOVE:  # a fixed move time is never carried over
+            self._remaining = max(0.0, self._remaining - elapsed)
+        if kind in (FISCHER, MOVES_IN_TIME):
+            self._remaining += self._increment
+        if kind == MOVES_IN_TIME and self._moves_made % self.tc.moves == 0:
+            self._remaining += self._base
+        return True
+
+    def _use_periods(self, overrun: float) -> None:
+        """Japanese byo-yomi: ``overrun`` seconds past the main time use up every period they
+        fill completely; the period the decision finishes in is kept."""
+        # The 1e-9 absorbs float error: an overrun of 10.000000000000002 s is within a 10 s period.
+        used = math.ceil(overrun / self._period - 1e-9) - 1
+        # elapsed <= allowance, so at most periods_left - 1 are used up (the last one is kept).
+        self._periods_left -= min(max(used, 0), self._periods_left - 1)
+
+    def remaining_ms(self) -> int:
+        """``remaining`` in whole ms for the wire (rounded down; 0 when unlimited)."""
+        if math.isinf(self.remaining):
+            return 0
+        return _floor_ms(self.remaining)
+
+    def allowance_ms(self) -> int:
+        """``allowance`` in whole ms for the wire, 0 meaning unlimited. Rounded down, but never
+        below 1 ms for a limited clock, so an empty clock is not mistaken for an unlimited one."""
+        allowance = self.allowance()
+        if allowance is None:
+            return 0
+        return max(1, _floor_ms(allowance))
+
+    def __repr__(self) -> str:
+        return (f"Clock({self.tc.text!r}, remaining={self.remaining:.3f}, "
+                f"periods_left={self._periods_left}, moves_made={self._moves_made}, "
+                f"flagged={self._flagged})")
+
+
+def _floor_ms(seconds: float) -> int:
+    # The epsilon absorbs float error (1.001 * 1000 == 1000.9999999999999).
+    return math.floor(seconds * 1000 + 1e-6)

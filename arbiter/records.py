@@ -1,0 +1,87 @@
+"""Game records: everything needed to replay, audit and verify one game.
+
+A record is a msgspec Struct; its JSON form (one record per line in ``games.jsonl``) is the
+documented open export format (docs/records.md). The SQLite results database keeps the same
+JSON per game beside indexed columns.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from protocol.messages import Info
+
+from .dice import Roll
+
+RECORD_FORMAT = "arbiter-game/1"
+
+
+class Event(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One step of a game: a chance outcome (seat -1) or a seat's decision."""
+
+    ply: int
+    seat: int
+    kind: str
+    """``chance``, or the decision kind (``move``, ``setup``, ...)."""
+    move: str
+    """The decision in game notation, or the chance outcome as text."""
+    roll: int | None = None
+    """For chance events: the index of the roll in ``GameRecord.rolls``."""
+    die: int | None = None
+    measured_ms: float | None = None
+    """Referee-measured time from sending the request to receiving the reply."""
+    reported_ms: int | None = None
+    """The engine's own measurement (``info.time_ms``), for latency."""
+    clock_ms: int | None = None
+    """The seat's main time left after this decision."""
+    info: Info | None = None
+
+
+class GameRecord(msgspec.Struct, kw_only=True):
+    format: str = RECORD_FORMAT
+    game_id: str
+    match_id: str
+    game_number: int
+    game: str
+    options: dict[str, Any]
+    players: list[str]
+    """Player names indexed by seat."""
+    seat_roles: list[str]
+    time_control: str
+    margin_ms: int
+    started_at: float
+    """Wall-clock (Unix) start time."""
+    ended_at: float = 0.0
+    events: list[Event] = []
+    rolls: list[Roll] = []
+    returns: list[float] = []
+    reason: str = ""
+    """``normal`` or a forfeit reason."""
+    detail: str = ""
+    forfeit_seat: int | None = None
+    final_position: str = ""
+    dice_commitment: str = ""
+    dice_seed: str = ""
+    dropped_messages: int = 0
+    """Late or stray engine messages recognised by seq / game id and ignored."""
+
+    def winner(self) -> int | None:
+        """The seat with the strictly highest return, if there is one."""
+        if not self.returns:
+            return None
+        best = max(self.returns)
+        seats = [s for s, r in enumerate(self.returns) if r == best]
+        return seats[0] if len(seats) == 1 else None
+
+
+_json_encoder = msgspec.json.Encoder()
+_json_decoder = msgspec.json.Decoder(GameRecord)
+
+
+def to_json(record: GameRecord) -> bytes:
+    return _json_encoder.encode(record)
+
+
+def from_json(data: bytes | str) -> GameRecord:
+    return _json_decoder.decode(data)

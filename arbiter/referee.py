@@ -1,0 +1,223 @@
+"""The referee loop: play one game between engines, enforcing rules and clocks, rolling the dice.
+
+The referee owns every source of truth: the state (rules), the clocks (measured here with a
+monotonic clock from sending a request to receiving its reply), and the dice. Engines only ever
+answer requests. Any engine fault ends the game as a forfeit with a precise reason; the referee
+itself never fails because of an engine.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Callable
+
+from protocol.messages import GameOver, NewGame, Ready, Reply, Request, TimeControl
+
+from .clock import Clock
+from .dice import Dice
+from .engine import ILLEGAL_MOVE, PROTOCOL_ERROR, STALL, TIME, Engine, EngineFault
+from .games.base import CHANCE, IllegalMove, Game, State
+from .records import Event, GameRecord
+
+DEFAULT_MARGIN = 0.05
+"""Seconds an engine may overrun its allowance before it forfeits on time (IPC jitter)."""
+UNLIMITED_STALL = 3600.0
+"""Without a time limit, an engine silent this long (seconds) forfeits with reason ``stall``."""
+
+EventHook = Callable[[GameRecord, State, Event, list[Clock]], None]
+
+
+class _Forfeit(Exception):
+    def __init__(self, seat: int, reason: str, detail: str):
+        super().__init__(f"seat {seat}: {reason}: {detail}")
+        self.seat, self.reason, self.detail = seat, reason, detail
+
+
+class Referee:
+    """Plays one game. Make one per game; ``play`` returns the finished record."""
+
+    def __init__(self, game: Game, engines: list[Engine], time_control: TimeControl, dice: Dice, *,
+                 match_id: str, game_number: int, players: list[str] | None = None,
+                 margin: float = DEFAULT_MARGIN, on_event: EventHook | None = None):
+        if len(engines) != game.num_seats:
+            raise ValueError(f"{game.name} needs {game.num_seats} engines, got {len(engines)}")
+        self.game = game
+        self.engines = engines
+        self.tc = time_control
+        self.dice = dice
+        self.margin = margin
+        self.on_event = on_event
+        self.clocks = [Clock(time_control) for _ in engines]
+        self.game_id = f"{match_id}.{game_number}.{uuid.uuid4().hex[:6]}"
+        self.seq = 0
+        self.state = game.new_initial_state()
+        self.seen_events = [0] * len(engines)
+        self.record = GameRecord(
+            game_id=self.game_id, match_id=match_id, game_number=game_number, game=game.name,
+            options=dict(game.options), players=players or [e.name for e in engines],
+            seat_roles=list(game.seat_roles), time_control=time_control.text, margin_ms=int(margin * 1000),
+            started_at=time.time(), dice_commitment=dice.commitment)
+
+    def _next_seq(self) -> int:
+        self.seq += 1
+        return self.seq
+
+    # --- the game ---------------------------------------------------------------------------
+
+    def play(self) -> GameRecord:
+        try:
+            self._start_engines()
+            while not self.state.is_terminal():
+                if self.state.current_player() == CHANCE:
+                    self._roll()
+                else:
+                    self._decide(self.state.acting_seats())
+            self.record.returns = list(self.state.returns())
+            self.record.reason = "normal"
+        except _Forfeit as f:
+            self.record.returns = self.game.forfeit_returns(f.seat)
+            self.record.reason, self.record.detail, self.record.forfeit_seat = f.reason, f.detail, f.seat
+        self.record.ended_at = time.time()
+        self.record.final_position = self.state.to_text()
+        self.record.rolls = list(self.dice.rolls)
+        self.record.dice_seed = self.dice.seed.hex()
+        self.record.dropped_messages = sum(e.dropped for e in self.engines)
+        self._announce_result()
+        return self.record
+
+    def _start_engines(self) -> None:
+        names = self.record.players
+        for seat, engine in enumerate(self.engines):
+            msg = NewGame(game_id=self.game_id, seq=self._next_seq(), game=self.game.name,
+                          options=self.record.options, seat=seat, seats=names, seat_roles=self.record.seat_roles,
+                          time_control=self.tc, dice_commitment=self.dice.commitment,
+                          match_id=self.record.match_id, game_number=self.record.game_number)
+            try:
+                answer = engine.request(msg, engine.config.ready_timeout, "ready to new_game")
+            except EngineFault as fault:
+                raise _Forfeit(seat, fault.reason, fault.detail) from None
+            if not isinstance(answer, Ready):
+                raise _Forfeit(seat, PROTOCOL_ERROR, f"expected ready, got {type(answer).__name__.lower()}")
+
+    def _roll(self) -> None:
+        outcomes = self.state.chance_outcomes()
+        index = self.dice.roll(len(outcomes))
+        outcome = outcomes[index]
+        self.state.apply_chance(outcome)
+        self._add(Event(ply=len(self.record.events), seat=-1, kind="chance", move=str(outcome),
+                        roll=len(self.dice.rolls) - 1))
+
+    def _request_for(self, seat: int) -> Request:
+        state, engine = self.state, self.engines[seat]
+        kind = state.decision_kind(seat)
+        legal = state.legal_moves(seat) if engine.hello and engine.hello.wants_legal_moves else None
+        last = [e.move for e in self.record.events[self.seen_events[seat]:] if e.seat >= 0]
+        self.seen_events[seat] = len(self.record.events)
+        return Request(game_id=self.game_id, seq=self._next_seq(), kind=kind, seat=seat,
+                       position=state.observation(seat), state=state.observation_data(seat),
+                       ply=len(self.record.events), die=state.die(),
+                       clocks_ms=[c.remaining_ms() for c in self.clocks],
+                       time_left_ms=self.clocks[seat].allowance_ms(), legal_moves=legal, last_moves=last)
+
+    def _decide(self, seats: list[int]) -> None:
+        """Ask every acting seat at once, wait for all answers, then apply them."""
+        sent: dict[int, float] = {}
+        requests: dict[int, Request] = {}
+        for seat in seats:
+            requests[seat] = request = self._request_for(seat)
+            engine = self.engines[seat]
+            engine.expect(request.game_id, request.seq)
+            try:
+                sent[seat] = engine.send(request)
+            except EngineFault as fault:
+                raise _Forfeit(seat, fault.reason, fault.detail) from None
+        replies = self._collect(sent)
+        moves: dict[int, str] = {}
+        for seat in seats:
+            reply, elapsed = replies[seat]
+            kind = requests[seat].kind
+            try:
+                self.state.check_move(reply.move, seat)
+            except IllegalMove as exc:
+                raise _Forfeit(seat, ILLEGAL_MOVE, f"{kind} {reply.move!r}: {exc}") from None
+            if not self.clocks[seat].charge(elapsed, self.margin):  # the watchdog's twin, for races
+                raise _Forfeit(seat, TIME, f"took {elapsed * 1000:.0f} ms; allowed "
+                                           f"{self.clocks[seat].allowance_ms()} ms + {self.margin * 1000:.0f} ms margin")
+            moves[seat] = reply.move
+        die = self.state.die()
+        if len(seats) == 1:
+            self.state.apply(moves[seats[0]])
+        else:
+            self.state.apply_joint(moves)
+        for seat in seats:
+            reply, elapsed = replies[seat]
+            info = reply.info
+            self._add(Event(ply=len(self.record.events), seat=seat, kind=requests[seat].kind, move=reply.move,
+                            die=die, measured_ms=round(elapsed * 1000, 3),
+                            reported_ms=info.time_ms if info else None,
+                            clock_ms=self.clocks[seat].remaining_ms(), info=info))
+
+    def _collect(self, sent: dict[int, float]) -> dict[int, tuple[Reply, float]]:
+        """Wait for every seat's reply; forfeit the first seat that overruns or misbehaves."""
+        deadlines = {}
+        for seat, t0 in sent.items():
+            allowance = self.clocks[seat].allowance()
+            deadlines[seat] = t0 + (UNLIMITED_STALL if allowance is None else allowance + self.margin)
+        replies: dict[int, tuple[Reply, float]] = {}
+        waiting = set(sent)
+        while waiting:
+            now = time.monotonic()
+            for seat in sorted(waiting):
+                if now >= deadlines[seat]:
+                    reason = STALL if self.clocks[seat].allowance() is None else TIME
+                    raise _Forfeit(seat, reason, f"no reply within {(deadlines[seat] - sent[seat]) * 1000:.0f} ms "
+                                                 f"(allowance + {self.margin * 1000:.0f} ms margin)")
+            timeout_ms = max(0, min(50, int((min(deadlines[s] for s in waiting) - now) * 1000) + 1))
+            ready = self._poll(waiting, timeout_ms)
+            for seat in sorted(waiting):
+                engine = self.engines[seat]
+                try:
+                    if seat in ready:
+                        msg = engine.read_one()
+                        received = time.monotonic()
+                        if msg is None:
+                            continue
+                        if not isinstance(msg, Reply):
+                            raise EngineFault(PROTOCOL_ERROR, f"expected reply, got {type(msg).__name__.lower()}")
+                        replies[seat] = (msg, received - sent[seat])
+                        engine.pending = None
+                        waiting.discard(seat)
+                    elif not ready:
+                        engine.check_alive()
+                except EngineFault as fault:
+                    raise _Forfeit(seat, fault.reason, fault.detail) from None
+        return replies
+
+    def _poll(self, seats: set[int], timeout_ms: int) -> set[int]:
+        if len(seats) == 1:
+            (seat,) = seats
+            return seats if self.engines[seat].ready_to_read(timeout_ms) else set()
+        import zmq
+
+        poller = zmq.Poller()
+        by_socket = {}
+        for seat in seats:
+            sock = self.engines[seat].sock.socket
+            poller.register(sock, zmq.POLLIN)
+            by_socket[sock] = seat
+        return {by_socket[s] for s, _ in poller.poll(timeout_ms)}
+
+    def _add(self, event: Event) -> None:
+        self.record.events.append(event)
+        if self.on_event is not None:
+            self.on_event(self.record, self.state, event, self.clocks)
+
+    def _announce_result(self) -> None:
+        for engine in self.engines:
+            engine.pending = None
+            try:
+                engine.send(GameOver(game_id=self.game_id, seq=self._next_seq(), returns=self.record.returns,
+                                     reason=self.record.reason, detail=self.record.detail,
+                                     dice_seed=self.record.dice_seed))
+            except EngineFault:
+                pass  # a dead engine cannot be told; the record says why

@@ -1,0 +1,92 @@
+"""Replaying a record through the rules: the basis of ``arbiter verify`` and ``arbiter show``.
+
+Verification re-derives every roll from the revealed seed (and checks it against the
+commitment), replays every event through the rules (each chance outcome must be the one the
+roll selects, each decision must be legal), and checks the recorded result.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+from .dice import verify_rolls
+from .games import SIMULTANEOUS, IllegalMove, load_game
+from .games.base import CHANCE, State
+from .records import Event, GameRecord
+
+
+def replay(record: GameRecord) -> Iterator[tuple[list[Event], State]]:
+    """Yield (events applied, state after them) step by step; raise ValueError on inconsistency."""
+    game = load_game(record.game, **record.options)
+    state = game.new_initial_state()
+    rolls = {r.index: r for r in record.rolls}
+    events = record.events
+    i = 0
+    while i < len(events):
+        event = events[i]
+        p = state.current_player()
+        if state.is_terminal():
+            raise ValueError(f"event {i} ({event.kind} {event.move}) comes after the game ended")
+        if p == CHANCE:
+            if event.seat != -1 or event.roll is None:
+                raise ValueError(f"event {i}: a roll was due, the record has {event.kind} by seat {event.seat}")
+            roll = rolls.get(event.roll)
+            outcomes = state.chance_outcomes()
+            if roll is None or roll.outcomes != len(outcomes):
+                raise ValueError(f"event {i}: roll {event.roll} is missing or has the wrong number of outcomes")
+            if str(outcomes[roll.value]) != event.move:
+                raise ValueError(f"event {i}: roll {event.roll} gives {outcomes[roll.value]}, "
+                                 f"the record says {event.move}")
+            state.apply_chance(outcomes[roll.value])
+            step = [event]
+        elif p == SIMULTANEOUS:
+            seats = state.acting_seats()
+            step = events[i:i + len(seats)]
+            moves = {e.seat: e.move for e in step}
+            if sorted(moves) != sorted(seats):
+                raise ValueError(f"event {i}: seats {seats} decide together, the record has {sorted(moves)}")
+            for e in step:
+                _check(state, e, i)
+            state.apply_joint(moves)
+        else:
+            if event.seat != p:
+                raise ValueError(f"event {i}: seat {p} was to decide, the record has seat {event.seat}")
+            _check(state, event, i)
+            state.apply(event.move)
+            step = [event]
+        i += len(step)
+        yield step, state
+
+
+def _check(state: State, event: Event, index: int) -> None:
+    try:
+        state.check_move(event.move, event.seat)
+    except IllegalMove as exc:
+        raise ValueError(f"event {index}: seat {event.seat} {event.kind} {event.move!r} is illegal: {exc}") from None
+
+
+def verify(record: GameRecord) -> list[str]:
+    """Every inconsistency found in a record (empty: the record is consistent)."""
+    problems = verify_rolls(record.dice_seed, record.dice_commitment, record.match_id, record.game_number,
+                            record.rolls)
+    state = None
+    try:
+        for _, state in replay(record):
+            pass
+    except (ValueError, IllegalMove) as exc:
+        problems.append(str(exc))
+        return problems
+    if state is None:
+        state = load_game(record.game, **record.options).new_initial_state()
+    used = {e.roll for e in record.events if e.roll is not None}
+    if used != set(range(len(record.rolls))):
+        problems.append(f"{len(record.rolls)} rolls recorded but events use {len(used)}")
+    if record.reason == "normal":
+        if not state.is_terminal():
+            problems.append("the record says the game ended normally but the replayed position is not terminal")
+        elif list(state.returns()) != list(record.returns):
+            problems.append(f"recorded returns {record.returns} differ from the rules' {state.returns()}")
+    elif record.forfeit_seat is None:
+        problems.append(f"reason {record.reason!r} without a forfeiting seat")
+    if state.to_text() != record.final_position and record.final_position:
+        problems.append("the replayed final position differs from the recorded one")
+    return problems

@@ -1,0 +1,103 @@
+"""A small engine kit: a Python engine is one function from a request to a move.
+
+    from protocol.kit import run_engine
+
+    def decide(request, game):          # protocol.Request, protocol.NewGame
+        return request.legal_moves[0]   # or a protocol.Reply, or (move, protocol.Info)
+
+    run_engine(decide, name="first-legal", games=["einstein"], wants_legal_moves=True)
+
+The kit finds the endpoint (``--endpoint URL`` on the command line, else ``ARBITER_ENDPOINT``),
+says hello, answers ``new_game``/``ping``, measures its own thinking time into ``info.time_ms``,
+and exits on ``quit``, ``reject`` or when the referee has been silent for ``idle_timeout``.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from typing import Callable, Union
+
+from .codec import ProtocolError
+from .messages import (PROTOCOL_VERSION, Error, GameOver, Hello, Info, NewGame, Ping, Pong, Quit, Ready,
+                       Reject, Reply, Request, Welcome)
+from .transport import ENDPOINT_ENV, EngineSocket
+
+Decision = Union[str, Reply, tuple[str, Info]]
+Decide = Callable[[Request, NewGame], Decision]
+
+
+def endpoint_from_environment(argv: list[str] | None = None) -> str:
+    import os
+
+    argv = sys.argv[1:] if argv is None else argv
+    for i, arg in enumerate(argv):
+        if arg == "--endpoint" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--endpoint="):
+            return arg.split("=", 1)[1]
+    endpoint = os.environ.get(ENDPOINT_ENV)
+    if not endpoint:
+        raise SystemExit(f"no endpoint: pass --endpoint URL or set {ENDPOINT_ENV}")
+    return endpoint
+
+
+def _as_reply(decision: Decision, request: Request, elapsed_ms: int) -> Reply:
+    if isinstance(decision, Reply):
+        reply = decision
+    elif isinstance(decision, tuple):
+        reply = Reply(move=decision[0], info=decision[1])
+    else:
+        reply = Reply(move=str(decision))
+    reply.game_id, reply.seq = request.game_id, request.seq
+    if reply.info is None:
+        reply.info = Info(time_ms=elapsed_ms)
+    elif reply.info.time_ms is None:
+        reply.info.time_ms = elapsed_ms
+    return reply
+
+
+def run_engine(decide: Decide, *, name: str, author: str = "", version: str = "", games: list[str] | None = None,
+               wants_legal_moves: bool = False, on_game_over: Callable[[GameOver, NewGame], None] | None = None,
+               endpoint: str | None = None, idle_timeout: float = 3600.0) -> int:
+    """Serve the referee until told to quit; returns a process exit code."""
+    sock = EngineSocket(endpoint or endpoint_from_environment())
+    try:
+        sock.send(Hello(name=name, author=author, version=version, protocol_version=PROTOCOL_VERSION,
+                        games=list(games or []), wants_legal_moves=wants_legal_moves))
+        games_by_id: dict[str, NewGame] = {}
+        while True:
+            try:
+                msg = sock.recv(timeout_ms=int(idle_timeout * 1000))
+            except ProtocolError as exc:
+                sock.send(Error(code="malformed", message=str(exc)))
+                continue
+            if msg is None or isinstance(msg, Quit):
+                return 0
+            if isinstance(msg, Reject):
+                print(f"{name}: rejected by the referee: {msg.reason}", file=sys.stderr)
+                return 1
+            if isinstance(msg, Request):
+                started = time.monotonic()
+                game = games_by_id.get(msg.game_id)
+                if game is None:
+                    sock.send(Error(game_id=msg.game_id, seq=msg.seq, code="unexpected",
+                                    message="request for a game this engine was not told about"))
+                    continue
+                decision = decide(msg, game)
+                elapsed_ms = int((time.monotonic() - started) * 1000)
+                sock.send(_as_reply(decision, msg, elapsed_ms))
+            elif isinstance(msg, NewGame):
+                games_by_id = {msg.game_id: msg}  # one game at a time per connection
+                sock.send(Ready(game_id=msg.game_id, seq=msg.seq))
+            elif isinstance(msg, GameOver):
+                game = games_by_id.pop(msg.game_id, None)
+                if on_game_over is not None and game is not None:
+                    on_game_over(msg, game)
+            elif isinstance(msg, Ping):
+                sock.send(Pong(game_id=msg.game_id, seq=msg.seq))
+            elif isinstance(msg, Error):
+                print(f"{name}: referee reports {msg.code}: {msg.message}", file=sys.stderr)
+            elif isinstance(msg, Welcome):
+                pass
+    finally:
+        sock.close()

@@ -1,0 +1,120 @@
+"""ZeroMQ transport: the referee binds a ROUTER per engine, the engine connects a DEALER.
+
+One protocol message is one ZeroMQ frame (the ROUTER side sees [routing id, payload]).
+``ipc://`` endpoints in a private temp directory are the default for local engines;
+``tcp://`` works the same way for remote ones.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import uuid
+
+import zmq
+from zmq.utils.monitor import recv_monitor_message
+
+from .codec import MAX_MESSAGE_SIZE, ProtocolError, decode, encode
+from .messages import Message
+
+ENDPOINT_ENV = "ARBITER_ENDPOINT"
+"""The environment variable through which a spawned engine learns where to connect."""
+
+_ipc_dir: str | None = None
+
+
+def context() -> zmq.Context:
+    return zmq.Context.instance()
+
+
+def new_ipc_endpoint() -> str:
+    """A fresh ``ipc://`` path in a private directory (kept short: Unix paths max ~107 bytes)."""
+    global _ipc_dir
+    if _ipc_dir is None or not os.path.isdir(_ipc_dir):
+        _ipc_dir = tempfile.mkdtemp(prefix="arb-")
+    return f"ipc://{_ipc_dir}/{uuid.uuid4().hex[:12]}.sock"
+
+
+class RefereeSocket:
+    """The referee's end of one engine's connection: a bound ROUTER.
+
+    The first peer that sends a message becomes *the* peer; frames from any other routing id
+    are ignored (counted in ``strangers``), so a second connection cannot impersonate the engine.
+    """
+
+    def __init__(self, endpoint: str | None = None):
+        self.socket = context().socket(zmq.ROUTER)
+        self.socket.setsockopt(zmq.LINGER, 0)
+        self.socket.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_SIZE)
+        self.socket.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        self.socket.bind(endpoint or new_ipc_endpoint())
+        self.endpoint: str = self.socket.getsockopt(zmq.LAST_ENDPOINT).decode()
+        self.monitor = self.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+        self.peer: bytes | None = None
+        self.disconnected = False
+        self.strangers = 0
+
+    def send(self, message: Message) -> None:
+        if self.peer is None:
+            raise ProtocolError("no engine has connected yet")
+        try:
+            self.socket.send_multipart([self.peer, encode(message)], flags=zmq.NOBLOCK)
+        except zmq.ZMQError as exc:  # EHOSTUNREACH: the peer is gone
+            self.disconnected = True
+            raise ConnectionError(f"cannot send to the engine: {exc}") from None
+
+    def recv(self) -> Message | None:
+        """Read one waiting frame: a message from the peer, or None for a stranger's frame.
+
+        Raises ``ProtocolError`` for bytes that are not a valid message."""
+        frames = self.socket.recv_multipart(flags=zmq.NOBLOCK, copy=True)
+        identity, payload = frames[0], frames[1:]
+        if self.peer is None:
+            self.peer = identity
+        elif identity != self.peer:
+            self.strangers += 1
+            return None
+        if len(payload) != 1:
+            raise ProtocolError(f"expected one frame per message, got {len(payload)}")
+        return decode(payload[0])
+
+    def check_monitor(self) -> None:
+        """Note a disconnection reported by ZeroMQ's socket monitor."""
+        while self.monitor.poll(0):
+            event = recv_monitor_message(self.monitor)
+            if event["event"] == zmq.EVENT_DISCONNECTED:
+                self.disconnected = True
+
+    def close(self) -> None:
+        try:
+            self.socket.disable_monitor()
+        except zmq.ZMQError:
+            pass
+        self.monitor.close(linger=0)
+        self.socket.close(linger=0)
+        if self.endpoint.startswith("ipc://"):
+            try:
+                os.unlink(self.endpoint[len("ipc://"):])
+            except OSError:
+                pass
+
+
+class EngineSocket:
+    """The engine's end: a DEALER connected to the referee."""
+
+    def __init__(self, endpoint: str):
+        self.socket = context().socket(zmq.DEALER)
+        self.socket.setsockopt(zmq.LINGER, 0)
+        self.socket.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_SIZE)
+        self.socket.connect(endpoint)
+
+    def send(self, message: Message) -> None:
+        self.socket.send(encode(message))
+
+    def recv(self, timeout_ms: int | None = None) -> Message | None:
+        """The next message, or None on timeout. Raises ``ProtocolError`` on garbage."""
+        if timeout_ms is not None and not self.socket.poll(timeout_ms):
+            return None
+        return decode(self.socket.recv())
+
+    def close(self) -> None:
+        self.socket.close(linger=0)

@@ -1,0 +1,31 @@
+"""A uniformly random engine for any game: it asks the referee for the legal moves and picks one.
+
+Usage: python -m sample_engines.random_engine [--seed N] [--name NAME]
+"""
+from __future__ import annotations
+
+import argparse
+import random
+
+from protocol.kit import run_engine
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seed", type=int, default=None, help="seed for reproducible play")
+    parser.add_argument("--name", default="random")
+    parser.add_argument("--endpoint", default=None)
+    args = parser.parse_args(argv)
+    rng = random.Random(args.seed)
+
+    def decide(request, game):
+        if not request.legal_moves:
+            raise RuntimeError(f"no legal moves given for {request.kind}")
+        return rng.choice(request.legal_moves)
+
+    return run_engine(decide, name=args.name, author="arbiter project", version="1", wants_legal_moves=True,
+                      endpoint=args.endpoint)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

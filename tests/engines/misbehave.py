@@ -1,0 +1,76 @@
+"""A test engine that plays randomly until told to misbehave in one specific way.
+
+Usage: python tests/engines/misbehave.py MODE [--after N]
+MODE: hang | crash | illegal | garbage | no_hello | double_fork | stale | wrong_type
+The misbehaviour happens at the engine's (N+1)-th decision request (default N=2).
+"""
+from __future__ import annotations
+
+import os
+import random
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+
+from protocol import encode  # noqa: E402
+from protocol.kit import endpoint_from_environment  # noqa: E402
+from protocol.messages import Hello, NewGame, Ping, Pong, Quit, Ready, Reply, Request  # noqa: E402
+from protocol.transport import EngineSocket  # noqa: E402
+
+
+def double_fork() -> None:
+    """Leave a grandchild in its own session that sleeps forever (an engine 'helper' gone rogue)."""
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            with open(os.environ.get("MISBEHAVE_PIDFILE", os.devnull), "w") as f:
+                f.write(str(os.getpid()))
+            time.sleep(3600)
+        os._exit(0)
+    os.wait()
+
+
+def main() -> int:
+    mode = sys.argv[1]
+    after = int(sys.argv[sys.argv.index("--after") + 1]) if "--after" in sys.argv else 2
+    if mode == "no_hello":
+        time.sleep(3600)
+    if mode == "double_fork":
+        double_fork()
+    sock = EngineSocket(endpoint_from_environment([]))
+    sock.send(Hello(name=f"misbehave-{mode}", wants_legal_moves=True))
+    rng = random.Random(1)
+    decisions = 0
+    while True:
+        msg = sock.recv()
+        if isinstance(msg, Quit):
+            return 0
+        if isinstance(msg, NewGame):
+            sock.send(Ready(game_id=msg.game_id, seq=msg.seq))
+        elif isinstance(msg, Ping):
+            sock.send(Pong(game_id=msg.game_id, seq=msg.seq))
+        elif isinstance(msg, Request):
+            decisions += 1
+            move = rng.choice(msg.legal_moves)
+            if decisions > after:
+                if mode == "hang":
+                    time.sleep(3600)
+                elif mode == "crash":
+                    os._exit(7)
+                elif mode == "illegal":
+                    move = "zz99"
+                elif mode == "garbage":
+                    sock.socket.send(b"\xc1\x00garbage")
+                    continue
+                elif mode == "wrong_type":
+                    sock.send(Ready(game_id=msg.game_id, seq=msg.seq))
+                    continue
+                elif mode == "stale":
+                    sock.send(Reply(game_id=msg.game_id, seq=msg.seq - 1, move="zz99"))
+                    sock.send(Reply(game_id="other-game", seq=msg.seq, move="zz99"))
+            sock.send(Reply(game_id=msg.game_id, seq=msg.seq, move=move))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

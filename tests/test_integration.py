@@ -1,0 +1,195 @@
+"""End-to-end: real engine subprocesses over real ZeroMQ sockets, a real SQLite file, real clocks."""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from arbiter.clock import parse_time_control
+from arbiter.dice import Dice
+from arbiter.engine import TOKEN_ENV, Engine, EngineConfig
+from arbiter.games import load_game
+from arbiter.match import Match, MatchFormat
+from arbiter.referee import Referee
+from arbiter.replay import verify
+from arbiter.store import ResultsStore, load_records
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+RANDOM = f"{PY} -m sample_engines.random_engine"
+
+
+def misbehave(mode: str, after: int = 2) -> str:
+    return f"{PY} {ROOT / 'tests' / 'engines' / 'misbehave.py'} {mode} --after {after}"
+
+
+def engine_processes() -> list[psutil.Process]:
+    """Every live process that a referee started (it carries the engine token)."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if TOKEN_ENV in proc.environ() and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except (psutil.Error, OSError):
+            pass
+    return found
+
+
+@pytest.fixture(autouse=True)
+def no_engines_left_behind():
+    yield
+    left = engine_processes()
+    assert not left, f"engine processes left behind: {[p.cmdline() for p in left]}"
+
+
+def run_match(tmp_path, cmd_a, cmd_b, tc="60", fmt="games=1", match_id=None, **config):
+    game = load_game("einstein")
+    store = ResultsStore(tmp_path / "results.sqlite")
+    configs = (EngineConfig(cmd_a, name="A", cwd=str(ROOT), **config), EngineConfig(cmd_b, name="B", cwd=str(ROOT)))
+    match = Match(game, configs, parse_time_control(tc), MatchFormat.parse(fmt), store=store, run_dir=tmp_path,
+                  seed=b"test-seed", match_id=match_id)
+    try:
+        return match.play()
+    finally:
+        store.close()
+
+
+def test_olympiad_match_is_played_recorded_and_verifiable(tmp_path):
+    result = run_match(tmp_path, RANDOM + " --seed 1", RANDOM + " --seed 2", tc="180", fmt="olympiad")
+    assert max(result.points) == 4 or len(result.records) == 7
+    assert 4 <= len(result.records) <= 7
+    for record, first in zip(result.records, "ABBAABB"):
+        assert record.players[0] == first  # seat 0 moves first
+        assert record.reason == "normal"
+        assert verify(record) == []
+        decisions = [e for e in record.events if e.seat >= 0]
+        assert decisions[0].kind == "setup" and decisions[1].kind == "setup"
+        assert all(e.measured_ms is not None and e.measured_ms >= 0 for e in decisions)
+        assert all(e.reported_ms is not None for e in decisions)
+    # Durable: the same games are in SQLite and in the JSON Lines export.
+    db = sqlite3.connect(tmp_path / "results.sqlite")
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    rows = db.execute("SELECT game_number, reason FROM games ORDER BY game_number").fetchall()
+    assert [r[0] for r in rows] == list(range(1, len(result.records) + 1))
+    lines = (tmp_path / "games.jsonl").read_text().splitlines()
+    assert [json.loads(line)["game_id"] for line in lines] == [r.game_id for r in result.records]
+    assert [r.game_id for r in load_records(tmp_path / "results.sqlite")] == [r.game_id for r in result.records]
+
+
+def test_tampered_record_fails_verification(tmp_path):
+    result = run_match(tmp_path, RANDOM, RANDOM)
+    record = result.records[0]
+    assert verify(record) == []
+    chance = next(e for e in record.events if e.seat == -1 and e.kind == "chance" and e.move in "123456")
+    roll = record.rolls[chance.roll]
+    roll.value = (roll.value + 1) % roll.outcomes
+    problems = verify(record)
+    assert any(f"roll {roll.index}" in p for p in problems), problems
+
+
+def test_hanging_engine_loses_on_time_within_deadline_plus_margin(tmp_path):
+    game = load_game("einstein")
+    engines = [Engine(EngineConfig(misbehave("hang", after=2), name="hang", cwd=str(ROOT)), tmp_path),
+               Engine(EngineConfig(RANDOM, name="random", cwd=str(ROOT)), tmp_path)]
+    tc = parse_time_control("1")
+    try:
+        for e in engines:
+            e.start()
+        timestamps = []
+        referee = Referee(game, engines, tc, Dice(b"s", "m", 1), match_id="m", game_number=1, margin=0.05,
+                          on_event=lambda rec, st, ev, clocks: timestamps.append(time.monotonic()))
+        record = referee.play()
+        ended = time.monotonic()
+    finally:
+        for e in engines:
+            e.stop()
+    assert record.reason == "time" and record.forfeit_seat == 0
+    assert record.returns == [-1.0, 1.0]
+    # Seat 0 had used almost nothing; the flag fell ~1.05 s after its last request, not later.
+    hung_for = ended - timestamps[-1]
+    assert 1.0 <= hung_for < 1.0 + 0.05 + 0.25, hung_for
+    assert verify(record) == []
+
+
+@pytest.mark.parametrize("mode, reason, detail", [
+    ("crash", "crash", "exited with code 7"),
+    ("illegal", "illegal_move", "zz99"),
+    ("garbage", "protocol_error", "not msgpack"),
+    ("wrong_type", "protocol_error", "expected reply, got ready"),
+])
+def test_misbehaving_engine_forfeits_with_precise_reason(tmp_path, mode, reason, detail):
+    result = run_match(tmp_path, misbehave(mode), RANDOM, fmt="games=2")
+    for record in result.records:
+        bad_seat = record.players.index("A")
+        assert record.reason == reason, record.detail
+        assert detail in record.detail
+        assert record.forfeit_seat == bad_seat
+        assert record.returns[bad_seat] == -1.0
+        assert verify(record) == []
+    assert result.points == [0.0, 2.0]
+
+
+def test_stale_and_foreign_replies_are_dropped(tmp_path):
+    result = run_match(tmp_path, misbehave("stale", after=0), RANDOM)
+    record = result.records[0]
+    assert record.reason == "normal", record.detail
+    assert record.dropped_messages >= 2
+    assert verify(record) == []
+
+
+def test_engine_without_hello_stalls_and_is_killed(tmp_path):
+    result = run_match(tmp_path, misbehave("no_hello"), RANDOM, handshake_timeout=1.0)
+    record = result.records[0]
+    assert record.reason == "stall" and "hello" in record.detail
+    assert record.returns[record.players.index("A")] == -1.0
+
+
+def test_double_forked_grandchild_is_killed(tmp_path, monkeypatch):
+    pidfile = tmp_path / "grandchild.pid"
+    monkeypatch.setenv("MISBEHAVE_PIDFILE", str(pidfile))
+    result = run_match(tmp_path, misbehave("double_fork", after=1000), RANDOM)
+    assert result.records[0].reason == "normal"
+    pid = int(pidfile.read_text())
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_engine_over_tcp(tmp_path):
+    result = run_match(tmp_path, RANDOM, RANDOM, endpoint="tcp://127.0.0.1:*")
+    assert result.records[0].reason == "normal"
+    assert verify(result.records[0]) == []
+
+
+def test_master_seed_reproduces_a_game_exactly(tmp_path):
+    a = run_match(tmp_path / "a", RANDOM + " --seed 5", RANDOM + " --seed 6", match_id="fixed")
+    b = run_match(tmp_path / "b", RANDOM + " --seed 5", RANDOM + " --seed 6", match_id="fixed")
+    c = run_match(tmp_path / "c", RANDOM + " --seed 5", RANDOM + " --seed 6", match_id="other")
+    ra, rb, rc = a.records[0], b.records[0], c.records[0]
+    assert ra.dice_seed == rb.dice_seed != rc.dice_seed
+    assert [e.move for e in ra.events] == [e.move for e in rb.events]
+    assert ra.rolls == rb.rolls
+
+
+def test_cli_match_show_and_verify(tmp_path):
+    import subprocess
+
+    db = tmp_path / "r.sqlite"
+    env = {**os.environ, "COLUMNS": "120"}
+    run = subprocess.run([PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", RANDOM,
+                          "--engine", RANDOM, "--tc", "30+1", "--format", "bo3", "--db", str(db), "--quiet"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "match" in run.stdout
+    show = subprocess.run([PY, "-m", "arbiter.cli", "show", str(db)], cwd=ROOT, capture_output=True, text=True)
+    assert show.returncode == 0 and "setup" in show.stdout and "roll" in show.stdout, show.stdout + show.stderr
+    ok = subprocess.run([PY, "-m", "arbiter.cli", "verify", str(tmp_path / "games.jsonl")], cwd=ROOT,
+                        capture_output=True, text=True)
+    assert ok.returncode == 0 and "consistent" in ok.stdout, ok.stdout + ok.stderr
+    bad = subprocess.run([PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", RANDOM,
+                          "--engine", RANDOM, "--tc", "40/", "--db", str(db)], cwd=ROOT, capture_output=True, text=True)
+    assert bad.returncode == 2 and "40/" in bad.stdout
