@@ -128,6 +128,13 @@ class Engine:
             self.sock.close()
             self.sock = None
 
+    def ping(self, timeout: float = 5.0) -> None:
+        """Check the engine still answers (between games); raise ``EngineFault`` (stall) if not."""
+        self._pings = getattr(self, "_pings", 0) + 1
+        answer = self.request(Ping(seq=self._pings), timeout, "pong")
+        if not isinstance(answer, Pong):
+            raise EngineFault(PROTOCOL_ERROR, f"expected pong, got {_tag(answer)}")
+
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 

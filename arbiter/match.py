@@ -98,7 +98,13 @@ class Match:
     def _engine(self, player: int) -> Engine:
         """A running engine for player A (0) or B (1), starting one if needed; raises EngineFault."""
         engine = self.engines[player]
-        if engine is not None and (engine.config.restart_each_game or not engine.alive()):
+        if engine is not None and not engine.config.restart_each_game and engine.alive():
+            try:
+                engine.ping()
+            except EngineFault:
+                engine.stop()  # silent between games: start a fresh one rather than lose a game
+                engine = None
+        elif engine is not None:
             engine.stop()
             engine = None
         if engine is None:

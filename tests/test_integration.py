@@ -6,6 +6,7 @@ import os
 import sqlite3
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import psutil
@@ -29,12 +30,18 @@ def misbehave(mode: str, after: int = 2) -> str:
     return f"{PY} {ROOT / 'tests' / 'engines' / 'misbehave.py'} {mode} --after {after}"
 
 
+RUN_MARK = "ARBITER_TEST_RUN"
+os.environ[RUN_MARK] = uuid.uuid4().hex  # inherited by every engine this test run starts
+
+
 def engine_processes() -> list[psutil.Process]:
-    """Every live process that a referee started (it carries the engine token)."""
+    """Every live process that a referee in this test run started (it carries the engine token)."""
     found = []
     for proc in psutil.process_iter():
         try:
-            if TOKEN_ENV in proc.environ() and proc.status() != psutil.STATUS_ZOMBIE:
+            env = proc.environ()
+            if TOKEN_ENV in env and env.get(RUN_MARK) == os.environ[RUN_MARK] \
+                    and proc.status() != psutil.STATUS_ZOMBIE:
                 found.append(proc)
         except (psutil.Error, OSError):
             pass
@@ -122,6 +129,7 @@ def test_hanging_engine_loses_on_time_within_deadline_plus_margin(tmp_path):
     ("illegal", "illegal_move", "zz99"),
     ("garbage", "protocol_error", "not msgpack"),
     ("wrong_type", "protocol_error", "expected reply, got ready"),
+    ("oversize", "disconnect", "disconnected"),
 ])
 def test_misbehaving_engine_forfeits_with_precise_reason(tmp_path, mode, reason, detail):
     result = run_match(tmp_path, misbehave(mode), RANDOM, fmt="games=2")

@@ -422,22 +422,19 @@ class EinsteinState(State):
             count[1] -= 1
         board[to] = v
         board[frm] = 0
+        self._die = None
         if v > 0:
             pos[v] = to
-            self._die = None
+            self._turn = BLUE
             if to == 24 or count[1] == 0:
                 self._winner = RED
                 self._phase = OVER
-            else:
-                self._turn = BLUE
         else:
             pos[7 - v] = to
-            self._die = None
+            self._turn = RED
             if to == 0 or count[0] == 0:
                 self._winner = BLUE
                 self._phase = OVER
-            else:
-                self._turn = RED
 
     def clone(self) -> "EinsteinState":
         s = object.__new__(EinsteinState)

@@ -1,7 +1,7 @@
 """A test engine that plays randomly until told to misbehave in one specific way.
 
 Usage: python tests/engines/misbehave.py MODE [--after N]
-MODE: hang | crash | illegal | garbage | no_hello | double_fork | stale | wrong_type
+MODE: hang | crash | illegal | garbage | no_hello | double_fork | stale | wrong_type | oversize
 The misbehaviour happens at the engine's (N+1)-th decision request (default N=2).
 """
 from __future__ import annotations
@@ -62,6 +62,9 @@ def main() -> int:
                     move = "zz99"
                 elif mode == "garbage":
                     sock.socket.send(b"\xc1\x00garbage")
+                    continue
+                elif mode == "oversize":
+                    sock.socket.send(b"\x00" * (2 << 20))
                     continue
                 elif mode == "wrong_type":
                     sock.send(Ready(game_id=msg.game_id, seq=msg.seq))
