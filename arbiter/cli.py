@@ -42,7 +42,6 @@ def _fmt_clock(ms: int | float | None) -> str:
 
 def cmd_match(args: argparse.Namespace) -> int:
     from .clock import parse_time_control
-    from .engine import EngineConfig
     from .games import OptionError, load_game
     from .match import Match, MatchFormat
     from .store import ResultsStore
@@ -58,8 +57,8 @@ def cmd_match(args: argparse.Namespace) -> int:
     except (OptionError, ValueError) as exc:
         console.print(f"[red]error:[/] {exc}")
         return EXIT_USAGE
-    configs = tuple(EngineConfig(command=cmd, name=names[i] or f"{'AB'[i]}:{_guess_name(cmd)}",
-                                 restart_each_game=args.restart) for i, cmd in enumerate(args.engine))
+    configs = tuple(_engine_config(cmd, names[i] or f"{'AB'[i]}:{_guess_name(cmd)}", args.restart)
+                    for i, cmd in enumerate(args.engine))
     store = ResultsStore(args.db)
     status = {"text": ""}
 
@@ -104,6 +103,15 @@ def cmd_match(args: argparse.Namespace) -> int:
     _print_summary(result)
     not_started = [r for r in result.records if r.detail.startswith("engine did not start")]
     return EXIT_ENGINE if not_started and len(not_started) == len(result.records) else EXIT_OK
+
+
+def _engine_config(command: str, name: str, restart: bool):
+    """An engine command line, or ``tcp://HOST:PORT`` to wait there for a remote engine."""
+    from .engine import EngineConfig
+
+    if command.startswith(("tcp://", "ipc://")):
+        return EngineConfig(command=None, endpoint=command, name=name, handshake_timeout=300.0)
+    return EngineConfig(command=command, name=name, restart_each_game=restart)
 
 
 def _guess_name(command: str) -> str:
@@ -219,7 +227,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("match", help="play a match between two engines")
     m.add_argument("--game", required=True, help="game name (arbiter games lists them)")
-    m.add_argument("--engine", action="append", default=[], help="engine command line (give twice: A then B)")
+    m.add_argument("--engine", action="append", default=[], help="engine command line, or tcp://HOST:PORT to wait for a remote engine there "
+                                                            "(give twice: A then B)")
     m.add_argument("--name", action="append", help="engine display name (give twice)")
     m.add_argument("--option", action="append", default=[], help="game option KEY=VALUE (repeatable)")
     m.add_argument("--tc", default="180", help="time control, e.g. 180, 180+2, 40/60+0.5, st=1, 60+3x10, inf")

@@ -12,6 +12,7 @@ import os
 import shlex
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -47,7 +48,7 @@ class EngineFault(Exception):
 class EngineConfig:
     """How to start (or reach) one engine."""
 
-    command: str | list[str]
+    command: str | list[str] | None
     name: str | None = None
     cwd: str | None = None
     env: dict[str, str] = field(default_factory=dict)
@@ -56,6 +57,11 @@ class EngineConfig:
     handshake_timeout: float = 10.0
     ready_timeout: float = 10.0
     restart_each_game: bool = False
+
+    @property
+    def remote(self) -> bool:
+        """No command: the referee binds ``endpoint`` and waits for the engine to connect."""
+        return not self.command
 
     def argv(self, endpoint: str) -> list[str]:
         parts = shlex.split(self.command) if isinstance(self.command, str) else list(self.command)
@@ -85,9 +91,30 @@ class Engine:
 
     # --- life cycle -------------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Spawn the engine and complete the handshake, or raise ``EngineFault``."""
+    def start(self, game: str | None = None) -> None:
+        """Spawn the engine and complete the handshake, or raise ``EngineFault``.
+
+        With ``game``, an engine whose hello lists other games only is rejected."""
         self.sock = RefereeSocket(self.config.endpoint)
+        if self.config.remote:
+            print(f"waiting for a remote engine to connect to {self.sock.endpoint}", file=sys.stderr)
+        else:
+            self._spawn()
+        msg = self.receive(time.monotonic() + self.config.handshake_timeout, what="hello")
+        if not isinstance(msg, Hello):
+            self._send_quietly(Error(code="unexpected", message=f"expected hello, got {_tag(msg)}"))
+            raise EngineFault(PROTOCOL_ERROR, f"expected hello, got {_tag(msg)}")
+        if msg.protocol_version != PROTOCOL_VERSION:
+            self._send_quietly(Reject(reason=f"protocol version {msg.protocol_version} is not supported; "
+                                             f"this referee speaks {PROTOCOL_VERSION}"))
+            raise EngineFault(PROTOCOL_ERROR, f"engine speaks protocol version {msg.protocol_version}")
+        if game is not None and msg.games and game not in msg.games:
+            self._send_quietly(Reject(reason=f"this match is {game}; the engine plays {', '.join(msg.games)}"))
+            raise EngineFault(PROTOCOL_ERROR, f"engine does not play {game} (it plays {', '.join(msg.games)})")
+        self.hello = msg
+        self.send(Welcome(referee="arbiter"))
+
+    def _spawn(self) -> None:
         env = {**os.environ, **self.config.env, ENDPOINT_ENV: self.sock.endpoint, TOKEN_ENV: self.token}
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
@@ -99,23 +126,14 @@ class Engine:
             raise EngineFault(CRASH, f"cannot start {self.config.command!r}: {exc}") from None
         finally:
             log.close()
-        msg = self.receive(time.monotonic() + self.config.handshake_timeout, what="hello")
-        if not isinstance(msg, Hello):
-            self._send_quietly(Error(code="unexpected", message=f"expected hello, got {_tag(msg)}"))
-            raise EngineFault(PROTOCOL_ERROR, f"expected hello, got {_tag(msg)}")
-        if msg.protocol_version != PROTOCOL_VERSION:
-            self._send_quietly(Reject(reason=f"protocol version {msg.protocol_version} is not supported; "
-                                             f"this referee speaks {PROTOCOL_VERSION}"))
-            raise EngineFault(PROTOCOL_ERROR, f"engine speaks protocol version {msg.protocol_version}")
-        self.hello = msg
-        self.send(Welcome(referee="arbiter"))
 
     def stop(self, grace: float = 0.5) -> None:
         """Ask the engine to quit, then kill whatever of it is left. Never raises."""
         if self.sock is not None and self.sock.peer is not None and self.alive():
             self._send_quietly(Quit())
             try:
-                self.proc.wait(grace)
+                if self.proc is not None:
+                    self.proc.wait(grace)
             except subprocess.TimeoutExpired:
                 pass
         if self.proc is not None:
@@ -136,6 +154,9 @@ class Engine:
             raise EngineFault(PROTOCOL_ERROR, f"expected pong, got {_tag(answer)}")
 
     def alive(self) -> bool:
+        """Running (or, for a remote engine, still connected)."""
+        if self.config.remote:
+            return self.sock is not None and not self.sock.disconnected
         return self.proc is not None and self.proc.poll() is None
 
     # --- messages ---------------------------------------------------------------------------

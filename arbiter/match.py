@@ -111,7 +111,7 @@ class Match:
             engine = Engine(self.configs[player], self.run_dir)
             self.engines[player] = engine
             try:
-                engine.start()
+                engine.start(self.game.name)
             except EngineFault:
                 engine.stop()
                 self.engines[player] = None

@@ -158,6 +158,12 @@ def test_engine_without_hello_stalls_and_is_killed(tmp_path):
     assert record.returns[record.players.index("A")] == -1.0
 
 
+def test_engine_for_another_game_is_rejected(tmp_path):
+    result = run_match(tmp_path, misbehave("wrong_game"), RANDOM)
+    record = result.records[0]
+    assert record.reason == "protocol_error" and "does not play einstein" in record.detail
+
+
 def test_double_forked_grandchild_is_killed(tmp_path, monkeypatch):
     pidfile = tmp_path / "grandchild.pid"
     monkeypatch.setenv("MISBEHAVE_PIDFILE", str(pidfile))
@@ -171,6 +177,26 @@ def test_engine_over_tcp(tmp_path):
     result = run_match(tmp_path, RANDOM, RANDOM, endpoint="tcp://127.0.0.1:*")
     assert result.records[0].reason == "normal"
     assert verify(result.records[0]) == []
+
+
+def test_remote_engine_connects_over_tcp(tmp_path):
+    import socket
+    import subprocess
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    remote = subprocess.Popen([PY, "-m", "sample_engines.random_engine", "--endpoint", f"tcp://127.0.0.1:{port}"],
+                              cwd=ROOT)
+    try:
+        game = load_game("einstein")
+        configs = (EngineConfig(None, name="remote", endpoint=f"tcp://127.0.0.1:{port}"),
+                   EngineConfig(RANDOM, name="local", cwd=str(ROOT)))
+        result = Match(game, configs, parse_time_control("60"), MatchFormat.parse("games=2"), run_dir=tmp_path).play()
+        assert [r.reason for r in result.records] == ["normal", "normal"]
+        assert remote.wait(5) == 0  # the referee's quit ended it
+    finally:
+        remote.kill()
 
 
 def test_master_seed_reproduces_a_game_exactly(tmp_path):

@@ -1,7 +1,7 @@
 """A test engine that plays randomly until told to misbehave in one specific way.
 
 Usage: python tests/engines/misbehave.py MODE [--after N]
-MODE: hang | crash | illegal | garbage | no_hello | double_fork | stale | wrong_type | oversize
+MODE: hang | crash | illegal | garbage | no_hello | double_fork | stale | wrong_type | oversize | wrong_game
 The misbehaviour happens at the engine's (N+1)-th decision request (default N=2).
 """
 from __future__ import annotations
@@ -39,7 +39,8 @@ def main() -> int:
     if mode == "double_fork":
         double_fork()
     sock = EngineSocket(endpoint_from_environment([]))
-    sock.send(Hello(name=f"misbehave-{mode}", wants_legal_moves=True))
+    games = ["smess"] if mode == "wrong_game" else []
+    sock.send(Hello(name=f"misbehave-{mode}", wants_legal_moves=True, games=games))
     rng = random.Random(1)
     decisions = 0
     while True:
