@@ -1,7 +1,8 @@
 """Verifiable dice: the referee commits to a seed, derives every roll from it, reveals it at the end.
 
-Roll ``i`` of game ``g`` in match ``m`` with ``n`` equally likely outcomes is
-HMAC-SHA256(key=seed, msg=f"{m}|{g}|{i}|{attempt}"), first 8 bytes big-endian as u, accepted when
+A game's dice are a *stream*, named ``f"{match_id}|{game_number}"`` unless games share dice on
+purpose (duplicate dice: two games, one stream). Roll ``i`` with ``n`` equally likely outcomes is
+HMAC-SHA256(key=seed, msg=f"{stream}|{i}|{attempt}"), first 8 bytes big-endian as u, accepted when
 u < 2**64 - 2**64 % n (rejection sampling, so no modulo bias), outcome ``u % n``. The commitment
 ``sha256(seed)`` goes out before the game; the seed comes out after it, so anyone can recompute
 every roll and nobody (engine or referee) can have chosen them after the fact.
@@ -31,34 +32,38 @@ def commitment(seed: bytes) -> str:
     return hashlib.sha256(seed).hexdigest()
 
 
-def derive_roll(seed: bytes, match_id: str, game_number: int, index: int, outcomes: int) -> int:
+def stream_name(match_id: str, game_number: int) -> str:
+    """The default dice stream of a game."""
+    return f"{match_id}|{game_number}"
+
+
+def derive_roll(seed: bytes, stream: str, index: int, outcomes: int) -> int:
     """The outcome index of roll ``index``: a pure function of its inputs."""
     if outcomes < 1:
         raise ValueError("a roll needs at least one outcome")
     limit = _TWO64 - _TWO64 % outcomes
     attempt = 0
     while True:
-        msg = f"{match_id}|{game_number}|{index}|{attempt}".encode()
+        msg = f"{stream}|{index}|{attempt}".encode()
         (u,) = struct.unpack(">Q", hmac.new(seed, msg, hashlib.sha256).digest()[:8])
         if u < limit:
             return u % outcomes
         attempt += 1
 
 
-def seed_for(master: bytes | None, match_id: str, game_number: int) -> bytes:
-    """A game's seed: fresh randomness, or derived from a master seed for reproducible runs."""
+def seed_for(master: bytes | None, stream: str) -> bytes:
+    """A stream's seed: fresh randomness, or derived from a master seed for reproducible runs."""
     if master is None:
         return os.urandom(32)
-    return hmac.new(master, f"seed|{match_id}|{game_number}".encode(), hashlib.sha256).digest()
+    return hmac.new(master, f"seed|{stream}".encode(), hashlib.sha256).digest()
 
 
 class Dice:
     """The dice of one game; every roll is recorded in ``rolls``."""
 
-    def __init__(self, seed: bytes, match_id: str, game_number: int):
+    def __init__(self, seed: bytes, stream: str):
         self.seed = seed
-        self.match_id = match_id
-        self.game_number = game_number
+        self.stream = stream
         self.rolls: list[Roll] = []
 
     @property
@@ -66,13 +71,12 @@ class Dice:
         return commitment(self.seed)
 
     def roll(self, outcomes: int) -> int:
-        value = derive_roll(self.seed, self.match_id, self.game_number, len(self.rolls), outcomes)
+        value = derive_roll(self.seed, self.stream, len(self.rolls), outcomes)
         self.rolls.append(Roll(len(self.rolls), outcomes, value))
         return value
 
 
-def verify_rolls(seed_hex: str, commitment_hex: str, match_id: str, game_number: int,
-                 rolls: Iterable[Roll]) -> list[str]:
+def verify_rolls(seed_hex: str, commitment_hex: str, stream: str, rolls: Iterable[Roll]) -> list[str]:
     """Problems found re-deriving a game's rolls (empty list: consistent)."""
     problems: list[str] = []
     try:
@@ -84,7 +88,7 @@ def verify_rolls(seed_hex: str, commitment_hex: str, match_id: str, game_number:
     for expected_index, roll in enumerate(rolls):
         if roll.index != expected_index:
             problems.append(f"roll {expected_index} is recorded with index {roll.index}")
-        value = derive_roll(seed, match_id, game_number, roll.index, roll.outcomes)
+        value = derive_roll(seed, stream, roll.index, roll.outcomes)
         if value != roll.value:
             problems.append(f"roll {roll.index}: recorded {roll.value}, the seed gives {value}")
     return problems

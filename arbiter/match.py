@@ -20,8 +20,8 @@ from typing import Callable
 
 from protocol.messages import TimeControl
 
-from .dice import Dice, seed_for
-from .engine import CRASH, Engine, EngineConfig, EngineFault
+from .dice import Dice, seed_for, stream_name
+from .engine import Engine, EngineConfig, EngineFault
 from .games.base import Game
 from .records import GameRecord
 from .referee import DEFAULT_MARGIN, EventHook, Referee
@@ -77,27 +77,29 @@ def game_points(record: GameRecord, seat_of: list[int]) -> list[float]:
     return [1.0, 0.0] if ra > rb else [0.0, 1.0]
 
 
-class Match:
-    """Two engines, one game, one format. Engines are reused between games unless configured
-    (``restart_each_game``) or unless one crashed."""
+class Series:
+    """Games between a fixed set of engines, one after another; the common core of every format.
 
-    def __init__(self, game: Game, configs: tuple[EngineConfig, EngineConfig], time_control: TimeControl,
-                 fmt: MatchFormat, *, store: ResultsStore | None = None, run_dir: Path = Path("runs"),
-                 margin: float = DEFAULT_MARGIN, seed: bytes | None = None, match_id: str | None = None,
-                 on_event: EventHook | None = None, on_game: Callable[["MatchResult", GameRecord], None] | None = None):
-        if game.num_seats != 2:
-            raise ValueError(f"a match is for two-seat games; {game.name} has {game.num_seats} seats")
-        self.game, self.configs, self.tc, self.fmt = game, configs, time_control, fmt
+    Each game is played with a *seating* (``seating[seat]`` = index of the engine in that seat) and a
+    dice stream (by default its own; games given the same stream get the same dice). Engines are
+    started once and reused between games (checked with a ping) unless ``restart_each_game`` is set
+    or one died. Every finished game is saved to the store before the next one starts.
+    """
+
+    def __init__(self, game: Game, configs: list[EngineConfig], time_control: TimeControl, *,
+                 store: ResultsStore | None = None, run_dir: Path = Path("runs"), margin: float = DEFAULT_MARGIN,
+                 seed: bytes | None = None, match_id: str | None = None, on_event: EventHook | None = None):
+        self.game, self.configs, self.tc = game, list(configs), time_control
         self.store, self.margin, self.seed = store, margin, seed
         self.match_id = match_id or time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
         self.run_dir = Path(run_dir) / self.match_id
-        self.on_event, self.on_game = on_event, on_game
-        self.engines: list[Engine | None] = [None, None]
-        self.names = tuple(c.name or f"engine{i + 1}" for i, c in enumerate(configs))
+        self.on_event = on_event
+        self.engines: list[Engine | None] = [None] * len(configs)
+        self.names = [c.name or f"engine{i + 1}" for i, c in enumerate(configs)]
 
-    def _engine(self, player: int) -> Engine:
-        """A running engine for player A (0) or B (1), starting one if needed; raises EngineFault."""
-        engine = self.engines[player]
+    def _engine(self, index: int) -> Engine:
+        """A running engine for ``configs[index]``, starting one if needed; raises EngineFault."""
+        engine = self.engines[index]
         if engine is not None and not engine.config.restart_each_game and engine.alive():
             try:
                 engine.ping()
@@ -108,66 +110,79 @@ class Match:
             engine.stop()
             engine = None
         if engine is None:
-            engine = Engine(self.configs[player], self.run_dir)
-            self.engines[player] = engine
+            engine = Engine(self.configs[index], self.run_dir)
+            self.engines[index] = engine
             try:
                 engine.start(self.game.name)
             except EngineFault:
                 engine.stop()
-                self.engines[player] = None
+                self.engines[index] = None
                 raise
         return engine
 
+    def play_game(self, number: int, seating: list[int], dice_stream: str | None = None) -> GameRecord:
+        """Play game ``number`` with ``seating``; save and return its record."""
+        if len(seating) != self.game.num_seats:
+            raise ValueError(f"{self.game.name} has {self.game.num_seats} seats; seating {seating} does not fit")
+        stream = dice_stream or stream_name(self.match_id, number)
+        dice = Dice(seed_for(self.seed, stream), stream)
+        engines: list[Engine | None] = [None] * len(seating)
+        referee_args = dict(match_id=self.match_id, game_number=number, margin=self.margin,
+                            players=[self.names[i] for i in seating], on_event=self.on_event)
+        for seat, index in enumerate(seating):
+            try:
+                engines[seat] = self._engine(index)
+            except EngineFault as fault:
+                referee = Referee(self.game, engines, self.tc, dice, **referee_args)
+                record = referee.forfeit_unstarted(seat, fault.reason, fault.detail)
+                break
+        else:
+            record = Referee(self.game, engines, self.tc, dice, **referee_args).play()
+        if self.store:
+            self.store.save_game(record)
+        return record
+
+    def close(self) -> None:
+        for engine in self.engines:
+            if engine is not None:
+                engine.stop()
+        self.engines = [None] * len(self.engines)
+
+
+class Match:
+    """Two engines, one two-seat game, one ``MatchFormat``."""
+
+    def __init__(self, game: Game, configs: tuple[EngineConfig, EngineConfig], time_control: TimeControl,
+                 fmt: MatchFormat, *, store: ResultsStore | None = None, run_dir: Path = Path("runs"),
+                 margin: float = DEFAULT_MARGIN, seed: bytes | None = None, match_id: str | None = None,
+                 on_event: EventHook | None = None, on_game: Callable[["MatchResult", GameRecord], None] | None = None):
+        if game.num_seats != 2:
+            raise ValueError(f"a match is for two-seat games; {game.name} has {game.num_seats} seats")
+        self.series = Series(game, list(configs), time_control, store=store, run_dir=run_dir, margin=margin,
+                             seed=seed, match_id=match_id, on_event=on_event)
+        self.fmt, self.store, self.on_game = fmt, store, on_game
+        self.match_id = self.series.match_id
+        self.names = tuple(self.series.names)
+
     def play(self) -> MatchResult:
         result = MatchResult(self.match_id, self.names)
+        series = self.series
         if self.store:
-            self.store.begin_match(self.match_id, self.game.name, list(self.names), self.tc.text, self.fmt)
+            self.store.begin_match(self.match_id, series.game.name, list(self.names), series.tc.text, self.fmt)
         try:
             for number in range(1, self.fmt.games + 1):
                 if self.fmt.first_to is not None and max(result.points) >= self.fmt.first_to:
                     break
-                first = 0 if self.fmt.schedule[number - 1] == "A" else 1
-                seat_of = [0, 1] if first == 0 else [1, 0]  # seat_of[player] = seat
-                record = self._play_game(number, seat_of)
+                seating = [0, 1] if self.fmt.schedule[number - 1] == "A" else [1, 0]  # engine per seat
+                record = series.play_game(number, seating)
+                seat_of = [seating.index(0), seating.index(1)]
                 points = game_points(record, seat_of)
                 result.points = [result.points[0] + points[0], result.points[1] + points[1]]
                 result.records.append(record)
-                if self.store:
-                    self.store.save_game(record)
                 if self.on_game:
                     self.on_game(result, record)
         finally:
-            for engine in self.engines:
-                if engine is not None:
-                    engine.stop()
+            series.close()
             if self.store:
                 self.store.end_match(self.match_id, result.points)
         return result
-
-    def _play_game(self, number: int, seat_of: list[int]) -> GameRecord:
-        players_by_seat = [None, None]
-        for player, seat in enumerate(seat_of):
-            players_by_seat[seat] = player
-        dice = Dice(seed_for(self.seed, self.match_id, number), self.match_id, number)
-        engines: list[Engine] = []
-        for seat, player in enumerate(players_by_seat):
-            try:
-                engines.append(self._engine(player))
-            except EngineFault as fault:
-                return self._forfeit_unstarted(number, seat, players_by_seat, dice, fault)
-        referee = Referee(self.game, engines, self.tc, dice, match_id=self.match_id, game_number=number,
-                          players=[self.names[p] for p in players_by_seat], margin=self.margin,
-                          on_event=self.on_event)
-        return referee.play()
-
-    def _forfeit_unstarted(self, number: int, seat: int, players_by_seat: list[int], dice: Dice,
-                           fault: EngineFault) -> GameRecord:
-        """The record of a game lost because an engine would not start."""
-        now = time.time()
-        return GameRecord(
-            game_id=f"{self.match_id}.{number}.{uuid.uuid4().hex[:6]}", match_id=self.match_id, game_number=number,
-            game=self.game.name, options=dict(self.game.options), players=[self.names[p] for p in players_by_seat],
-            seat_roles=list(self.game.seat_roles), time_control=self.tc.text, margin_ms=int(self.margin * 1000),
-            started_at=now, ended_at=now, returns=self.game.forfeit_returns(seat), reason=fault.reason or CRASH,
-            detail=f"engine did not start: {fault.detail}", forfeit_seat=seat,
-            dice_commitment=dice.commitment, dice_seed=dice.seed.hex())

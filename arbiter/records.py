@@ -61,6 +61,8 @@ class GameRecord(msgspec.Struct, kw_only=True):
     detail: str = ""
     forfeit_seat: int | None = None
     final_position: str = ""
+    dice_stream: str = ""
+    """The name every roll is derived from (``match_id|game_number`` unless dice are shared)."""
     dice_commitment: str = ""
     dice_seed: str = ""
     dropped_messages: int = 0

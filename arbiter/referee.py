@@ -36,7 +36,7 @@ class _Forfeit(Exception):
 class Referee:
     """Plays one game. Make one per game; ``play`` returns the finished record."""
 
-    def __init__(self, game: Game, engines: list[Engine], time_control: TimeControl, dice: Dice, *,
+    def __init__(self, game: Game, engines: list[Engine | None], time_control: TimeControl, dice: Dice, *,
                  match_id: str, game_number: int, players: list[str] | None = None,
                  margin: float = DEFAULT_MARGIN, on_event: EventHook | None = None):
         if len(engines) != game.num_seats:
@@ -56,13 +56,18 @@ class Referee:
             game_id=self.game_id, match_id=match_id, game_number=game_number, game=game.name,
             options=dict(game.options), players=players or [e.name for e in engines],
             seat_roles=list(game.seat_roles), time_control=time_control.text, margin_ms=int(margin * 1000),
-            started_at=time.time(), dice_commitment=dice.commitment)
+            started_at=time.time(), dice_stream=dice.stream, dice_commitment=dice.commitment)
 
     def _next_seq(self) -> int:
         self.seq += 1
         return self.seq
 
     # --- the game ---------------------------------------------------------------------------
+
+    def forfeit_unstarted(self, seat: int, reason: str, detail: str) -> GameRecord:
+        """The record of a game lost before it began because seat's engine could not be started
+        (``engines[seat]`` is None)."""
+        return self._finish(_Forfeit(seat, reason, f"engine did not start: {detail}"))
 
     def play(self) -> GameRecord:
         try:
@@ -72,16 +77,23 @@ class Referee:
                     self._roll()
                 else:
                     self._decide(self.state.acting_seats())
+        except _Forfeit as f:
+            return self._finish(f)
+        return self._finish(None)
+
+    def _finish(self, forfeit: _Forfeit | None) -> GameRecord:
+        if forfeit is None:
             self.record.returns = list(self.state.returns())
             self.record.reason = "normal"
-        except _Forfeit as f:
-            self.record.returns = self.game.forfeit_returns(f.seat)
-            self.record.reason, self.record.detail, self.record.forfeit_seat = f.reason, f.detail, f.seat
+        else:
+            self.record.returns = self.game.forfeit_returns(forfeit.seat)
+            self.record.reason, self.record.detail = forfeit.reason, forfeit.detail
+            self.record.forfeit_seat = forfeit.seat
         self.record.ended_at = time.time()
         self.record.final_position = self.state.to_text()
         self.record.rolls = list(self.dice.rolls)
         self.record.dice_seed = self.dice.seed.hex()
-        self.record.dropped_messages = sum(e.dropped for e in self.engines)
+        self.record.dropped_messages = sum(e.dropped for e in self.engines if e is not None)
         self._announce_result()
         return self.record
 
@@ -214,6 +226,8 @@ class Referee:
 
     def _announce_result(self) -> None:
         for engine in self.engines:
+            if engine is None:
+                continue
             engine.pending = None
             try:
                 engine.send(GameOver(game_id=self.game_id, seq=self._next_seq(), returns=self.record.returns,

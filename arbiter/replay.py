@@ -66,8 +66,7 @@ def _check(state: State, event: Event, index: int) -> None:
 
 def verify(record: GameRecord) -> list[str]:
     """Every inconsistency found in a record (empty: the record is consistent)."""
-    problems = verify_rolls(record.dice_seed, record.dice_commitment, record.match_id, record.game_number,
-                            record.rolls)
+    problems = verify_rolls(record.dice_seed, record.dice_commitment, record.dice_stream, record.rolls)
     state = None
     try:
         for _, state in replay(record):

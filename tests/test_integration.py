@@ -109,7 +109,7 @@ def test_hanging_engine_loses_on_time_within_deadline_plus_margin(tmp_path):
         for e in engines:
             e.start()
         timestamps = []
-        referee = Referee(game, engines, tc, Dice(b"s", "m", 1), match_id="m", game_number=1, margin=0.05,
+        referee = Referee(game, engines, tc, Dice(b"s", "m|1"), match_id="m", game_number=1, margin=0.05,
                           on_event=lambda rec, st, ev, clocks: timestamps.append(time.monotonic()))
         record = referee.play()
         ended = time.monotonic()

@@ -6,10 +6,27 @@ from typing import Any
 from .base import CHANCE, SIMULTANEOUS, TERMINAL, Game, IllegalMove, OptionError, State
 
 
-def _registry() -> dict[str, type[Game]]:
-    from .einstein import EinsteinGame
+GAME_CLASSES = {
+    "einstein": "arbiter.games.einstein:EinsteinGame",
+    "smess": "arbiter.games.smess:SmessGame",
+    "catalonia": "arbiter.games.catalonia:CataloniaGame",
+    "stalingrad": "arbiter.games.stalingrad:StalingradGame",
+}
+"""Game name -> "module:class"; imported on first use so one game's module never slows another's."""
 
-    return {cls.name: cls for cls in (EinsteinGame,)}
+
+def _registry() -> dict[str, str]:
+    import importlib.util
+
+    return {name: path for name, path in GAME_CLASSES.items()
+            if importlib.util.find_spec(path.split(":")[0]) is not None}
+
+
+def game_class(name: str) -> type[Game]:
+    import importlib
+
+    module, cls = _registry()[name].split(":")
+    return getattr(importlib.import_module(module), cls)
 
 
 def game_names() -> list[str]:
@@ -21,8 +38,8 @@ def load_game(name: str, **options: Any) -> Game:
     games = _registry()
     if name not in games:
         raise OptionError(f"unknown game {name!r}; known games: {', '.join(sorted(games))}")
-    return games[name](**options)
+    return game_class(name)(**options)
 
 
 __all__ = ["CHANCE", "SIMULTANEOUS", "TERMINAL", "Game", "IllegalMove", "OptionError", "State",
-           "load_game", "game_names"]
+           "load_game", "game_names", "game_class"]

@@ -1,0 +1,462 @@
+"""An expectimax engine for EinStein würfelt nicht! (the ``einstein`` game).
+
+Usage: python -m sample_engines.einstein_expectimax [--movetime SECONDS] [--depth N] [--seed N]
+
+Design
+    * Search: negamax expectimax (*-minimax with Star1 pruning) over alternating decision and
+      chance nodes; a chance node averages the die outcomes, merged into groups of identical
+      movable-cube sets (with cubes 1 and 6 left, dice 2-5 all offer the same choice). Iterative
+      deepening under a time budget ``min(movetime, time_left / 10)``; a timed-out iteration keeps
+      the moves it finished.
+    * Evaluation: the probability that the side to roll wins a pure race to the corner. Each cube
+      needs ``d`` steps (Chebyshev distance: every useful step advances exactly one); a die roll
+      lets it step with probability ``m/6`` (m = the die values that select it, counting the
+      next-higher/next-lower rule, so a cube's mobility grows as its neighbours are captured).
+      Treating the cubes as independent, P(side not home after t turns) = prod_i P(Bin(t, m_i/6)
+      < d_i); the two sides' curves give P(side to roll arrives first). Values are win
+      probabilities in [0, 1] at every node, which is what expectimax averages.
+    * Set-up: a fixed layout (see ``RED_LAYOUT``) chosen by simulation: the mobile middle cubes
+      on the front square and its neighbours, cubes 1 and 6 on the back corners.
+
+The search is usable without sockets: ``choose_move(position_text)`` or ``Searcher``. The rules
+module ``arbiter.games.einstein`` parses positions and supplies the root's legal moves, so the
+engine never plays a move the rules do not list.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from math import comb
+from typing import Any
+
+from arbiter.games.einstein import BLUE, GOAL, HOME, RED, SQUARE_NAMES, STEPS, EinsteinGame
+from protocol.messages import Info
+
+NAME = "einstein-expectimax"
+DEFAULT_MOVETIME = 0.2
+MAX_DEPTH = 64
+
+# --- tables --------------------------------------------------------------------------------
+
+BIT = (0, 1, 2, 4, 8, 16, 32)
+POW = (0, 1, 6, 36, 216, 1296, 7776)
+"""Digit weights of the per-side distance key: cube n is base-6 digit n-1 (0 = off the board,
+else distance + 1)."""
+KEY_SPAN = 6 ** 6
+DIG = (tuple(max(4 - sq // 5, 4 - sq % 5) + 1 for sq in range(25)),   # red: distance to e1, + 1
+       tuple(max(sq // 5, sq % 5) + 1 for sq in range(25)))           # blue: distance to a5, + 1
+
+
+def _movable(mask: int, die: int) -> tuple[int, ...]:
+    if mask & BIT[die]:
+        return (die,)
+    out = []
+    for n in range(die - 1, 0, -1):
+        if mask & BIT[n]:
+            out.append(n)
+            break
+    for n in range(die + 1, 7):
+        if mask & BIT[n]:
+            out.append(n)
+            break
+    return tuple(sorted(out))
+
+
+def _groups(mask: int) -> tuple[tuple[float, tuple[int, ...]], ...]:
+    """Die outcomes grouped by the cubes they let move: ((probability, cubes), ...), likeliest first."""
+    weights: dict[tuple[int, ...], int] = {}
+    for d in range(1, 7):
+        cubes = _movable(mask, d)
+        weights[cubes] = weights.get(cubes, 0) + 1
+    return tuple((w / 6.0, c) for c, w in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+GROUPS = (((),),) + tuple(_groups(mask) for mask in range(1, 64))
+MOBILITY = ((0,) * 7,) + tuple(
+    tuple(sum(1 for d in range(1, 7) if n in _movable(mask, d)) if mask & BIT[n] else 0 for n in range(7))
+    for mask in range(1, 64))
+"""MOBILITY[mask][n]: how many of the six die values let cube n move."""
+
+TMAX = 48
+"""Turns the race model looks ahead (beyond it the remaining probability is split evenly)."""
+
+
+def _survival(k: int, m: int) -> tuple[float, ...]:
+    """P(Bin(t, m/6) < k) for t = 0..TMAX: a cube k steps away, moving with prob m/6, not home."""
+    p = m / 6.0
+    return tuple(sum(comb(t, j) * p ** j * (1 - p) ** (t - j) for j in range(min(k, t + 1)))
+                 for t in range(TMAX + 1))
+
+
+SURVIVAL = tuple(tuple(_survival(k, m) for m in range(7)) for k in range(6))
+
+
+def _curve(key: int) -> tuple[float, ...]:
+    """P(not home after t own turns), t = 0..TMAX, for one side's distance key."""
+    digits = [0] + [key // POW[n] % 6 for n in range(1, 7)]
+    mask = 0
+    for n in range(1, 7):
+        if digits[n]:
+            mask |= BIT[n]
+    mob = MOBILITY[mask]
+    curve = None
+    for n in range(1, 7):
+        d = digits[n]
+        if d:
+            s = SURVIVAL[d - 1][mob[n]]
+            curve = s if curve is None else [a * b for a, b in zip(curve, s)]
+    return tuple(curve) if curve is not None else (0.0,) * (TMAX + 1)
+
+
+def race_probability(mover_curve, other_curve) -> float:
+    """P(the side about to roll gets home first), from both sides' not-home curves."""
+    total = 0.0
+    prev = 1.0
+    for t in range(1, TMAX + 1):
+        f = mover_curve[t]
+        total += (prev - f) * other_curve[t - 1]
+        prev = f
+    return total + 0.5 * prev * other_curve[TMAX]
+
+
+# --- the search ----------------------------------------------------------------------------
+
+
+class Timeout(Exception):
+    pass
+
+
+class Searcher:
+    """Expectimax search over a private mutable board; caches evaluations across moves."""
+
+    def __init__(self) -> None:
+        self.memo: dict[int, float] = {}
+        self.curves: dict[int, tuple[float, ...]] = {}
+        self.board = [0] * 25
+        self.pos = [-1] * 14
+        self.mask = [0, 0]
+        self.key = [0, 0]
+        self.nodes = 0
+        self.deadline = float("inf")
+        self.reached_leaf = False
+
+    # --- position -------------------------------------------------------------------------
+
+    def load(self, board: list[int]) -> None:
+        """Set the position from a 25-int board (+n red cube n, -n blue cube n)."""
+        self.board = list(board)
+        self.pos = [-1] * 14
+        self.mask = [0, 0]
+        self.key = [0, 0]
+        for sq, v in enumerate(self.board):
+            if v:
+                side = RED if v > 0 else BLUE
+                n = v if v > 0 else -v
+                self.pos[7 * side + n] = sq
+                self.mask[side] |= BIT[n]
+                self.key[side] += DIG[side][sq] * POW[n]
+
+    def make(self, frm: int, to: int) -> int:
+        board, pos, mask, key = self.board, self.pos, self.mask, self.key
+        v = board[frm]
+        w = board[to]
+        if v > 0:
+            pos[v] = to
+            key[0] += (DIG[0][to] - DIG[0][frm]) * POW[v]
+        else:
+            pos[7 - v] = to
+            key[1] += (DIG[1][to] - DIG[1][frm]) * POW[-v]
+        if w > 0:
+            pos[w] = -1
+            mask[0] ^= BIT[w]
+            key[0] -= DIG[0][to] * POW[w]
+        elif w < 0:
+            pos[7 - w] = -1
+            mask[1] ^= BIT[-w]
+            key[1] -= DIG[1][to] * POW[-w]
+        board[to] = v
+        board[frm] = 0
+        return w
+
+    def unmake(self, frm: int, to: int, w: int) -> None:
+        board, pos, mask, key = self.board, self.pos, self.mask, self.key
+        v = board[to]
+        board[frm] = v
+        board[to] = w
+        if v > 0:
+            pos[v] = frm
+            key[0] -= (DIG[0][to] - DIG[0][frm]) * POW[v]
+        else:
+            pos[7 - v] = frm
+            key[1] -= (DIG[1][to] - DIG[1][frm]) * POW[-v]
+        if w > 0:
+            pos[w] = to
+            mask[0] |= BIT[w]
+            key[0] += DIG[0][to] * POW[w]
+        elif w < 0:
+            pos[7 - w] = to
+            mask[1] |= BIT[-w]
+            key[1] += DIG[1][to] * POW[-w]
+
+    # --- evaluation -----------------------------------------------------------------------
+
+    def evaluate(self, side: int) -> float:
+        """P(``side``, about to roll, wins) under the race model."""
+        kr, kb = self.key
+        k = (kr * KEY_SPAN + kb) * 2 + side
+        v = self.memo.get(k)
+        if v is None:
+            curves = self.curves
+            cr = curves.get(kr)
+            if cr is None:
+                cr = curves[kr] = _curve(kr)
+            cb = curves.get(kb + KEY_SPAN)
+            if cb is None:
+                cb = curves[kb + KEY_SPAN] = _curve(kb)
+            v = race_probability(cr, cb) if side == RED else race_probability(cb, cr)
+            self.memo[k] = v
+        return v
+
+    # --- nodes ----------------------------------------------------------------------------
+
+    def _moves(self, side: int, cubes: tuple[int, ...]):
+        """(winning, moves): winning is True when some move wins at once."""
+        board, pos = self.board, self.pos
+        base = 7 * side
+        steps = STEPS[side]
+        goal = GOAL[side]
+        omask = self.mask[1 - side]
+        moves = []
+        for n in cubes:
+            p = pos[base + n]
+            for t in steps[p]:
+                if t == goal:
+                    return True, [(p, t)]
+                w = board[t]
+                if w:
+                    if side == RED:
+                        if w < 0 and omask == BIT[-w]:
+                            return True, [(p, t)]
+                    elif w > 0 and omask == BIT[w]:
+                        return True, [(p, t)]
+                moves.append((p, t))
+        return False, moves
+
+    def decide(self, side: int, cubes: tuple[int, ...], depth: int, alpha: float, beta: float) -> float:
+        """Value for ``side`` choosing a move of one of ``cubes``, ``depth`` >= 1 plies left."""
+        self.nodes += 1
+        if not self.nodes & 1023 and time.monotonic() > self.deadline:
+            raise Timeout
+        winning, moves = self._moves(side, cubes)
+        if winning:
+            return 1.0
+        other = 1 - side
+        make, unmake, chance = self.make, self.unmake, self.chance
+        if depth >= 2 and len(moves) > 1:
+            scored = []
+            evaluate = self.evaluate
+            for frm, to in moves:
+                w = make(frm, to)
+                scored.append((evaluate(other), frm, to))
+                unmake(frm, to, w)
+            scored.sort()
+            moves = [(frm, to) for _, frm, to in scored]
+        best = -1.0
+        for frm, to in moves:
+            w = make(frm, to)
+            try:
+                v = 1.0 - chance(other, depth - 1, 1.0 - beta, 1.0 - alpha)
+            finally:
+                unmake(frm, to, w)
+            if v > best:
+                best = v
+                if v >= beta:
+                    return v
+                if v > alpha:
+                    alpha = v
+        return best
+
+    def chance(self, side: int, depth: int, alpha: float, beta: float) -> float:
+        """Value for ``side``, about to roll, ``depth`` decision plies left (Star1 pruning)."""
+        if depth <= 0:
+            self.reached_leaf = True
+            return self.evaluate(side)
+        total = 0.0
+        rest = 1.0
+        decide = self.decide
+        for q, cubes in GROUPS[self.mask[side]]:
+            rest -= q
+            lo = (alpha - total - rest) / q
+            hi = (beta - total) / q
+            v = decide(side, cubes, depth, lo if lo > 0.0 else 0.0, hi if hi < 1.0 else 1.0)
+            total += q * v
+            if v <= lo:
+                return total + rest
+            if v >= hi:
+                return total
+        return total
+
+    # --- the root -------------------------------------------------------------------------
+
+    def search(self, board: list[int], side: int, moves: list[tuple[int, int]], *, budget: float | None,
+               max_depth: int = MAX_DEPTH) -> tuple[tuple[int, int], Info]:
+        """Best of ``moves`` (legal ``(from, to)`` pairs) for ``side`` to move on ``board``."""
+        started = time.monotonic()
+        if len(self.memo) > 400_000:
+            self.memo.clear()
+        if len(self.curves) > 40_000:
+            self.curves.clear()
+        self.load(board)
+        self.nodes = 0
+        goal = GOAL[side]
+        other = 1 - side
+        for frm, to in moves:  # an immediate win needs no search
+            w = self.board[to]
+            if to == goal or (w and (w > 0) != (side == RED) and self.mask[other] == BIT[abs(w)]):
+                return (frm, to), Info(score=1.0, depth=0, nodes=0, pv=[SQUARE_NAMES[frm] + SQUARE_NAMES[to]],
+                                       comment="immediate win")
+        if len(moves) == 1:
+            return moves[0], Info(depth=0, nodes=0, pv=[SQUARE_NAMES[moves[0][0]] + SQUARE_NAMES[moves[0][1]]],
+                                  comment="only move")
+        self.deadline = started + budget if budget is not None else float("inf")
+        order = list(moves)
+        best_move, best_score, done_depth = order[0], None, 0
+        for depth in range(1, max_depth + 1):
+            self.reached_leaf = False
+            scores: dict[tuple[int, int], float] = {}
+            alpha = -1.0
+            iter_best = None
+            try:
+                for mv in order:
+                    w = self.make(*mv)
+                    try:
+                        v = 1.0 - self.chance(other, depth - 1, 0.0, 1.0 - alpha)
+                    finally:
+                        self.unmake(mv[0], mv[1], w)
+                    scores[mv] = v
+                    if v > alpha:
+                        alpha, iter_best = v, mv
+            except Timeout:
+                # Keep a partial iteration only if it searched the previous best move first.
+                if iter_best is not None and order[0] in scores:
+                    best_move, best_score, done_depth = iter_best, alpha, depth
+                break
+            best_move, best_score, done_depth = iter_best, alpha, depth
+            order.sort(key=lambda m: -scores[m])
+            order.remove(best_move)
+            order.insert(0, best_move)
+            if not self.reached_leaf:
+                break  # every line ends the game: deeper search changes nothing
+            if budget is not None and time.monotonic() - started > budget * 0.2:
+                break  # the next iteration would most likely not finish
+        name = SQUARE_NAMES[best_move[0]] + SQUARE_NAMES[best_move[1]]
+        return best_move, Info(score=None if best_score is None else round(best_score, 4), depth=done_depth,
+                               nodes=self.nodes, pv=[name])
+
+
+# --- set-up --------------------------------------------------------------------------------
+
+RED_LAYOUT = {0: 6, 1: 2, 2: 4, 5: 5, 6: 3, 10: 1}
+"""Cube number per red home square (a5 b5 c5 a4 b4 a3): middle cubes in front (b4 = 3) and on
+the flanks, 1 and 6 at the back. Blue uses the same layout rotated by 180 degrees."""
+
+
+def layout_for(colour: int, red_layout: dict[int, int] | None = None) -> str:
+    """The set-up string (cube numbers on the home squares, row-major) for ``colour``."""
+    red_layout = red_layout or RED_LAYOUT
+    if colour == RED:
+        return "".join(str(red_layout[sq]) for sq in HOME[RED])
+    return "".join(str(red_layout[24 - sq]) for sq in HOME[BLUE])
+
+
+# --- the decision function -----------------------------------------------------------------
+
+_GAME = EinsteinGame()
+
+
+def parse_position(position: str):
+    """The rules module's state for a position text."""
+    return _GAME.from_text(position)
+
+
+def time_budget(movetime: float | None, time_left_ms: int) -> float | None:
+    """Seconds to think: min(movetime, time_left / 10); None = unlimited."""
+    budget = movetime if movetime and movetime > 0 else None
+    if time_left_ms and time_left_ms > 0:
+        share = time_left_ms / 1000.0 / 10.0
+        budget = share if budget is None else min(budget, share)
+    return budget
+
+
+def choose_move(position: str, die: int | None = None, *, movetime: float | None = DEFAULT_MOVETIME,
+                depth: int | None = None, time_left_ms: int = 0,
+                searcher: Searcher | None = None) -> tuple[str, Info]:
+    """The engine's move for a position text (the die from the text, else ``die``)."""
+    state = parse_position(position)
+    if state.die() is None:
+        if die is None:
+            raise ValueError("no die: the position shows none and none was given")
+        state.set_die(die)
+    moves = state.moves_ints()
+    if not moves:
+        raise ValueError(f"no legal move in {position!r}")
+    searcher = searcher or Searcher()
+    budget = time_budget(movetime, time_left_ms)
+    if budget is None and depth is None:
+        depth = 5  # no clock and no limit given: a fixed, bounded search
+    (frm, to), info = searcher.search(state.board(), state.side_to_move(), moves,
+                                      budget=budget, max_depth=depth or MAX_DEPTH)
+    return SQUARE_NAMES[frm] + SQUARE_NAMES[to], info
+
+
+def my_colour(request) -> int:
+    data = request.state if isinstance(request.state, dict) else {}
+    if data.get("my_colour") in ("red", "blue"):
+        return RED if data["my_colour"] == "red" else BLUE
+    seat0 = RED if request.position.split()[3] == "r" else BLUE
+    return seat0 ^ request.seat
+
+
+def make_decider(movetime: float | None = DEFAULT_MOVETIME, depth: int | None = None, seed: int | None = None):
+    """A kit decision function ``decide(request, game)``."""
+    searcher = Searcher()
+    rng = random.Random(seed)
+
+    def decide(request, game):
+        if request.kind == "setup":
+            layout = layout_for(my_colour(request))
+            if request.legal_moves is not None and layout not in request.legal_moves:
+                layout = rng.choice(request.legal_moves)
+            return layout, Info(comment="fixed layout")
+        try:
+            move, info = choose_move(request.position, request.die, movetime=movetime, depth=depth,
+                                     time_left_ms=request.time_left_ms, searcher=searcher)
+        except Exception as exc:  # never forfeit over an engine bug: fall back to a legal move
+            if not request.legal_moves:
+                raise
+            return rng.choice(request.legal_moves), Info(comment=f"fallback after {type(exc).__name__}: {exc}")
+        if request.legal_moves is not None and move not in request.legal_moves:
+            return rng.choice(request.legal_moves), Info(comment=f"fallback: {move} not in the referee's list")
+        return move, info
+
+    return decide
+
+
+def main(argv: list[str] | None = None) -> int:
+    from protocol.kit import run_engine
+
+    parser = argparse.ArgumentParser(description="EinStein würfelt nicht! expectimax engine")
+    parser.add_argument("--movetime", type=float, default=DEFAULT_MOVETIME,
+                        help=f"seconds per move at most (default {DEFAULT_MOVETIME}; 0 = only the clock share)")
+    parser.add_argument("--depth", type=int, default=None, help="maximum search depth in plies")
+    parser.add_argument("--seed", type=int, default=None, help="seed for the (rare) random fallbacks")
+    parser.add_argument("--name", default=NAME)
+    parser.add_argument("--endpoint", default=None)
+    args = parser.parse_args(argv)
+    return run_engine(make_decider(args.movetime, args.depth, args.seed), name=args.name, author="arbiter project",
+                      version="1", games=["einstein"], wants_legal_moves=True, endpoint=args.endpoint)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
