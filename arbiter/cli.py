@@ -159,9 +159,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from .games import OptionError, load_game
     from .replay import replay
     from .store import load_records
 
+    if args.position is not None:
+        try:
+            game = load_game(args.game or "", **_parse_options(args.option))
+            console.print(game.from_text(args.position).render(), highlight=False)
+        except (OptionError, ValueError) as exc:
+            console.print(f"[red]error:[/] {exc}")
+            return EXIT_USAGE
+        return EXIT_OK
+    if args.record is None:
+        console.print("[red]error:[/] give a record file, or --game and --position")
+        return EXIT_USAGE
     try:
         records = load_records(args.record, args.game_id)
     except (OSError, ValueError) as exc:
@@ -221,6 +233,17 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return EXIT_VERIFY_FAILED if bad or not records else EXIT_OK
 
 
+def _run_format(module: str, args: argparse.Namespace) -> int:
+    """Delegate to a format module's ``cli(args, console) -> exit code`` (arbiter/coop.py, solo.py)."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"arbiter.{module}").cli(args, console)
+    except ModuleNotFoundError as exc:
+        console.print(f"[red]error:[/] the {module} format is not available ({exc})")
+        return EXIT_USAGE
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="arbiter", description="Referee matches between game engines.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -248,13 +271,33 @@ def build_parser() -> argparse.ArgumentParser:
     for name, func, text in (("show", cmd_show, "print a game move by move with boards"),
                              ("verify", cmd_verify, "recompute every roll and replay every move of records")):
         s = sub.add_parser(name, help=text)
-        s.add_argument("record", help="results .sqlite, .jsonl export or .json record")
+        s.add_argument("record", nargs="?" if name == "show" else None,
+                       help="results .sqlite, .jsonl export or .json record")
         s.add_argument("--game-id", help="one game (default: show the last / verify all)")
         if name == "show":
             s.add_argument("--all", action="store_true", help="every game in the file")
+            s.add_argument("--game", help="with --position: draw one position of this game")
+            s.add_argument("--position", help="a position in the game's text notation")
+            s.add_argument("--option", action="append", default=[], help="game option KEY=VALUE")
         else:
             s.add_argument("-v", "--verbose", action="store_true")
         s.set_defaults(func=func)
+
+    for name, module, text, count in (
+            ("coop", "coop", "a cooperative series: two engines, seats swapped each game", "--games"),
+            ("solo", "solo", "a solo suite: each engine plays the same seeded games", "--seeds")):
+        c = sub.add_parser(name, help=text)
+        c.add_argument("--game", required=True)
+        c.add_argument("--engine", action="append", default=[], help="engine command line (repeatable)")
+        c.add_argument("--name", action="append", help="engine display name (repeatable)")
+        c.add_argument("--option", action="append", default=[], help="game option KEY=VALUE (repeatable)")
+        c.add_argument("--tc", default="180", help="time control")
+        c.add_argument(count, dest="count", type=int, default=100, help="number of games")
+        c.add_argument("--margin", type=int, default=50)
+        c.add_argument("--seed", help="hex master seed (default: fresh randomness)")
+        c.add_argument("--db", default="runs/results.sqlite")
+        c.add_argument("--quiet", action="store_true")
+        c.set_defaults(func=lambda a, module=module: _run_format(module, a))
 
     g = sub.add_parser("games", help="list the games the referee knows")
     g.set_defaults(func=lambda a: (print("\n".join(__import__("arbiter.games", fromlist=["x"]).game_names())), 0)[1])

@@ -85,6 +85,7 @@ class Referee:
         if forfeit is None:
             self.record.returns = list(self.state.returns())
             self.record.reason = "normal"
+            self.record.detail = self.state.end_detail()
         else:
             self.record.returns = self.game.forfeit_returns(forfeit.seat)
             self.record.reason, self.record.detail = forfeit.reason, forfeit.detail

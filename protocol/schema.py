@@ -88,25 +88,36 @@ def schema_text() -> str:
 EXAMPLE_SEED = bytes(range(32))
 """The dice seed of the example game (a real referee draws 32 random bytes)."""
 
+EXAMPLE_POSITION = "R1R2R32/R4R53/R63B1/3B2B3/2B4B5B6 r 3 r play"
+"""EinStein after both set-ups ``123456`` and a roll of 3 (docs/games/einstein.md)."""
+
 
 def example_session() -> list[tuple[str, Message]]:
-    """A short session, as ``(direction, message)``: handshake, one decision, the end of the game."""
-    game_id, clocks = "m42.1", [180_000, 180_000]
+    """A short EinStein session, as ``(direction, message)``: the handshake, the start of the game,
+    seat 0's first move (after the hidden set-up, not shown) and the end of the game.
+
+    Sequence numbers are those the referee uses with two engines: ``new_game`` 1 and 2, the two
+    set-up requests 3 and 4, this move request 5."""
+    game_id, clocks = "m6.1.5f3a9c", [179_412, 179_655]
+    board = [1, 2, 3, 0, 0, 4, 5, 0, 0, 0, 6, 0, 0, 0, -1, 0, 0, 0, -2, -3, 0, 0, -4, -5, -6]
     return [
         (ENGINE_TO_REFEREE, Hello(name="demo", author="A. Author", version="1.0", games=["einstein"])),
-        (REFEREE_TO_ENGINE, Welcome(referee="arbiter 0.1.0")),
+        (REFEREE_TO_ENGINE, Welcome(referee="arbiter")),
         (REFEREE_TO_ENGINE, NewGame(
-            game_id=game_id, seq=1, game="einstein", seat=0, seats=["demo", "rival"],
-            seat_roles=["red", "blue"], time_control=TimeControl(text="180", kind="sudden_death", base_ms=180_000),
-            dice_commitment=hashlib.sha256(EXAMPLE_SEED).hexdigest(), match_id="m42", game_number=1)),
+            game_id=game_id, seq=1, game="einstein", options={"seat0_colour": "red", "setup": "choose"},
+            seat=0, seats=["demo", "rival"], seat_roles=["first", "second"],
+            time_control=TimeControl(text="180", kind="sudden_death", base_ms=180_000),
+            dice_commitment=hashlib.sha256(EXAMPLE_SEED).hexdigest(), match_id="m6", game_number=1)),
         (ENGINE_TO_REFEREE, Ready(game_id=game_id, seq=1)),
         (REFEREE_TO_ENGINE, Request(
-            game_id=game_id, seq=2, kind="move", seat=0, position="...", die=3,
-            clocks_ms=clocks, time_left_ms=clocks[0])),
+            game_id=game_id, seq=5, kind="move", seat=0, position=EXAMPLE_POSITION,
+            state={"board": board, "phase": "play", "to_move_colour": "red", "die": 3, "my_colour": "red",
+                   "seat0_colour": "red", "winner_colour": None},
+            ply=3, die=3, clocks_ms=clocks, time_left_ms=clocks[0], last_moves=["123456", "123456"])),
         (ENGINE_TO_REFEREE, Reply(
-            game_id=game_id, seq=2, move="...", info=Info(score=0.25, nodes=120_000, depth=9, time_ms=850))),
+            game_id=game_id, seq=5, move="c5d4", info=Info(score=0.25, nodes=120_000, depth=9, time_ms=850))),
         (REFEREE_TO_ENGINE, GameOver(
-            game_id=game_id, seq=31, returns=[1.0, -1.0], reason="normal", dice_seed=EXAMPLE_SEED.hex())),
+            game_id=game_id, seq=47, returns=[1.0, -1.0], reason="normal", dice_seed=EXAMPLE_SEED.hex())),
     ]
 
 
@@ -121,13 +132,24 @@ def hex_dump(data: bytes) -> str:
     return "\n".join(lines)
 
 
+def json_view(value: Any, indent: str = "") -> str:
+    """Pretty JSON that keeps arrays of scalars on one line (a 25-square board stays readable)."""
+    inner = indent + "  "
+    if isinstance(value, dict) and value:
+        items = [f"{inner}{json.dumps(k)}: {json_view(v, inner)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + f"\n{indent}}}"
+    if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
+        return "[\n" + ",\n".join(inner + json_view(v, inner) for v in value) + f"\n{indent}]"
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
 def render_example_session() -> str:
     """The markdown of the example session: each message as JSON and as its exact bytes."""
     parts = [EXAMPLE_BEGIN]
     for number, (direction, message) in enumerate(example_session(), 1):
         data = encode(message)
         tag = type(message).__struct_config__.tag
-        as_json = msgspec.json.format(msgspec.json.encode(message), indent=2).decode()
+        as_json = json_view(msgspec.json.decode(msgspec.json.encode(message)))  # in wire order
         parts += [f"#### {number}. {direction}: `{tag}` ({len(data)} bytes)", "",
                   "```json", as_json, "```", "", "```text", hex_dump(data), "```", ""]
     parts.append(EXAMPLE_END)

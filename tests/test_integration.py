@@ -120,7 +120,7 @@ def test_hanging_engine_loses_on_time_within_deadline_plus_margin(tmp_path):
     assert record.returns == [-1.0, 1.0]
     # Seat 0 had used almost nothing; the flag fell ~1.05 s after its last request, not later.
     hung_for = ended - timestamps[-1]
-    assert 1.0 <= hung_for < 1.0 + 0.05 + 0.25, hung_for
+    assert 1.0 <= hung_for < 1.0 + 0.05 + 0.5, hung_for  # slack: a loaded 2-core CI machine
     assert verify(record) == []
 
 

@@ -91,6 +91,11 @@ class State(abc.ABC):
     def returns(self) -> list[float]:
         """Each seat's result (meaningful once terminal)."""
 
+    def end_detail(self) -> str:
+        """Why the game ended, in the game's words ('corner reached', 'five-turn rule');
+        recorded as the record's ``detail`` when the game ends normally."""
+        return ""
+
     def die(self) -> int | None:
         """The die showing for the current decision, if the game shows one."""
         return None
