@@ -94,6 +94,32 @@ def header(title: str) -> None:
     print("-" * len(title))
 
 
+def cpu_snapshot() -> tuple[float, float, float, float]:
+    """(wall, system-wide busy CPU s, steal s, CPU s of this process and its waited-for children)."""
+    import psutil
+
+    t = psutil.cpu_times()
+    busy = t.user + t.nice + t.system + getattr(t, "irq", 0.0) + getattr(t, "softirq", 0.0)
+    mine = os.times()
+    return (time.monotonic(), busy, getattr(t, "steal", 0.0),
+            mine.user + mine.system + mine.children_user + mine.children_system)
+
+
+@contextmanager
+def load_note(results: dict, key: str):
+    """After a part, print how busy the rest of the machine was while it ran (noise indicator)."""
+    a = cpu_snapshot()
+    yield
+    b = cpu_snapshot()
+    wall = b[0] - a[0]
+    other = max(0.0, ((b[1] - a[1]) - (b[3] - a[3])) / wall)
+    steal = (b[2] - a[2]) / wall
+    results.setdefault("load", {})[key] = {"other_cores": other, "steal_cores": steal, "seconds": wall}
+    warn = "  <- numbers disturbed by other work on this machine" if other > 0.25 or steal > 0.1 else ""
+    print(f"[{wall:.1f} s; meanwhile other processes used {other:.2f} cores, hypervisor steal "
+          f"{steal:.2f} cores{warn}]")
+
+
 def machine_facts() -> dict[str, str]:
     cpu_model = ""
     try:
@@ -345,7 +371,7 @@ def part_round_trip(cfg: dict) -> dict:
 def instrumented_referee():
     """Wrap Engine.read_one / Engine.send / Engine.ready_to_read / Referee._poll / Referee.play
     with timestamps (perf_counter_ns). Yields the timeline and the per-game timings."""
-    timeline: list[tuple] = []  # ("read", t_start, msg) / ("send", t_end, msg)
+    timeline: list[tuple] = []  # (kind, t_start, t_end, message), kind "read" or "send"
     games: list[dict] = []
     blocked = [0]
     orig = (Engine.read_one, Engine.send, Engine.ready_to_read, Referee._poll, Referee.play)
@@ -354,12 +380,13 @@ def instrumented_referee():
     def read_one(self):
         t = pc()
         msg = orig[0](self)
-        timeline.append(("read", t, msg))
+        timeline.append(("read", t, pc(), msg))
         return msg
 
     def send(self, message):
+        t = pc()
         r = orig[1](self, message)
-        timeline.append(("send", pc(), message))
+        timeline.append(("send", t, pc(), message))
         return r
 
     def ready_to_read(self, timeout_ms):
@@ -394,52 +421,63 @@ def instrumented_referee():
         Engine.read_one, Engine.send, Engine.ready_to_read, Referee._poll, Referee.play = orig
 
 
-def overheads_from_timeline(timeline: list[tuple]) -> list[float]:
-    """Per decision: from the start of reading the reply that completed a decision to the end of
-    sending the next request (µs). Game starts (new_game/ready) and ends (game_over) are not
-    decisions and are excluded; a simultaneous set-up counts once, from its last reply."""
-    out = []
-    last_reply_t = None
-    for kind, t, msg in timeline:
+def overheads_from_timeline(timeline: list[tuple]) -> dict[str, list[float]]:
+    """Per decision (µs): from the start of reading the reply that completed a decision to the
+    end of sending the next request ("total"), split into reading that reply (recv, decode,
+    checks: "read"), the referee's logic up to handing the request to the transport ("logic"),
+    and Engine.send (msgpack encode + the zmq send call: "send"). Game starts (new_game/ready)
+    and ends (game_over) are not decisions and are excluded; a simultaneous set-up counts once,
+    from its last reply."""
+    out: dict[str, list[float]] = {"total": [], "read": [], "logic": [], "send": []}
+    last = None
+    for kind, t0, t1, msg in timeline:
         if kind == "read":
             if isinstance(msg, Reply):
-                last_reply_t = t
+                last = (t0, t1)
+            elif msg is not None:
+                last = None
         else:
-            if isinstance(msg, Request) and last_reply_t is not None:
-                out.append((t - last_reply_t) / 1000)
-            last_reply_t = None
+            if isinstance(msg, Request) and last is not None:
+                out["total"].append((t1 - last[0]) / 1000)
+                out["read"].append((last[1] - last[0]) / 1000)
+                out["logic"].append((t0 - last[1]) / 1000)
+                out["send"].append((t1 - t0) / 1000)
+            last = None
     return out
 
 
 class _LoopbackSocket:
-    """Stands in for RefereeSocket + an in-process random engine: no IPC. The engine's work
-    (decode the request, choose, encode the reply) is timed and reported separately."""
+    """Stands in for RefereeSocket + an in-process random engine: no IPC. ``send`` only encodes
+    (the referee's share); the engine's work (decode the request, choose, encode the reply)
+    happens when the referee polls, i.e. in time counted as waiting for the engine."""
 
     class _Z:
         def __init__(self, outer):
             self.outer = outer
 
         def poll(self, timeout_ms=None, flags=zmq.POLLIN):
+            self.outer.run_engine()
             return zmq.POLLIN if self.outer.queue else 0
 
     def __init__(self, rng: random.Random):
+        self.inbox: list[bytes] = []
         self.queue: list[bytes] = []
         self.rng = rng
         self.peer = b"loop"
         self.disconnected = False
         self.socket = self._Z(self)
-        self.engine_ns = 0
 
     def send(self, message) -> None:
-        data = encode(message)  # the referee's encode, as in RefereeSocket.send
-        t = time.perf_counter_ns()
-        msg = decode(data)
-        if isinstance(msg, Request):
-            self.queue.append(encode(Reply(game_id=msg.game_id, seq=msg.seq, move=self.rng.choice(msg.legal_moves),
-                                           info=Info(time_ms=0))))
-        elif isinstance(msg, NewGame):
-            self.queue.append(encode(Ready(game_id=msg.game_id, seq=msg.seq)))
-        self.engine_ns += time.perf_counter_ns() - t
+        self.inbox.append(encode(message))  # the referee's encode, as in RefereeSocket.send
+
+    def run_engine(self) -> None:
+        while self.inbox:
+            msg = decode(self.inbox.pop(0))
+            if isinstance(msg, Request):
+                self.queue.append(encode(Reply(game_id=msg.game_id, seq=msg.seq,
+                                               move=self.rng.choice(msg.legal_moves), info=Info(time_ms=0))))
+            elif isinstance(msg, NewGame):
+                self.queue.append(encode(Ready(game_id=msg.game_id, seq=msg.seq)))
 
     def recv(self):
         return decode(self.queue.pop(0))
@@ -454,7 +492,7 @@ class _LoopbackSocket:
 class _LoopbackReferee(Referee):
     def _poll(self, seats, timeout_ms):
         # The real multi-seat _poll builds a zmq.Poller, which needs real sockets.
-        return {s for s in seats if self.engines[s].sock.queue}
+        return {s for s in seats if self.engines[s].sock.socket.poll(0)}
 
 
 def loopback_games(n: int) -> dict:
@@ -470,18 +508,14 @@ def loopback_games(n: int) -> dict:
         engines.append(e)
     tc = parse_time_control(TC)
     with instrumented_referee() as (timeline, games):
-        t0 = time.perf_counter_ns()
         for g in range(n):
             order = engines if g % 2 == 0 else engines[::-1]
             _LoopbackReferee(game, order, tc, make_dice(os.urandom(32), "loop", g + 1), match_id="loop",
                              game_number=g + 1).play()
-        wall = time.perf_counter_ns() - t0
-    per = overheads_from_timeline(timeline)
     decisions = sum(g["decisions"] for g in games)
-    engine_ns = sum(e.sock.engine_ns for e in engines)
-    return {"per_decision_us": per, "decisions": decisions, "games": n,
-            "all_in_per_decision_us": (wall - engine_ns) / decisions / 1000,
-            "engine_us": engine_ns / decisions / 1000}
+    busy = sum(g["wall_ns"] - g["blocked_ns"] for g in games)
+    return {"per": overheads_from_timeline(timeline), "decisions": decisions, "games": n,
+            "all_in_us": busy / decisions / 1000}
 
 
 def component_breakdown(reps: int) -> list[tuple[str, float]]:
@@ -565,39 +599,48 @@ def part_referee(cfg: dict) -> dict:
         with instrumented_referee() as (timeline, games):
             result = match.play()
     per = overheads_from_timeline(timeline)
+    tot = per["total"]
     reasons = {r.reason for r in result.records}
     decisions = sum(g["decisions"] for g in games)
     wall = sum(g["wall_ns"] for g in games)
     blocked = sum(g["blocked_ns"] for g in games)
     rtt = [m for g in games for m in g["measured_ms"]]
     cross = (wall - blocked) / decisions / 1000
-    med, p90 = median(per), pct(per, 0.9)
+    med, p90 = median(tot), pct(tot, 0.9)
+    handoff = [r + lg for r, lg in zip(per["read"], per["logic"])]
     print(f"{len(result.records)} games ({', '.join(sorted(reasons))}), {decisions} decisions "
-          f"({len(per)} reply->next-request intervals)")
-    print(f"referee overhead per decision: median {med:.1f} us, p90 {p90:.1f} us, p99 {pct(per, 0.99):.1f} us, "
-          f"mean {sum(per) / len(per):.1f} us  (target <= 100 us median: {verdict(med <= 100)})")
-    print("  measured from the start of Engine.read_one (reply ready) to the end of Engine.send of the next "
-          "request. Includes: reply decode + seq check, Reply type check, check_move, clock charge, "
-          "state.apply, Event record, terminal check, the die roll (HMAC-SHA256 derive + Roll record + "
-          "apply_chance + chance Event), request building (position text, state dict, legal-move list, "
-          "clocks, last_moves), msgpack encode, zmq send; excludes waiting for the engine.")
+          f"({len(tot)} reply->next-request intervals)")
+    print(f"referee overhead per decision: median {med:.1f} us, p90 {p90:.1f} us, p99 {pct(tot, 0.99):.1f} us, "
+          f"mean {sum(tot) / len(tot):.1f} us  (target <= 100 us median: {verdict(med <= 100)})")
+    print("  = from the start of Engine.read_one (reply waiting) to the return of Engine.send for the next "
+          "request; waiting for the engine is excluded. Split (medians of each part):")
+    print(f"  {median(per['read']):7.1f} us  read the reply: zmq recv, msgpack decode, seq/type checks")
+    print(f"  {median(per['logic']):7.1f} us  referee logic: check_move, clock charge, state.apply, Event record, "
+          f"terminal check, die roll (HMAC-SHA256 + Roll + apply_chance + chance Event), request building "
+          f"(position text, state dict, legal-move list, clocks, last_moves)")
+    print(f"  {median(per['send']):7.1f} us  Engine.send: msgpack encode (~1 us) + the zmq send call")
+    print(f"  excluding the zmq send call (reply read -> request handed to the transport): median "
+          f"{median(handoff):.1f} us, p90 {pct(handoff, 0.9):.1f} us")
     print(f"cross-check: (sum of play() wall - time blocked in poll) / decisions = {cross:.1f} us "
           f"(also includes new_game/ready, game_over, record finalisation and poll() call overhead)")
     print(f"engine round trip as the referee measures it (Event.measured_ms): median {median(rtt) * 1000:.1f} us, "
           f"p90 {pct(rtt, 0.9) * 1000:.1f} us")
 
     loop = loopback_games(cfg["loop_games"])
-    lp = loop["per_decision_us"]
-    print(f"same Referee with in-process loopback engines (no IPC, {loop['games']} games, {loop['decisions']} "
-          f"decisions): median {median(lp):.1f} us, p90 {pct(lp, 0.9):.1f} us per decision; all-in "
-          f"(incl. game start/end) {loop['all_in_per_decision_us']:.1f} us")
+    lt = loop["per"]["total"]
+    print(f"same Referee, in-process loopback engines (no IPC; {loop['games']} games, {loop['decisions']} "
+          f"decisions): median {median(lt):.1f} us, p90 {pct(lt, 0.9):.1f} us per decision (read "
+          f"{median(loop['per']['read']):.1f} + logic {median(loop['per']['logic']):.1f} + encode "
+          f"{median(loop['per']['send']):.1f}); all-in incl. game start/end {loop['all_in_us']:.1f} us")
     rows = component_breakdown(3000 if cfg is SIZES["full"] else 500)
-    print("per-step cost, mid-game move decision (in-process, mean us):")
+    print("per-step cost of a mid-game move decision, hot loop in-process (mean us):")
     for name, us in rows:
         print(f"  {us:7.2f}  {name}")
-    return {"median_us": med, "p90_us": p90, "p99_us": pct(per, 0.99), "mean_us": sum(per) / len(per),
-            "cross_us": cross, "rtt_median_us": median(rtt) * 1000, "loop_median_us": median(lp),
-            "loop_p90_us": pct(lp, 0.9), "loop_all_in_us": loop["all_in_per_decision_us"], "rows": rows,
+    return {"median_us": med, "p90_us": p90, "p99_us": pct(tot, 0.99), "mean_us": sum(tot) / len(tot),
+            "read_us": median(per["read"]), "logic_us": median(per["logic"]), "send_us": median(per["send"]),
+            "handoff_median_us": median(handoff), "handoff_p90_us": pct(handoff, 0.9),
+            "cross_us": cross, "rtt_median_us": median(rtt) * 1000, "loop_median_us": median(lt),
+            "loop_p90_us": pct(lt, 0.9), "loop_all_in_us": loop["all_in_us"], "rows": rows,
             "games": len(result.records), "decisions": decisions}
 
 
@@ -610,6 +653,19 @@ def match_worker(games: int, index: int) -> int:
     cfgs = (EngineConfig(RANDOM_ENGINE + ["--seed", str(2 * index + 1)], name="A", cwd=str(ROOT)),
             EngineConfig(RANDOM_ENGINE + ["--seed", str(2 * index + 2)], name="B", cwd=str(ROOT)))
     ends: list[float] = []
+    life: dict[str, list[float]] = {"start": [], "stop": []}
+    orig_start, orig_stop = Engine.start, Engine.stop
+
+    def timed(name, fn):
+        def wrapper(*a, **k):
+            t = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                life[name].append(time.perf_counter() - t)
+        return wrapper
+
+    Engine.start, Engine.stop = timed("start", orig_start), timed("stop", orig_stop)
     with tempfile.TemporaryDirectory(prefix="bench-") as d:
         match = Match(game, cfgs, parse_time_control(TC), MatchFormat.parse(f"games={games}"), run_dir=Path(d),
                       seed=f"bench{index}".encode(), on_game=lambda res, rec: ends.append(time.time()))
@@ -617,7 +673,8 @@ def match_worker(games: int, index: int) -> int:
         result = match.play()
         t1 = time.time()
     recs = result.records
-    print(json.dumps({"games": len(recs), "start": t0, "end": t1, "first_game_end": ends[0] if ends else t1,
+    print(json.dumps({"games": len(recs), "start": t0, "end": t1, "ends": [ends[0], ends[-1]],
+                      "engine_start_s": life["start"], "engine_stop_s": life["stop"],
                       "decisions": sum(1 for r in recs for e in r.events if e.seat >= 0),
                       "abnormal": sum(1 for r in recs if r.reason != "normal")}))
     return 0
@@ -640,27 +697,33 @@ def run_matches(k: int, games: int) -> dict:
     outer = time.time() - t0
     total = sum(o["games"] for o in outs)
     play_wall = max(o["end"] for o in outs) - min(o["start"] for o in outs)
-    # Steady state: from the end of each match's first game to its end (no engine start-up).
-    steady_games = sum(o["games"] - 1 for o in outs)
-    steady_wall = max(o["end"] for o in outs) - min(o["first_game_end"] for o in outs)
+    # Steady state: between the end of each match's first and last game (no engine start/stop);
+    # the matches run side by side, so their rates add up.
+    steady = sum((o["games"] - 1) / (o["ends"][1] - o["ends"][0]) for o in outs if o["games"] > 1)
     return {"k": k, "games": total, "play_gps": total / play_wall, "outer_gps": total / outer,
-            "steady_gps": steady_games / steady_wall if steady_wall > 0 else float("nan"),
-            "decisions_per_game": sum(o["decisions"] for o in outs) / total,
+            "steady_gps": steady, "decisions_per_game": sum(o["decisions"] for o in outs) / total,
+            "engine_start_ms": median([x for o in outs for x in o["engine_start_s"]]) * 1000,
+            "engine_stop_ms": median([x for o in outs for x in o["engine_stop_s"]]) * 1000,
             "abnormal": sum(o["abnormal"] for o in outs)}
 
 
 def part_games(cfg: dict) -> dict:
     k = max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8))
-    header(f"3. EinStein games per second, random vs random, tc {TC} (Match, games=N per process)")
-    single = run_matches(1, cfg["match_games"])
-    par = run_matches(k, cfg["match_games"])
-    print(f"{'processes':<10} {'games':>6} {'games/s':>9} {'steady':>9} {'incl. spawn':>12}  decisions/game")
+    n = cfg["match_games"]
+    header(f"3. EinStein games per second, random vs random, tc {TC} (Match games={n} per process)")
+    single = run_matches(1, n)
+    par = run_matches(k, n)
+    print(f"{'matches':<8} {'games':>6} {'games/s':>8} {'steady':>8} {'w/ spawn':>9} {'dec/game':>9} "
+          f"{'engine start':>13} {'engine stop':>12}")
     for r in (single, par):
-        print(f"{r['k']:<10} {r['games']:>6} {r['play_gps']:>9.1f} {r['steady_gps']:>9.1f} {r['outer_gps']:>12.1f}"
-              f"  {r['decisions_per_game']:.1f}" + (f"  ({r['abnormal']} abnormal endings!)" if r["abnormal"] else ""))
-    print("  games/s = games / wall time of Match.play() (engine start-up and shutdown included); steady = "
-          "after each match's first game; incl. spawn = also the worker's Python start-up")
-    print(f"parallel on {k} core(s): {par['play_gps']:.1f} games/s (target >= 100: {verdict(par['play_gps'] >= 100)})")
+        print(f"{r['k']:<8} {r['games']:>6} {r['play_gps']:>8.1f} {r['steady_gps']:>8.1f} {r['outer_gps']:>9.1f} "
+              f"{r['decisions_per_game']:>9.1f} {r['engine_start_ms']:>10.0f} ms {r['engine_stop_ms']:>9.0f} ms"
+              + (f"  ({r['abnormal']} abnormal endings!)" if r["abnormal"] else ""))
+    print("  games/s = games / wall time of Match.play() (incl. starting and stopping both engines); steady = "
+          "between each match's first and last game; w/ spawn = also the worker's own Python start-up; engine "
+          "start = spawn + hello (median), stop = quit + kill sweep (median)")
+    print(f"parallel, {k} matches on {k} core(s): {par['play_gps']:.1f} games/s (steady {par['steady_gps']:.1f}) "
+          f"(target >= 100: {verdict(par['play_gps'] >= 100)})")
     return {"single": single, "parallel": par}
 
 
@@ -785,11 +848,16 @@ def main(argv: list[str] | None = None) -> int:
     facts = machine_facts()
     for k, v in facts.items():
         print(f"{k:<15} {v}")
+    print(f"{'load average':<15} {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1/5/15 min, at start)")
     results = {"machine": facts, "quick": args.quick}
-    results["round_trip"] = part_round_trip(cfg)
-    results["referee"] = part_referee(cfg)
-    results["games"] = part_games(cfg)
-    results["playouts"] = part_playouts(cfg)
+    with load_note(results, "round_trip"):
+        results["round_trip"] = part_round_trip(cfg)
+    with load_note(results, "referee"):
+        results["referee"] = part_referee(cfg)
+    with load_note(results, "games"):
+        results["games"] = part_games(cfg)
+    with load_note(results, "playouts"):
+        results["playouts"] = part_playouts(cfg)
     print(f"\ntotal benchmark time {time.perf_counter() - started:.1f} s")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1, default=str))

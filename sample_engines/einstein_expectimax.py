@@ -109,6 +109,34 @@ def _curve(key: int) -> tuple[float, ...]:
     return tuple(curve) if curve is not None else (0.0,) * (TMAX + 1)
 
 
+_DP_CURVES: dict[int, tuple[float, ...]] = {}
+
+
+def _dp_curve(key: int) -> tuple[float, ...]:
+    """Exact not-home curve of one side racing alone, advancing the nearest selectable cube."""
+    c = _DP_CURVES.get(key)
+    if c is not None:
+        return c
+    digits = [0] + [key // POW[n] % 6 for n in range(1, 7)]
+    if 1 in digits:
+        c = (0.0,) * (TMAX + 1)
+        _DP_CURVES[key] = c
+        return c
+    mask = 0
+    for n in range(1, 7):
+        if digits[n]:
+            mask |= BIT[n]
+    acc = [0.0] * TMAX
+    for q, cubes in GROUPS[mask]:
+        n = min(cubes, key=lambda n: (digits[n], n))
+        sub = _dp_curve(key - POW[n])
+        for t in range(TMAX):
+            acc[t] += q * sub[t]
+    c = (1.0,) + tuple(acc)
+    _DP_CURVES[key] = c
+    return c
+
+
 def race_probability(mover_curve, other_curve) -> float:
     """P(the side about to roll gets home first), from both sides' not-home curves."""
     total = 0.0
@@ -119,6 +147,8 @@ def race_probability(mover_curve, other_curve) -> float:
         prev = f
     return total + 0.5 * prev * other_curve[TMAX]
 
+
+CURVE = _curve
 
 # --- the search ----------------------------------------------------------------------------
 
@@ -210,10 +240,10 @@ class Searcher:
             curves = self.curves
             cr = curves.get(kr)
             if cr is None:
-                cr = curves[kr] = _curve(kr)
+                cr = curves[kr] = CURVE(kr)
             cb = curves.get(kb + KEY_SPAN)
             if cb is None:
-                cb = curves[kb + KEY_SPAN] = _curve(kb)
+                cb = curves[kb + KEY_SPAN] = CURVE(kb)
             v = race_probability(cr, cb) if side == RED else race_probability(cb, cr)
             self.memo[k] = v
         return v

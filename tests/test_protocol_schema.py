@@ -20,7 +20,7 @@ import msgspec.inspect as mi
 import pytest
 
 from protocol import schema
-from protocol.codec import MAX_MESSAGE_SIZE, decode, encode
+from protocol.codec import MAX_MESSAGE_SIZE, ProtocolError, decode, encode
 from protocol.messages import ALL_MESSAGES, PROTOCOL_VERSION, Hello, Reply, Request
 
 REGENERATE = "run `python -m protocol.schema` and commit the result"
@@ -268,13 +268,32 @@ def test_spec_example_bytes_are_what_the_encoder_produces():
 def test_example_session_is_a_consistent_game():
     (_, hello), (_, welcome), (_, new_game), (_, ready), (_, request), (_, reply), (_, game_over) = (
         schema.example_session())
-    assert welcome.seq == hello.seq and welcome.protocol_version == hello.protocol_version == PROTOCOL_VERSION
+    assert welcome.protocol_version == hello.protocol_version == PROTOCOL_VERSION
     assert (ready.game_id, ready.seq) == (new_game.game_id, new_game.seq)
     assert (reply.game_id, reply.seq) == (request.game_id, request.seq)
     assert new_game.seq < request.seq < game_over.seq
     assert (new_game.game, new_game.time_control.text, new_game.time_control.base_ms) == ("einstein", "180", 180_000)
-    assert (request.kind, request.die) == ("move", 3)
-    assert hashlib.sha256(bytes.fromhex(game_over.dice_seed)).hexdigest() == new_game.dice_commitment
+    assert (request.kind, request.die, request.time_left_ms) == ("move", 3, request.clocks_ms[request.seat])
+    seed = bytes.fromhex(game_over.dice_seed)
+    assert hashlib.sha256(seed).hexdigest() == new_game.dice_commitment
+    assert roll_as_specified(seed, new_game.match_id, new_game.game_number, 0, 6)[0] + 1 == request.die
+
+
+def test_example_session_is_real_einstein():
+    """The example's options, position, state, ply and move are what the EinStein rules give."""
+    games = pytest.importorskip("arbiter.games")
+    _, _, (_, new_game), _, (_, request), (_, reply), _ = schema.example_session()
+    game = games.load_game(new_game.game)
+    assert new_game.options == game.options
+    assert new_game.seat_roles == list(game.seat_roles)
+    state = game.new_initial_state()
+    state.apply_joint(dict(enumerate(request.last_moves)))
+    state.apply_chance(request.die)
+    assert request.ply == 3  # two set-ups and a roll
+    assert state.observation(request.seat) == request.position
+    assert state.observation_data(request.seat) == request.state
+    assert state.decision_kind(request.seat) == request.kind
+    assert reply.move in state.legal_moves(request.seat)
 
 
 # --- SPEC.md: the dice test vector -----------------------------------------------------------
@@ -291,27 +310,62 @@ def roll_as_specified(seed: bytes, match_id: str, game_number: int, index: int, 
             return u % n, attempts
 
 
-SEED, MATCH, GAME = bytes(range(32)), "m42", 1
+SEED, MATCH, GAME = schema.EXAMPLE_SEED, "m6", 1
+REJECTED_ROLL = 7
+"""A roll index that, with n = 2**63 + 1, is rejected once before it is accepted."""
 
 
 def test_spec_dice_test_vector():
     dice = section(SPEC, "## Dice")
+    assert SEED == bytes(range(32))
+    assert f"`match_id` = `{MATCH}`, `game_number` = {GAME}" in dice
     assert hashlib.sha256(SEED).hexdigest() in dice
-    mac = hmac.new(SEED, b"m42|1|0|0", hashlib.sha256).digest()
+    mac = hmac.new(SEED, f"{MATCH}|{GAME}|0|0".encode(), hashlib.sha256).digest()
     assert f"mac = `{mac.hex()}`" in dice
-    assert f"u = `0x{mac[:8].hex()}` = {int.from_bytes(mac[:8], 'big')}" in dice
+    u = int.from_bytes(mac[:8], "big")
+    assert f"u = `0x{mac[:8].hex()}` = {u} < limit, outcome index = u mod 6 = {u % 6}, die {u % 6 + 1}." in dice
     outcomes = [roll_as_specified(SEED, MATCH, GAME, i, 6)[0] for i in range(12)]
     assert f"outcome indices: `{' '.join(map(str, outcomes))}`" in dice
     assert f"EinStein dice\n  `{' '.join(str(k + 1) for k in outcomes)}`" in dice
-    outcome, attempts = roll_as_specified(SEED, MATCH, GAME, 4, 2**63 + 1)
+    outcome, attempts = roll_as_specified(SEED, MATCH, GAME, REJECTED_ROLL, 2**63 + 1)
     assert len(attempts) == 2, "the rejection example must need exactly two attempts"
+    assert f"roll {REJECTED_ROLL} with *n* = 2^63 + 1" in dice
     assert f"gives u = {attempts[0]} ≥ limit" in dice
     assert f"gives\n  u = {attempts[1]}, accepted: outcome index {outcome}." in dice
 
 
 def test_spec_dice_algorithm_is_the_referees():
     dice = pytest.importorskip("arbiter.dice")
+
+    def referee_roll(index: int, n: int) -> int:
+        if hasattr(dice, "stream_name"):  # dice streams; a game's default stream is "match_id|game_number"
+            return dice.derive_roll(SEED, dice.stream_name(MATCH, GAME), index, n)
+        return dice.derive_roll(SEED, MATCH, GAME, index, n)
+
     for index in range(50):
         for n in (2, 6, 720, 2**63 + 1):
-            assert dice.derive_roll(SEED, MATCH, GAME, index, n) == roll_as_specified(SEED, MATCH, GAME, index, n)[0]
+            assert referee_roll(index, n) == roll_as_specified(SEED, MATCH, GAME, index, n)[0], (index, n)
     assert dice.commitment(SEED) == hashlib.sha256(SEED).hexdigest()
+
+
+# --- SPEC.md: the decoder's texts ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("wire", [
+    b"",
+    b"\xc1",
+    msgspec.msgpack.encode({"type": "ping"})[:-1],
+    msgspec.msgpack.encode(["hello"]),
+    msgspec.msgpack.encode({"type": "bogus"}),
+    msgspec.msgpack.encode({"seq": 1}),
+    msgspec.msgpack.encode({"type": "reply"}),
+    msgspec.msgpack.encode({"type": "new_game", "game": "einstein", "seat": 0, "seats": [], "time_control": {"text": "1"}}),
+    msgspec.msgpack.encode({"type": "reply", "move": "a", "info": {"nodes": "many"}}),
+    b"\x00" * (MAX_MESSAGE_SIZE + 1),
+], ids=["empty", "not-msgpack", "truncated", "array", "unknown-type", "no-type", "missing-field",
+        "missing-embedded-field", "wrong-type", "oversize"])
+def test_spec_quotes_the_decoders_texts(wire):
+    with pytest.raises(ProtocolError) as info:
+        decode(wire)
+    table = section(SPEC, "## Errors and forfeits").replace("\\|", "|")
+    assert f"`{info.value}`" in table or f"`` {info.value} ``" in table, f"SPEC.md does not quote {str(info.value)!r}"
