@@ -104,7 +104,8 @@ class Referee:
             msg = NewGame(game_id=self.game_id, seq=self._next_seq(), game=self.game.name,
                           options=self.record.options, seat=seat, seats=names, seat_roles=self.record.seat_roles,
                           time_control=self.tc, dice_commitment=self.dice.commitment,
-                          match_id=self.record.match_id, game_number=self.record.game_number)
+                          match_id=self.record.match_id, game_number=self.record.game_number,
+                          dice_stream=self.dice.stream)
             try:
                 answer = engine.request(msg, engine.config.ready_timeout, "ready to new_game")
             except EngineFault as fault:

@@ -88,6 +88,9 @@ class NewGame(Message, tag="new_game", kw_only=True):
     """Hex SHA-256 of the dice seed; the seed is revealed in ``game_over``."""
     match_id: str = ""
     game_number: int = 0
+    dice_stream: str = ""
+    """The name every roll of this game is derived from: ``{match_id}|{game_number}`` unless
+    games share dice on purpose (duplicate dice)."""
 
 
 class Ready(Message, tag="ready", kw_only=True):

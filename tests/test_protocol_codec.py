@@ -26,7 +26,7 @@ SAMPLES: dict[type[Message], Message] = {
                 seats=["demo", "rival"], seat_roles=["red", "blue"],
                 time_control=TimeControl(text="60+3x10", kind="byo_yomi", base_ms=60_000, increment_ms=1,
                                          moves=2, periods=3, period_ms=10_000),
-                dice_commitment="ab" * 32, match_id="m7", game_number=3),
+                dice_commitment="ab" * 32, match_id="m7", game_number=3, dice_stream="m7|3"),
         Ready(**G),
         Request(**G, kind="setup", seat=1, position="pos ü", state={"board": [[0, 1], [2, 3]], "turn": 1},
                 ply=4, die=6, clocks_ms=[1000, 2000], time_left_ms=1000, legal_moves=["a", "b"],
