@@ -121,7 +121,7 @@ class Engine:
         try:
             self.proc = subprocess.Popen(self.config.argv(self.sock.endpoint), cwd=self.config.cwd, env=env,
                                          stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+                                         start_new_session=True, preexec_fn=_die_with_parent)
         except OSError as exc:
             raise EngineFault(CRASH, f"cannot start {self.config.command!r}: {exc}") from None
         finally:
@@ -237,6 +237,18 @@ class Engine:
             return self.receive(time.monotonic() + timeout, what, stall_reason)
         finally:
             self.pending = None
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: on Linux, get SIGKILL when the referee dies (even by kill -9),
+    so an engine never outlives a crashed referee."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except OSError:
+            pass
 
 
 def kill_engine_processes(pid: int, token: str) -> list[int]:

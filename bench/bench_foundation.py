@@ -3,7 +3,7 @@
 
 Run from the repository root::
 
-    .venv/bin/python bench/bench_foundation.py           # full run (~1-2 minutes)
+    .venv/bin/python bench/bench_foundation.py           # full run (~1-2 minutes on 2 cores)
     .venv/bin/python bench/bench_foundation.py --quick   # CI smoke (< 30 s)
 
 Everything printed is measured in the same run, on the machine described at the top.
@@ -58,13 +58,14 @@ from protocol.messages import Hello, Info, NewGame, Quit, Ready, Reply, Request,
 from protocol.transport import EngineSocket, RefereeSocket, new_ipc_endpoint  # noqa: E402
 
 PY = sys.executable
+SELF = str(Path(__file__).resolve())
 RANDOM_ENGINE = [PY, "-m", "sample_engines.random_engine"]
 TC = "180"
 
 SIZES = {
     # name: (round trips per mode, warm-up, games for part 2, games per match in part 3,
     #        seconds per playout measurement, loopback games)
-    "full": dict(rt=6000, rt_warm=1000, ref_games=200, match_games=300, playout_s=4.0, loop_games=400),
+    "full": dict(rt=10000, rt_warm=1000, ref_games=400, match_games=600, playout_s=5.0, loop_games=400),
     "quick": dict(rt=600, rt_warm=200, ref_games=12, match_games=25, playout_s=0.4, loop_games=40),
 }
 
@@ -265,8 +266,8 @@ def part_round_trip(cfg: dict) -> dict:
     ours = RefereeSocket()
     kit = RefereeSocket()
     try:
-        procs.append(spawn([PY, __file__, "--peer", "raw", raw_ep]))
-        procs.append(spawn([PY, __file__, "--peer", "ours", ours.endpoint]))
+        procs.append(spawn([PY, SELF, "--peer", "raw", raw_ep]))
+        procs.append(spawn([PY, SELF, "--peer", "ours", ours.endpoint]))
         procs.append(spawn(RANDOM_ENGINE + ["--endpoint", kit.endpoint]))
         if not raw.poll(20000):
             raise RuntimeError("raw peer did not connect")
@@ -682,7 +683,7 @@ def match_worker(games: int, index: int) -> int:
 
 def run_matches(k: int, games: int) -> dict:
     t0 = time.time()
-    procs = [subprocess.Popen([PY, __file__, "--match-worker", str(games), str(i)], cwd=str(ROOT),
+    procs = [subprocess.Popen([PY, SELF, "--match-worker", str(games), str(i)], cwd=str(ROOT),
                               stdout=subprocess.PIPE, text=True) for i in range(k)]
     outs = []
     try:

@@ -9,10 +9,12 @@
 
 The kit finds the endpoint (``--endpoint URL`` on the command line, else ``ARBITER_ENDPOINT``),
 says hello, answers ``new_game``/``ping``, measures its own thinking time into ``info.time_ms``,
-and exits on ``quit``, ``reject`` or when the referee has been silent for ``idle_timeout``.
+and exits on ``quit``, ``reject``, when the referee has been silent for ``idle_timeout``, or when
+the process that started it has gone.
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Callable, Union
@@ -27,8 +29,6 @@ Decide = Callable[[Request, NewGame], Decision]
 
 
 def endpoint_from_environment(argv: list[str] | None = None) -> str:
-    import os
-
     argv = sys.argv[1:] if argv is None else argv
     for i, arg in enumerate(argv):
         if arg == "--endpoint" and i + 1 < len(argv):
@@ -56,18 +56,32 @@ def _as_reply(decision: Decision, request: Request, elapsed_ms: int) -> Reply:
     return reply
 
 
+def _wait(sock: EngineSocket, idle_timeout: float, parent: int):
+    """The next message; None when idle too long or when the process that started us is gone
+    (a referee killed with -9 cannot send quit)."""
+    deadline = time.monotonic() + idle_timeout
+    while time.monotonic() < deadline:
+        msg = sock.recv(timeout_ms=1000)
+        if msg is not None:
+            return msg
+        if parent != 1 and os.getppid() != parent:
+            return None
+    return None
+
+
 def run_engine(decide: Decide, *, name: str, author: str = "", version: str = "", games: list[str] | None = None,
                wants_legal_moves: bool = False, on_game_over: Callable[[GameOver, NewGame], None] | None = None,
                endpoint: str | None = None, idle_timeout: float = 3600.0) -> int:
     """Serve the referee until told to quit; returns a process exit code."""
     sock = EngineSocket(endpoint or endpoint_from_environment())
+    parent = os.getppid()
     try:
         sock.send(Hello(name=name, author=author, version=version, protocol_version=PROTOCOL_VERSION,
                         games=list(games or []), wants_legal_moves=wants_legal_moves))
         games_by_id: dict[str, NewGame] = {}
         while True:
             try:
-                msg = sock.recv(timeout_ms=int(idle_timeout * 1000))
+                msg = _wait(sock, idle_timeout, parent)
             except ProtocolError as exc:
                 sock.send(Error(code="malformed", message=str(exc)))
                 continue

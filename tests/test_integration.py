@@ -227,3 +227,22 @@ def test_cli_match_show_and_verify(tmp_path):
     bad = subprocess.run([PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", RANDOM,
                           "--engine", RANDOM, "--tc", "40/", "--db", str(db)], cwd=ROOT, capture_output=True, text=True)
     assert bad.returncode == 2 and "40/" in bad.stdout
+
+
+def test_engines_die_when_the_referee_is_killed(tmp_path):
+    import signal
+    import subprocess
+
+    referee = subprocess.Popen([PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", misbehave("hang", 0),
+                                "--engine", RANDOM, "--tc", "inf", "--db", str(tmp_path / "r.sqlite"), "--quiet"],
+                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    while len(engine_processes()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(engine_processes()) == 2
+    referee.send_signal(signal.SIGKILL)
+    referee.wait()
+    deadline = time.monotonic() + 5
+    while engine_processes() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert engine_processes() == []
