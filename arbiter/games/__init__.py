@@ -11,6 +11,7 @@ GAME_CLASSES = {
     "smess": "arbiter.games.smess:SmessGame",
     "catalonia": "arbiter.games.catalonia:CataloniaGame",
     "stalingrad": "arbiter.games.stalingrad:StalingradGame",
+    "aachess": "arbiter.games.aachess:AAChessGame",
 }
 """Game name -> "module:class"; imported on first use so one game's module never slows another's."""
 

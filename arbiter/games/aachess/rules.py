@@ -1,0 +1,1323 @@
+"""A&A Chess: diceless Axis & Allies (classic board) for 2-5 seats.
+
+Rules: ``/work/shared/rules/aa-chess.md``; notation, options, seats and project rules:
+``docs/games/aachess.md``. Combat arithmetic lives in ``combat.py``, the map in ``board.py``.
+
+Flow. Each round every power (Russia, Germany, United Kingdom, Japan, United States) takes a
+turn of phases; each phase is one decision of the seat holding that power::
+
+    purchase        (kind "purchase")        a purchase list
+    combat_move     (kind "combat_move")     a plan: moves of unit sets along paths
+      AA fire       CHANCE (ryof6 only) and  (kind "casualties") the attacker's AA losses
+      raids         strategic bombing, by itself (CHANCE for ryof6's half PU)
+      battles       (kind "battle") the attacker picks the next battle when several are pending;
+                    every round: CHANCE for rolled fractions, (kind "casualties") first-strike,
+                    defender's and attacker's losses, (kind "retreat") continue or retreat
+    noncombat_move  (kind "noncombat_move")  a plan; unlanded planes are lost at its end
+    place           (kind "place")           where the purchased units go
+    income          by itself
+
+A decision may be asked of a seat that is not the mover's (the defender's casualties):
+``current_player()`` is the seat that decides now and ``decision_kind()`` says what.
+Automatic steps (forced casualties, a single pending battle, a retreat with nowhere to go) are
+taken without asking, so every request is a real choice.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, ClassVar
+
+from ..base import CHANCE, TERMINAL, Game, IllegalMove, OptionError, State
+from . import combat
+from .board import Board, load_board
+
+SEATINGS: dict[int, tuple[tuple[str, ...], ...]] = {
+    2: (("RU", "UK", "US"), ("GE", "JP")),
+    3: (("RU", "UK"), ("GE", "JP"), ("US",)),
+    4: (("RU",), ("GE",), ("UK", "US"), ("JP",)),
+    5: (("RU",), ("GE",), ("UK",), ("JP",), ("US",)),
+}
+"""Powers per seat for each number of seats; seat 0 always holds Russia, who moves first."""
+DEFAULT_MAX_ROUNDS = 15
+AXIS_INCOME_WIN = 84
+MAX_BATTLE_ROUNDS = 200
+"""Safety net: a battle this long ends as stalled (cannot happen with positive totals)."""
+EMPTY = ("", "-", "none", "pass")
+PHASES = ("purchase", "combat_move", "aa", "battles", "noncombat_move", "place", "over")
+
+_SELECTOR = re.compile(r"^(?:(\d+)\s*)?([a-z]+)$")
+
+
+class Unit:
+    """One piece. ``on``: the transport or carrier carrying it (-1: none). ``came``: the space
+    it last moved from (for retreats). Flags: ``cm`` moved in the combat move, ``done`` may not
+    move again this turn, ``amph`` landed from the sea into a battle, ``raid`` a bombing raider,
+    ``unl`` a transport that has unloaded (it may not move on)."""
+
+    __slots__ = ("id", "t", "p", "at", "used", "on", "came", "flags")
+
+    def __init__(self, id: int, t: str, p: int, at: int, used: int = 0, on: int = -1, came: int = -1,
+                 flags: str = ""):
+        self.id, self.t, self.p, self.at, self.used, self.on, self.came, self.flags = id, t, p, at, used, on, came, flags
+
+    def copy(self) -> "Unit":
+        return Unit(self.id, self.t, self.p, self.at, self.used, self.on, self.came, self.flags)
+
+    def has(self, flag: str) -> bool:
+        return flag in self.flags.split(",")
+
+    def mark(self, flag: str) -> None:
+        if not self.has(flag):
+            self.flags = f"{self.flags},{flag}" if self.flags else flag
+
+    def as_list(self) -> list:
+        return [self.id, self.t, self.p, self.at, self.used, self.on, self.came, self.flags]
+
+
+class AAChessState(State):
+    """One position of A&A Chess (mutable; ``clone`` copies it)."""
+
+    def __init__(self, game: "AAChessGame", empty: bool = False):
+        self.game = game
+        self.board: Board = game.board
+        self.variant: str = game.options["variant"]
+        self.log: list[str] = []
+        self._rendered = 0
+        if empty:
+            return
+        b = self.board
+        self.round = 1
+        self.turn = 0
+        self.phase = "purchase"
+        self.pus = [p.pus for p in b.powers]
+        self.owner: list[int | None] = list(b.owner)
+        self.units: dict[int, Unit] = {}
+        self.next_id = 1
+        for space, power, code, count in b.start:
+            for _ in range(count):
+                self._new_unit(code, power, space)
+        for s in range(len(b.names)):  # starting fighters at sea sit on their side's carriers
+            if b.sea[s]:
+                self._dock(s)
+        self.start_owner = list(self.owner)
+        self.bought: dict[str, int] = {}
+        self.passes: dict[int, int] = {}
+        self.pending: list[int] = []
+        self.raids: dict[int, list[int]] = {}
+        self.bt: dict[str, Any] | None = None
+        self.cas: dict[str, Any] | None = None
+        self.chance: dict[str, Any] | None = None
+        self.retreat_forced = False
+        self.raid_die: int | None = None
+        self.result: str | None = None
+        self.detail = ""
+        self._begin_turn()
+        self._advance()
+
+    # --- small queries (also the engines' library) -----------------------------------------
+
+    @property
+    def mover(self) -> int:
+        return self.turn
+
+    def alliance(self, p: int) -> str:
+        return self.board.powers[p].alliance
+
+    def friends(self, p: int, q: int | None) -> bool:
+        return q is not None and self.alliance(p) == self.alliance(q)
+
+    def enemies(self, p: int, q: int | None) -> bool:
+        return q is not None and self.alliance(p) != self.alliance(q)
+
+    def seat_of(self, p: int) -> int:
+        return self.game.seat_of_power[p]
+
+    def utype(self, code: str):
+        return self.board.units[code]
+
+    def kind(self, u: Unit) -> str:
+        return self.board.units[u.t].kind
+
+    def at(self, s: int) -> list[Unit]:
+        return [u for u in self.units.values() if u.at == s]
+
+    def fighters_of(self, p: int, s: int) -> list[Unit]:
+        """Units of p's enemies at s that fight (not buildings, AA guns or cargo at sea)."""
+        return [u for u in self.units.values() if u.at == s and self.enemies(p, u.p) and self._fights(u)]
+
+    def _fights(self, u: Unit) -> bool:
+        if u.t in ("aa", "ic"):
+            return False
+        return not (self.board.sea[u.at] and self.kind(u) == "land")
+
+    def hostile(self, p: int, s: int) -> bool:
+        """Enemy fighting units are at s."""
+        return any(self.enemies(p, u.p) and self._fights(u) for u in self.units.values() if u.at == s)
+
+    def enemy_land(self, p: int, s: int) -> bool:
+        b = self.board
+        return not b.sea[s] and (self.enemies(p, self.owner[s]) or (self.owner[s] is None and b.neutral[s]))
+
+    def friendly_land(self, p: int, s: int) -> bool:
+        return not self.board.sea[s] and self.friends(p, self.owner[s])
+
+    def remaining(self, u: Unit) -> int:
+        return self.board.units[u.t].move - u.used
+
+    def cargo(self, u: Unit) -> list[Unit]:
+        return [c for c in self.units.values() if c.on == u.id]
+
+    def income(self, p: int) -> int:
+        """Production of the land p owns (what p collects while holding its capital)."""
+        return sum(self.board.production[s] for s, o in enumerate(self.owner) if o == p)
+
+    def alliance_income(self, name: str) -> int:
+        return sum(self.board.production[s] for s, o in enumerate(self.owner) if o is not None and self.alliance(o) == name)
+
+    def landing_spot(self, p: int, s: int, fighter: bool) -> bool:
+        """Where a plane of p may end its turn: friendly land held since the start of the turn,
+        or (fighters) a sea zone with a friendly carrier that has room."""
+        b = self.board
+        if not b.sea[s]:
+            return self.friends(p, self.owner[s]) and self.friends(p, self.start_owner[s])
+        return fighter and self.carrier_room(p, s) > 0
+
+    def carrier_room(self, p: int, s: int) -> int:
+        here = [u for u in self.units.values() if u.at == s and self.friends(p, u.p)]
+        return 2 * sum(1 for u in here if u.t == "cv") - sum(1 for u in here if u.t == "ftr")
+
+    def landing_distance(self, p: int, s: int, fighter: bool, limit: int) -> int | None:
+        """Fewest steps from s to a landing spot within ``limit`` (None: none in reach)."""
+        adj = self.board.adjacent
+        frontier, seen = [s], {s}
+        for d in range(limit + 1):
+            for x in frontier:
+                if self.landing_spot(p, x, fighter):
+                    return d
+            nxt = []
+            for x in frontier:
+                for y in adj[x]:
+                    if y not in seen:
+                        seen.add(y)
+                        nxt.append(y)
+            frontier = nxt
+        return None
+
+    def decider(self) -> int | None:
+        """The power that decides now (None at chance or terminal nodes)."""
+        if self.phase == "over" or self.chance is not None:
+            return None
+        if self.cas is not None:
+            return self.cas["power"]
+        return self.mover
+
+    # --- the interface ---------------------------------------------------------------------
+
+    def current_player(self) -> int:
+        if self.phase == "over":
+            return TERMINAL
+        if self.chance is not None:
+            return CHANCE
+        return self.seat_of(self.decider())
+
+    def decision_kind(self, seat: int | None = None) -> str:
+        if self.phase == "over" or self.chance is not None:
+            return "none"
+        if self.cas is not None:
+            return "casualties"
+        if self.phase == "battles":
+            return "retreat" if self.bt is not None else "battle"
+        return self.phase
+
+    def legal_moves(self, seat: int | None = None) -> list[str]:
+        """Only the small decisions are listed (battle order, retreat); the rest is [] (huge)."""
+        kind = self.decision_kind(seat)
+        if kind == "battle":
+            return [self.board.names[s] for s in self.pending]
+        if kind == "retreat":
+            options = [] if self.retreat_forced else ["continue"]
+            dests = self.retreat_options()
+            return options + ([f"retreat {self.board.names[d]}" for d in dests] if dests else ["retreat"])
+        return []
+
+    def check_move(self, move: str, seat: int | None = None) -> None:
+        if self.phase == "over" or self.chance is not None:
+            raise IllegalMove("no decision is due now")
+        if seat is not None and seat != self.current_player():
+            raise IllegalMove(f"seat {seat} is not to decide now (seat {self.current_player()} is)")
+        self.clone()._apply(move)
+
+    def apply(self, move: str) -> None:
+        trial = self.clone()
+        trial._apply(move)
+        log, rendered = self.log, self._rendered
+        self.__dict__.update(trial.__dict__)
+        self.log = log + trial.log
+        self._rendered = rendered
+
+    def _apply(self, move: str) -> None:
+        kind = self.decision_kind()
+        if kind == "none":
+            raise IllegalMove("no decision is due now")
+        text = move.strip()
+        if kind == "purchase":
+            self._purchase(text)
+        elif kind in ("combat_move", "noncombat_move"):
+            self._plan(text, combat=kind == "combat_move")
+        elif kind == "casualties":
+            self._casualties(text)
+        elif kind == "battle":
+            self._choose_battle(text)
+        elif kind == "retreat":
+            self._retreat(text)
+        elif kind == "place":
+            self._place(text)
+        self._advance()
+
+    def chance_outcomes(self) -> list[Any]:
+        if self.chance is None:
+            raise ValueError("no roll is due")
+        return list(range(1, self.chance["sides"] + 1))
+
+    def apply_chance(self, outcome: Any) -> None:
+        if self.chance is None:
+            raise ValueError("no roll is due")
+        die = int(outcome)
+        if not 1 <= die <= self.chance["sides"]:
+            raise ValueError(f"a d{self.chance['sides']} shows 1..{self.chance['sides']}, not {die}")
+        event, self.chance = self.chance, None
+        self._rolled(event, die)
+        self._advance()
+
+    def returns(self) -> list[float]:
+        n = self.game.num_seats
+        if self.result not in ("Axis", "Allies"):
+            return [0.0] * n
+        return [1.0 if self.alliance(self.game.powers_of_seat[s][0]) == self.result else -1.0 for s in range(n)]
+
+    def end_detail(self) -> str:
+        return self.detail
+
+    # --- turn flow --------------------------------------------------------------------------
+
+    def _begin_turn(self) -> None:
+        p = self.mover
+        for u in self.units.values():
+            if u.p == p:
+                u.used, u.came, u.flags = 0, -1, ""
+        self.start_owner = list(self.owner)
+        self.bought, self.passes, self.pending, self.raids = {}, {}, [], {}
+        self.bt = self.cas = self.chance = None
+        self.phase = "purchase"
+        self.log.append(f"— round {self.round}, {self.board.powers[p].name}: {self.pus[p]} PUs")
+
+    def _has_movers(self) -> bool:
+        return any(u.p == self.mover and u.t != "ic" for u in self.units.values())
+
+    def _advance(self) -> None:
+        """Run automatic steps until a decision or a roll is due."""
+        while self.phase != "over" and self.chance is None and self.cas is None:
+            p = self.mover
+            if self.phase == "purchase":
+                if self.pus[p] >= 3 and any(u.p == p and u.t == "ic" for u in self.units.values()):
+                    return
+                self.phase = "combat_move"
+            elif self.phase in ("combat_move", "noncombat_move"):
+                if self._has_movers():
+                    return
+                self.phase = "aa" if self.phase == "combat_move" else "place"
+                if self.phase == "aa":
+                    self._start_aa()
+            elif self.phase == "aa":
+                self._start_aa()
+            elif self.phase == "battles":
+                if self.bt is not None:
+                    if self._battle_step():
+                        return
+                    continue
+                if self.raids:
+                    self._raid()
+                    continue
+                self.pending = [s for s in self.pending if self._battle_alive(s)]
+                if not self.pending:
+                    self._end_combat()
+                    self.phase = "noncombat_move"
+                elif len(self.pending) == 1:
+                    self._open_battle(self.pending.pop(0))
+                else:
+                    return
+            elif self.phase == "place":
+                if sum(self.bought.values()):
+                    return
+                self._income()
+                self._next_turn()
+
+    def _next_turn(self) -> None:
+        if self.turn == len(self.board.powers) - 1:
+            if self._check_victory():
+                return
+            if self.round >= self.game.options["max_rounds"]:
+                self.phase, self.result = "over", "draw"
+                self.detail = f"round limit {self.round} reached"
+                self.log.append(f"draw: {self.detail}")
+                return
+            self.round += 1
+            self.turn = 0
+        else:
+            self.turn += 1
+        self._begin_turn()
+
+    def _check_victory(self) -> bool:
+        b = self.board
+        caps = {p.code: self.owner[p.capital] for p in b.powers}
+        axis_own = all(caps[c] is not None and self.alliance(caps[c]) == "Axis" for c in ("GE", "JP"))
+        allied_held = sum(1 for c in ("RU", "UK", "US") if caps[c] is not None and self.alliance(caps[c]) == "Axis")
+        allies_own = all(caps[c] is not None and self.alliance(caps[c]) == "Allies" for c in ("RU", "UK", "US"))
+        axis_lost = all(caps[c] is not None and self.alliance(caps[c]) == "Allies" for c in ("GE", "JP"))
+        income = self.alliance_income("Axis")
+        if axis_own and (allied_held >= 2 or income >= AXIS_INCOME_WIN):
+            self.result = "Axis"
+            self.detail = (f"Axis hold {allied_held} Allied capitals" if allied_held >= 2
+                           else f"Axis income {income} ≥ {AXIS_INCOME_WIN}")
+        elif allies_own and axis_lost:
+            self.result, self.detail = "Allies", "Allies hold both Axis capitals"
+        else:
+            return False
+        self.phase = "over"
+        self.log.append(f"{self.result} win at the end of round {self.round}: {self.detail}")
+        return True
+
+    def _income(self) -> None:
+        p = self.mover
+        power = self.board.powers[p]
+        if self.owner[power.capital] == p:
+            gain = self.income(p)
+            self.pus[p] += gain
+            self.log.append(f"{power.code} income +{gain} → {self.pus[p]} PUs")
+        else:
+            self.log.append(f"{power.code} collects nothing: {self.board.names[power.capital]} is not held")
+
+    # --- purchase and placement -------------------------------------------------------------
+
+    def parse_counts(self, text: str, what: str) -> dict[str, int]:
+        """``3 inf, 1 arm`` -> {"inf": 3, "arm": 1}."""
+        counts: dict[str, int] = {}
+        if text.lower() in EMPTY:
+            return counts
+        for item in text.split(","):
+            m = _SELECTOR.match(item.strip().lower())
+            if not m:
+                raise IllegalMove(f"{what}: cannot read {item.strip()!r} (expected e.g. '3 inf')")
+            n, code = int(m.group(1) or 1), m.group(2)
+            if code not in self.board.units:
+                raise IllegalMove(f"{what}: unknown unit {code!r}; units: {', '.join(self.board.units)}")
+            if n < 1:
+                raise IllegalMove(f"{what}: a count must be at least 1 ({item.strip()!r})")
+            counts[code] = counts.get(code, 0) + n
+        return counts
+
+    def _purchase(self, text: str) -> None:
+        p = self.mover
+        counts = self.parse_counts(text, "purchase")
+        cost = sum(self.board.units[c].cost * n for c, n in counts.items())
+        if cost > self.pus[p]:
+            raise IllegalMove(f"purchase costs {cost} PUs; {self.board.powers[p].code} has {self.pus[p]}")
+        self.pus[p] -= cost
+        self.bought = counts
+        self.log.append(f"{self.board.powers[p].code} buys {_counts_text(counts)} for {cost} PUs "
+                        f"({self.pus[p]} left)")
+        self.phase = "combat_move"
+
+    def placement_spots(self, code: str) -> list[int]:
+        """Where the mover may place a unit of ``code`` now."""
+        p, b = self.mover, self.board
+        complexes = [s for s in range(len(b.names)) if not b.sea[s] and self.owner[s] == p
+                     and self.start_owner[s] == p and any(u.t == "ic" and u.at == s for u in self.units.values())]
+        kind = b.units[code].kind
+        if code == "ic":
+            return [s for s in range(len(b.names)) if not b.sea[s] and self.owner[s] == p and self.start_owner[s] == p
+                    and not any(u.t == "ic" and u.at == s for u in self.units.values())]
+        seas = sorted({z for s in complexes for z in b.adjacent[s] if b.sea[z] and not self.hostile(p, z)})
+        if kind == "sea":
+            return seas
+        return complexes + (seas if code == "ftr" else [])
+
+    def _place(self, text: str) -> None:
+        p, b = self.mover, self.board
+        left = dict(self.bought)
+        placed: list[tuple[str, int, int]] = []
+        if text.lower() not in EMPTY:
+            for part in text.split(";"):
+                if not part.strip():
+                    continue
+                if "@" not in part:
+                    raise IllegalMove(f"place: {part.strip()!r} needs '@ space' (e.g. '3 inf @ Germany')")
+                what, where = part.split("@", 1)
+                try:
+                    s = b.space(where)
+                except ValueError as exc:
+                    raise IllegalMove(f"place: {exc}") from None
+                for code, n in self.parse_counts(what.strip(), "place").items():
+                    if left.get(code, 0) < n:
+                        raise IllegalMove(f"place: {n} {code} but only {left.get(code, 0)} bought and unplaced")
+                    if s not in self.placement_spots(code):
+                        raise IllegalMove(f"place: a {b.units[code].name} cannot be placed in {b.names[s]}"
+                                          + (" (one complex per territory)" if code == "ic" else ""))
+                    if b.sea[s] and code == "ftr" and self.carrier_room(p, s) < n:
+                        raise IllegalMove(f"place: no carrier room for {n} fighter(s) in {b.names[s]}")
+                    left[code] -= n
+                    placed.append((code, s, n))
+                    for _ in range(n):
+                        self._new_unit(code, p, s)
+                    if b.sea[s]:
+                        self._dock(s)
+        lost = {c: n for c, n in left.items() if n}
+        self.log.append(f"{b.powers[p].code} places " + ("; ".join(f"{n} {c} @ {b.names[s]}" for c, s, n in placed) or "nothing")
+                        + (f"; unplaced and lost: {_counts_text(lost)}" if lost else ""))
+        self.bought = {}
+
+    # --- movement -------------------------------------------------------------------------------
+
+    def _plan(self, text: str, combat: bool) -> None:
+        moves = [m.strip() for m in text.split(";")] if text.lower() not in EMPTY else []
+        for i, m in enumerate(moves):
+            if not m:
+                continue
+            try:
+                self.move(m, combat)
+            except IllegalMove as exc:
+                raise IllegalMove(f"move {i + 1} ({m!r}): {exc}") from None
+        if combat:
+            self.log.append(f"{self.board.powers[self.mover].code} combat moves: {text or '-'}")
+            self.phase = "aa"
+            self._start_aa()
+        else:
+            self.log.append(f"{self.board.powers[self.mover].code} non-combat moves: {text or '-'}")
+            self._land_planes()
+            self.phase = "place"
+
+    def parse_move(self, text: str) -> tuple[bool, str, list[int]]:
+        """``[bomb] units : A > B > C`` -> (raid, units text, path of space indices)."""
+        raid = False
+        body = text.strip()
+        if body.lower().startswith("bomb "):
+            raid, body = True, body[5:]
+        if ":" not in body:
+            raise IllegalMove("expected 'units : from > to' (e.g. '2 inf : Germany > Poland')")
+        units_text, path_text = body.split(":", 1)
+        try:
+            path = [self.board.space(n) for n in path_text.split(">")]
+        except ValueError as exc:
+            raise IllegalMove(str(exc)) from None
+        if len(path) < 2:
+            raise IllegalMove("a path needs at least two spaces")
+        for a, c in zip(path, path[1:]):
+            if c not in self.board.adjacent[a]:
+                raise IllegalMove(f"{self.board.names[a]} and {self.board.names[c]} are not adjacent")
+        return raid, units_text.strip(), path
+
+    def select(self, text: str, pool: list[Unit], need: int = 0) -> list[Unit]:
+        """Units named by ``text`` (``2 inf, #17``) from ``pool``; by type, the units with the
+        fewest moves left that still have ``need`` moves are taken (then lowest id)."""
+        chosen: list[Unit] = []
+        by_id = {u.id: u for u in pool}
+        for item in (x.strip() for x in text.split(",")):
+            if not item:
+                raise IllegalMove(f"empty unit item in {text!r}")
+            if item.startswith("#"):
+                try:
+                    u = by_id[int(item[1:])]
+                except (KeyError, ValueError):
+                    raise IllegalMove(f"unit {item} is not one of those that can be chosen here") from None
+                if u in chosen:
+                    raise IllegalMove(f"unit {item} named twice")
+                chosen.append(u)
+                continue
+            m = _SELECTOR.match(item.lower())
+            if not m or m.group(2) not in self.board.units:
+                raise IllegalMove(f"cannot read unit item {item!r} (e.g. '2 inf' or '#17')")
+            n, code = int(m.group(1) or 1), m.group(2)
+            cands = sorted((u for u in pool if u.t == code and u not in chosen),
+                           key=lambda u: (self.remaining(u) < need, self.remaining(u), u.id))
+            if len(cands) < n:
+                raise IllegalMove(f"only {len(cands)} {code} can be chosen here, not {n}")
+            chosen.extend(cands[:n])
+        return chosen
+
+    def move(self, text: str, combat: bool) -> None:
+        """Play one move of the current plan (raises IllegalMove with the reason)."""
+        b, p = self.board, self.mover
+        raid, units_text, path = self.parse_move(text)
+        start, dest, steps = path[0], path[-1], len(path) - 1
+        pool = [u for u in self.units.values() if u.p == p and u.at == start and u.t != "ic"]
+        units = self.select(units_text, pool, steps)
+        kinds = {self.kind(u) for u in units}
+        if len(kinds) > 1 and not kinds <= {"land"}:
+            raise IllegalMove("move land, air and sea units in separate moves")
+        kind = kinds.pop()
+        for u in units:
+            if kind == "land" and u.on >= 0:
+                continue  # unloading: checked in _move_land
+            if self.remaining(u) < steps:
+                raise IllegalMove(f"{u.t} #{u.id} has {self.remaining(u)} move(s) left, the path needs {steps}")
+            if u.has("done") and not (kind == "land" and u.on >= 0):
+                raise IllegalMove(f"{u.t} #{u.id} may not move again this turn")
+            if combat and u.has("stop"):
+                raise IllegalMove(f"{u.t} #{u.id} entered a battle space and stops there")
+            if not combat and u.has("cm") and kind != "air":
+                raise IllegalMove(f"{u.t} #{u.id} moved in the combat move; only planes move again")
+        if raid and (kind != "air" or any(u.t != "bmb" for u in units) or not combat):
+            raise IllegalMove("only bombers fly bombing raids, in the combat move")
+        if kind == "air":
+            self._move_air(units, path, combat, raid)
+        elif kind == "sea":
+            self._move_sea(units, path, combat)
+        else:
+            self._move_land(units, path, combat)
+
+    def _move_land(self, units: list[Unit], path: list[int], combat: bool) -> None:
+        b, p = self.board, self.mover
+        start, dest, steps = path[0], path[-1], len(path) - 1
+        names = b.names
+        if any(u.t == "aa" for u in units) and (self.enemy_land(p, dest) and combat):
+            raise IllegalMove("AA guns cannot attack")
+        if b.sea[start]:  # unloading
+            if steps != 1 or b.sea[dest]:
+                raise IllegalMove("units at sea can only unload, one step onto land")
+            if any(u.on < 0 for u in units):
+                raise IllegalMove("land units at sea must be aboard a transport")
+            if self.hostile(p, start):
+                raise IllegalMove(f"cannot unload from {names[start]}: enemy units are there "
+                                  "[project rule: clear the sea zone on an earlier turn]")
+            self._enter_land(units, dest, combat, amphibious=True)
+            for u in units:
+                self.units[u.on].mark("unl")
+                u.on, u.came, u.used = -1, start, b.units[u.t].move
+                u.mark("done")
+            return
+        if b.sea[dest]:  # loading
+            if steps != 1:
+                raise IllegalMove("land units load onto a transport in one step from an adjacent territory")
+            if any(u.used for u in units):
+                raise IllegalMove("a land unit must not have moved this turn to load")
+            if self.hostile(p, dest):
+                raise IllegalMove(f"cannot load in {names[dest]}: enemy units are there")
+            for u in sorted(units, key=lambda u: -b.units[u.t].transport):
+                size = b.units[u.t].transport
+                transports = sorted((t for t in self.units.values() if t.t == "trn" and t.p == p and t.at == dest
+                                     and not t.has("unl")), key=lambda t: (-self._load(t), t.id))
+                room = [t for t in transports if 2 - self._load(t) >= size]
+                if not room:
+                    raise IllegalMove(f"no own transport in {names[dest]} has room for {u.t} #{u.id}")
+                u.on, u.at, u.came, u.used = room[0].id, dest, start, b.units[u.t].move
+                if combat:
+                    u.mark("cm")
+            return
+        for i, s in enumerate(path[1:], 1):
+            if b.sea[s]:
+                raise IllegalMove(f"land units cannot cross {names[s]} by themselves")
+            last = i == steps
+            if last:
+                break
+            if self.friendly_land(p, s):
+                continue
+            if not combat:
+                raise IllegalMove(f"non-combat moves stay in friendly land; {names[s]} is not")
+            if b.neutral[s] and self.owner[s] is None:
+                raise IllegalMove(f"entering the neutral {names[s]} ends the move")
+            if any(u.t != "arm" for u in units):
+                raise IllegalMove(f"only armor blitzes through enemy territory ({names[s]})")
+            if any(self.enemies(p, x.p) and x.t not in ("aa", "ic") for x in self.at(s)):
+                raise IllegalMove(f"cannot blitz through {names[s]}: enemy units are there")
+            self._capture(s, p, "blitz")
+        self._enter_land(units, dest, combat, amphibious=False)
+        for u in units:
+            u.at, u.came, u.used = dest, path[-2], u.used + steps
+            if combat:
+                u.mark("cm")
+
+    def _enter_land(self, units: list[Unit], dest: int, combat: bool, amphibious: bool) -> None:
+        b, p = self.board, self.mover
+        if self.friendly_land(p, dest):
+            for u in units:
+                u.at = dest
+            return
+        if not combat:
+            raise IllegalMove(f"non-combat moves stay in friendly land; {b.names[dest]} is not")
+        for u in units:
+            u.at = dest
+            if amphibious:
+                u.mark("amph")
+            u.mark("done")
+        if self.owner[dest] is None and b.neutral[dest]:
+            cost = b.neutral_entry_cost
+            if self.pus[p] < cost:
+                raise IllegalMove(f"entering the neutral {b.names[dest]} costs {cost} PUs; {self.pus[p]} left")
+            self.pus[p] -= cost
+            self.log.append(f"{b.powers[p].code} pays {cost} PUs to enter the neutral {b.names[dest]}")
+            self._capture(dest, p, "neutral entered")
+        elif not self.hostile(p, dest):
+            self._capture(dest, p, "taken unopposed")
+        else:
+            for u in units:
+                u.mark("stop")
+            if dest not in self.pending:
+                self.pending.append(dest)
+
+    def _load(self, t: Unit) -> int:
+        return sum(self.board.units[c.t].transport for c in self.cargo(t))
+
+    def _move_sea(self, units: list[Unit], path: list[int], combat: bool) -> None:
+        b, p = self.board, self.mover
+        for a, s in zip(path, path[1:]):
+            if not b.sea[s]:
+                raise IllegalMove(f"ships cannot enter the land {b.names[s]}")
+            canal = b.canal_between(a, s)
+            if canal and not all(self.friends(p, self.owner[x]) for x in canal.controlled_by):
+                raise IllegalMove(f"the {canal.name} is closed: {', '.join(b.names[x] for x in canal.controlled_by)} "
+                                  "must all be held by your side")
+            if s != path[-1] and self.hostile(p, s):
+                raise IllegalMove(f"cannot sail through {b.names[s]}: enemy units are there")
+        for u in units:
+            if u.has("unl"):
+                raise IllegalMove(f"transport #{u.id} has unloaded and may not move on")
+        dest = path[-1]
+        if self.hostile(p, dest):
+            if not combat:
+                raise IllegalMove(f"non-combat moves cannot enter {b.names[dest]}: enemy units are there")
+            if dest not in self.pending:
+                self.pending.append(dest)
+            for u in units:
+                u.mark("stop")
+        for u in units:
+            for c in self.cargo(u):
+                c.at = dest
+            u.at, u.came, u.used = dest, path[-2], u.used + len(path) - 1
+            if combat:
+                u.mark("cm")
+
+    def _move_air(self, units: list[Unit], path: list[int], combat: bool, raid: bool) -> None:
+        b, p = self.board, self.mover
+        dest, steps = path[-1], len(path) - 1
+        for s in path[1:]:
+            if b.neutral[s] and self.owner[s] is None:
+                raise IllegalMove(f"planes may not fly over or into the neutral {b.names[s]}")
+        if combat:
+            aa = [s for s in path[1:] if not b.sea[s] and self.enemies(p, self.owner[s])
+                  and any(x.t == "aa" and self.enemies(p, x.p) for x in self.at(s))]
+            if raid:
+                if not (self.enemies(p, self.owner[dest]) and any(x.t == "ic" for x in self.at(dest))):
+                    raise IllegalMove(f"a bombing raid needs an enemy industrial complex; {b.names[dest]} has none")
+            elif self.hostile(p, dest):
+                if dest not in self.pending:
+                    self.pending.append(dest)
+                for u in units:
+                    u.mark("stop")
+            elif not (self.friendly_land(p, dest) or b.sea[dest]):
+                raise IllegalMove(f"planes cannot take {b.names[dest]}; only land units capture territory")
+        else:
+            aa = []
+            if self.hostile(p, dest) or (not b.sea[dest] and not self.landing_spot(p, dest, False)):
+                raise IllegalMove(f"non-combat flights end on friendly land held since the start of the turn, "
+                                  f"or at sea; not in {b.names[dest]}")
+        for u in units:
+            left = self.remaining(u) - steps
+            if combat:
+                d = self.landing_distance(p, dest, u.t == "ftr", left)
+                if d is None and not (u.t == "ftr" and b.sea[dest] and self.carrier_room(p, dest) > 0):
+                    raise IllegalMove(f"{u.t} #{u.id} could not land: no landing spot within {left} move(s) "
+                                      f"of {b.names[dest]}")
+            u.on = -1
+            u.at, u.came, u.used = dest, path[-2], u.used + steps
+            if combat:
+                u.mark("cm")
+                if aa:
+                    self.passes[u.id] = self.passes.get(u.id, 0) + len(aa)
+                if raid:
+                    u.mark("raid")
+                    u.mark("stop")
+                    self.raids.setdefault(dest, []).append(u.id)
+
+    def _dock(self, s: int) -> None:
+        """Put fighters at sea in s without a carrier link onto friendly carriers with room."""
+        for f in sorted((u for u in self.units.values() if u.at == s and u.t == "ftr"), key=lambda u: u.id):
+            if f.on >= 0 and f.on in self.units and self.units[f.on].at == s:
+                continue
+            f.on = -1
+            for cv in sorted((u for u in self.units.values() if u.at == s and u.t == "cv" and self.friends(f.p, u.p)),
+                             key=lambda u: (u.p != f.p, u.id)):
+                if len(self.cargo(cv)) < 2:
+                    f.on = cv.id
+                    break
+
+    def _land_planes(self) -> None:
+        """End of the non-combat move: planes not on a landing spot are lost."""
+        p, b = self.mover, self.board
+        lost = []
+        for s in sorted({u.at for u in self.units.values() if u.p == p and self.kind(u) == "air"}):
+            planes = [u for u in self.units.values() if u.p == p and u.at == s and self.kind(u) == "air"]
+            if b.sea[s]:
+                self._dock(s)
+                lost += [u for u in planes if u.t == "bmb" or u.on < 0]
+            elif not self.landing_spot(p, s, False):
+                lost += planes
+        for u in lost:
+            del self.units[u.id]
+        if lost:
+            self.log.append(f"{b.powers[p].code} loses planes that could not land: "
+                            + ", ".join(f"{u.t}#{u.id} in {b.names[u.at]}" for u in lost))
+
+    # --- capture --------------------------------------------------------------------------------
+
+    def _capture(self, s: int, p: int, why: str) -> None:
+        b = self.board
+        old = self.owner[s]
+        new = p
+        original = b.owner[s]
+        if original is not None and original != p and self.friends(p, original) and (
+                self.owner[b.powers[original].capital] == original or b.powers[original].capital == s):
+            new = original  # liberation: back to the ally who held it at the start of the game
+        self.owner[s] = new
+        for u in self.units.values():
+            if u.at == s and u.t in ("aa", "ic") and self.enemies(p, u.p):
+                u.p = new
+        text = f"{b.powers[p].code} takes {b.names[s]} ({why})"
+        if new != p:
+            text += f", liberated for {b.powers[new].code}"
+        if old is not None and b.powers[old].capital == s:
+            loot = self.pus[old]
+            self.pus[p] += loot
+            self.pus[old] = 0
+            text += f"; capital of {b.powers[old].code}: {loot} PUs taken"
+        self.log.append(text)
+
+    # --- AA fire, raids ---------------------------------------------------------------------------
+
+    def _start_aa(self) -> None:
+        self.phase = "battles"
+        passes = sum(self.passes.values())
+        if not passes:
+            return
+        fire = combat.aa_fire(passes, self.variant)
+        self.log.append(f"AA fire: {passes} plane-passes ÷ 5 → {fire.hits} plane(s) lost"
+                        + (f", remainder {fire.roll} rolled (d5)" if fire.roll else ""))
+        if fire.roll:
+            self.chance = {"sides": 5, "what": "aa", "need": fire.roll, "hits": fire.hits}
+        else:
+            self._aa_losses(fire.hits)
+
+    def _aa_losses(self, hits: int) -> None:
+        cands = [i for i in self.passes if i in self.units]
+        self._ask_casualties(self.mover, "attacker", hits, cands, "aa", "AA fire")
+
+    def _raid(self) -> None:
+        s, ids = next(iter(self.raids.items()))
+        bombers = [i for i in ids if i in self.units]
+        victim = self.owner[s]
+        if victim is None or not self.enemies(self.mover, victim) or not bombers:
+            del self.raids[s]
+            return
+        if combat.bombing_roll_needed(len(bombers), self.variant) and self.raid_die is None:
+            self.chance = {"sides": 6, "what": "raid"}
+            return
+        die, self.raid_die = self.raid_die, None
+        damage = combat.bombing_damage(len(bombers), self.pus[victim], self.variant, die)
+        self.pus[victim] -= damage
+        del self.raids[s]
+        self.log.append(f"raid on {self.board.names[s]}: {len(bombers)} bomber(s) × 2.5 → "
+                        f"{self.board.powers[victim].code} loses {damage} PUs ({self.pus[victim]} left)")
+
+    # --- battles ----------------------------------------------------------------------------------
+
+    def attackers(self, s: int) -> list[Unit]:
+        return [u for u in self.units.values() if u.at == s and u.p == self.mover and self._fights(u)
+                and not u.has("raid")]
+
+    def defenders(self, s: int) -> list[Unit]:
+        return self.fighters_of(self.mover, s)
+
+    def _battle_alive(self, s: int) -> bool:
+        if not self.attackers(s):
+            return False
+        if not self.defenders(s):
+            if not self.board.sea[s] and self.enemy_land(self.mover, s) and \
+                    any(self.kind(u) == "land" for u in self.attackers(s)):
+                self._capture(s, self.mover, "defenders gone")
+            return False
+        return True
+
+    def _choose_battle(self, text: str) -> None:
+        try:
+            s = self.board.space(text)
+        except ValueError as exc:
+            raise IllegalMove(str(exc)) from None
+        if s not in self.pending:
+            raise IllegalMove(f"no pending battle in {self.board.names[s]}; pending: "
+                              + ", ".join(self.board.names[x] for x in self.pending))
+        self.pending.remove(s)
+        self._open_battle(s)
+
+    def defending_power(self, s: int) -> int:
+        if not self.board.sea[s] and self.owner[s] is not None and self.enemies(self.mover, self.owner[s]):
+            return self.owner[s]
+        counts: dict[int, int] = {}
+        for u in self.defenders(s):
+            counts[u.p] = counts.get(u.p, 0) + 1
+        return min(counts, key=lambda q: (-counts[q], q))
+
+    def _open_battle(self, s: int) -> None:
+        self.bt = {"at": s, "round": 0, "carry": [0, 0], "step": "round", "hits": [0, 0], "first": 0,
+                   "lost": [0, 0], "def": self.defending_power(s), "marked": [], "line": ""}
+        self.log.append(f"battle in {self.board.names[s]}: {self.board.powers[self.mover].code} attacks "
+                        f"{_units_text(self.attackers(s))} against {_units_text(self.defenders(s))}")
+
+    def _ask_casualties(self, power: int, side: str, count: int, cands: list[int], step: str, why: str) -> None:
+        """Ask ``power`` to choose ``count`` of ``cands``, or take them itself when forced."""
+        units = [self.units[i] for i in cands if i in self.units]
+        count = min(count, len(units))
+        if count == 0:
+            self._casualties_chosen(step, [])
+            return
+        sigs = {(u.t, u.p, len(self.cargo(u))) for u in units}
+        if count == len(units) or len(sigs) == 1:
+            self._casualties_chosen(step, sorted(units, key=lambda u: u.id)[:count])
+            return
+        self.cas = {"power": power, "side": side, "count": count, "candidates": sorted(u.id for u in units),
+                    "step": step, "why": why}
+
+    def casualty_candidates(self) -> list[Unit]:
+        return [self.units[i] for i in self.cas["candidates"]] if self.cas else []
+
+    def _casualties(self, text: str) -> None:
+        cas = self.cas
+        chosen = self.select(text, self.casualty_candidates())
+        if len(chosen) != cas["count"]:
+            raise IllegalMove(f"{cas['why']}: choose exactly {cas['count']} casualties, not {len(chosen)}")
+        self.cas = None
+        self._casualties_chosen(cas["step"], chosen)
+
+    def _kill(self, units: list[Unit]) -> None:
+        for u in units:
+            if u.id not in self.units:
+                continue
+            for c in self.cargo(u):
+                if self.kind(c) == "land" or (u.t == "trn"):
+                    self.units.pop(c.id, None)
+                else:
+                    c.on = -1
+            del self.units[u.id]
+            self.passes.pop(u.id, None)
+
+    def _casualties_chosen(self, step: str, chosen: list[Unit]) -> None:
+        if step == "aa":
+            if chosen:
+                self.log.append("AA losses: " + _units_text(chosen))
+            self._kill(chosen)
+            return
+        bt = self.bt
+        if step == "first":
+            bt["lost"][1] += len(chosen)
+            bt["line"] += f"; first strike sinks {_units_text(chosen) or 'nothing'}"
+            self._kill(chosen)
+            bt["step"] = "defender_fire"
+        elif step in ("defender", "end_defender"):
+            bt["marked"] = [u.id for u in chosen]
+            bt["step"] = "attacker_losses" if step == "defender" else "end_attacker_losses"
+        elif step in ("attacker", "end_attacker"):
+            dead_d = [self.units[i] for i in bt["marked"] if i in self.units]
+            bt["lost"][0] += len(chosen)
+            bt["lost"][1] += len(dead_d)
+            bt["line"] += f"; defender loses {_units_text(dead_d) or 'nothing'}, attacker loses {_units_text(chosen) or 'nothing'}"
+            self._kill(dead_d + chosen)
+            bt["marked"] = []
+            if step == "attacker":
+                bt["step"] = "round_over"
+            else:
+                self.log.append(bt["line"])
+                bt["step"] = "conclude"
+
+    def _rolled(self, event: dict, die: int) -> None:
+        what = event["what"]
+        if what == "aa":
+            hit = combat.rolled_hit(event["need"], die, 5)
+            self.log.append(f"AA remainder {event['need']}: d5 {die} → {'a hit' if hit else 'no hit'}")
+            self._aa_losses(event["hits"] + hit)
+        elif what == "raid":
+            self.raid_die = die
+        else:  # a battle fraction: attacker / defender / end_attacker / end_defender
+            bt = self.bt
+            hit = combat.rolled_hit(event["need"], die)
+            side = 0 if what in ("attacker", "end_attacker") else 1
+            bt["hits"][side] += 1 if hit else 0
+            bt["line"] += f"; {'attacker' if side == 0 else 'defender'} rolls {die} for {event['need']}: {'hit' if hit else 'miss'}"
+            bt["step"] = event["next"]
+
+    def _battle_step(self) -> bool:
+        """Advance the current battle; True when a decision or roll is due.
+
+        Steps: round (attacker's fire, its roll) → first_strike (defender picks ships) →
+        defender_fire (its roll) → defender_losses → attacker_losses → round_over (retreat
+        question) ... → end (cofr end rolls) → end_rolls → conclude."""
+        bt, s, p = self.bt, self.bt["at"], self.mover
+        step = bt["step"]
+        if step == "round":
+            att, dfn = self.attackers(s), self.defenders(s)
+            if not att or not dfn:
+                bt["step"] = "end"
+                return False
+            bt["round"] += 1
+            bt["lost"] = [0, 0]
+            total = sum(self.board.units[u.t].attack for u in att)
+            subs = sum(self.board.units[u.t].attack for u in att if u.t == "sub")
+            fire = combat.fire(total, combat.ATTACKER, self.variant, bt["carry"][0])
+            bt["hits"][0], bt["carry"][0] = fire.hits, fire.carry_out
+            bt["subs"], bt["atotal"] = subs, total
+            bt["line"] = f"round {bt['round']}: {fire.describe()}"
+            bt["step"] = "first_strike"
+            if fire.roll:
+                self.chance = {"sides": 6, "what": "attacker", "need": fire.roll, "next": "first_strike"}
+                return True
+            return False
+        if step == "first_strike":
+            bt["step"] = "defender_fire"
+            ships = [u.id for u in self.defenders(s) if self.kind(u) == "sea"]
+            first = min(combat.first_strike(bt["subs"], bt["hits"][0]), len(ships))
+            bt["first"] = first
+            if first:
+                self._ask_casualties(bt["def"], "defender", first, ships, "first", "first-strike casualties")
+            return self.cas is not None
+        if step == "defender_fire":
+            total = sum(self.board.units[u.t].defence for u in self.defenders(s))
+            fire = combat.fire(total, combat.DEFENDER, self.variant, bt["carry"][1])
+            bt["hits"][1], bt["carry"][1], bt["dtotal"] = fire.hits, fire.carry_out, total
+            bt["line"] += f"; {fire.describe()}"
+            bt["step"] = "defender_losses"
+            if fire.roll:
+                self.chance = {"sides": 6, "what": "defender", "need": fire.roll, "next": "defender_losses"}
+                return True
+            return False
+        if step in ("defender_losses", "end_defender_losses"):
+            end = step.startswith("end")
+            hits = bt["hits"][0] - (0 if end else bt["first"])
+            self._ask_casualties(bt["def"], "defender", hits, [u.id for u in self.defenders(s)],
+                                 "end_defender" if end else "defender",
+                                 f"{'end roll' if end else 'round ' + str(bt['round'])}: defender's casualties")
+            return self.cas is not None
+        if step in ("attacker_losses", "end_attacker_losses"):
+            end = step.startswith("end")
+            self._ask_casualties(p, "attacker", bt["hits"][1], [u.id for u in self.attackers(s)],
+                                 "end_attacker" if end else "attacker",
+                                 f"{'end roll' if end else 'round ' + str(bt['round'])}: attacker's casualties")
+            return self.cas is not None
+        if step == "round_over":
+            self.log.append(bt["line"])
+            if not self.attackers(s) or not self.defenders(s):
+                bt["step"] = "end"
+                return False
+            stalled = (sum(bt["lost"]) == 0 and (self.variant not in combat.CARRY_VARIANTS
+                                                 or (bt["atotal"] == 0 and bt["dtotal"] == 0))) \
+                or bt["round"] >= MAX_BATTLE_ROUNDS
+            self.retreat_forced = stalled
+            options = self.retreat_options()
+            if stalled:
+                self.log.append("stalled round: nobody lost a unit, the attacker must retreat [project rule]")
+                if not options:
+                    self._retreat("retreat")
+                    return False
+            elif not options and not self._can_break_off():
+                bt["step"] = "round"
+                return False
+            bt["step"] = "decide"
+            return True
+        if step == "decide":
+            return True
+        if step == "end":
+            bt["step"] = "conclude"
+            if self.variant == "cofr" and not bt.get("end_rolled"):
+                bt["end_rolled"] = True
+                a_alive = bool(self.attackers(s))
+                d_alive = bool(self.defenders(s))
+                rolls = []
+                if bt["carry"][0] > 0 and d_alive:
+                    rolls.append(["end_attacker", bt["carry"][0]])
+                if bt["carry"][1] > 0 and a_alive:
+                    rolls.append(["end_defender", bt["carry"][1]])
+                if rolls:
+                    bt["hits"], bt["first"] = [0, 0], 0
+                    bt["end_rolls"] = rolls
+                    bt["line"] = "end of battle (cofr):"
+                    bt["step"] = "end_rolls"
+            return False
+        if step == "end_rolls":
+            if bt["end_rolls"]:
+                what, need = bt["end_rolls"].pop(0)
+                self.chance = {"sides": 6, "what": what, "need": need, "next": "end_rolls"}
+                return True
+            bt["step"] = "end_defender_losses" if any(bt["hits"]) else "conclude"
+            if not any(bt["hits"]):
+                self.log.append(bt["line"])
+            return False
+        if step == "conclude":
+            self._conclude()
+            return False
+        raise AssertionError(f"unknown battle step {step}")
+
+    def _can_break_off(self) -> bool:
+        """Planes (and units that cannot retreat) may always break off an attack."""
+        return any(self.kind(u) == "air" for u in self.attackers(self.bt["at"]))
+
+    def retreat_options(self) -> list[int]:
+        """Spaces the attacker may retreat to from the current battle."""
+        if self.bt is None:
+            return []
+        s, p, b = self.bt["at"], self.mover, self.board
+        out = set()
+        for u in self.attackers(s):
+            if u.came < 0 or u.has("amph") or self.kind(u) == "air":
+                continue
+            if b.sea[s] and b.sea[u.came] and not self.hostile(p, u.came):
+                out.add(u.came)
+            elif not b.sea[s] and not b.sea[u.came] and self.friendly_land(p, u.came):
+                out.add(u.came)
+        return sorted(out)
+
+    def _retreat(self, text: str) -> None:
+        bt = self.bt
+        words = text.strip()
+        if words.lower() == "continue":
+            if self.retreat_forced:
+                raise IllegalMove("the battle stalled: the attacker must retreat [project rule]")
+            self.log.append(f"{self.board.powers[self.mover].code} continues the battle in {self.board.names[bt['at']]}")
+            bt["step"] = "round"
+            return
+        if not words.lower().startswith("retreat"):
+            raise IllegalMove("expected 'continue', 'retreat' or 'retreat <space>'")
+        dest_text = words[7:].strip()
+        options = self.retreat_options()
+        if dest_text:
+            try:
+                dest = self.board.space(dest_text)
+            except ValueError as exc:
+                raise IllegalMove(str(exc)) from None
+            if dest not in options:
+                raise IllegalMove(f"cannot retreat to {self.board.names[dest]}; options: "
+                                  + (", ".join(self.board.names[x] for x in options) or "none"))
+        else:
+            if options:
+                raise IllegalMove("say where to retreat: " + ", ".join(self.board.names[x] for x in options))
+            dest = None
+        bt["retreat"] = -1 if dest is None else dest
+        bt["step"] = "end"
+
+    def _do_retreat(self, dest: int) -> None:
+        s = self.bt["at"]
+        stay, gone, lost = [], [], []
+        for u in self.attackers(s):
+            if self.kind(u) == "air":
+                stay.append(u)
+            elif dest >= 0 and not u.has("amph") and self.board.sea[s] == self.board.sea[dest]:
+                gone.append(u)
+            else:
+                lost.append(u)
+        for u in gone:
+            u.at = dest
+            u.mark("done")
+            u.mark("stop")
+            for c in self.cargo(u):
+                c.at = dest
+        self._kill(lost)
+        self.log.append("attacker retreats" + (f" to {self.board.names[dest]}" if dest >= 0 else "")
+                        + (f" ({_units_text(gone)})" if gone else "")
+                        + ("; planes break off" if stay else "")
+                        + (f"; left behind and lost: {_units_text(lost)}" if lost else ""))
+
+    def _conclude(self) -> None:
+        bt, s, p, b = self.bt, self.bt["at"], self.mover, self.board
+        if bt.get("retreat") is not None:
+            self._do_retreat(bt["retreat"])
+        att, dfn = self.attackers(s), self.defenders(s)
+        if not dfn and att and not b.sea[s] and any(self.kind(u) == "land" for u in att):
+            self._capture(s, p, "battle won")
+        elif not dfn and att:
+            self.log.append(f"battle in {b.names[s]}: defenders destroyed")
+        elif not att and bt.get("retreat") is None:
+            self.log.append(f"battle in {b.names[s]}: the attack failed")
+        if b.sea[s]:
+            self._dock(s)
+            lost = [u for u in self.at(s) if u.t == "ftr" and u.p != p and u.on < 0]
+            if lost:
+                self._kill(lost)
+                self.log.append(f"defending fighters without a carrier are lost: {_units_text(lost)}")
+        for u in self.at(s):
+            if u.p == p and self.kind(u) != "air":
+                u.mark("done")
+        self.bt = None
+        self.retreat_forced = False
+
+    def _end_combat(self) -> None:
+        self.passes = {}
+
+    # --- text, data, rendering -----------------------------------------------------------------
+
+    def to_data(self) -> dict[str, Any]:
+        """The full position (see docs/games/aachess.md, "State on the wire")."""
+        b = self.board
+        return {
+            "round": self.round, "power": b.powers[self.mover].code, "phase": self.phase,
+            "decision": self.decision_kind(), "decider": (b.powers[self.decider()].code if self.decider() is not None else None),
+            "variant": self.variant, "max_rounds": self.game.options["max_rounds"],
+            "pus": {pw.code: self.pus[i] for i, pw in enumerate(b.powers)},
+            "owners": {b.names[s]: (b.powers[o].code if o is not None else None) for s, o in enumerate(self.owner) if not b.sea[s]},
+            "start_owners": {b.names[s]: (b.powers[o].code if o is not None else None) for s, o in enumerate(self.start_owner)
+                             if not b.sea[s] and o != self.owner[s]},
+            "units": [[u.id, u.t, b.powers[u.p].code, b.names[u.at], u.used, u.on,
+                       b.names[u.came] if u.came >= 0 else None, u.flags] for u in sorted(self.units.values(), key=lambda u: u.id)],
+            "next_id": self.next_id, "bought": self.bought, "passes": {str(k): v for k, v in self.passes.items()},
+            "pending": [b.names[s] for s in self.pending],
+            "raids": {b.names[s]: ids for s, ids in self.raids.items()},
+            "battle": ({**self.bt, "at": b.names[self.bt["at"]], "def": b.powers[self.bt["def"]].code} if self.bt else None),
+            "casualties": ({**self.cas, "power": b.powers[self.cas["power"]].code} if self.cas else None),
+            "chance": self.chance, "retreat_forced": self.retreat_forced,
+            "raid_die": self.raid_die,
+            "result": self.result, "detail": self.detail,
+        }
+
+    def to_text(self) -> str:
+        return json.dumps(self.to_data(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+    def observation_data(self, seat: int) -> dict[str, Any]:
+        return self.to_data()
+
+    def render(self) -> str:
+        """What happened since the previous render (purchases, moves, battle rounds, income),
+        then a one-line summary; a position without history shows the board by power."""
+        b = self.board
+        new = self.log[self._rendered:]
+        self._rendered = len(self.log)
+        lines = list(new)
+        if not self.log:
+            for i, pw in enumerate(b.powers):
+                held = [b.names[s] for s, o in enumerate(self.owner) if o == i]
+                units: dict[str, list[str]] = {}
+                for u in self.units.values():
+                    if u.p == i:
+                        units.setdefault(b.names[u.at], []).append(u.t)
+                lines.append(f"{pw.code} {pw.name}: {self.pus[i]} PUs, income {self.income(i)}, {len(held)} territories")
+                for where in sorted(units):
+                    lines.append(f"    {where}: {_counts_text(_count(units[where]))}")
+        status = (f"[round {self.round} · {b.powers[self.mover].code} · {self.phase}"
+                  + (f" · next: {self.decision_kind()} by {b.powers[self.decider()].code}" if self.decider() is not None else "")
+                  + " · PUs " + " ".join(f"{pw.code} {self.pus[i]}" for i, pw in enumerate(b.powers)) + "]")
+        return "\n".join(lines + [status])
+
+    def clone(self) -> "AAChessState":
+        c = AAChessState.__new__(AAChessState)
+        c.__dict__.update(self.__dict__)
+        c.log, c._rendered = [], 0
+        c.pus, c.owner, c.start_owner = list(self.pus), list(self.owner), list(self.start_owner)
+        c.units = {i: u.copy() for i, u in self.units.items()}
+        c.bought, c.passes, c.pending = dict(self.bought), dict(self.passes), list(self.pending)
+        c.raids = {s: list(v) for s, v in self.raids.items()}
+        c.bt = _deep(self.bt)
+        c.cas = _deep(self.cas)
+        c.chance = dict(self.chance) if self.chance else None
+        return c
+
+    def _new_unit(self, code: str, p: int, s: int) -> Unit:
+        u = Unit(self.next_id, code, p, s)
+        self.units[u.id] = u
+        self.next_id += 1
+        return u
+
+
+def _deep(d):
+    return json.loads(json.dumps(d)) if d is not None else None
+
+
+def _count(codes: list[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for c in codes:
+        out[c] = out.get(c, 0) + 1
+    return out
+
+
+def _counts_text(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {c}" for c, n in counts.items() if n) or "nothing"
+
+
+def _units_text(units: list[Unit]) -> str:
+    return _counts_text(_count([u.t for u in units]))
+
+
+class AAChessGame(Game):
+    """A&A Chess on the classic map. Options: ``variant``, ``seats``, ``max_rounds``, ``research``."""
+
+    name = "aachess"
+    seat_roles: ClassVar[tuple[str, ...]] = ("RU+UK+US", "GE+JP")
+    default_options = {"variant": "cof", "seats": 2, "max_rounds": DEFAULT_MAX_ROUNDS, "research": False}
+
+    def validate_options(self) -> None:
+        o = self.options
+        if o["variant"] not in combat.VARIANTS:
+            raise OptionError(f"aachess: variant {o['variant']!r}; choose one of {', '.join(combat.VARIANTS)}")
+        if o["seats"] not in SEATINGS:
+            raise OptionError(f"aachess: seats {o['seats']!r}; choose 2, 3, 4 or 5")
+        if not isinstance(o["max_rounds"], int) or isinstance(o["max_rounds"], bool) or o["max_rounds"] < 1:
+            raise OptionError(f"aachess: max_rounds must be a positive integer, not {o['max_rounds']!r}")
+        if o["research"] not in (False, 0, "off", "no"):
+            raise OptionError("aachess: research (weapons development) is not supported yet; leave it off")
+        self.board = load_board()
+        codes = [p.code for p in self.board.powers]
+        self.powers_of_seat = [[codes.index(c) for c in seat] for seat in SEATINGS[o["seats"]]]
+        self.seat_of_power = {p: s for s, ps in enumerate(self.powers_of_seat) for p in ps}
+        self.seat_roles = tuple("+".join(seat) for seat in SEATINGS[o["seats"]])
+
+    def new_initial_state(self) -> AAChessState:
+        return AAChessState(self)
+
+    def forfeit_returns(self, seat: int) -> list[float]:
+        """A forfeit loses for the forfeiting seat's whole alliance."""
+        side = self.board.powers[self.powers_of_seat[seat][0]].alliance
+        return [-1.0 if self.board.powers[ps[0]].alliance == side else 1.0 for ps in self.powers_of_seat]
+
+    def from_text(self, text: str) -> AAChessState:
+        try:
+            d = json.loads(text)
+            return self._from_data(d)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"aachess position: {exc}") from None
+
+    def _from_data(self, d: dict) -> AAChessState:
+        b = self.board
+        st = AAChessState(self, empty=True)
+        st.round, st.phase = int(d["round"]), d["phase"]
+        st.turn = b.power(d["power"])
+        st.pus = [int(d["pus"][p.code]) for p in b.powers]
+        st.owner = [None] * len(b.names)
+        for name, code in d["owners"].items():
+            st.owner[b.space(name)] = b.power(code) if code else None
+        st.start_owner = list(st.owner)
+        for name, code in d.get("start_owners", {}).items():
+            st.start_owner[b.space(name)] = b.power(code) if code else None
+        st.units = {}
+        for uid, t, p, at, used, on, came, flags in d["units"]:
+            if t not in b.units:
+                raise ValueError(f"unknown unit type {t!r}")
+            st.units[uid] = Unit(uid, t, b.power(p), b.space(at), used, on, b.space(came) if came else -1, flags)
+        st.next_id = int(d["next_id"])
+        st.bought = dict(d["bought"])
+        st.passes = {int(k): v for k, v in d["passes"].items()}
+        st.pending = [b.space(n) for n in d["pending"]]
+        st.raids = {b.space(n): list(v) for n, v in d["raids"].items()}
+        st.bt = d["battle"]
+        if st.bt:
+            st.bt = {**st.bt, "at": b.space(st.bt["at"]), "def": b.power(st.bt["def"])}
+        st.cas = d["casualties"]
+        if st.cas:
+            st.cas = {**st.cas, "power": b.power(st.cas["power"])}
+        st.chance = d["chance"]
+        st.retreat_forced = bool(d["retreat_forced"])
+        st.raid_die = d.get("raid_die")
+        st.result, st.detail = d["result"], d["detail"]
+        return st

@@ -1,0 +1,318 @@
+"""A&A Chess rules on hand-built situations: movement, transports, carriers, canals, AA, bombing,
+battles, capture and capital transfer, options and notation."""
+from __future__ import annotations
+
+import pytest
+
+from arbiter.games.aachess import AAChessGame
+from arbiter.games.aachess.rules import Unit
+from arbiter.games.base import CHANCE, IllegalMove, OptionError
+
+
+def blank(power="GE", phase="combat_move", **options):
+    """The classic position emptied of units, ``power`` to make its ``phase`` decision."""
+    game = AAChessGame(**options)
+    s = game.new_initial_state()
+    s.units, s.next_id = {}, 1
+    s.turn, s.phase = s.board.power(power), phase
+    s.start_owner = list(s.owner)
+    return s
+
+
+def put(s, code, power, space, n=1) -> list[Unit]:
+    out = [s._new_unit(code, s.board.power(power), s.board.space(space)) for _ in range(n)]
+    if s.board.sea[s.board.space(space)]:
+        s._dock(s.board.space(space))
+    return out
+
+
+def where(s, unit: Unit) -> str:
+    return s.board.names[s.units[unit.id].at]
+
+
+def owner(s, space) -> str | None:
+    o = s.owner[s.board.space(space)]
+    return s.board.powers[o].code if o is not None else None
+
+
+def test_options_and_seats():
+    assert AAChessGame().seat_roles == ("RU+UK+US", "GE+JP") and AAChessGame().options["variant"] == "cof"
+    assert AAChessGame(seats=5).seat_roles == ("RU", "GE", "UK", "JP", "US")
+    assert AAChessGame(seats=3).num_seats == 3 and AAChessGame(seats=4).seat_roles[2] == "UK+US"
+    for bad, match in (({"seats": 6}, "seats"), ({"variant": "dice"}, "variant"), ({"max_rounds": 0}, "max_rounds"),
+                       ({"research": True}, "research"), ({"colour": 1}, "unknown option")):
+        with pytest.raises(OptionError, match=match):
+            AAChessGame(**bad)
+    assert AAChessGame(seats=2).forfeit_returns(1) == [1.0, -1.0]
+    assert AAChessGame(seats=5).forfeit_returns(2) == [-1.0, 1.0, -1.0, 1.0, -1.0]
+
+
+def test_initial_position_and_text_round_trip():
+    game = AAChessGame(seats=5)
+    s = game.new_initial_state()
+    assert s.current_player() == 0 and s.decision_kind() == "purchase"
+    assert len(s.units) == 161
+    assert game.from_text(s.to_text()).to_text() == s.to_text()
+    with pytest.raises(ValueError, match="aachess position"):
+        game.from_text("{}")
+
+
+def test_purchase_is_checked_against_the_treasury():
+    s = AAChessGame().new_initial_state()
+    with pytest.raises(IllegalMove, match="costs 27 PUs; RU has 24"):
+        s.check_move("9 inf")
+    with pytest.raises(IllegalMove, match="unknown unit 'tank'"):
+        s.check_move("1 tank")
+    s.apply("3 inf, 3 arm")
+    assert s.bought == {"inf": 3, "arm": 3} and s.pus[0] == 0 and s.decision_kind() == "combat_move"
+
+
+def test_blitz_through_empty_enemy_territory():
+    s = blank("RU")
+    (tank,) = put(s, "arm", "RU", "Karelia S.S.R.")
+    (inf,) = put(s, "inf", "RU", "Karelia S.S.R.")
+    put(s, "inf", "GE", "Germany")
+    s.move("#1 : Karelia S.S.R. > East Europe > Germany", True)  # East Europe is German and empty
+    assert owner(s, "East Europe") == "RU" and where(s, tank) == "Germany"
+    assert s.pending == [s.board.space("Germany")]
+    with pytest.raises(IllegalMove, match="1 move"):  # infantry cannot go two spaces at all
+        s.clone().move(f"#{inf.id} : Karelia S.S.R. > Ukraine S.S.R. > Caucasus", True)
+    s2 = blank("RU")
+    put(s2, "arm", "RU", "Karelia S.S.R.")
+    put(s2, "inf", "GE", "East Europe")
+    with pytest.raises(IllegalMove, match="cannot blitz through East Europe: enemy units"):
+        s2.move("1 arm : Karelia S.S.R. > East Europe > Germany", True)
+
+
+def test_non_combat_moves_stay_in_friendly_land():
+    s = blank("RU", "noncombat_move")
+    put(s, "arm", "RU", "Karelia S.S.R.")
+    with pytest.raises(IllegalMove, match="non-combat"):
+        s.move("1 arm : Karelia S.S.R. > East Europe", False)
+    s.move("1 arm : Karelia S.S.R. > Caucasus", False)
+
+
+def test_transport_capacity_load_and_amphibious_assault():
+    s = blank("UK")
+    put(s, "trn", "UK", "North Sea Zone")
+    inf = put(s, "inf", "UK", "United Kingdom", 3)
+    put(s, "arm", "UK", "United Kingdom")
+    put(s, "inf", "GE", "West Europe")
+    s.move("2 inf : United Kingdom > North Sea Zone", True)
+    with pytest.raises(IllegalMove, match="no own transport in North Sea Zone has room"):
+        s.clone().move("1 inf : United Kingdom > North Sea Zone", True)
+    with pytest.raises(IllegalMove, match="no own transport"):
+        s.clone().move("1 arm : United Kingdom > North Sea Zone", True)
+    s.move("2 inf : North Sea Zone > West Europe", True)  # amphibious assault
+    assert where(s, inf[0]) == "West Europe" and s.units[inf[0].id].has("amph")
+    assert s.board.space("West Europe") in s.pending
+    trn = next(u for u in s.units.values() if u.t == "trn")
+    with pytest.raises(IllegalMove, match="unloaded and may not move on"):
+        s.clone().move(f"#{trn.id} : North Sea Zone > Baltic Sea Zone", True)
+
+
+def test_transport_carries_its_cargo_and_one_armor_fills_it():
+    s = blank("UK")
+    (t,) = put(s, "trn", "UK", "North Sea Zone")
+    (tank,) = put(s, "arm", "UK", "United Kingdom")
+    s.move("1 arm : United Kingdom > North Sea Zone", True)
+    s.move(f"#{t.id} : North Sea Zone > Baltic Sea Zone", True)
+    assert where(s, tank) == "Baltic Sea Zone" and s.units[tank.id].on == t.id
+
+
+def test_fighters_land_on_carriers_and_ride_with_them():
+    s = blank("US", "noncombat_move")
+    (cv,) = put(s, "cv", "US", "East US Sea Zone")
+    put(s, "ftr", "US", "East US", 3)
+    s.move("2 ftr : East US > East US Sea Zone", False)
+    s._dock(s.board.space("East US Sea Zone"))
+    assert s.carrier_room(s.board.power("US"), s.board.space("East US Sea Zone")) == 0
+    s.move(f"#{cv.id} : East US Sea Zone > North Atlantic Sea Zone", False)
+    assert sum(1 for u in s.units.values() if u.t == "ftr" and where(s, u) == "North Atlantic Sea Zone") == 2
+    # A third fighter at sea without carrier room is lost when the non-combat move ends.
+    s.move("1 ftr : East US > East US Sea Zone", False)
+    s._land_planes()
+    assert sum(1 for u in s.units.values() if u.t == "ftr") == 2
+
+
+def test_planes_must_be_able_to_land_after_combat():
+    s = blank("GE")
+    put(s, "ftr", "GE", "Germany")
+    put(s, "inf", "UK", "United Kingdom")
+    put(s, "bmb", "GE", "Germany")
+    # Germany > West Europe > North Sea Zone > United Kingdom uses 3 of 4: 1 left, no landing spot in reach.
+    with pytest.raises(IllegalMove, match="could not land"):
+        s.clone().move("1 ftr : Germany > West Europe > North Sea Zone > United Kingdom", True)
+    s.move("1 bmb : Germany > West Europe > North Sea Zone > United Kingdom", True)  # 3 left: back home
+
+
+def test_canal_needs_both_suez_territories():
+    s = blank("GE")
+    put(s, "bb", "GE", "East Mediteranean Sea Zone")
+    with pytest.raises(IllegalMove, match="Suez Canal is closed"):
+        s.clone().move("1 bb : East Mediteranean Sea Zone > Red Sea Zone", True)
+    s.owner[s.board.space("Anglo Sudan Egypt")] = s.board.power("GE")
+    s.owner[s.board.space("Syria Jordan")] = s.board.power("JP")  # an ally's control opens it too
+    s.move("1 bb : East Mediteranean Sea Zone > Red Sea Zone", True)
+
+
+def test_neutral_entry_costs_three_pus():
+    s = blank("GE")
+    put(s, "inf", "GE", "West Europe")
+    pus = s.pus[1]
+    s.move("1 inf : West Europe > Spain", True)
+    assert owner(s, "Spain") == "GE" and s.pus[1] == pus - 3
+
+
+def test_aa_counts_plane_passes_across_territories_and_attacker_chooses():
+    s = blank("GE")
+    put(s, "aa", "UK", "United Kingdom")
+    put(s, "inf", "UK", "United Kingdom")
+    put(s, "aa", "RU", "Russia")
+    put(s, "inf", "RU", "Russia")
+    put(s, "bmb", "GE", "Germany", 3)
+    put(s, "ftr", "GE", "Ukraine S.S.R.", 2)
+    s.apply("3 bmb : Germany > West Europe > North Sea Zone > United Kingdom; "
+            "2 ftr : Ukraine S.S.R. > Caucasus > Russia")
+    assert sum(s.passes.values()) == 5
+    # 5 passes -> one plane lost; the attacker chooses which (a bomber or a fighter).
+    assert s.decision_kind() == "casualties" and s.cas["count"] == 1 and s.current_player() == 1
+    s.apply("1 ftr")
+    assert sum(1 for u in s.units.values() if u.t == "ftr") == 1
+    assert any("AA fire: 5 plane-passes" in line for line in s.log)
+
+
+def test_strategic_bombing_two_and_a_half_per_bomber_capped():
+    s = blank("GE")
+    put(s, "ic", "UK", "United Kingdom")
+    put(s, "bmb", "GE", "Germany", 3)
+    s.pus[2] = 30
+    s.apply("bomb 3 bmb : Germany > West Europe > North Sea Zone > United Kingdom")
+    assert s.pus[2] == 23  # 7 PUs
+    s2 = blank("GE")
+    put(s2, "ic", "UK", "United Kingdom")
+    put(s2, "bmb", "GE", "Germany", 3)
+    s2.pus[2] = 4
+    s2.apply("bomb 3 bmb : Germany > West Europe > North Sea Zone > United Kingdom")
+    assert s2.pus[2] == 0
+
+
+def test_ryof6_bombing_rolls_the_half_pu():
+    s = blank("GE", variant="ryof6")
+    put(s, "ic", "UK", "United Kingdom")
+    put(s, "bmb", "GE", "Germany")
+    s.pus[2] = 30
+    s.apply("bomb 1 bmb : Germany > West Europe > North Sea Zone > United Kingdom")
+    assert s.current_player() == CHANCE and s.chance_outcomes() == [1, 2, 3, 4, 5, 6]
+    s.apply_chance(2)
+    assert s.pus[2] == 27
+
+
+def test_battle_rounds_casualties_and_capture_of_a_capital_takes_the_treasury():
+    s = blank("GE")
+    put(s, "inf", "RU", "Russia", 3)
+    put(s, "inf", "GE", "Karelia S.S.R.", 6)
+    s.owner[s.board.space("Karelia S.S.R.")] = s.board.power("GE")
+    s.start_owner = list(s.owner)
+    s.pus[0], ge = 17, s.pus[1]
+    s.apply("6 inf : Karelia S.S.R. > Russia")
+    # COF, round 1: attack 6 -> 1 hit, defence 6 -> 1 hit (remainder 0); all casualties forced (one type).
+    assert any(line.startswith("round 1: attacker 6 → 1 r0") for line in s.log)
+    assert s.decision_kind() in ("retreat",)
+    while s.decision_kind() == "retreat":
+        s.apply("continue")
+    assert owner(s, "Russia") == "GE" and s.pus[0] == 0 and s.pus[1] == ge + 17
+    assert any("capital of RU: 17 PUs taken" in line for line in s.log)
+
+
+def test_defender_chooses_its_own_casualties():
+    s = blank("GE")
+    put(s, "inf", "RU", "Caucasus")
+    put(s, "arm", "RU", "Caucasus")
+    put(s, "arm", "GE", "Ukraine S.S.R.", 2)
+    s.apply("2 arm : Ukraine S.S.R. > Caucasus")
+    assert s.decision_kind() == "casualties" and s.current_player() == 0  # Russia's seat
+    with pytest.raises(IllegalMove, match="exactly 1 casualties"):
+        s.check_move("1 inf, 1 arm")
+    s.apply("1 arm")
+    assert [u.t for u in s.units.values() if u.p == 0] == ["inf"]
+
+
+def test_stalled_battle_forces_a_retreat_under_orthodox():
+    s = blank("GE", variant="orthodox")
+    put(s, "inf", "RU", "Caucasus")
+    put(s, "arm", "GE", "Ukraine S.S.R.")
+    s.apply("1 arm : Ukraine S.S.R. > Caucasus")  # 3 against 2: nobody loses a unit
+    assert s.decision_kind() == "retreat" and s.legal_moves() == ["retreat Ukraine S.S.R."]
+    with pytest.raises(IllegalMove, match="must retreat"):
+        s.check_move("continue")
+    s.apply("retreat Ukraine S.S.R.")
+    assert any("stalled" in line for line in s.log)
+    assert s.units[2].at == s.board.space("Ukraine S.S.R.")
+
+
+def test_stalled_amphibious_attackers_are_destroyed():
+    s = blank("UK", variant="orthodox")
+    put(s, "trn", "UK", "North Sea Zone")
+    put(s, "inf", "UK", "United Kingdom")
+    put(s, "inf", "GE", "West Europe")
+    s.apply("1 inf : United Kingdom > North Sea Zone; 1 inf : North Sea Zone > West Europe")
+    # 1 against 2, orthodox: no hits either side -> stalled, no retreat for a landed unit.
+    assert not any(u.t == "inf" and u.p == 2 for u in s.units.values())
+
+
+def test_ryof_rolls_the_ignored_fraction_on_the_referee_dice():
+    s = blank("GE", variant="ryof")
+    put(s, "inf", "RU", "Caucasus")
+    put(s, "arm", "GE", "Ukraine S.S.R.")
+    s.apply("1 arm : Ukraine S.S.R. > Caucasus")
+    assert s.current_player() == CHANCE  # attacker's 3: hit on 1-3
+    s.apply_chance(3)
+    assert s.current_player() == CHANCE  # defender's 2: hit on 1-2
+    s.apply_chance(6)
+    assert owner(s, "Caucasus") == "GE"
+
+
+def test_wrong_decisions_are_refused_with_reasons():
+    s = blank("GE")
+    put(s, "inf", "GE", "Germany")
+    for move, match in (("1 inf Germany > Poland", "expected 'units : from > to'"),
+                        ("1 inf : Germany > Atlantis", "unknown space 'Atlantis'"),
+                        ("1 inf : Germany > Russia", "not adjacent"),
+                        ("2 inf : Germany > East Europe", "only 1 inf"),
+                        ("1 inf : Germany > East Europe > Ukraine S.S.R.", "1 move"),
+                        ("#99 : Germany > East Europe", "#99 is not one of")):
+        with pytest.raises(IllegalMove, match=match):
+            s.check_move(move)
+    with pytest.raises(IllegalMove, match=r"move 2 \("):
+        s.check_move("1 inf : Germany > East Europe; 1 inf : Germany > East Europe")
+
+
+def test_placement_at_complexes_and_unplaced_units_are_lost():
+    s = blank("GE", "place")
+    put(s, "ic", "GE", "Germany")
+    s.bought = {"inf": 2, "bb": 1, "arm": 1}
+    with pytest.raises(IllegalMove, match="cannot be placed in East Europe"):
+        s.check_move("2 inf @ East Europe")
+    s.apply("2 inf @ Germany; 1 bb @ Baltic Sea Zone")
+    assert sorted(u.t for u in s.units.values()) == ["bb", "ic", "inf", "inf"]
+    assert any("unplaced and lost: 1 arm" in line for line in s.log)
+
+
+def test_income_needs_the_capital_and_victory_ends_the_game():
+    game = AAChessGame(max_rounds=1)
+    s = game.new_initial_state()
+    s.owner[s.board.space("Russia")] = s.board.power("GE")
+    s.owner[s.board.space("United Kingdom")] = s.board.power("GE")
+    s.turn, s.phase = 4, "place"
+    s.bought = {}
+    s._advance()
+    assert s.is_terminal() and s.result == "Axis" and s.returns() == [-1.0, 1.0]
+    assert "2 Allied capitals" in s.end_detail()
+
+
+def test_round_limit_is_a_draw():
+    s = AAChessGame(max_rounds=1).new_initial_state()
+    s.turn, s.phase, s.bought = 4, "place", {}
+    s._advance()
+    assert s.is_terminal() and s.returns() == [0.0, 0.0] and "round limit" in s.end_detail()
