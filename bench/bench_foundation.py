@@ -65,8 +65,10 @@ TC = "180"
 SIZES = {
     # name: (round trips per mode, warm-up, games for part 2, games per match in part 3,
     #        seconds per playout measurement, loopback games)
-    "full": dict(rt=10000, rt_warm=1000, ref_games=400, match_games=600, playout_s=5.0, loop_games=400),
-    "quick": dict(rt=600, rt_warm=200, ref_games=12, match_games=25, playout_s=0.4, loop_games=40),
+    "full": dict(rt=10000, rt_warm=1000, ref_games=400, match_games=600, playout_s=5.0, loop_games=400,
+                 olympiads=6),
+    "quick": dict(rt=600, rt_warm=200, ref_games=12, match_games=25, playout_s=0.4, loop_games=40,
+                  olympiads=1),
 }
 
 
@@ -359,7 +361,7 @@ def part_round_trip(cfg: dict) -> dict:
     ratio = res["ours"]["median_us"] / res["raw"]["median_us"]
     ratio_p99 = res["ours"]["p99_us"] / res["raw"]["p99_us"]
     ratio_kit = res["kit"]["median_us"] / res["raw"]["median_us"]
-    print(f"ratio ours/raw: median {ratio:.2f}x, p99 {ratio_p99:.2f}x  (target <= 1.3x median: "
+    print(f"ratio ours/raw: median {ratio:.3f}x, p99 {ratio_p99:.2f}x  (target <= 1.3x median: "
           f"{verdict(ratio <= 1.3)});  kit/raw median {ratio_kit:.2f}x")
     res.update(ratio=ratio, ratio_p99=ratio_p99, ratio_kit=ratio_kit, req_bytes=req_bytes, reply_bytes=reply_bytes)
     return res
@@ -648,11 +650,10 @@ def part_referee(cfg: dict) -> dict:
 # --- part 3: games per second ----------------------------------------------------------------
 
 
-def match_worker(games: int, index: int) -> int:
-    """Play one Match (games=N, tc 180) between two random engines; print timings as JSON."""
+def match_worker(fmt: str, matches: int, index: int) -> int:
+    """Play ``matches`` Matches one after another (format ``fmt``, tc 180) between two random
+    engines, each match starting its own engines as a tournament does; print timings as JSON."""
     game = load_game("einstein")
-    cfgs = (EngineConfig(RANDOM_ENGINE + ["--seed", str(2 * index + 1)], name="A", cwd=str(ROOT)),
-            EngineConfig(RANDOM_ENGINE + ["--seed", str(2 * index + 2)], name="B", cwd=str(ROOT)))
     ends: list[float] = []
     life: dict[str, list[float]] = {"start": [], "stop": []}
     orig_start, orig_stop = Engine.start, Engine.stop
@@ -667,13 +668,16 @@ def match_worker(games: int, index: int) -> int:
         return wrapper
 
     Engine.start, Engine.stop = timed("start", orig_start), timed("stop", orig_stop)
+    recs = []
     with tempfile.TemporaryDirectory(prefix="bench-") as d:
-        match = Match(game, cfgs, parse_time_control(TC), MatchFormat.parse(f"games={games}"), run_dir=Path(d),
-                      seed=f"bench{index}".encode(), on_game=lambda res, rec: ends.append(time.time()))
         t0 = time.time()
-        result = match.play()
+        for m in range(matches):
+            cfgs = (EngineConfig(RANDOM_ENGINE + ["--seed", str(2 * index + 1)], name="A", cwd=str(ROOT)),
+                    EngineConfig(RANDOM_ENGINE + ["--seed", str(2 * index + 2)], name="B", cwd=str(ROOT)))
+            match = Match(game, cfgs, parse_time_control(TC), MatchFormat.parse(fmt), run_dir=Path(d),
+                          seed=f"bench{index}.{m}".encode(), on_game=lambda res, rec: ends.append(time.time()))
+            recs += match.play().records
         t1 = time.time()
-    recs = result.records
     print(json.dumps({"games": len(recs), "start": t0, "end": t1, "ends": [ends[0], ends[-1]],
                       "engine_start_s": life["start"], "engine_stop_s": life["stop"],
                       "decisions": sum(1 for r in recs for e in r.events if e.seat >= 0),
@@ -681,9 +685,9 @@ def match_worker(games: int, index: int) -> int:
     return 0
 
 
-def run_matches(k: int, games: int) -> dict:
+def run_matches(k: int, fmt: str, matches: int = 1) -> dict:
     t0 = time.time()
-    procs = [subprocess.Popen([PY, SELF, "--match-worker", str(games), str(i)], cwd=str(ROOT),
+    procs = [subprocess.Popen([PY, SELF, "--match-worker", fmt, str(matches), str(i)], cwd=str(ROOT),
                               stdout=subprocess.PIPE, text=True) for i in range(k)]
     outs = []
     try:
@@ -698,8 +702,8 @@ def run_matches(k: int, games: int) -> dict:
     outer = time.time() - t0
     total = sum(o["games"] for o in outs)
     play_wall = max(o["end"] for o in outs) - min(o["start"] for o in outs)
-    # Steady state: between the end of each match's first and last game (no engine start/stop);
-    # the matches run side by side, so their rates add up.
+    # Steady state: between the end of each worker's first and last game (no engine start/stop
+    # when it plays one match); the workers run side by side, so their rates add up.
     steady = sum((o["games"] - 1) / (o["ends"][1] - o["ends"][0]) for o in outs if o["games"] > 1)
     return {"k": k, "games": total, "play_gps": total / play_wall, "outer_gps": total / outer,
             "steady_gps": steady, "decisions_per_game": sum(o["decisions"] for o in outs) / total,
@@ -708,32 +712,55 @@ def run_matches(k: int, games: int) -> dict:
             "abnormal": sum(o["abnormal"] for o in outs)}
 
 
+def import_ms(statement: str, reps: int) -> float:
+    """Best-of-``reps`` wall time of a fresh interpreter running ``statement`` (ms)."""
+    best = float("inf")
+    for _ in range(reps):
+        t = time.perf_counter()
+        subprocess.run([PY, "-c", statement], cwd=str(ROOT), check=True)
+        best = min(best, time.perf_counter() - t)
+    return best * 1000
+
+
 def part_games(cfg: dict) -> dict:
     k = max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8))
     n = cfg["match_games"]
-    header(f"3. EinStein games per second, random vs random, tc {TC} (Match games={n} per process)")
-    single = run_matches(1, n)
-    par = run_matches(k, n)
-    print(f"{'matches':<8} {'games':>6} {'games/s':>8} {'steady':>8} {'w/ spawn':>9} {'dec/game':>9} "
+    header(f"3. EinStein games per second, random vs random, tc {TC} (one Match of games={n} per process)")
+    single = run_matches(1, f"games={n}")
+    par = run_matches(k, f"games={n}")
+    oly = run_matches(1, "olympiad", cfg["olympiads"])
+    print(f"{'matches':<22} {'games':>6} {'games/s':>8} {'steady':>8} {'w/ spawn':>9} {'dec/game':>9} "
           f"{'engine start':>13} {'engine stop':>12}")
-    for r in (single, par):
-        print(f"{r['k']:<8} {r['games']:>6} {r['play_gps']:>8.1f} {r['steady_gps']:>8.1f} {r['outer_gps']:>9.1f} "
+    for label, r in ((f"1 x games={n}", single), (f"{k} x games={n} parallel", par),
+                     (f"{cfg['olympiads']} x olympiad, serial", oly)):
+        steady = f"{r['steady_gps']:>8.1f}" if r is not oly else f"{'-':>8}"
+        print(f"{label:<22} {r['games']:>6} {r['play_gps']:>8.1f} {steady} {r['outer_gps']:>9.1f} "
               f"{r['decisions_per_game']:>9.1f} {r['engine_start_ms']:>10.0f} ms {r['engine_stop_ms']:>9.0f} ms"
               + (f"  ({r['abnormal']} abnormal endings!)" if r["abnormal"] else ""))
     print("  games/s = games / wall time of Match.play() (incl. starting and stopping both engines); steady = "
-          "between each match's first and last game; w/ spawn = also the worker's own Python start-up; engine "
-          "start = spawn + hello (median), stop = quit + kill sweep (median)")
+          "between the first and the last game of a match; w/ spawn = also the worker's own Python start-up; "
+          "engine start = spawn + hello (median), stop = quit + kill sweep (median)")
+    judged = "judge on the full run: engine start/stop dominate so few games" if cfg is SIZES["quick"] else \
+        f"target >= 100: {verdict(par['play_gps'] >= 100)}"
     print(f"parallel, {k} matches on {k} core(s): {par['play_gps']:.1f} games/s (steady {par['steady_gps']:.1f}) "
-          f"(target >= 100: {verdict(par['play_gps'] >= 100)})")
-    return {"single": single, "parallel": par}
+          f"({judged})")
+    reps = 5 if cfg["olympiads"] > 2 else 3
+    t_zmq = import_ms("import zmq", reps)
+    t_mon = import_ms("import zmq, zmq.utils.monitor", reps)
+    t_kit = import_ms("import protocol.kit", reps)
+    print(f"engine start-up cost: a fresh interpreter importing protocol.kit takes {t_kit:.0f} ms; of that, "
+          f"zmq.utils.monitor (imported by protocol/transport.py, pulls in zmq.asyncio + asyncio) costs "
+          f"{t_mon - t_zmq:.0f} ms ('import zmq' {t_zmq:.0f} ms vs with the monitor {t_mon:.0f} ms; best of {reps})")
+    return {"single": single, "parallel": par, "olympiad": oly,
+            "import_ms": {"zmq": t_zmq, "zmq+monitor": t_mon, "protocol.kit": t_kit}}
 
 
 # --- part 4: playouts ------------------------------------------------------------------------
 
 
-def playouts_fast(seconds: float) -> tuple[int, float, int]:
+def playouts_fast(seconds: float, seed: int = 0) -> tuple[int, float, int]:
     game = EinsteinGame(setup="random")
-    rng = random.Random(1)
+    rng = random.Random(seed * 10 + 1)
     rnd, choice, layouts = rng.random, rng.choice, LAYOUTS
     n = moves = 0
     t0 = time.perf_counter()
@@ -755,9 +782,9 @@ def playouts_fast(seconds: float) -> tuple[int, float, int]:
             return n, now - t0, moves
 
 
-def playouts_generic(seconds: float) -> tuple[int, float, int]:
+def playouts_generic(seconds: float, seed: int = 0) -> tuple[int, float, int]:
     game = EinsteinGame(setup="random")
-    rng = random.Random(2)
+    rng = random.Random(seed * 10 + 2)
     choice = rng.choice
     n = moves = 0
     t0 = time.perf_counter()
@@ -777,11 +804,11 @@ def playouts_generic(seconds: float) -> tuple[int, float, int]:
             return n, now - t0, moves
 
 
-def playouts_openspiel(seconds: float) -> tuple[int, float, int]:
+def playouts_openspiel(seconds: float, seed: int = 0) -> tuple[int, float, int]:
     import pyspiel
 
     game = pyspiel.load_game("einstein_wurfelt_nicht")
-    rng = random.Random(3)
+    rng = random.Random(seed * 10 + 3)
     choice = rng.choice
     n = moves = 0
     t0 = time.perf_counter()
@@ -803,16 +830,22 @@ def playouts_openspiel(seconds: float) -> tuple[int, float, int]:
 
 def part_playouts(cfg: dict) -> dict:
     header("4. Uniformly random playouts per second (one core; random set-up, Python random dice)")
-    s = cfg["playout_s"]
-    rows = {}
-    rows["ours, fast path"] = playouts_fast(s)
-    rows["ours, generic strings"] = playouts_generic(s)
+    impls = {"ours, fast path": playouts_fast, "ours, generic strings": playouts_generic}
     try:
         import pyspiel  # noqa: F401
 
-        rows["OpenSpiel (pyspiel)"] = playouts_openspiel(s)
+        impls["OpenSpiel (pyspiel)"] = playouts_openspiel
     except ImportError:
         print("pyspiel not installed: OpenSpiel comparison skipped")
+    # Interleaved rounds, so that a change in machine load hits every implementation alike.
+    rounds = 5
+    rows = {name: [0, 0.0, 0] for name in impls}
+    for r in range(rounds):
+        for name, fn in impls.items():
+            n, dt, moves = fn(cfg["playout_s"] / rounds, seed=r)
+            rows[name][0] += n
+            rows[name][1] += dt
+            rows[name][2] += moves
     out = {}
     print(f"{'implementation':<24} {'playouts/s':>11} {'moves/playout':>14}")
     for name, (n, dt, moves) in rows.items():
@@ -838,7 +871,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["--peer"]:
         return peer_raw(argv[2]) if argv[1] == "raw" else peer_ours(argv[2])
     if argv[:1] == ["--match-worker"]:
-        return match_worker(int(argv[1]), int(argv[2]))
+        return match_worker(argv[1], int(argv[2]), int(argv[3]))
     parser = argparse.ArgumentParser(description="Foundation benchmark (see the module docstring).")
     parser.add_argument("--quick", action="store_true", help="small sizes, for a CI smoke run (< 30 s)")
     parser.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")

@@ -15,8 +15,8 @@ Design
       Treating the cubes as independent, P(side not home after t turns) = prod_i P(Bin(t, m_i/6)
       < d_i); the two sides' curves give P(side to roll arrives first). Values are win
       probabilities in [0, 1] at every node, which is what expectimax averages.
-    * Set-up: a fixed layout (see ``RED_LAYOUT``) chosen by simulation: the mobile middle cubes
-      on the front square and its neighbours, cubes 1 and 6 on the back corners.
+    * Set-up: a fixed layout chosen by simulation (see ``RED_LAYOUT``): cubes 1 and 6 together at
+      the back corner, middle cubes on the front square and the flanks.
 
 The search is usable without sockets: ``choose_move(position_text)`` or ``Searcher``. The rules
 module ``arbiter.games.einstein`` parses positions and supplies the root's legal moves, so the
@@ -28,7 +28,6 @@ import argparse
 import random
 import time
 from math import comb
-from typing import Any
 
 from arbiter.games.einstein import BLUE, GOAL, HOME, RED, SQUARE_NAMES, STEPS, EinsteinGame
 from protocol.messages import Info
@@ -109,34 +108,6 @@ def _curve(key: int) -> tuple[float, ...]:
     return tuple(curve) if curve is not None else (0.0,) * (TMAX + 1)
 
 
-_DP_CURVES: dict[int, tuple[float, ...]] = {}
-
-
-def _dp_curve(key: int) -> tuple[float, ...]:
-    """Exact not-home curve of one side racing alone, advancing the nearest selectable cube."""
-    c = _DP_CURVES.get(key)
-    if c is not None:
-        return c
-    digits = [0] + [key // POW[n] % 6 for n in range(1, 7)]
-    if 1 in digits:
-        c = (0.0,) * (TMAX + 1)
-        _DP_CURVES[key] = c
-        return c
-    mask = 0
-    for n in range(1, 7):
-        if digits[n]:
-            mask |= BIT[n]
-    acc = [0.0] * TMAX
-    for q, cubes in GROUPS[mask]:
-        n = min(cubes, key=lambda n: (digits[n], n))
-        sub = _dp_curve(key - POW[n])
-        for t in range(TMAX):
-            acc[t] += q * sub[t]
-    c = (1.0,) + tuple(acc)
-    _DP_CURVES[key] = c
-    return c
-
-
 def race_probability(mover_curve, other_curve) -> float:
     """P(the side about to roll gets home first), from both sides' not-home curves."""
     total = 0.0
@@ -147,8 +118,6 @@ def race_probability(mover_curve, other_curve) -> float:
         prev = f
     return total + 0.5 * prev * other_curve[TMAX]
 
-
-CURVE = _curve
 
 # --- the search ----------------------------------------------------------------------------
 
@@ -234,19 +203,48 @@ class Searcher:
     def evaluate(self, side: int) -> float:
         """P(``side``, about to roll, wins) under the race model."""
         kr, kb = self.key
-        k = (kr * KEY_SPAN + kb) * 2 + side
-        v = self.memo.get(k)
-        if v is None:
-            curves = self.curves
-            cr = curves.get(kr)
-            if cr is None:
-                cr = curves[kr] = CURVE(kr)
-            cb = curves.get(kb + KEY_SPAN)
-            if cb is None:
-                cb = curves[kb + KEY_SPAN] = CURVE(kb)
-            v = race_probability(cr, cb) if side == RED else race_probability(cb, cr)
-            self.memo[k] = v
+        v = self.memo.get((kr * KEY_SPAN + kb) * 2 + side)
+        return self._race(kr, kb, side) if v is None else v
+
+    def _race(self, kr: int, kb: int, side: int) -> float:
+        """``evaluate`` for the distance keys ``kr``/``kb`` (filling the caches)."""
+        curves = self.curves
+        cr = curves.get(kr)
+        if cr is None:
+            cr = curves[kr] = _curve(kr)
+        cb = curves.get(kb + KEY_SPAN)
+        if cb is None:
+            cb = curves[kb + KEY_SPAN] = _curve(kb)
+        v = race_probability(cr, cb) if side == RED else race_probability(cb, cr)
+        self.memo[(kr * KEY_SPAN + kb) * 2 + side] = v
         return v
+
+    def _leaf_values(self, side: int, moves) -> list[float]:
+        """The static value for ``side`` of each move (the evaluation after it), no make/unmake."""
+        board = self.board
+        kr0, kb0 = self.key
+        memo_get = self.memo.get
+        race = self._race
+        other = 1 - side
+        dr, db = DIG
+        out = []
+        for frm, to in moves:
+            v = board[frm]
+            w = board[to]
+            kr, kb = kr0, kb0
+            if v > 0:
+                kr += (dr[to] - dr[frm]) * POW[v]
+            else:
+                kb += (db[to] - db[frm]) * POW[-v]
+            if w > 0:
+                kr -= dr[to] * POW[w]
+            elif w < 0:
+                kb -= db[to] * POW[-w]
+            e = memo_get((kr * KEY_SPAN + kb) * 2 + other)
+            if e is None:
+                e = race(kr, kb, other)
+            out.append(1.0 - e)
+        return out
 
     # --- nodes ----------------------------------------------------------------------------
 
@@ -281,17 +279,14 @@ class Searcher:
         winning, moves = self._moves(side, cubes)
         if winning:
             return 1.0
+        if depth == 1:
+            self.reached_leaf = True
+            return max(self._leaf_values(side, moves))
         other = 1 - side
         make, unmake, chance = self.make, self.unmake, self.chance
-        if depth >= 2 and len(moves) > 1:
-            scored = []
-            evaluate = self.evaluate
-            for frm, to in moves:
-                w = make(frm, to)
-                scored.append((evaluate(other), frm, to))
-                unmake(frm, to, w)
-            scored.sort()
-            moves = [(frm, to) for _, frm, to in scored]
+        if len(moves) > 1:
+            values = self._leaf_values(side, moves)
+            moves = [m for _, m in sorted(zip(values, moves), reverse=True)]
         best = -1.0
         for frm, to in moves:
             w = make(frm, to)
@@ -387,9 +382,13 @@ class Searcher:
 
 # --- set-up --------------------------------------------------------------------------------
 
-RED_LAYOUT = {0: 6, 1: 2, 2: 4, 5: 5, 6: 3, 10: 1}
-"""Cube number per red home square (a5 b5 c5 a4 b4 a3): middle cubes in front (b4 = 3) and on
-the flanks, 1 and 6 at the back. Blue uses the same layout rotated by 180 degrees."""
+RED_LAYOUT = {0: 1, 1: 5, 2: 2, 5: 6, 6: 4, 10: 3}
+"""Cube number per red home square: a5 = 1, b5 = 5, c5 = 2, a4 = 6, b4 = 4, a3 = 3 (layout
+``152643``). Blue uses the same layout rotated by 180 degrees. Chosen by simulation against a
+random opponent with random layouts: all 180 layouts up to symmetry (mirror in the diagonal,
+cube n <-> 7 - n) at depth 1, 2,000 games each (range 89.2%-94.4%), then the best ten at depth 2,
+6,000 games each. The winners share a shape: the rarely-moving extremes 1 and 6 side by side at
+the back corner, a middle cube on the front square b4, the flanks c5/a3 with middle cubes."""
 
 
 def layout_for(colour: int, red_layout: dict[int, int] | None = None) -> str:

@@ -9,7 +9,6 @@ import pytest
 
 from arbiter.clock import parse_time_control
 from arbiter.engine import EngineConfig
-from arbiter.games import GAME_CLASSES
 from arbiter.games.aachess import AAChessGame
 from arbiter.match import Series
 from arbiter.replay import replay, verify
@@ -17,12 +16,6 @@ from arbiter.replay import replay, verify
 ROOT = Path(__file__).resolve().parent.parent
 RANDOM = f"{sys.executable} -m sample_engines.aachess_random"
 HEURISTIC = f"{sys.executable} -m sample_engines.aachess_heuristic"
-
-
-@pytest.fixture(autouse=True)
-def registered(monkeypatch):
-    """Replay loads games by name; register aachess for this test until the registry has it."""
-    monkeypatch.setitem(GAME_CLASSES, "aachess", "arbiter.games.aachess:AAChessGame")
 
 
 def play(tmp_path, game, commands, seed=b"aachess-test"):
