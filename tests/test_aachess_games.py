@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
 
 from arbiter.clock import parse_time_control
 from arbiter.engine import EngineConfig
