@@ -120,8 +120,12 @@ class Series:
                 raise
         return engine
 
-    def play_game(self, number: int, seating: list[int], dice_stream: str | None = None) -> GameRecord:
-        """Play game ``number`` with ``seating``; save and return its record."""
+    def play_game(self, number: int, seating: list[int], dice_stream: str | None = None,
+                  match_id: str | None = None) -> GameRecord:
+        """Play game ``number`` with ``seating``; save and return its record. ``match_id`` files
+        the game under another match than the series' own (a tournament's pairings share engines)."""
+        if match_id is not None:
+            self.match_id = match_id
         if len(seating) != self.game.num_seats:
             raise ValueError(f"{self.game.name} has {self.game.num_seats} seats; seating {seating} does not fit")
         stream = dice_stream or stream_name(self.match_id, number)

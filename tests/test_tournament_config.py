@@ -1,0 +1,168 @@
+"""The tournament file: valid files load, and every error names the file, the line and the key."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from tournaments.config import ConfigError, load_config, parse_config
+from tournaments.tomlpos import dotted, key_lines
+
+ROOT = Path(__file__).resolve().parent.parent
+
+GOOD = """\
+name = "Test event"
+game = "einstein"
+format = "swiss"
+rounds = 3
+match = "olympiad"
+time_control = "60+1"
+seed = 42
+duplicate_dice = true
+
+[game_options]
+setup = "random"
+
+[sprt]
+elo0 = 0
+elo1 = 50
+
+[[engines]]
+name = "a"
+command = "{python} -m sample_engines.random_engine --seed 1"
+options = { name = "x" }
+
+[[engines]]
+name = "b"
+command = ["{python}", "-m", "sample_engines.random_engine"]
+restart = true
+
+[[engines]]
+name = "c"
+command = "{python} -m sample_engines.random_engine"
+env = { FOO = "1" }
+"""
+
+
+def err(text: str) -> str:
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, "t.toml")
+    return str(info.value)
+
+
+def replace_line(old: str, new: str) -> str:
+    assert old in GOOD
+    return GOOD.replace(old, new)
+
+
+def line_of(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+def test_good_file_loads():
+    cfg = parse_config(GOOD, "t.toml")
+    assert cfg.name == "Test event" and cfg.tid == "Test-event"
+    assert cfg.kind == "match" and cfg.match.schedule == "ABBAABB"
+    assert cfg.seed == "42" and cfg.rounds == 3 and cfg.duplicate_dice
+    assert cfg.game_options == {"seat0_colour": "red", "setup": "random"}
+    assert [e.name for e in cfg.engines] == ["a", "b", "c"]
+    argv = cfg.engines[0].argv()
+    assert argv[0] == sys.executable and argv[-2:] == ["--name", "x"]
+    assert cfg.engines[1].restart and not cfg.engines[0].restart
+    assert cfg.engines[2].env == {"FOO": "1"}
+    assert cfg.sprt.elo1 == 50 and cfg.sprt_given
+    assert cfg.output == Path("runs/Test-event.sqlite")
+    assert cfg.fingerprint() == parse_config(GOOD.replace("seed = 42", "seed = 43"), "t.toml").fingerprint()
+    assert cfg.fingerprint() != parse_config(GOOD.replace("rounds = 3", "rounds = 2"), "t.toml").fingerprint()
+
+
+def test_example_olympiad_file_is_valid():
+    cfg = load_config(ROOT / "tournaments" / "examples" / "einstein_olympiad.toml")
+    assert cfg.game == "einstein" and cfg.match.games == 7 and cfg.format == "double_round_robin"
+    assert "sample_engines.einstein_expectimax" in cfg.engines[0].argv()
+
+
+@pytest.mark.parametrize("old, new, needle, key, words", [
+    ('format = "swiss"', 'formt = "swiss"', "formt", "formt", "did you mean 'format'"),
+    ('format = "swiss"', 'format = "swis"', "format", "format", "unknown format 'swis'"),
+    ('rounds = 3', 'rounds = "3"', "rounds", "rounds", "expected an integer"),
+    ('rounds = 3', 'rounds = 0', "rounds", "rounds", "at least 1"),
+    ('match = "olympiad"', 'match = "bo7:ABX"', "match", "match", "bo7:ABX"),
+    ('time_control = "60+1"', 'time_control = "40/"', "time_control", "time_control", "40/"),
+    ('setup = "random"', 'setup = "shuffle"', "setup = ", "game_options.setup", "setup"),
+    ('setup = "random"', 'colour = "red"', "colour", "game_options.colour", "unknown option"),
+    ('elo1 = 50', 'elo1 = -50', "elo1", "sprt.elo1", "greater than elo0"),
+    ('elo1 = 50', 'elo2 = 50', "elo2", "sprt.elo2", "unknown key"),
+    ('restart = true', 'restart = "yes"', 'restart = "yes"', "engines[1].restart", "true or false"),
+    ('options = { name = "x" }', 'options = { name = ["x"] }', "options = {", "engines[0].options.name", "option"),
+    ('env = { FOO = "1" }', 'env = { FOO = true }', "env", "engines[2].env.FOO", "environment"),
+    ('duplicate_dice = true', 'duplicate_dice = 1', "duplicate_dice", "duplicate_dice", "true or false"),
+    ('game = "einstein"', 'game = "chess960"', "game =", "game", "unknown game"),
+])
+def test_errors_name_the_key_and_the_line(old, new, needle, key, words):
+    text = replace_line(old, new)
+    message = err(text)
+    line = line_of(text, needle)
+    assert message.startswith(f"t.toml:{line}: {key}:"), message
+    assert words in message, message
+
+
+def test_missing_engine_key_points_at_its_table_header():
+    text = GOOD.replace('name = "b"\n', "")
+    message = err(text)
+    header = [i for i, line in enumerate(text.splitlines(), 1) if line == "[[engines]]"][1]
+    assert message.startswith(f"t.toml:{header}: engines[1]:") and "missing required key 'name'" in message
+
+
+def test_duplicate_engine_names_are_refused_with_the_line():
+    text = GOOD.replace('name = "c"', 'name = "a"')
+    message = err(text)
+    lines = [i for i, line in enumerate(text.splitlines(), 1) if line == 'name = "a"']
+    assert message.startswith(f"t.toml:{lines[1]}: engines[2].name: duplicate engine name 'a'"), message
+
+
+def test_syntax_error_names_the_line():
+    text = GOOD.replace('rounds = 3', 'rounds = = 3')
+    message = err(text)
+    assert message.startswith(f"t.toml:{line_of(text, 'rounds = = 3')}: TOML syntax error"), message
+
+
+def test_missing_game_and_engines():
+    assert "missing required key 'game'" in err('format = "round_robin"\n')
+    assert "missing required key 'engines'" in err('game = "einstein"\n')
+
+
+def test_format_and_game_must_fit():
+    one_engine = GOOD.split("[[engines]]")[0] + "[[engines]]" + GOOD.split("[[engines]]")[1]
+    assert "needs at least 2 engine" in err(one_engine)
+    text = replace_line('format = "swiss"', 'format = "swiss"\ngames = 4')
+    assert "games per pairing come from 'match'" in err(text)
+    text = replace_line("rounds = 3", "rounds = 4")
+    assert "at most 3 swiss rounds" in err(text)
+
+
+def test_inline_engine_tables_and_candidates_have_lines():
+    text = """\
+game = "einstein"
+format = "gauntlet"
+candidates = ["a", "zz"]
+engines = [
+  { name = "a", command = "x" },
+  { name = "b", command = 5 },
+]
+"""
+    message = err(text)
+    assert message.startswith("t.toml:6: engines[1].command: expected a string or an array"), message
+    text = text.replace("command = 5", 'command = "y"')
+    message = err(text)
+    assert message.startswith("t.toml:3: candidates[1]: no engine named 'zz'"), message
+
+
+def test_key_lines_scanner():
+    text = GOOD + '\n[[engines]]\nname = "d"\ncommand = """multi\nline"""\n[engines.options]\ndepth = 3\n'
+    lines = key_lines(text)
+    assert lines[("engines", 3, "options", "depth")] == len(text.splitlines())
+    assert lines[("engines", 0, "options", "name")] == line_of(text, 'options = { name = "x" }')
+    assert lines[("sprt", "elo0")] == line_of(text, "elo0")
+    assert dotted(("engines", 3, "options", "depth")) == "engines[3].options.depth"

@@ -1,0 +1,322 @@
+"""Pairings and schedules: round robin, Swiss, knockout, seat rotation, teams, solo suites,
+duplicate-dice streams, and the director's determinism (the basis of resume)."""
+from __future__ import annotations
+
+import random
+from collections import Counter, defaultdict
+from itertools import combinations
+
+import pytest
+
+from arbiter.match import MatchFormat
+from tournaments.director import Director, GameResult, ScheduleSpec
+from tournaments.schedule import (SwissPlayer, bracket_order, knockout_slots, rotation, round_robin_rounds,
+                                  swiss_pairings)
+
+
+def simulate(spec: ScheduleSpec, rng: random.Random, strength=None, order: str = "random"):
+    """Drive a director to the end with made-up results; returns (director, plan, results, log)."""
+    director = Director(spec)
+    results: dict = {}
+    log = []
+    strength = strength or {}
+    while True:
+        plan = director.plan(results)
+        if plan.finished:
+            return director, plan, results, log
+        assert plan.ready, "not finished but nothing to play"
+        assert not any(g.key in results for g in plan.ready), "a committed game offered again"
+        g = rng.choice(plan.ready) if order == "random" else plan.ready[0]
+        if spec.kind == "match":
+            a, b = g.seating
+            pa = 1 / (1 + 10 ** ((strength.get(b, 0) - strength.get(a, 0)) / 400))
+            x = rng.random()
+            rets = (1.0, -1.0) if x < pa else (-1.0, 1.0)
+            if abs(x - pa) < 0.03:
+                rets = (0.0, 0.0)
+        elif spec.kind == "team":
+            s = float(rng.randrange(10))
+            rets = tuple(s for _ in g.seating)
+        else:
+            rets = tuple(float(rng.randrange(5)) for _ in g.seating)
+        results[g.key] = GameResult(g.seating, rets)
+        log.append(g)
+
+
+def match_spec(fmt: str, n: int, match: str = "games=2", **kw) -> ScheduleSpec:
+    return ScheduleSpec(tid="t", n=n, kind="match", num_seats=2, format=fmt, match=MatchFormat.parse(match),
+                        seed=kw.pop("seed", "s"), **kw)
+
+
+# --- round robin --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n", range(2, 15))
+def test_round_robin_meets_everyone_once_with_balanced_colours(n):
+    rounds = round_robin_rounds(n)
+    pairs = [p for r in rounds for p in r]
+    assert Counter(frozenset(p) for p in pairs) == Counter(frozenset(c) for c in combinations(range(n), 2))
+    for r in rounds:  # nobody twice in a round
+        seen = [x for p in r for x in p]
+        assert len(seen) == len(set(seen))
+    a_count = Counter(a for a, _ in pairs)
+    for i in range(n):
+        games = n - 1
+        assert abs(a_count[i] - (games - a_count[i])) <= 1, (i, a_count[i], games)
+
+
+def test_double_round_robin_plays_each_pairing_once_as_a_and_once_as_b():
+    _, plan, _, _ = simulate(match_spec("double_round_robin", 6), random.Random(1))
+    roles = Counter(st.pairing.engines for st in plan.pairings)
+    assert len(roles) == 30 and set(roles.values()) == {1}  # every ordered pair once
+
+
+# --- swiss --------------------------------------------------------------------------------------
+
+def test_swiss_pairing_properties_over_many_random_tournaments():
+    """No repeat pairings, nobody's A/B difference beyond 2, everyone paired (or given the bye)
+    once per round, at most one bye per engine, over 200 random tournaments (3-24 engines)."""
+    rng = random.Random(2024)
+    relaxed = 0
+    for t in range(200):
+        n = rng.randint(3, 24)
+        max_rounds = (n - 1) if n % 2 == 0 else n
+        rounds = rng.randint(1, min(max_rounds, max(1, n.bit_length() + 2)))
+        strength = {i: rng.gauss(0, 200) for i in range(n)}
+        spec = match_spec("swiss", n, rng.choice(["games=1", "games=2", "bo3", "olympiad"]), rounds=rounds,
+                          seed=str(t), seeding=rng.choice(["order", "random"]), duplicate=rng.random() < 0.3)
+        director, plan, results, _ = simulate(spec, rng, strength)
+        relaxed += bool(plan.notes)
+        met: set = set()
+        diff = Counter()
+        byes = Counter()
+        for r in range(1, rounds + 1):
+            states = [s for s in plan.pairings if s.pairing.round == r]
+            in_round = [e for s in states for e in s.pairing.engines]
+            assert sorted(in_round) == list(range(n)), "everyone plays (or has the bye) once per round"
+            for s in states:
+                p = s.pairing
+                if p.kind == "bye":
+                    byes[p.engines[0]] += 1
+                    continue
+                a, b = p.engines
+                key = frozenset((a, b))
+                assert key not in met, f"repeat pairing {a}-{b} in round {r} (tournament {t})"
+                met.add(key)
+                diff[a] += 1
+                diff[b] -= 1
+            assert all(abs(d) <= 2 for d in diff.values()), (t, r, diff)
+        assert all(c <= 1 for c in byes.values()) or rounds > n // 2
+        assert len(plan.pairings) == rounds * ((n + 1) // 2)
+    assert relaxed == 0, f"{relaxed} tournaments needed a relaxed rule"
+
+
+def test_swiss_pairs_within_score_groups_top_half_against_bottom_half():
+    players = [SwissPlayer(i, score=s) for i, s in enumerate([2, 2, 2, 2, 1, 1, 0, 0])]
+    rnd = swiss_pairings(players, 3)
+    pairs = {frozenset(p) for p in rnd.pairs}
+    assert pairs == {frozenset((0, 2)), frozenset((1, 3)), frozenset((4, 5)), frozenset((6, 7))}
+
+
+def test_swiss_colour_goes_to_the_engine_that_needs_it():
+    a = SwissPlayer(0, score=1, colour_diff=1, last_colour="A")
+    b = SwissPlayer(1, score=1, colour_diff=-1, last_colour="B")
+    assert swiss_pairings([a, b], 2).pairs == [(1, 0)]
+
+
+def test_swiss_bye_goes_to_the_lowest_ranked_engine_without_one():
+    players = [SwissPlayer(i, score=3 - i) for i in range(5)]
+    players[4].had_bye = True
+    assert swiss_pairings(players, 3).bye == 3
+
+
+# --- knockout -----------------------------------------------------------------------------------
+
+def test_bracket_order_keeps_top_seeds_apart():
+    assert bracket_order(8) == [1, 8, 4, 5, 2, 7, 3, 6]
+    assert knockout_slots(6) == [0, None, 3, 4, 1, None, 2, 5]
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 8, 11])
+def test_knockout_has_one_champion_and_ties_go_to_tiebreak_games(n):
+    spec = match_spec("knockout", n, "games=2", tiebreak_games=2, tiebreak_blocks=2)
+    director, plan, results, log = simulate(spec, random.Random(n))
+    final = [s for s in plan.pairings if s.pairing.round == plan.rounds]
+    assert len(final) == 1 and final[0].winner is not None
+    for s in plan.pairings:
+        if s.pairing.kind == "match":
+            if s.points[0] == s.points[1]:
+                assert s.decided_by in ("tiebreak", "seed")
+                assert s.played > 2
+            else:
+                assert s.decided_by == "games" and s.played == 2
+    losers = {e for s in plan.pairings for e in s.pairing.engines if s.winner is not None and e != s.winner}
+    assert len(losers) == n - 1  # everyone but the champion lost exactly once
+    assert any(g.tiebreak for g in log) or all(s.decided_by != "tiebreak" for s in plan.pairings)
+
+
+def test_knockout_tiebreak_continues_until_a_block_is_won():
+    spec = match_spec("knockout", 2, "games=2", tiebreak_games=2, tiebreak_blocks=3)
+    director = Director(spec)
+    results = {}
+
+    def play(winner_seat):
+        plan = director.plan(results)
+        for g in plan.ready:
+            results[g.key] = GameResult(g.seating, (1.0, -1.0) if winner_seat(g) == 0 else (-1.0, 1.0))
+        return director.plan(results)
+
+    plan = play(lambda g: 0)  # main games: each side wins as first mover: 1-1
+    assert [g.number for g in plan.ready] == [3, 4] and all(g.tiebreak for g in plan.ready)
+    plan = play(lambda g: 0)  # first tie-break block also 1-1
+    assert [g.number for g in plan.ready] == [5, 6]
+    plan = play(lambda g: 0 if g.seating[0] == 1 else 1)  # engine 1 wins both
+    assert plan.finished and plan.pairings[0].winner == 1 and plan.pairings[0].decided_by == "tiebreak"
+
+
+# --- early stopping matches, duplicate dice -----------------------------------------------------
+
+def test_olympiad_match_schedule_and_early_stop():
+    spec = match_spec("round_robin", 2, "olympiad")
+    director = Director(spec)
+    results = {}
+    first_movers = []
+    while not (plan := director.plan(results)).finished:
+        (g,) = plan.ready  # one game at a time
+        a = plan.pairings[0].pairing.engines[0]
+        first_movers.append("A" if g.seating[0] == a else "B")
+        results[g.key] = GameResult(g.seating, tuple(1.0 if e == a else -1.0 for e in g.seating))  # A wins all
+    assert "".join(first_movers) == "ABBA"  # A reached 4 points after four games
+    assert plan.pairings[0].points == [4.0, 0.0] and plan.pairings[0].played == 4
+
+
+def test_duplicate_dice_pairs_share_a_stream_with_seats_swapped():
+    spec = match_spec("round_robin", 4, "olympiad", duplicate=True)
+    _, plan, results, log = simulate(spec, random.Random(5))
+    by_stream = defaultdict(list)
+    for g in log:
+        by_stream[g.stream].append(g)
+    for stream, gs in by_stream.items():
+        assert len(gs) <= 2
+        if len(gs) == 2:
+            a, b = sorted(gs, key=lambda g: g.number)
+            assert b.number == a.number + 1 and a.number % 2 == 1
+            assert a.seating == tuple(reversed(b.seating))
+            assert a.unit == b.unit
+    assert all(len(gs) == 2 for s, gs in by_stream.items() if "pair" in s)
+    # Early stopping happens only between pairs: every match played an even number of games or 7.
+    for st in plan.pairings:
+        assert st.played % 2 == 0 or st.played == 7
+
+
+def test_streams_are_distinct_between_games_without_duplicate_dice():
+    _, _, _, log = simulate(match_spec("double_round_robin", 5, "bo5"), random.Random(3))
+    streams = [g.stream for g in log]
+    assert len(streams) == len(set(streams))
+
+
+# --- tables, teams, solo ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("k, n, games", [(3, 3, 3), (3, 5, 6), (4, 6, 8), (5, 5, 10)])
+def test_seat_rotation_balances_seats(k, n, games):
+    spec = ScheduleSpec(tid="t", n=n, kind="table", num_seats=k, format="round_robin", games=games, seed="x")
+    _, plan, results, log = simulate(spec, random.Random(k))
+    seat_counts = Counter((e, s) for g in log for s, e in enumerate(g.seating))
+    per_engine = Counter(e for g in log for e in g.seating)
+    for e in range(n):
+        counts = {seat_counts[(e, s)] for s in range(k)}
+        assert len(counts) == 1, f"engine {e} seats unbalanced: {[seat_counts[(e, s)] for s in range(k)]}"
+        assert per_engine[e] == seat_counts[(e, 0)] * k
+    tables = Counter(frozenset(g.seating) for g in log)
+    assert len(tables) == len(list(combinations(range(n), k)))
+    for members in tables:  # each table: every rotation block puts each member in each seat once
+        gs = [g for g in log if frozenset(g.seating) == members]
+        assert len(gs) == games
+
+
+def test_rotation_alternates_direction_between_blocks():
+    assert [rotation((0, 1, 2), g) for g in range(6)] == [
+        (0, 1, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0), (1, 0, 2), (0, 2, 1)]
+
+
+def test_cooperative_partner_rotation_and_common_suite():
+    spec = ScheduleSpec(tid="t", n=4, kind="team", num_seats=2, format="round_robin", games=4, seed="x",
+                        self_pairs=True)
+    _, plan, _, log = simulate(spec, random.Random(1))
+    teams = Counter(tuple(sorted(e % 4 for e in g.seating)) for g in log)
+    assert set(teams) == {tuple(sorted(c)) for c in combinations(range(4), 2)} | {(i, i) for i in range(4)}
+    assert set(teams.values()) == {4}
+    by_team = defaultdict(list)
+    for g in sorted(log, key=lambda g: g.number):
+        by_team[g.pairing].append(g.seating)
+    for seatings in by_team.values():  # seats swap every game
+        assert all(seatings[i] == tuple(reversed(seatings[i + 1])) for i in range(len(seatings) - 1))
+    # every team faces the same dice on game g
+    streams = defaultdict(set)
+    for g in log:
+        streams[g.number].add(g.stream)
+    assert all(len(s) == 1 for s in streams.values())
+
+
+def test_solo_suite_gives_every_engine_the_same_seeds():
+    spec = ScheduleSpec(tid="t", n=3, kind="solo", num_seats=1, format="round_robin", games=5, seed="x")
+    _, plan, _, log = simulate(spec, random.Random(1))
+    by_engine = defaultdict(list)
+    for g in log:
+        by_engine[g.seating[0]].append(g.stream)
+    assert len(by_engine) == 3
+    assert all(sorted(v) == sorted(by_engine[0]) for v in by_engine.values())
+    assert len(set(by_engine[0])) == 5
+
+
+def test_gauntlet_plays_candidates_against_everyone_else():
+    _, plan, _, _ = simulate(match_spec("gauntlet", 5, rounds=2, candidates=(0, 1)), random.Random(1))
+    pairs = Counter(frozenset(s.pairing.engines) for s in plan.pairings)
+    assert set(pairs) == {frozenset((c, o)) for c in (0, 1) for o in (2, 3, 4)}
+    assert set(pairs.values()) == {2}
+
+
+# --- determinism: the basis of resume -----------------------------------------------------------
+
+@pytest.mark.parametrize("fmt, match", [("swiss", "olympiad"), ("knockout", "bo3"), ("round_robin", "olympiad")])
+def test_schedule_depends_on_results_not_on_the_order_they_arrived(fmt, match):
+    """Two directors fed the same game outcomes in different orders (as parallel workers and a
+    resume would) ask for exactly the same games with the same seats and streams."""
+    n = 7
+    outcome_rng = random.Random(99)
+    outcomes: dict = {}
+
+    def result_for(g):
+        if g.key not in outcomes:
+            outcomes[g.key] = outcome_rng.random() < 0.5
+        return GameResult(g.seating, (1.0, -1.0) if outcomes[g.key] else (-1.0, 1.0))
+
+    logs = []
+    for order_seed in (1, 2, 3):
+        spec = match_spec(fmt, n, match, rounds=3 if fmt == "swiss" else 1, duplicate=True, seed="fixed")
+        director = Director(spec)
+        rng = random.Random(order_seed)
+        results = {}
+        while not (plan := director.plan(results)).finished:
+            g = rng.choice(plan.ready)
+            results[g.key] = result_for(g)
+        logs.append(sorted((g_key, r.seating) for g_key, r in results.items()))
+        # A fresh director given all results at once (a resume after the end) agrees.
+        assert Director(spec).plan(results).finished
+    assert logs[0] == logs[1] == logs[2]
+
+
+def test_a_resumed_director_continues_exactly_where_the_first_stopped():
+    spec = match_spec("swiss", 8, "olympiad", rounds=4, duplicate=True, seed="r")
+    rng = random.Random(7)
+    full_dir = Director(spec)
+    results = {}
+    plans = []
+    while not (plan := full_dir.plan(results)).finished:
+        g = plan.ready[0]
+        results[g.key] = GameResult(g.seating, (1.0, -1.0) if rng.random() < 0.5 else (-1.0, 1.0))
+        plans.append(g)
+    for cut in (0, 5, 17, len(plans) - 1):
+        partial = {g.key: results[g.key] for g in plans[:cut]}
+        resumed = Director(spec)
+        nxt = resumed.plan(partial).ready
+        assert plans[cut] in nxt

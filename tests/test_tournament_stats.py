@@ -1,0 +1,265 @@
+"""Statistics: fishtest's GSPRT reference values, Bradley–Terry fits against synthetic players
+(95% interval coverage), first-move advantage, LOS, OpenSkill, solo and paired statistics."""
+from __future__ import annotations
+
+import json
+import math
+import time
+
+import numpy as np
+import pytest
+
+from tournaments.ratings import (fit_bradley_terry, mean_ci, openskill_ratings, paired_comparison, sign_test,
+                                 wilson)
+from tournaments.sprt import bounds, elo_estimate, llr_logistic, pentanomial, sprt, trinomial
+
+
+# --- SPRT -------------------------------------------------------------------------------------
+
+def test_fishtest_reference_values():
+    assert llr_logistic(-3, 1, [10789, 19328, 33806, 19402, 10543]) == pytest.approx(2.131, abs=5e-4)
+    assert llr_logistic(-3, 1, [6077, 26894, 5975]) == pytest.approx(0.375, abs=5e-4)
+
+
+def test_sprt_decisions_and_bounds():
+    lower, upper = bounds(0.05, 0.05)
+    assert lower == pytest.approx(-2.944, abs=1e-3) and upper == pytest.approx(2.944, abs=1e-3)
+    strong = sprt([100, 0, 300], 0, 10)
+    assert strong["state"] == "H1 accepted" and strong["elo"] > 100
+    weak = sprt([300, 0, 100], 0, 10)
+    assert weak["state"] == "H0 accepted"
+    assert sprt([0, 0, 0], 0, 10)["state"] == "continue"
+    # Symmetry: swapping the sides mirrors the LLR of mirrored bounds.
+    r = [120, 80, 200, 95, 110]
+    assert llr_logistic(-5, 5, r) == pytest.approx(-llr_logistic(-5, 5, r[::-1]), rel=1e-9)
+
+
+def test_pentanomial_and_trinomial_counts():
+    assert trinomial([1, 0.5, 0, 1]) == [1, 1, 2]
+    assert pentanomial([0, 0.5, 1, 1, 1.5, 2, 2]) == [1, 1, 2, 1, 2]
+    est = elo_estimate([0, 0, 10, 0, 10])
+    assert est["score"] == pytest.approx(0.75) and est["elo_lo"] < est["elo"] < est["elo_hi"]
+
+
+# --- Bradley–Terry ----------------------------------------------------------------------------
+
+def simulate_games(rng, true_elo, n_games, h_elo=0.0, draw_band=0.0):
+    n = len(true_elo)
+    f = rng.integers(0, n, n_games)
+    s = rng.integers(0, n - 1, n_games)
+    s = np.where(s >= f, s + 1, s)
+    p = 1 / (1 + 10 ** (-(true_elo[f] - true_elo[s] + h_elo) / 400))
+    u = rng.random(n_games)
+    score = (u < p).astype(float)
+    if draw_band:
+        score[np.abs(u - p) < draw_band] = 0.5
+    return f, s, score
+
+
+def test_rating_intervals_cover_the_true_ratings():
+    """Over 40 simulated tournaments of 20 players (≈200 games each) the 95% intervals contain
+    the true (centred) rating for at least 93% of the 800 player-simulations."""
+    rng = np.random.default_rng(20240611)
+    hits = total = 0
+    h_hits = 0
+    for _ in range(40):
+        true = rng.normal(0, 200, 20)
+        true -= true.mean()
+        f, s, score = simulate_games(rng, true, 2000, h_elo=35, draw_band=0.05)
+        fit = fit_bradley_terry(f, s, score, 20)
+        hits += int(np.sum((fit.lo <= true) & (true <= fit.hi)))
+        total += 20
+        h_hits += abs(fit.first_move_elo - 35) <= 1.96 * fit.first_move_se
+    assert hits / total >= 0.93, hits / total
+    assert h_hits >= 35  # the first-move term is recovered as well (≥ 35 of 40)
+
+
+def test_fit_recovers_ratings_and_first_move_advantage_with_many_games():
+    rng = np.random.default_rng(3)
+    true = np.array([-300.0, -100.0, 0.0, 150.0, 250.0])
+    true -= true.mean()
+    f, s, score = simulate_games(rng, true, 40000, h_elo=60)
+    fit = fit_bradley_terry(f, s, score, 5, names=list("abcde"))
+    assert np.max(np.abs(fit.elo - true)) < 15
+    assert fit.first_move_elo == pytest.approx(60, abs=10)
+    assert fit.elo.sum() == pytest.approx(0, abs=1e-6)
+    los = fit.los()
+    assert los[4, 0] > 0.999 and los[0, 4] < 0.001
+    off = ~np.eye(5, dtype=bool)
+    assert np.allclose((los + los.T)[off], 1)
+    table = fit.table()
+    assert [r["engine"] for r in table] == list("edcba")
+
+
+def test_anchor_shifts_ratings_and_zeroes_the_anchor_variance():
+    rng = np.random.default_rng(4)
+    true = np.array([0.0, 100.0, 200.0])
+    f, s, score = simulate_games(rng, true, 3000)
+    free = fit_bradley_terry(f, s, score, 3)
+    anchored = fit_bradley_terry(f, s, score, 3, anchor=(0, 1500.0))
+    assert anchored.elo[0] == 1500.0 and anchored.se[0] == 0
+    assert anchored.elo[2] - anchored.elo[0] == pytest.approx(free.elo[2] - free.elo[0], abs=1e-9)
+    var_diff = free.cov[0, 0] + free.cov[2, 2] - 2 * free.cov[0, 2]
+    assert anchored.se[2] == pytest.approx(math.sqrt(var_diff), rel=1e-6)
+
+
+def test_perfect_scores_stay_finite():
+    f = np.array([0, 1] * 10)
+    s = np.array([1, 0] * 10)
+    score = np.array([1.0, 0.0] * 10)  # player 0 always wins
+    fit = fit_bradley_terry(f, s, score, 2)
+    assert np.all(np.isfinite(fit.elo)) and fit.elo[0] > fit.elo[1] + 200
+
+
+def test_cluster_robust_covariance_uses_the_pair_as_the_unit():
+    """Duplicate pairs where the dice decide most games: each pair splits 1-1 far more often than
+    independent games would, so the pair-based error bars are narrower than the per-game ones."""
+    rng = np.random.default_rng(5)
+    n_pairs = 4000
+    first, second, score, clusters = [], [], [], []
+    for c in range(n_pairs):
+        a, b = rng.choice(4, 2, replace=False)
+        dice_favour_first = rng.random() < 0.5
+        skill = rng.random() < 0.2  # 20% of the time the stronger... simply a coin for 'a'
+        for g, (x, y) in enumerate(((a, b), (b, a))):
+            first_wins = dice_favour_first if not skill else (x == a)
+            first.append(x)
+            second.append(y)
+            score.append(1.0 if first_wins else 0.0)
+            clusters.append(c)
+    args = (np.array(first), np.array(second), np.array(score), 4)
+    model = fit_bradley_terry(*args)
+    robust = fit_bradley_terry(*args, clusters=np.array(clusters))
+    assert robust.covariance == "cluster-robust" and model.covariance == "model"
+    assert np.allclose(robust.elo, model.elo)
+    assert np.all(robust.se < 0.8 * model.se)
+
+
+def test_fit_speed_100_players_100k_games():
+    rng = np.random.default_rng(6)
+    true = rng.normal(0, 200, 100)
+    f, s, score = simulate_games(rng, true, 100_000, h_elo=30)
+    fit_bradley_terry(f[:1000], s[:1000], score[:1000], 100)  # warm up
+    t = time.perf_counter()
+    fit = fit_bradley_terry(f, s, score, 100)
+    elapsed = time.perf_counter() - t
+    assert elapsed < 2.0, elapsed  # target < 1 s; slack for a loaded CI machine
+    assert np.corrcoef(fit.elo, true)[0, 1] > 0.99
+
+
+# --- multiplayer, solo, paired ----------------------------------------------------------------
+
+def test_openskill_ranks_a_consistently_better_player_first():
+    rng = np.random.default_rng(7)
+    games = []
+    for _ in range(60):
+        seating = tuple(int(x) for x in rng.permutation(4)[:3])
+        returns = tuple(float(3 - e + rng.random()) for e in seating)  # lower index is better
+        games.append((seating, returns))
+    rows = openskill_ratings(games, ["p0", "p1", "p2", "p3"])
+    assert [r["engine"] for r in rows] == ["p0", "p1", "p2", "p3"]
+    assert all(r["sigma"] < 8.33 for r in rows) and rows[0]["lo"] < rows[0]["mu"] < rows[0]["hi"]
+
+
+def test_wilson_interval_and_mean_ci():
+    lo, hi = wilson(0, 10)
+    assert lo == 0 and 0.25 < hi < 0.35
+    lo, hi = wilson(50, 100)
+    assert lo == pytest.approx(0.4038, abs=1e-3) and hi == pytest.approx(0.5962, abs=1e-3)
+    ci = mean_ci([1, 2, 3, 4, 5])
+    assert ci["mean"] == 3 and ci["lo"] < 3 < ci["hi"]
+
+
+def test_paired_comparison_on_common_seeds():
+    a = {f"s{i}": float(i % 3) + 1 for i in range(30)}
+    b = {f"s{i}": float(i % 3) for i in range(25)}  # five seeds only a played
+    c = paired_comparison("a", "b", a, b)
+    assert c.seeds == 25 and c.mean_diff == 1 and c.wins == 25 and c.losses == 0
+    assert c.p_value < 1e-6
+    assert sign_test(5, 5) == 1.0
+
+
+# --- reports from synthetic databases (no engines) --------------------------------------------
+
+def synthetic_tournament(tmp_path, text: str, seed: int = 1):
+    """Start a tournament and commit made-up games for every game the director asks for
+    (stronger engines win more; one game in ten is lost on time)."""
+    import random
+
+    from arbiter.records import GameRecord
+    from tournaments import api
+    from tournaments.config import parse_config
+    from tournaments.director import GameResult
+
+    rng = random.Random(seed)
+    opened = api.start(parse_config(text, str(tmp_path / "t.toml")))
+    runner_names = [e.name for e in opened.cfg.engines]
+    from tournaments.runner import Runner
+
+    runner = Runner(opened.cfg, opened.db, opened.seed)
+    plan = runner.load()
+    while not plan.finished:
+        spec = plan.ready[0]
+        k = len(spec.seating)
+        if k == 2 and opened.cfg.kind == "match":
+            a, b = spec.seating
+            p_a = 1 / (1 + 10 ** ((b - a) * 60 / 400))  # higher index = stronger
+            returns = [1.0, -1.0] if rng.random() < p_a else [-1.0, 1.0]
+        else:
+            returns = [float(rng.randrange(5) + e) for e in spec.seating]
+        reason, fseat = "normal", None
+        if rng.random() < 0.1 and k > 1:
+            fseat = rng.randrange(k)
+            reason = "time"
+            returns = [-1.0 if s == fseat else 1.0 for s in range(k)]
+        record = GameRecord(game_id=f"{spec.match_id}.{spec.number}", match_id=spec.match_id,
+                            game_number=spec.number, game=opened.cfg.game, options=opened.cfg.game_options,
+                            players=[runner_names[e % len(runner_names)] for e in spec.seating],
+                            seat_roles=["x"] * k, time_control="180", margin_ms=50, started_at=0.0, ended_at=1.0,
+                            returns=returns, reason=reason, forfeit_seat=fseat, dice_stream=spec.stream)
+        opened.db.commit(record)
+        runner.results[spec.key] = GameResult(spec.seating, tuple(returns), reason, fseat)
+        plan = runner.replan()
+    path = opened.db.path
+    opened.db.close()
+    return path
+
+
+ENGINES = "".join(f'[[engines]]\nname = "e{i}"\ncommand = "x"\n' for i in range(7))
+
+
+@pytest.mark.parametrize("fmt, extra", [
+    ("swiss", 'rounds = 4\nmatch = "olympiad"\nduplicate_dice = true\n'),
+    ("knockout", 'match = "games=2"\nseeding = "random"\n'),
+    ("gauntlet", 'match = "bo3"\ncandidates = ["e6"]\nanchor = { engine = "e0", elo = 1000 }\n'),
+])
+def test_reports_for_match_formats(tmp_path, fmt, extra):
+    from tournaments.report import build_report, plot, render_text, to_json, write_csv
+
+    head = f'game = "einstein"\nformat = "{fmt}"\nseed = 4\noutput = "{tmp_path}/t.sqlite"\n'
+    db = synthetic_tournament(tmp_path, head + extra + ENGINES)
+    report = build_report(db)
+    assert report["tournament"]["finished"]
+    text = render_text(report)
+    assert "Standings" in text and "Crosstable" in text and "time (own)" in text and "time (opponent)" in text
+    names = {r["engine"] for r in report["standings"]}
+    assert names == {f"e{i}" for i in range(7)}
+    terminations = report["terminations"]
+    own = sum(r["L"] for r in terminations if r["reason"] == "time (own)")
+    opp = sum(r["W"] for r in terminations if r["reason"] == "time (opponent)")
+    assert own == opp > 0  # every time forfeit is a loss for one side and a win for the other
+    if fmt == "swiss":
+        assert all("buchholz" in r for r in report["standings"])
+        assert sum(1 for m in report["matches"] if m.get("bye")) == 4  # 7 engines: one bye a round
+        assert all("pentanomial" in r for r in report["sprt"])
+    if fmt == "knockout":
+        assert report["champion"] in names
+        assert report["standings"][0]["engine"] == report["champion"]
+    if fmt == "gauntlet":
+        assert report["ratings"]["anchor"] == {"engine": "e0", "elo": 1000.0}
+        e0 = next(r for r in report["ratings"]["table"] if r["engine"] == "e0")
+        assert e0["elo"] == 1000.0
+        assert len(report["matches"]) == 6
+    json.loads(to_json(report))
+    assert write_csv(report, tmp_path / "csv")
+    assert plot(report, tmp_path / "r.svg").stat().st_size > 1000

@@ -1,0 +1,147 @@
+"""Starting, resuming and opening tournaments (what the command line does, as functions)."""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import ConfigError, TournamentConfig, load_config, parse_config
+from .db import TournamentDB
+from .runner import Runner, RunSummary
+
+FORMAT_VERSION = "arbiter-tournament/1"
+
+
+class TournamentStateError(RuntimeError):
+    """Starting over an existing tournament, resuming a missing one, a changed file, a lock."""
+
+
+@dataclass
+class Opened:
+    cfg: TournamentConfig
+    db: TournamentDB
+    seed: str
+
+
+def is_database(path: str | Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(16).startswith(b"SQLite format 3")
+    except OSError:
+        return False
+
+
+def remove_database(path: Path) -> None:
+    for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), TournamentDB.jsonl_path(path)):
+        if p.exists():
+            p.unlink()
+
+
+def start(cfg: TournamentConfig, *, overwrite: bool = False) -> Opened:
+    """Create the tournament database for ``cfg`` (refusing to start over an existing one unless
+    ``overwrite``); the seed is the file's, or a fresh random one stored with the tournament.
+
+    The database appears atomically, complete with its metadata: it is built under a temporary
+    name and renamed into place, so a crash during the start leaves no half-made tournament."""
+    path = Path(cfg.output)
+    if path.exists():
+        probe = TournamentDB(path)
+        try:
+            probe.lock()
+            has_games = probe.db.execute("SELECT count(*) FROM games").fetchone()[0]
+            meta = probe.meta()
+        finally:
+            probe.close()
+        if (has_games or meta) and not overwrite:
+            raise TournamentStateError(f"{path} already holds a tournament ({has_games} games); "
+                                       f"continue it with `resume`, or start over with --overwrite")
+        remove_database(path)
+    seed = cfg.seed if cfg.seed is not None else secrets.token_hex(8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    remove_database(tmp)
+    staging = TournamentDB(tmp)
+    staging.set_meta(format=FORMAT_VERSION, config_text=cfg.source_text, config_source=cfg.source_path,
+                     fingerprint=cfg.fingerprint(), seed=seed, tid=cfg.tid, created_at=str(time.time()),
+                     workdir=os.getcwd(), name=cfg.name)
+    staging.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # everything into the main file before the rename
+    staging.close()
+    remove_database(path)
+    os.replace(tmp, path)
+    for leftover in (Path(f"{tmp}-wal"), Path(f"{tmp}-shm"), TournamentDB.jsonl_path(tmp), Path(f"{tmp}.lock")):
+        leftover.unlink(missing_ok=True)
+    db = TournamentDB(path)
+    db.lock()
+    return Opened(cfg, db, seed)
+
+
+def config_from_db(db: TournamentDB, check_paths: bool = True) -> tuple[TournamentConfig, dict]:
+    meta = db.meta()
+    if meta.get("format") != FORMAT_VERSION:
+        raise TournamentStateError(f"{db.path} is not a tournament database (no {FORMAT_VERSION} metadata)")
+    cfg = parse_config(meta["config_text"], meta.get("config_source", str(db.path)), check_paths=check_paths)
+    return cfg, meta
+
+
+def resume(target: str | Path, *, check_paths: bool = True) -> Opened:
+    """Open an existing tournament from its file (whose ``output`` names the database) or from
+    the database itself, take its lock and check the file has not changed the schedule. A file
+    whose database does not exist yet is started."""
+    target = Path(target)
+    if not target.exists():
+        raise TournamentStateError(f"{target}: no such file")
+    if is_database(target):
+        db = TournamentDB(target)
+        try:
+            db.lock()
+            cfg, meta = config_from_db(db, check_paths=check_paths)
+        except BaseException:
+            db.close()
+            raise
+        cfg.output = target
+    else:
+        cfg = load_config(target, check_paths=check_paths)
+        if not Path(cfg.output).exists():  # never started (or killed before its database existed)
+            return start(cfg)
+        db = TournamentDB(cfg.output)
+        try:
+            db.lock()
+            stored, meta = config_from_db(db, check_paths=False)
+        except BaseException:
+            db.close()
+            raise
+        if stored.fingerprint() != cfg.fingerprint() or (cfg.seed is not None and cfg.seed != meta["seed"]):
+            db.close()
+            raise TournamentStateError(f"{target} does not describe the tournament stored in {cfg.output}: "
+                                       f"the game, format, engines, seed or time control changed")
+    workdir = meta.get("workdir")
+    if workdir and Path(workdir).is_dir():
+        for e in cfg.engines:  # engines start where they started the first time
+            if e.cwd is None:
+                e.cwd = workdir
+            elif not Path(e.cwd).is_absolute():
+                e.cwd = str(Path(workdir) / e.cwd)
+    db.repair_export()
+    return Opened(cfg, db, meta["seed"])
+
+
+def play(opened: Opened, *, concurrency: int | None = None, on_progress=None,
+         on_game=None) -> tuple[Runner, RunSummary]:
+    """Play every game the database does not hold yet; record the run in the metadata."""
+    runner = Runner(opened.cfg, opened.db, opened.seed, concurrency=concurrency, on_progress=on_progress,
+                    on_game=on_game)
+    started = time.time()
+    summary = runner.run()
+    runs = json.loads(opened.db.meta().get("runs", "[]"))
+    runs.append({"started_at": started, "ended_at": time.time(), "committed": summary.committed,
+                 "finished": summary.finished, "interrupted": summary.interrupted,
+                 "concurrency": runner.concurrency})
+    extra = {"finished_at": str(time.time())} if summary.finished else {}
+    opened.db.set_meta(runs=runs, **extra)
+    return runner, summary
+
+
+__all__ = ["ConfigError", "Opened", "TournamentStateError", "start", "resume", "play", "config_from_db", "is_database"]

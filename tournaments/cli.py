@@ -1,0 +1,295 @@
+"""The tournament command line (``arbiter-tournament``, or ``python -m tournaments``).
+
+    arbiter-tournament run FILE.toml [--concurrency N] [--quiet] [--overwrite]
+    arbiter-tournament resume FILE.toml|DB.sqlite [--concurrency N] [--quiet]
+    arbiter-tournament report DB.sqlite [--json PATH] [--csv DIR] [--plot PATH.png|.svg] [--text PATH]
+    arbiter-tournament check FILE.toml
+
+Exit codes: 0 finished (or report written); 1 the tournament failed (a worker error, a changed
+schedule); 2 bad usage, a bad tournament file, or a database in the wrong state (already
+started, missing, locked by a running process); 130 interrupted (every finished game is saved:
+``resume`` continues).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def _fmt_duration(seconds: float) -> str:
+    if seconds != seconds or seconds == float("inf"):
+        return "?"
+    seconds = int(seconds)
+    h, rest = divmod(seconds, 3600)
+    return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60}:{rest % 60:02d}"
+
+
+def live_standings(runner) -> list[tuple[str, int, float, str]]:
+    """(engine, games, score, text) per engine from the committed results, best first."""
+    cfg = runner.cfg
+    n = len(runner.names)
+    games, score = [0] * n, [0.0] * n
+    for res in runner.results.values():
+        r = res.returns
+        best = max(r)
+        for seat, e in enumerate(res.seating):
+            e %= n
+            games[e] += 1
+            if cfg.kind in ("match", "table"):
+                score[e] += (1.0 / r.count(best)) if r[seat] == best else 0.0
+            else:
+                score[e] += r[seat]
+    rows = []
+    for i in range(n):
+        if cfg.kind in ("match", "table"):
+            text = f"{score[i]:g}/{games[i]}" + (f"  {100 * score[i] / games[i]:.0f}%" if games[i] else "")
+            key = score[i] / games[i] if games[i] else 0.0
+        else:
+            key = score[i] / games[i] if games[i] else float("-inf")
+            text = f"mean {key:.2f} over {games[i]}" if games[i] else "-"
+        rows.append((runner.names[i], games[i], key, text))
+    rows.sort(key=lambda r: -r[2])
+    return rows
+
+
+class Display:
+    """Live progress on a terminal (rich), one line per game otherwise, or nothing (quiet)."""
+
+    def __init__(self, console, mode: str):
+        self.console, self.mode = console, mode
+        self.live = None
+        self.started = time.monotonic()
+        self.first_done = None
+
+    def __enter__(self):
+        if self.mode == "live":
+            from rich.live import Live
+
+            self.live = Live(console=self.console, auto_refresh=False, transient=False)
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.live is not None:
+            self.live.__exit__(*exc)
+
+    def render(self, runner):
+        from rich.console import Group
+        from rich.table import Table
+
+        plan = runner.plan
+        done = plan.played
+        session = runner.summary.committed
+        elapsed = time.monotonic() - self.started
+        rate = session / elapsed if elapsed > 0 and session else 0.0
+        eta = plan.max_remaining / rate if rate else float("nan")
+        cfg = runner.cfg
+        head = (f"[bold]{cfg.name}[/] · {cfg.game} · {cfg.format}"
+                + (f" {cfg.match_text}" if cfg.kind == "match" else "")
+                + f" · tc {cfg.time_control.text} · {runner.concurrency} in parallel")
+        line = (f"games {done} done, ≤ {plan.max_remaining} to go · round {plan.round}/{plan.rounds} · "
+                f"{rate:.2f} games/s · elapsed {_fmt_duration(elapsed)} · ETA ≤ {_fmt_duration(eta)}")
+        table = Table(box=None, padding=(0, 2), show_header=True, header_style="bold")
+        for col in ("#", "engine", "score"):
+            table.add_column(col)
+        for k, (name, _, _, text) in enumerate(live_standings(runner)[:12], 1):
+            table.add_row(str(k), name, text)
+        playing = [f"  {spec.pairing} game {spec.number}: " + " vs ".join(runner.names[e % len(runner.names)]
+                                                                          for e in spec.seating)
+                   for spec in (w.spec for w in runner.in_flight.values()) if spec is not None]
+        return Group(head, line, table, *(["[dim]playing:[/]"] + playing[:8] if playing else []))
+
+    def progress(self, runner) -> None:
+        if self.live is not None:
+            self.live.update(self.render(runner), refresh=True)
+
+    def game(self, runner, spec, record) -> None:
+        if self.mode == "lines":
+            w = record.winner()
+            who = record.players[w] if w is not None else "no single winner"
+            self.console.print(f"[{runner.plan.played}/{runner.plan.played + runner.plan.max_remaining}] "
+                               f"{spec.pairing} game {spec.number}: {' vs '.join(record.players)} -> {who} "
+                               f"({record.reason}) {record.returns}")
+        self.progress(runner)
+
+
+def cmd_run(args, resume: bool) -> int:
+    from . import api
+    from .config import ConfigError
+    from .db import TournamentLocked
+    from .runner import TournamentError
+
+    console = _console()
+    try:
+        if resume:
+            opened = api.resume(args.target)
+        else:
+            from .config import load_config
+
+            opened = api.start(load_config(args.file), overwrite=args.overwrite)
+    except ConfigError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        return EXIT_USAGE
+    except (api.TournamentStateError, TournamentLocked) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        return EXIT_USAGE
+    cfg = opened.cfg
+    mode = "quiet" if args.quiet else ("live" if console.is_terminal else "lines")
+    console.print(f"{'resuming' if resume else 'starting'} tournament [bold]{cfg.name}[/] → {opened.db.path} "
+                  f"(seed {opened.seed})")
+    display = Display(console, mode)
+    try:
+        with display:
+            runner, summary = api.play(opened, concurrency=args.concurrency,
+                                       on_progress=display.progress, on_game=display.game)
+    except TournamentError as exc:
+        console.print(f"[red]tournament failed:[/] {exc}")
+        opened.db.close()
+        return EXIT_FAILED
+    db_path = opened.db.path
+    opened.db.close()
+    if summary.killed_leftovers:
+        console.print(f"killed {len(summary.killed_leftovers)} engine process(es) left behind by an earlier run")
+    if summary.interrupted and not summary.finished:
+        console.print(f"[yellow]interrupted[/]: {summary.played_total} games saved; continue with "
+                      f"`arbiter-tournament resume {db_path}`")
+        return EXIT_INTERRUPTED
+    console.print(f"{summary.committed} games played in this run ({summary.played_total} in all) in "
+                  f"{_fmt_duration(summary.elapsed)}; referee CPU share {100 * summary.referee_cpu_share:.0f}%")
+    if not args.no_report:
+        from .report import build_report, render_text
+
+        print(render_text(build_report(db_path), width=max(120, console.width)), end="")
+    return EXIT_OK
+
+
+def cmd_report(args) -> int:
+    from .config import ConfigError
+    from .report import build_report, plot, render_text, to_json, write_csv
+
+    console = _console()
+    try:
+        report = build_report(args.db)
+    except (OSError, ValueError, ConfigError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        return EXIT_USAGE
+    wrote = []
+    if args.json:
+        text = to_json(report)
+        if args.json == "-":
+            print(text)
+        else:
+            Path(args.json).write_text(text + "\n")
+            wrote.append(args.json)
+    if args.csv:
+        wrote += [str(p) for p in write_csv(report, args.csv)]
+    if args.plot:
+        wrote.append(str(plot(report, args.plot)))
+    text = render_text(report, width=max(120, console.width))
+    if args.text:
+        Path(args.text).write_text(text)
+        wrote.append(args.text)
+    if not (args.json == "-" or args.quiet):
+        print(text, end="")
+    for w in wrote:
+        console.print(f"wrote {w}", style="dim")
+    return EXIT_OK
+
+
+def cmd_check(args) -> int:
+    from .config import ConfigError, load_config
+    from .director import Director, ScheduleSpec
+
+    console = _console()
+    try:
+        cfg = load_config(args.file)
+    except ConfigError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        return EXIT_USAGE
+    plan = Director(ScheduleSpec.from_config(cfg, cfg.seed or "(random)")).plan({})
+    names = [e.name for e in cfg.engines]
+    console.print(f"{args.file}: ok — {cfg.name}: {cfg.game}, {cfg.kind} games, format {cfg.format}, "
+                  f"{len(names)} engines, at most {plan.max_remaining} games, concurrency {cfg.concurrency}, "
+                  f"results → {cfg.output}")
+    shown = [s for s in plan.pairings][:40]
+    for st in shown:
+        p = st.pairing
+        if p.kind == "bye":
+            who = f"{names[p.engines[0]]} (bye)"
+        else:
+            who = " vs ".join(names[e % len(names)] for e in p.engines)
+        console.print(f"  round {p.round}: {who}")
+    if len(plan.pairings) > len(shown):
+        console.print(f"  … {len(plan.pairings) - len(shown)} more pairings")
+    if cfg.format in ("swiss", "knockout"):
+        console.print("  (later rounds are paired from results)")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="arbiter-tournament",
+                                     description="Run tournaments between game engines, durably; report ratings.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="start the tournament a TOML file describes")
+    r.add_argument("file", help="tournament file (TOML)")
+    r.add_argument("--overwrite", action="store_true", help="discard an existing database at the output path")
+    s = sub.add_parser("resume", help="continue a tournament from its file or its database")
+    s.add_argument("target", help="tournament file (TOML) or its results database (.sqlite)")
+    for p in (r, s):
+        p.add_argument("--concurrency", "-j", type=int, default=None, help="games in parallel (default: the file's)")
+        p.add_argument("--quiet", "-q", action="store_true", help="no progress display")
+        p.add_argument("--no-report", action="store_true", help="do not print the report at the end")
+    p = sub.add_parser("report", help="standings, crosstable, ratings and tests from a tournament database")
+    p.add_argument("db", help="tournament database (.sqlite)")
+    p.add_argument("--json", metavar="PATH", help="write the report as JSON ('-' for stdout)")
+    p.add_argument("--csv", metavar="DIR", help="write one CSV file per table into DIR")
+    p.add_argument("--plot", metavar="PATH", help="plot the ratings with error bars (.png or .svg)")
+    p.add_argument("--text", metavar="PATH", help="write the text report to PATH")
+    p.add_argument("--quiet", "-q", action="store_true", help="do not print the text report")
+    c = sub.add_parser("check", help="validate a tournament file and show its first pairings")
+    c.add_argument("file")
+    return parser
+
+
+def _sigterm_as_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    import signal
+
+    args = build_parser().parse_args(argv)
+    previous = signal.getsignal(signal.SIGTERM)
+    if args.command in ("run", "resume"):
+        signal.signal(signal.SIGTERM, _sigterm_as_interrupt)  # `kill PID`: stop like Ctrl-C (games saved)
+    try:
+        if args.command == "run":
+            return cmd_run(args, resume=False)
+        if args.command == "resume":
+            return cmd_run(args, resume=True)
+        if args.command == "report":
+            return cmd_report(args)
+        return cmd_check(args)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `report ... | head`: the reader left; not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

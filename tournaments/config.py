@@ -1,0 +1,422 @@
+"""The tournament file: one TOML document describes a whole tournament (docs/tournaments.md).
+
+``load_config(path)`` returns a validated ``TournamentConfig`` or raises ``ConfigError`` whose
+message names the file, the line and the key (``olympiad.toml:12: engines[1].command: ...``).
+"""
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import os
+import re
+import shlex
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from arbiter.clock import parse_time_control
+from arbiter.engine import EngineConfig
+from arbiter.games import OptionError, load_game
+from arbiter.match import MatchFormat
+from protocol.messages import TimeControl
+
+from .tomlpos import dotted, key_lines
+
+FORMATS = ("round_robin", "double_round_robin", "gauntlet", "swiss", "knockout")
+TWO_SEAT_ONLY = ("swiss", "knockout")
+
+TOP_KEYS = {
+    "name": "display name (default: the file name)",
+    "game": "game name (required)",
+    "game_options": "table of game options",
+    "format": "|".join(FORMATS),
+    "match": "match format per pairing of a two-seat game: olympiad, boN[:ABBA..], games=N",
+    "games": "games per table / team / engine for multi-seat, cooperative and solo games",
+    "rounds": "rounds (swiss) or cycles (round robin, gauntlet)",
+    "time_control": "time control, e.g. 180, 180+2, st=1, inf",
+    "margin_ms": "ms an engine may overrun before losing on time",
+    "concurrency": "games played in parallel (default: the number of cores)",
+    "seed": "tournament seed (string or integer): schedule and dice derive from it",
+    "output": "SQLite results database",
+    "duplicate_dice": "play games in pairs on the same dice with seats swapped",
+    "seeding": "order | random: initial ranking for swiss and knockout",
+    "candidates": "gauntlet: names of the engines that play everyone else",
+    "tiebreak_games": "knockout: games per tie-break block",
+    "tiebreak_blocks": "knockout: tie-break blocks before the higher seed advances",
+    "self_pairs": "cooperative games: also pair each engine with a copy of itself",
+    "bye_points": "swiss: match points for a bye",
+    "restart": "default for engines: start a fresh engine process for every game",
+    "anchor": "rating anchor: 'engine name' or {engine = 'name', elo = 1500}",
+    "sprt": "table: elo0, elo1, alpha, beta (logistic Elo)",
+    "engines": "array of tables [[engines]]",
+}
+ENGINE_KEYS = {
+    "name": "unique display name (required)",
+    "command": "command line: a string or a list; {python} is this Python",
+    "cwd": "working directory",
+    "options": "table of engine options, passed as --key value",
+    "env": "table of extra environment variables",
+    "restart": "start a fresh process for every game",
+    "handshake_timeout": "seconds to wait for hello",
+    "ready_timeout": "seconds to wait for ready",
+}
+SPRT_KEYS = {"elo0": "", "elo1": "", "alpha": "", "beta": ""}
+
+
+class ConfigError(ValueError):
+    """A problem in a tournament file; the message names the file, line and key."""
+
+
+@dataclass
+class EngineSpec:
+    name: str
+    command: list[str]
+    cwd: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    restart: bool = False
+    handshake_timeout: float = 10.0
+    ready_timeout: float = 10.0
+
+    def argv(self) -> list[str]:
+        out = [sys.executable if p == "{python}" else p.replace("{python}", sys.executable) for p in self.command]
+        for key, value in self.options.items():
+            if value is True:
+                out.append(f"--{key}")
+            elif value is False or value is None:
+                continue
+            else:
+                out += [f"--{key}", str(value)]
+        return out
+
+    def engine_config(self) -> EngineConfig:
+        return EngineConfig(command=self.argv(), name=self.name, cwd=self.cwd, env=dict(self.env),
+                            restart_each_game=self.restart, handshake_timeout=self.handshake_timeout,
+                            ready_timeout=self.ready_timeout)
+
+
+@dataclass
+class SprtSpec:
+    elo0: float = -3.0
+    elo1: float = 1.0
+    alpha: float = 0.05
+    beta: float = 0.05
+
+
+@dataclass
+class TournamentConfig:
+    name: str
+    tid: str
+    """Tournament id: a slug of the name. Part of every match id and dice stream."""
+    game: str
+    game_options: dict[str, Any]
+    num_seats: int
+    cooperative: bool
+    format: str
+    match_text: str
+    match: MatchFormat | None
+    games: int
+    rounds: int
+    time_control: TimeControl
+    margin_ms: int
+    concurrency: int
+    seed: str | None
+    output: Path
+    duplicate_dice: bool
+    seeding: str
+    candidates: list[int]
+    tiebreak_games: int
+    tiebreak_blocks: int
+    self_pairs: bool
+    bye_points: float
+    anchor: tuple[int, float] | None
+    sprt: SprtSpec
+    engines: list[EngineSpec]
+    sprt_given: bool = False
+    source_text: str = ""
+    source_path: str = ""
+
+    @property
+    def kind(self) -> str:
+        """``match`` (two-seat competitive), ``table`` (3+ seats), ``team`` (cooperative), ``solo``."""
+        if self.num_seats == 1:
+            return "solo"
+        if self.cooperative:
+            return "team"
+        return "match" if self.num_seats == 2 else "table"
+
+    def fingerprint(self) -> str:
+        """A hash of everything that decides which games are played and how: a resume refuses a
+        file whose fingerprint differs from the one stored with the tournament. Concurrency,
+        output and engine commands may change between runs."""
+        data = dict(game=self.game, game_options=self.game_options, format=self.format, match=self.match_text,
+                    games=self.games, rounds=self.rounds, tc=self.time_control.text, margin=self.margin_ms,
+                    duplicate=self.duplicate_dice, seeding=self.seeding, candidates=self.candidates,
+                    tiebreak=[self.tiebreak_games, self.tiebreak_blocks], self_pairs=self.self_pairs,
+                    bye=self.bye_points, engines=[e.name for e in self.engines], tid=self.tid)
+        return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def default_concurrency() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def slug(text: str) -> str:
+    s = re.sub(r"[^A-Za-z0-9._-]+", "-", text.strip()).strip("-")
+    return s[:48] or "tournament"
+
+
+class _Checker:
+    """Reads values out of the parsed document, raising ConfigError with file:line: key."""
+
+    def __init__(self, source: str, text: str):
+        self.source = source
+        self.lines = key_lines(text)
+
+    def line_of(self, path: tuple) -> int | None:
+        while path:
+            if path in self.lines:
+                return self.lines[path]
+            path = path[:-1]
+        return None
+
+    def error(self, path: tuple, message: str) -> ConfigError:
+        line = self.line_of(path)
+        where = f"{self.source}:{line}" if line else self.source
+        return ConfigError(f"{where}: {dotted(path)}: {message}" if path else f"{where}: {message}")
+
+    def unknown_keys(self, table: dict, allowed: dict, path: tuple) -> None:
+        for key in table:
+            if key not in allowed:
+                close = difflib.get_close_matches(key, list(allowed), n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(allowed)}"
+                raise self.error(path + (key,), f"unknown key{hint}")
+
+    def get(self, table: dict, key: str, path: tuple, types: type | tuple, default: Any = ..., what: str = "") -> Any:
+        if key not in table:
+            if default is ...:
+                header = f" in [{dotted(path)}]" if path else ""
+                raise self.error(path, f"missing required key {key!r}{header}") if path else \
+                    ConfigError(f"{self.source}: missing required key {key!r}")
+            return default
+        value = table[key]
+        if isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
+            raise self.error(path + (key,), f"expected {what or _type_names(types)}, got {value!r}")
+        if not isinstance(value, types):
+            raise self.error(path + (key,), f"expected {what or _type_names(types)}, got {value!r}")
+        return value
+
+
+def _type_names(types: type | tuple) -> str:
+    names = {str: "a string", int: "an integer", float: "a number", bool: "true or false", dict: "a table",
+             list: "an array"}
+    types = types if isinstance(types, tuple) else (types,)
+    return " or ".join(dict.fromkeys(names.get(t, t.__name__) for t in types))
+
+
+def load_config(path: str | Path, text: str | None = None, check_paths: bool = True) -> TournamentConfig:
+    """Read and validate a tournament file (``text`` overrides reading ``path``)."""
+    path = Path(path)
+    if text is None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return parse_config(text, str(path), check_paths=check_paths)
+
+
+def parse_config(text: str, source: str = "<tournament>", check_paths: bool = True) -> TournamentConfig:
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        msg = str(exc)
+        m = re.search(r"\(at line (\d+), column (\d+)\)", msg)
+        if m:
+            raise ConfigError(f"{source}:{m.group(1)}: TOML syntax error: {msg[:m.start()].strip()} "
+                              f"(column {m.group(2)})") from None
+        raise ConfigError(f"{source}: TOML syntax error: {msg}") from None
+    c = _Checker(source, text)
+    c.unknown_keys(doc, TOP_KEYS, ())
+
+    game_name = c.get(doc, "game", (), str)
+    game_options = c.get(doc, "game_options", (), dict, {})
+    try:
+        game = load_game(game_name, **game_options)
+    except OptionError as exc:
+        bad = [k for k in game_options if re.search(rf"\b{re.escape(k)}\b", str(exc))]
+        if "unknown game" in str(exc):
+            raise c.error(("game",), str(exc)) from None
+        raise c.error(("game_options", bad[0]) if bad else ("game_options",), str(exc)) from None
+    except Exception as exc:  # a broken game module: still say where the game was named
+        raise c.error(("game",), f"cannot load game {game_name!r}: {exc}") from None
+
+    name = c.get(doc, "name", (), str, Path(source).stem)
+    fmt = c.get(doc, "format", (), str, "round_robin")
+    if fmt not in FORMATS:
+        raise c.error(("format",), f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    num_seats, cooperative = game.num_seats, bool(game.cooperative)
+    kind = "solo" if num_seats == 1 else "team" if cooperative else "match" if num_seats == 2 else "table"
+    if fmt in TWO_SEAT_ONLY and kind != "match":
+        raise c.error(("format",), f"{fmt} needs a two-seat competitive game; {game_name} is "
+                                   f"{'cooperative' if cooperative else f'{num_seats}-seat'}")
+    if fmt == "double_round_robin" and kind in ("solo", "team"):
+        raise c.error(("format",), f"double_round_robin is for competitive games; use 'games' for {kind} games")
+
+    match_text = c.get(doc, "match", (), str, "games=2")
+    match = None
+    if kind == "match":
+        try:
+            match = MatchFormat.parse(match_text)
+        except ValueError as exc:
+            raise c.error(("match",), str(exc)) from None
+    elif "match" in doc:
+        raise c.error(("match",), f"'match' is for two-seat competitive games; use 'games' for {kind} games")
+
+    games = c.get(doc, "games", (), int, num_seats if kind == "table" else 2 if kind == "team" else 10)
+    if games < 1:
+        raise c.error(("games",), "must be at least 1")
+    if kind == "table" and games % num_seats:
+        raise c.error(("games",), f"must be a multiple of the number of seats ({num_seats}) so that every "
+                                  f"engine sits in every seat equally often")
+    if kind == "match" and "games" in doc:
+        raise c.error(("games",), "for a two-seat game the games per pairing come from 'match' (e.g. games=4)")
+    rounds = c.get(doc, "rounds", (), int, ... if fmt == "swiss" else 1)
+    if rounds < 1:
+        raise c.error(("rounds",), "must be at least 1")
+    if fmt == "knockout" and "rounds" in doc:
+        raise c.error(("rounds",), "a knockout has as many rounds as its bracket needs; remove 'rounds'")
+
+    tc_text = c.get(doc, "time_control", (), (str, int, float), "180")
+    try:
+        tc = parse_time_control(str(tc_text))
+    except ValueError as exc:
+        raise c.error(("time_control",), str(exc)) from None
+    margin = c.get(doc, "margin_ms", (), int, 50)
+    if margin < 0:
+        raise c.error(("margin_ms",), "must not be negative")
+    concurrency = c.get(doc, "concurrency", (), int, 0) or default_concurrency()
+    if concurrency < 1:
+        raise c.error(("concurrency",), "must be at least 1")
+    seed = c.get(doc, "seed", (), (str, int), None)
+    seed = None if seed is None else str(seed)
+    output = Path(c.get(doc, "output", (), str, f"runs/{slug(name)}.sqlite"))
+    duplicate = c.get(doc, "duplicate_dice", (), bool, False)
+    seeding = c.get(doc, "seeding", (), str, "order")
+    if seeding not in ("order", "random"):
+        raise c.error(("seeding",), f"expected 'order' or 'random', got {seeding!r}")
+    tb_games = c.get(doc, "tiebreak_games", (), int, 2)
+    tb_blocks = c.get(doc, "tiebreak_blocks", (), int, 3)
+    if tb_games < 1 or tb_blocks < 0:
+        raise c.error(("tiebreak_games" if tb_games < 1 else "tiebreak_blocks",), "out of range")
+    self_pairs = c.get(doc, "self_pairs", (), bool, False)
+    if self_pairs and kind != "team":
+        raise c.error(("self_pairs",), "only cooperative games pair an engine with itself")
+    bye_points = float(c.get(doc, "bye_points", (), (int, float), 1.0))
+    default_restart = c.get(doc, "restart", (), bool, False)
+
+    sprt_table = c.get(doc, "sprt", (), dict, {})
+    c.unknown_keys(sprt_table, SPRT_KEYS, ("sprt",))
+    sprt = SprtSpec(**{k: float(c.get(sprt_table, k, ("sprt",), (int, float), getattr(SprtSpec, k)))
+                       for k in SPRT_KEYS})
+    if not sprt.elo0 < sprt.elo1:
+        raise c.error(("sprt", "elo1"), "elo1 must be greater than elo0")
+    for k in ("alpha", "beta"):
+        if not 0 < getattr(sprt, k) < 0.5:
+            raise c.error(("sprt", k), "must be between 0 and 0.5")
+
+    raw_engines = c.get(doc, "engines", (), list, ..., what="an array of tables [[engines]]")
+    engines: list[EngineSpec] = []
+    seen: dict[str, int] = {}
+    for i, e in enumerate(raw_engines):
+        p = ("engines", i)
+        if not isinstance(e, dict):
+            raise c.error(p, "each engine must be a table ([[engines]] or {name = ..., command = ...})")
+        c.unknown_keys(e, ENGINE_KEYS, p)
+        ename = c.get(e, "name", p, str)
+        if not ename.strip():
+            raise c.error(p + ("name",), "must not be empty")
+        if ename in seen:
+            raise c.error(p + ("name",), f"duplicate engine name {ename!r} (also engines[{seen[ename]}])")
+        seen[ename] = i
+        command = c.get(e, "command", p, (str, list))
+        if isinstance(command, str):
+            try:
+                argv = shlex.split(command)
+            except ValueError as exc:
+                raise c.error(p + ("command",), f"cannot split the command line: {exc}") from None
+        else:
+            if not all(isinstance(a, str) for a in command):
+                raise c.error(p + ("command",), "a command list must hold only strings")
+            argv = list(command)
+        if not argv:
+            raise c.error(p + ("command",), "must not be empty")
+        cwd = c.get(e, "cwd", p, str, None)
+        if cwd is not None and check_paths and not Path(cwd).is_dir():
+            raise c.error(p + ("cwd",), f"no such directory: {cwd}")
+        options = c.get(e, "options", p, dict, {})
+        for k, v in options.items():
+            if isinstance(v, (dict, list)):
+                raise c.error(p + ("options", k), "an engine option must be a string, number or boolean")
+        env = c.get(e, "env", p, dict, {})
+        for k, v in env.items():
+            if not isinstance(v, (str, int, float)) or isinstance(v, bool):
+                raise c.error(p + ("env", k), "an environment value must be a string or a number")
+        engines.append(EngineSpec(
+            name=ename, command=argv, cwd=cwd, options=dict(options), env={k: str(v) for k, v in env.items()},
+            restart=c.get(e, "restart", p, bool, default_restart),
+            handshake_timeout=float(c.get(e, "handshake_timeout", p, (int, float), 10.0)),
+            ready_timeout=float(c.get(e, "ready_timeout", p, (int, float), 10.0))))
+
+    n = len(engines)
+    need = {"solo": 1, "team": 1 if self_pairs else 2, "match": 2, "table": num_seats}[kind]
+    if n < need:
+        raise c.error(("engines",), f"{game_name} needs at least {need} engine(s) for this format; the file lists {n}")
+    names = [e.name for e in engines]
+    cand_names = c.get(doc, "candidates", (), list, [])
+    candidates = []
+    for j, cn in enumerate(cand_names):
+        if cn not in names:
+            raise c.error(("candidates", j), f"no engine named {cn!r}; engines: {', '.join(names)}")
+        candidates.append(names.index(cn))
+    if fmt == "gauntlet":
+        candidates = candidates or [0]
+        if kind == "solo":
+            raise c.error(("format",), "solo games have no opponents; use round_robin (every engine plays the suite)")
+        if len(candidates) >= n:
+            raise c.error(("candidates",), "a gauntlet needs at least one engine that is not a candidate")
+        if kind == "table" and n - len(candidates) < num_seats - 1:
+            raise c.error(("candidates",), f"each gauntlet table needs {num_seats - 1} opponents")
+    elif cand_names:
+        raise c.error(("candidates",), "candidates are for format = \"gauntlet\"")
+    if fmt == "swiss":
+        max_rounds = n - 1 if n % 2 == 0 else n
+        if rounds > max_rounds:
+            raise c.error(("rounds",), f"{n} engines can play at most {max_rounds} swiss rounds "
+                                       f"without repeat pairings")
+
+    anchor = None
+    raw_anchor = doc.get("anchor")
+    if raw_anchor is not None:
+        if isinstance(raw_anchor, str):
+            raw_anchor = {"engine": raw_anchor, "elo": 0}
+        if not isinstance(raw_anchor, dict):
+            raise c.error(("anchor",), "expected an engine name or {engine = 'name', elo = 1500}")
+        an = c.get(raw_anchor, "engine", ("anchor",), str)
+        if an not in names:
+            raise c.error(("anchor", "engine"), f"no engine named {an!r}")
+        anchor = (names.index(an), float(c.get(raw_anchor, "elo", ("anchor",), (int, float), 0)))
+
+    return TournamentConfig(
+        name=name, tid=slug(name), game=game_name, game_options=dict(game.options), num_seats=num_seats,
+        cooperative=cooperative, format=fmt, match_text=match_text, match=match, games=games, rounds=rounds,
+        time_control=tc, margin_ms=margin, concurrency=concurrency, seed=seed, output=output,
+        duplicate_dice=duplicate, seeding=seeding, candidates=candidates, tiebreak_games=tb_games,
+        tiebreak_blocks=tb_blocks, self_pairs=self_pairs, bye_points=bye_points, anchor=anchor, sprt=sprt,
+        engines=engines, sprt_given="sprt" in doc, source_text=text,
+        source_path=str(Path(source).resolve()) if source[:1] != "<" else source)

@@ -1,0 +1,211 @@
+"""The tournament database: the arbiter's SQLite results store plus the tournament's own tables.
+
+One SQLite file (WAL, ``synchronous=FULL``) holds
+
+* ``games`` and ``matches`` — exactly the tables of ``arbiter.store.ResultsStore`` (so
+  ``arbiter show`` / ``arbiter verify`` work on a tournament database); a game's tournament key
+  is its ``(match_id, game_number)``, made unique by an index;
+* ``tournament_meta`` — the tournament file's text, its fingerprint, the seed, timestamps;
+* ``tournament_pairings`` — every pairing as the director released it (an audit trail: a
+  resumed tournament re-derives its pairings and checks they are the same).
+
+A game counts once its row is committed (one transaction, by the parent process only); resume
+reads the committed keys and plays the rest. ``<db>.jsonl`` beside it is the JSON Lines export,
+repaired on open (a torn last line is cut, committed games missing from it are appended).
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from arbiter.records import GameRecord
+from arbiter.store import ResultsStore
+
+from .director import GameResult, PairingState
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS tournament_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tournament_pairings (
+    pairing     TEXT PRIMARY KEY,
+    match_id    TEXT NOT NULL,
+    round       INTEGER NOT NULL,
+    kind        TEXT NOT NULL,
+    engines     TEXT NOT NULL,          -- JSON list of engine indices (A first for matches)
+    released_at REAL NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS games_by_tournament_key ON games(match_id, game_number);
+"""
+
+
+class TournamentLocked(RuntimeError):
+    pass
+
+
+class TournamentDB:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.store = ResultsStore(self.path, export_jsonl=self.jsonl_path(self.path))
+        self.db = self.store.db
+        self.db.executescript(SCHEMA)
+        self._lock_file = None
+
+    @staticmethod
+    def jsonl_path(path: Path) -> Path:
+        return Path(path).with_suffix(".jsonl")
+
+    # --- locking: one running tournament process per database --------------------------------
+
+    def lock(self) -> None:
+        """Take the database's lock file (released by the OS when the process dies, even by kill -9)."""
+        f = open(str(self.path) + ".lock", "a+")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip()
+            f.close()
+            raise TournamentLocked(f"{self.path} is in use by another tournament process ({holder or 'unknown pid'})")
+        f.seek(0)
+        f.truncate()
+        f.write(f"pid {os.getpid()}\n")
+        f.flush()
+        self._lock_file = f
+
+    # --- meta ---------------------------------------------------------------------------------
+
+    def meta(self) -> dict[str, str]:
+        return dict(self.db.execute("SELECT key, value FROM tournament_meta"))
+
+    def set_meta(self, **values: Any) -> None:
+        with self.db:
+            self.db.executemany("INSERT OR REPLACE INTO tournament_meta(key, value) VALUES (?, ?)",
+                                [(k, v if isinstance(v, str) else json.dumps(v)) for k, v in values.items()])
+
+    # --- games --------------------------------------------------------------------------------
+
+    def game_rows(self, prefix: str = "") -> Iterator[tuple[str, int, list[str], list[float], str, int | None]]:
+        sql = "SELECT match_id, game_number, players, returns, reason, forfeit_seat FROM games"
+        args: tuple = ()
+        if prefix:
+            sql += " WHERE substr(match_id, 1, ?) = ?"
+            args = (len(prefix), prefix)
+        for mid, num, players, returns, reason, fseat in self.db.execute(sql + " ORDER BY match_id, game_number", args):
+            yield mid, num, json.loads(players), json.loads(returns), reason, fseat
+
+    def results(self, tid: str, names: list[str]) -> dict[tuple[str, int], GameResult]:
+        """Every committed game of tournament ``tid`` as the director sees it."""
+        index = {name: i for i, name in enumerate(names)}
+        out = {}
+        for mid, num, players, returns, reason, fseat in self.game_rows(f"{tid}:"):
+            seating = _seating(players, index)
+            out[(mid, num)] = GameResult(seating, tuple(returns), reason, fseat)
+        return out
+
+    def commit(self, record: GameRecord) -> None:
+        """Save one finished game (one transaction), then append it to the JSON Lines export."""
+        self.store.save_game(record)
+
+    def record(self, match_id: str, number: int) -> GameRecord | None:
+        from arbiter.records import from_json
+
+        row = self.db.execute("SELECT record FROM games WHERE match_id = ? AND game_number = ?",
+                              (match_id, number)).fetchone()
+        return from_json(row[0]) if row else None
+
+    # --- pairings and matches -----------------------------------------------------------------
+
+    def pairings(self) -> dict[str, tuple[str, int, str, list[int]]]:
+        return {p: (mid, rnd, kind, json.loads(engines)) for p, mid, rnd, kind, engines in
+                self.db.execute("SELECT pairing, match_id, round, kind, engines FROM tournament_pairings")}
+
+    def ended_matches(self) -> set[str]:
+        return {mid for (mid,) in self.db.execute("SELECT match_id FROM matches WHERE ended_at IS NOT NULL")}
+
+    def sync_pairings(self, states: list[PairingState], known: dict, ended_ids: set[str], game: str,
+                      names: list[str], tc: str, fmt_text: str) -> list[str]:
+        """Store newly released pairings (and a ``matches`` row each); close finished matches.
+        Returns the keys of pairings that differ from what was stored before (should be none)."""
+        now = time.time()
+        mismatched = []
+        new_rows, match_rows, ended = [], [], []
+        for st in states:
+            p = st.pairing
+            row = (p.match_id, p.round, p.kind, list(p.engines))
+            old = known.get(p.key)
+            if old is None:
+                known[p.key] = row
+                new_rows.append((p.key, p.match_id, p.round, p.kind, json.dumps(list(p.engines)), now))
+                if p.kind != "bye":
+                    players = [names[e % len(names)] for e in p.engines]
+                    match_rows.append((p.match_id, game, json.dumps(players), tc, fmt_text, now))
+            elif tuple(old[:3]) != row[:3] or list(old[3]) != row[3]:
+                mismatched.append(p.key)
+            if st.done and p.kind != "bye" and p.match_id not in ended_ids:
+                points = st.points if p.kind == "match" else []
+                ended.append((now, json.dumps(points), p.match_id))
+                ended_ids.add(p.match_id)
+        if new_rows or ended:
+            with self.db:
+                self.db.executemany("INSERT OR IGNORE INTO tournament_pairings VALUES (?, ?, ?, ?, ?, ?)", new_rows)
+                self.db.executemany("INSERT OR IGNORE INTO matches(match_id, game, players, time_control, format,"
+                                    " started_at) VALUES (?, ?, ?, ?, ?, ?)", match_rows)
+                self.db.executemany("UPDATE matches SET ended_at = ?, points = ?"
+                                    " WHERE match_id = ? AND ended_at IS NULL", ended)
+        return mismatched
+
+    # --- the JSON Lines export ----------------------------------------------------------------
+
+    def repair_export(self) -> tuple[bool, int]:
+        """Cut a torn last line (a crash mid-append) and append committed games missing from the
+        export. Returns (cut, appended)."""
+        path = self.jsonl_path(self.path)
+        cut = False
+        ids: set[str] = set()
+        if path.exists():
+            data = path.read_bytes()
+            if data and not data.endswith(b"\n"):
+                keep = data.rfind(b"\n") + 1
+                with open(path, "r+b") as f:
+                    f.truncate(keep)
+                data = data[:keep]
+                cut = True
+            ids = set(m.decode() for m in re.findall(rb'"game_id":"([^"]*)"', data))
+        missing = [(gid, rec) for gid, rec in self.db.execute("SELECT game_id, record FROM games ORDER BY ended_at")
+                   if gid not in ids]
+        if missing:
+            with open(path, "ab") as f:
+                for _, rec in missing:
+                    f.write(rec.encode() + b"\n")
+                f.flush()
+                os.fsync(f.fileno())
+        return cut, len(missing)
+
+    def close(self) -> None:
+        self.store.close()
+        if self._lock_file is not None:
+            self._lock_file.close()
+            self._lock_file = None
+
+
+def _seating(players: list[str], index: dict[str, int]) -> tuple[int, ...]:
+    """Engine indices by seat; a name seen twice (a self-pair) is the engine and its copy."""
+    seen: set[int] = set()
+    out = []
+    n = len(index)
+    for name in players:
+        i = index.get(name, -1)
+        if i in seen:
+            i += n
+        seen.add(i)
+        out.append(i)
+    return tuple(out)
+
+
+def open_readonly(path: str | Path) -> sqlite3.Connection:
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)

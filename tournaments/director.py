@@ -1,0 +1,436 @@
+"""The director: which games a tournament plays, as a pure function of its spec and its results.
+
+``Director.plan(results)`` looks at the committed results (a mapping from a game's key
+``(match_id, game_number)`` to its ``GameResult``) and returns the games that may be played now,
+whether the tournament is over, and the state of every pairing. Nothing else goes in: no clock,
+no process ids, no order of arrival. Swiss pairings and knockout brackets depend on earlier
+results, early-stopping matches on earlier games, and all of it on the tournament seed, so a
+resumed tournament (same spec, same committed results) asks for exactly the games an
+uninterrupted one would have asked for, with the same dice streams and seats.
+
+Keys and streams (all derived from the tournament id ``tid`` and the pairing key):
+
+* match id ``{tid}:{pairing}``, e.g. ``olympiad:r3-0-5`` (round 3, engine 0 "A" vs engine 5 "B");
+* game number: 1, 2, ... within the pairing (tie-break games continue the numbering);
+* dice stream: ``{match_id}|{number}`` (the arbiter default), or for duplicate dice one stream
+  per pair / block (``{match_id}|pair2``), or for solo and cooperative games the common suite
+  ``{tid}|suite|{g}`` shared by every entrant;
+* statistical unit: the games that share a dice stream within a pairing (a duplicate pair).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Mapping
+
+from arbiter.match import MatchFormat
+
+from .schedule import (SwissPlayer, knockout_rounds, knockout_slots, rotation, round_robin_rounds,
+                       seeded_order, swiss_pairings)
+
+
+@dataclass(frozen=True)
+class GameSpec:
+    match_id: str
+    number: int
+    seating: tuple[int, ...]
+    """Engine index per seat (``n + i`` is a second copy of engine ``i``, for self-pairs)."""
+    stream: str
+    unit: str
+    pairing: str
+    round: int
+    tiebreak: bool = False
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.match_id, self.number)
+
+
+@dataclass(frozen=True)
+class GameResult:
+    seating: tuple[int, ...]
+    returns: tuple[float, ...]
+    reason: str = "normal"
+    forfeit_seat: int | None = None
+
+
+@dataclass(frozen=True)
+class Pairing:
+    key: str
+    round: int
+    engines: tuple[int, ...]
+    kind: str
+    """``match`` (A, B), ``table``, ``team``, ``solo`` or ``bye``."""
+    match_id: str
+
+
+@dataclass
+class PairingState:
+    pairing: Pairing
+    ready: list[GameSpec] = field(default_factory=list)
+    done: bool = False
+    played: int = 0
+    remaining_max: int = 0
+    points: list[float] = field(default_factory=list)
+    """Matches: game points of A and B (main games only)."""
+    tiebreak_points: list[float] = field(default_factory=list)
+    winner: int | None = None
+    """Matches: the engine index that won (knockout: advanced), None for a drawn match."""
+    decided_by: str = ""
+    """``games``, ``tiebreak``, ``seed`` (knockout tie-break games all drawn) or ``bye``."""
+
+
+@dataclass
+class Plan:
+    ready: list[GameSpec]
+    pairings: list[PairingState]
+    finished: bool
+    max_remaining: int
+    played: int
+    round: int
+    rounds: int
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ScheduleSpec:
+    tid: str
+    n: int
+    kind: str
+    num_seats: int
+    format: str
+    match: MatchFormat | None = None
+    games: int = 2
+    rounds: int = 1
+    duplicate: bool = False
+    seed: str = ""
+    seeding: str = "order"
+    candidates: tuple[int, ...] = (0,)
+    tiebreak_games: int = 2
+    tiebreak_blocks: int = 3
+    self_pairs: bool = False
+    bye_points: float = 1.0
+
+    @classmethod
+    def from_config(cls, cfg, seed: str) -> "ScheduleSpec":
+        return cls(tid=cfg.tid, n=len(cfg.engines), kind=cfg.kind, num_seats=cfg.num_seats, format=cfg.format,
+                   match=cfg.match, games=cfg.games, rounds=cfg.rounds, duplicate=cfg.duplicate_dice, seed=seed,
+                   seeding=cfg.seeding, candidates=tuple(cfg.candidates or (0,)), tiebreak_games=cfg.tiebreak_games,
+                   tiebreak_blocks=cfg.tiebreak_blocks, self_pairs=cfg.self_pairs, bye_points=cfg.bye_points)
+
+
+def match_points(result: GameResult, a: int, b: int) -> tuple[float, float]:
+    """Game points of engines a and b (1 win, ½ draw, 0 loss) from one game's returns."""
+    ra, rb = result.returns[result.seating.index(a)], result.returns[result.seating.index(b)]
+    if ra == rb:
+        return 0.5, 0.5
+    return (1.0, 0.0) if ra > rb else (0.0, 1.0)
+
+
+class Director:
+    def __init__(self, spec: ScheduleSpec):
+        self.spec = spec
+        self._static: list[Pairing] | None = None
+        self._done: dict[str, PairingState] = {}
+        self._swiss: dict[int, list[Pairing]] = {}
+        self._ko: dict[int, list[Pairing]] = {}
+        self._cursor: dict[str, tuple] = {}
+        self._seed_order: list[int] | None = None
+        self.notes: list[str] = []
+        if spec.kind == "match":
+            self._blocks = self._main_blocks(spec.match, spec.duplicate)
+
+    # --- public -------------------------------------------------------------------------------
+
+    def plan(self, results: Mapping[tuple[str, int], GameResult]) -> Plan:
+        f = self.spec.format
+        if f in ("swiss", "knockout"):
+            return self._plan_rounds(results)
+        states = [self._state(p, results) for p in self._static_pairings()]
+        rounds = max((s.pairing.round for s in states), default=0)
+        current = min((s.pairing.round for s in states if not s.done), default=rounds)
+        return self._collect(states, rounds, current, extra_max=0, finished_rounds=True)
+
+    def engine_seed_order(self) -> list[int]:
+        """Initial ranking (swiss) or seeding (knockout): file order or a seeded shuffle."""
+        if self._seed_order is None:
+            self._seed_order = (seeded_order(self.spec.n, self.spec.seed, "seeding") if self.spec.seeding == "random"
+                                else list(range(self.spec.n)))
+        return list(self._seed_order)
+
+    # --- helpers ------------------------------------------------------------------------------
+
+    def _mid(self, key: str) -> str:
+        return f"{self.spec.tid}:{key}"
+
+    def _collect(self, states: list[PairingState], rounds: int, current: int, extra_max: int,
+                 finished_rounds: bool) -> Plan:
+        ready = [g for s in states for g in s.ready]
+        finished = finished_rounds and all(s.done for s in states)
+        return Plan(ready=ready, pairings=states, finished=finished,
+                    max_remaining=sum(s.remaining_max for s in states) + extra_max,
+                    played=sum(s.played for s in states), round=current, rounds=rounds, notes=list(self.notes))
+
+    def _static_pairings(self) -> list[Pairing]:
+        if self._static is not None:
+            return self._static
+        s, out = self.spec, []
+        n, kind = s.n, s.kind
+        if kind == "match":
+            base = round_robin_rounds(n) if s.format in ("round_robin", "double_round_robin") else None
+            cycles = s.rounds * (2 if s.format == "double_round_robin" else 1)
+            for c in range(cycles):
+                if base is not None:
+                    for r, pairs in enumerate(base):
+                        rnd = c * len(base) + r + 1
+                        for a, b in pairs:
+                            a, b = (a, b) if c % 2 == 0 else (b, a)
+                            out.append(Pairing(f"r{rnd}-{a}-{b}", rnd, (a, b), "match", self._mid(f"r{rnd}-{a}-{b}")))
+                else:  # gauntlet
+                    for x in s.candidates:
+                        for o in range(n):
+                            if o in s.candidates:
+                                continue
+                            a, b = (x, o) if c % 2 == 0 else (o, x)
+                            key = f"g{c + 1}-{a}-{b}"
+                            out.append(Pairing(key, c + 1, (a, b), "match", self._mid(key)))
+        elif kind in ("table", "team"):
+            k = s.num_seats
+            if s.format == "gauntlet":
+                others = [i for i in range(n) if i not in s.candidates]
+                groups = [(x,) + rest for x in s.candidates for rest in combinations(others, k - 1)]
+            else:
+                groups = list(combinations(range(n), k))
+                if kind == "team" and s.self_pairs and k == 2:
+                    groups = sorted(groups + [(i, n + i) for i in range(n)], key=lambda g: (g[0], g[1] % n))
+            for c in range(s.rounds):
+                for t, members in enumerate(groups):
+                    key = f"c{c + 1}-" + "-".join(str(m) for m in members)
+                    out.append(Pairing(key, c + 1, members, kind, self._mid(key)))
+        else:  # solo
+            for c in range(s.rounds):
+                for i in range(n):
+                    key = f"c{c + 1}-solo-{i}"
+                    out.append(Pairing(key, c + 1, (i,), "solo", self._mid(key)))
+        self._static = out
+        return out
+
+    def _state(self, p: Pairing, results: Mapping, seed_rank: dict[int, int] | None = None) -> PairingState:
+        cached = self._done.get(p.key)
+        if cached is not None:
+            return cached
+        if p.kind == "bye":
+            state = PairingState(p, done=True, winner=p.engines[0], decided_by="bye")
+        elif p.kind == "match":
+            state = self._match_state(p, results, seed_rank)
+        else:
+            state = self._group_state(p, results)
+        if state.done:
+            self._done[p.key] = state
+        return state
+
+    # --- matches (two-seat competitive) -------------------------------------------------------
+
+    @staticmethod
+    def _main_blocks(fmt: MatchFormat, duplicate: bool) -> list[list[tuple[int, str, str]]]:
+        """The main games in release blocks: (number, letter, stream suffix) per game. A block is
+        released when every earlier block is committed; early stopping is checked between blocks."""
+        letters = list(fmt.schedule)
+        games = [(i + 1, letters[i], str(i + 1)) for i in range(fmt.games)]
+        if duplicate:
+            for j in range(0, fmt.games - 1, 2):  # pair j: the same stream, seats swapped
+                second = "B" if letters[j] == "A" else "A"
+                games[j] = (j + 1, letters[j], f"pair{j // 2 + 1}")
+                games[j + 1] = (j + 2, second, f"pair{j // 2 + 1}")
+        if fmt.first_to is None:
+            return [games]
+        step = 2 if duplicate else 1
+        return [games[i:i + step] for i in range(0, len(games), step)]
+
+    def _spec_for(self, p: Pairing, number: int, letter: str, suffix: str, tiebreak: bool = False) -> GameSpec:
+        a, b = p.engines
+        seating = (a, b) if letter == "A" else (b, a)
+        stream = f"{p.match_id}|{suffix}"
+        return GameSpec(p.match_id, number, seating, stream, stream, p.key, p.round, tiebreak)
+
+    def _match_state(self, p: Pairing, results: Mapping, seed_rank: dict[int, int] | None) -> PairingState:
+        s, fmt = self.spec, self.spec.match
+        a, b = p.engines
+        knockout = s.format == "knockout"
+        tb_max = s.tiebreak_games * s.tiebreak_blocks if knockout else 0
+        # Progress through fully committed blocks is cached: results only ever grow.
+        bi, points, played = self._cursor.get(p.key, (0, (0.0, 0.0), 0))
+        points = list(points)
+        while bi < len(self._blocks):
+            if fmt.first_to is not None and max(points) >= fmt.first_to:
+                break
+            specs = [self._spec_for(p, num, letter, suffix) for num, letter, suffix in self._blocks[bi]]
+            missing = [g for g in specs if g.key not in results]
+            if missing:
+                self._cursor[p.key] = (bi, tuple(points), played)
+                later = sum(len(bl) for bl in self._blocks[bi + 1:])
+                return PairingState(p, ready=missing, played=played + len(specs) - len(missing),
+                                    remaining_max=len(missing) + later + tb_max, points=points)
+            for g in specs:
+                pa, pb = match_points(results[g.key], a, b)
+                points[0] += pa
+                points[1] += pb
+            played += len(specs)
+            bi += 1
+        self._cursor[p.key] = (len(self._blocks), tuple(points), played)
+        state = PairingState(p, done=True, played=played, points=points)
+        if points[0] != points[1]:
+            state.winner, state.decided_by = (a if points[0] > points[1] else b), "games"
+            return state
+        if not knockout:
+            state.decided_by = "games"
+            return state
+        # Knockout: tie-break blocks until one block is won, then the higher seed.
+        number = fmt.games
+        tbp = [0.0, 0.0]
+        for t in range(s.tiebreak_blocks):
+            specs = []
+            for j in range(s.tiebreak_games):
+                number += 1
+                letter = "AB"[j % 2]
+                suffix = (f"tb{t + 1}pair{j // 2 + 1}" if s.duplicate and (j // 2) * 2 + 1 < s.tiebreak_games
+                          else str(number))
+                specs.append(self._spec_for(p, number, letter, suffix, tiebreak=True))
+            missing = [g for g in specs if g.key not in results]
+            if missing:
+                left = (s.tiebreak_blocks - t - 1) * s.tiebreak_games
+                return PairingState(p, ready=missing, played=played + len(specs) - len(missing),
+                                    remaining_max=len(missing) + left, points=points, tiebreak_points=tbp)
+            block = [0.0, 0.0]
+            for g in specs:
+                pa, pb = match_points(results[g.key], a, b)
+                block[0] += pa
+                block[1] += pb
+            tbp = [tbp[0] + block[0], tbp[1] + block[1]]
+            played += len(specs)
+            if block[0] != block[1]:
+                return PairingState(p, done=True, played=played, points=points, tiebreak_points=tbp,
+                                    winner=a if block[0] > block[1] else b, decided_by="tiebreak")
+        rank = seed_rank or {}
+        winner = a if rank.get(a, a) <= rank.get(b, b) else b
+        return PairingState(p, done=True, played=played, points=points, tiebreak_points=tbp, winner=winner,
+                            decided_by="seed")
+
+    # --- tables, teams, solo ------------------------------------------------------------------
+
+    def _group_state(self, p: Pairing, results: Mapping) -> PairingState:
+        s = self.spec
+        specs = []
+        k = len(p.engines)
+        for g in range(s.games):
+            seating = rotation(p.engines, g) if k > 1 else p.engines
+            if p.kind == "table":
+                suffix = f"block{g // k + 1}" if s.duplicate else str(g + 1)
+                stream = unit = f"{p.match_id}|{suffix}"
+            else:  # team and solo: the common suite, shared by every entrant
+                cycle = f"c{p.round}|" if s.rounds > 1 else ""
+                if p.kind == "team" and s.duplicate:
+                    stream = f"{s.tid}|suite|{cycle}block{g // k + 1}"
+                    unit = f"{p.match_id}|block{g // k + 1}"
+                else:
+                    stream = f"{s.tid}|suite|{cycle}{g + 1}"
+                    unit = f"{p.match_id}|{g + 1}"
+            specs.append(GameSpec(p.match_id, g + 1, seating, stream, unit, p.key, p.round))
+        missing = [g for g in specs if g.key not in results]
+        return PairingState(p, ready=missing, done=not missing, played=len(specs) - len(missing),
+                            remaining_max=len(missing))
+
+    # --- swiss and knockout -------------------------------------------------------------------
+
+    def _plan_rounds(self, results: Mapping) -> Plan:
+        s = self.spec
+        swiss = s.format == "swiss"
+        total_rounds = s.rounds if swiss else knockout_rounds(s.n)
+        per_match = self._max_match_games()
+        seed_rank = {e: i for i, e in enumerate(self.engine_seed_order())}
+        states_all: list[PairingState] = []
+        for r in range(1, total_rounds + 1):
+            pairings = self._swiss_round(r, states_all) if swiss else self._ko_round(r, states_all)
+            states = [self._state(p, results, seed_rank) for p in pairings]
+            states_all += states
+            if not all(st.done for st in states):
+                if swiss:
+                    future = (total_rounds - r) * (s.n // 2) * per_match
+                else:
+                    alive = sum(1 for st in states if st.pairing.kind == "match")
+                    future, m = 0, alive
+                    while m > 1:
+                        m //= 2
+                        future += m * per_match
+                return self._collect(states_all, total_rounds, r, future, finished_rounds=False)
+        return self._collect(states_all, total_rounds, total_rounds, 0, finished_rounds=True)
+
+    def _max_match_games(self) -> int:
+        s = self.spec
+        return s.match.games + (s.tiebreak_games * s.tiebreak_blocks if s.format == "knockout" else 0)
+
+    def swiss_standings(self, states: list[PairingState]) -> list[SwissPlayer]:
+        """Players with their match points, colours, opponents and byes, in standings order
+        (match points, then Buchholz, then game points, then initial rank)."""
+        s = self.spec
+        players = {i: SwissPlayer(i) for i in range(s.n)}
+        game_points = {i: 0.0 for i in range(s.n)}
+        for st in states:
+            p = st.pairing
+            if p.kind == "bye":
+                players[p.engines[0]].score += s.bye_points
+                players[p.engines[0]].had_bye = True
+                continue
+            a, b = p.engines
+            pa, pb = players[a], players[b]
+            pa.opponents.add(b)
+            pb.opponents.add(a)
+            pa.colour_diff += 1
+            pb.colour_diff -= 1
+            pa.last_colour, pb.last_colour = "A", "B"
+            if st.winner is None:
+                pa.score += 0.5
+                pb.score += 0.5
+            else:
+                players[st.winner].score += 1
+            game_points[a] += st.points[0]
+            game_points[b] += st.points[1]
+        initial = {e: i for i, e in enumerate(self.engine_seed_order())}
+        buchholz = {i: sum(players[o].score for o in players[i].opponents) for i in players}
+        return sorted(players.values(), key=lambda p: (-p.score, -buchholz[p.index], -game_points[p.index],
+                                                       initial[p.index]))
+
+    def _swiss_round(self, r: int, earlier: list[PairingState]) -> list[Pairing]:
+        if r in self._swiss:
+            return self._swiss[r]
+        ranked = self.swiss_standings(earlier)
+        coin = seeded_order(2, self.spec.seed, "swiss-colour")[0]
+        rnd = swiss_pairings(ranked, r, coin)
+        if rnd.relaxed:
+            self.notes.append(f"round {r}: the {rnd.relaxed} rule had to be relaxed to pair every engine")
+        out = [Pairing(f"s{r}-{a}-{b}", r, (a, b), "match", self._mid(f"s{r}-{a}-{b}")) for a, b in rnd.pairs]
+        if rnd.bye is not None:
+            out.append(Pairing(f"s{r}-bye-{rnd.bye}", r, (rnd.bye,), "bye", self._mid(f"s{r}-bye-{rnd.bye}")))
+        self._swiss[r] = out
+        return out
+
+    def _ko_round(self, r: int, earlier: list[PairingState]) -> list[Pairing]:
+        if r in self._ko:
+            return self._ko[r]
+        seeds = self.engine_seed_order()
+        rank = {e: i for i, e in enumerate(seeds)}
+        if r == 1:
+            slots = [seeds[x] if x is not None else None for x in knockout_slots(self.spec.n)]
+        else:
+            slots = [st.winner for st in earlier if st.pairing.round == r - 1]
+        out = []
+        for j in range(0, len(slots), 2):
+            x, y = slots[j], slots[j + 1]
+            if x is None or y is None:
+                e = x if y is None else y
+                out.append(Pairing(f"k{r}-bye-{e}", r, (e,), "bye", self._mid(f"k{r}-bye-{e}")))
+                continue
+            a, b = (x, y) if rank[x] <= rank[y] else (y, x)  # the higher seed is A
+            out.append(Pairing(f"k{r}-{a}-{b}", r, (a, b), "match", self._mid(f"k{r}-{a}-{b}")))
+        self._ko[r] = out
+        return out

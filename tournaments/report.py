@@ -1,0 +1,614 @@
+"""Reports from a tournament database: standings, crosstable, terminations, ratings, tests.
+
+``build_report(db_path)`` returns one plain dictionary (the JSON export); ``render_text``,
+``write_csv`` and ``plot`` present it. Everything is computed from the committed games and the
+tournament file stored in the database, so a report can be made at any time, during a run too.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import sqlite3
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .config import TournamentConfig, parse_config
+from .director import Director, GameResult, ScheduleSpec
+from .ratings import fit_bradley_terry, mean_ci, openskill_ratings, paired_comparison, wilson
+from .sprt import pentanomial, sprt, trinomial
+
+
+def _load(db_path: str | Path) -> tuple[TournamentConfig, dict, list[dict]]:
+    conn = sqlite3.connect(f"file:{Path(db_path)}?mode=ro", uri=True)
+    try:
+        meta = dict(conn.execute("SELECT key, value FROM tournament_meta"))
+        if "config_text" not in meta:
+            raise ValueError(f"{db_path} is not a tournament database")
+        cfg = parse_config(meta["config_text"], meta.get("config_source", str(db_path)), check_paths=False)
+        rows = conn.execute(
+            "SELECT match_id, game_number, players, returns, reason, forfeit_seat, plies,"
+            " json_extract(record, '$.dice_stream'), json_extract(record, '$.detail') FROM games"
+            " WHERE substr(match_id, 1, ?) = ? ORDER BY match_id, game_number",
+            (len(cfg.tid) + 1, cfg.tid + ":")).fetchall()
+    finally:
+        conn.close()
+    names = [e.name for e in cfg.engines]
+    index = {n: i for i, n in enumerate(names)}
+    games = []
+    for mid, num, players, returns, reason, fseat, plies, stream, detail in rows:
+        players = json.loads(players)
+        seating, seen = [], set()
+        for p in players:
+            i = index.get(p, -1)
+            seating.append(i)
+            seen.add(i)
+        games.append({"match_id": mid, "number": num, "players": players, "seating": seating,
+                      "returns": json.loads(returns), "reason": reason, "forfeit_seat": fseat, "plies": plies,
+                      "stream": stream or f"{mid}|{num}", "detail": detail or ""})
+    return cfg, meta, games
+
+
+def build_report(db_path: str | Path) -> dict[str, Any]:
+    cfg, meta, games = _load(db_path)
+    names = [e.name for e in cfg.engines]
+    n = len(names)
+    director = Director(ScheduleSpec.from_config(cfg, meta.get("seed", "")))
+    results = {}
+    for g in games:
+        seating = list(g["seating"])
+        if cfg.kind == "team" and len(set(seating)) < len(seating):  # a self-pair: engine and its copy
+            seating = [seating[0], seating[1] + n] if seating[0] == seating[1] else seating
+        results[(g["match_id"], g["number"])] = GameResult(tuple(seating), tuple(g["returns"]), g["reason"],
+                                                           g["forfeit_seat"])
+    plan = director.plan(results)
+    pairing_of = {s.pairing.match_id: s for s in plan.pairings}
+    for g in games:
+        st = pairing_of.get(g["match_id"])
+        g["round"] = st.pairing.round if st else 0
+        g["pairing"] = st.pairing.key if st else g["match_id"]
+    report: dict[str, Any] = {
+        "tournament": {
+            "name": cfg.name, "game": cfg.game, "game_options": cfg.game_options, "kind": cfg.kind,
+            "format": cfg.format, "match": cfg.match_text if cfg.kind == "match" else None,
+            "games_per_pairing": cfg.games if cfg.kind != "match" else None, "rounds": plan.rounds,
+            "time_control": cfg.time_control.text, "seed": meta.get("seed"), "duplicate_dice": cfg.duplicate_dice,
+            "engines": names, "games_played": len(games), "games_max_remaining": plan.max_remaining,
+            "finished": plan.finished, "round": plan.round, "notes": plan.notes,
+            "sprt_configured": cfg.sprt_given,
+        },
+        "terminations": terminations(games, names),
+    }
+    if cfg.kind == "match":
+        report.update(match_sections(cfg, games, names, plan, director))
+    elif cfg.kind == "table":
+        report.update(table_sections(cfg, games, names))
+    elif cfg.kind == "team":
+        report.update(team_sections(cfg, games, names))
+    else:
+        report.update(solo_sections(cfg, games, names))
+    return report
+
+
+# --- sections common to all kinds -------------------------------------------------------------
+
+def _outcome(g: dict, seat: int) -> str:
+    """W, D or L of the engine in ``seat``: best return alone = W, shared best = D, else L."""
+    r = g["returns"]
+    best = max(r)
+    if r[seat] < best:
+        return "L"
+    return "W" if r.count(best) == 1 else "D"
+
+
+def terminations(games: list[dict], names: list[str]) -> list[dict]:
+    """Per engine and end reason: games won, drawn and lost (forfeits name who forfeited)."""
+    table: dict[tuple[str, str], dict] = {}
+    for g in games:
+        for seat, e in enumerate(g["seating"]):
+            if e < 0:
+                continue
+            reason = g["reason"]
+            if reason != "normal":
+                reason = f"{reason} ({'own' if g['forfeit_seat'] == seat else 'opponent'})"
+            row = table.setdefault((names[e], reason), {"engine": names[e], "reason": reason, "W": 0, "D": 0, "L": 0})
+            row[_outcome(g, seat) if len(g["returns"]) > 1 else ("W" if g["returns"][0] > 0 else "L")] += 1
+    return sorted(table.values(), key=lambda r: (names.index(r["engine"]), r["reason"] != "normal", r["reason"]))
+
+
+# --- two-seat competitive ---------------------------------------------------------------------
+
+def _points(g: dict) -> tuple[float, float]:
+    """Points of the engines in seat 0 and seat 1."""
+    r0, r1 = g["returns"][0], g["returns"][1]
+    if r0 == r1:
+        return 0.5, 0.5
+    return (1.0, 0.0) if r0 > r1 else (0.0, 1.0)
+
+
+def match_sections(cfg: TournamentConfig, games: list[dict], names: list[str], plan, director: Director) -> dict:
+    n = len(names)
+    stats = [{"engine": names[i], "games": 0, "W": 0, "D": 0, "L": 0, "points": 0.0, "first_games": 0,
+              "first_points": 0.0, "matches": 0, "match_W": 0, "match_D": 0, "match_L": 0, "match_points": 0.0,
+              "byes": 0} for i in range(n)]
+    cross_points = np.zeros((n, n))
+    cross_games = np.zeros((n, n), dtype=int)
+    first, second, score, clusters = [], [], [], []
+    unit_ids: dict[str, int] = {}
+    for g in games:
+        a, b = g["seating"]
+        pa, pb = _points(g)
+        for e, p, seat in ((a, pa, 0), (b, pb, 1)):
+            s = stats[e]
+            s["games"] += 1
+            s["points"] += p
+            s["W" if p == 1 else "D" if p == 0.5 else "L"] += 1
+            if seat == 0:
+                s["first_games"] += 1
+                s["first_points"] += p
+        cross_points[a, b] += pa
+        cross_points[b, a] += pb
+        cross_games[a, b] += 1
+        cross_games[b, a] += 1
+        first.append(a)
+        second.append(b)
+        score.append(pa)
+        clusters.append(unit_ids.setdefault(f"{g['match_id']}|{g['stream']}", len(unit_ids)))
+    matches = []
+    for st in plan.pairings:
+        p = st.pairing
+        if p.kind == "bye":
+            stats[p.engines[0]]["byes"] += 1
+            if cfg.format == "swiss":
+                stats[p.engines[0]]["match_points"] += cfg.bye_points
+            matches.append({"round": p.round, "pairing": p.key, "A": names[p.engines[0]], "B": None, "bye": True,
+                            "done": True, "winner": names[p.engines[0]], "decided_by": "bye"})
+            continue
+        a, b = p.engines
+        row = {"round": p.round, "pairing": p.key, "A": names[a], "B": names[b], "points": st.points,
+               "tiebreak_points": st.tiebreak_points or None, "games": st.played, "done": st.done,
+               "winner": names[st.winner] if st.winner is not None else None, "decided_by": st.decided_by}
+        matches.append(row)
+        if st.done:
+            for e in (a, b):
+                stats[e]["matches"] += 1
+            if st.winner is None:
+                for e in (a, b):
+                    stats[e]["match_D"] += 1
+                    stats[e]["match_points"] += 0.5
+            else:
+                loser = b if st.winner == a else a
+                stats[st.winner]["match_W"] += 1
+                stats[st.winner]["match_points"] += 1
+                stats[loser]["match_L"] += 1
+    fit = None
+    if games:
+        fit = fit_bradley_terry(np.array(first), np.array(second), np.array(score), n, names=names,
+                                clusters=np.array(clusters) if cfg.duplicate_dice else None, anchor=cfg.anchor)
+        for row in fit.table():
+            s = stats[names.index(row["engine"])]
+            s.update(elo=row["elo"], elo_lo=row["lo"], elo_hi=row["hi"], elo_se=row["se"])
+    for s in stats:
+        s["score"] = s["points"] / s["games"] if s["games"] else None
+        s.setdefault("elo", None)
+    order = _standings_order(cfg, stats, plan, director)
+    standings = []
+    for rank, i in enumerate(order, 1):
+        standings.append({"rank": rank, **stats[i]})
+    out: dict[str, Any] = {
+        "standings": standings,
+        "crosstable": {"engines": [names[i] for i in order],
+                       "points": [[float(cross_points[i, j]) if cross_games[i, j] else None for j in order]
+                                  for i in order],
+                       "games": [[int(cross_games[i, j]) for j in order] for i in order]},
+        "matches": matches,
+    }
+    if fit is not None:
+        los = fit.los()
+        out["ratings"] = {
+            "model": "Bradley-Terry (logistic Elo) with a first-move term, maximum likelihood",
+            "covariance": fit.covariance + (" (duplicate-dice units)" if fit.covariance == "cluster-robust" else ""),
+            "anchor": None if cfg.anchor is None else {"engine": names[cfg.anchor[0]], "elo": cfg.anchor[1]},
+            "first_move_elo": fit.first_move_elo, "first_move_lo": fit.first_move_elo - 1.96 * fit.first_move_se,
+            "first_move_hi": fit.first_move_elo + 1.96 * fit.first_move_se,
+            "table": fit.table(),
+            "los": {"engines": names, "matrix": [[None if math.isnan(x) else float(x) for x in row] for row in los]},
+        }
+    out["sprt"] = head_to_head(cfg, games, names)
+    if cfg.format == "swiss":
+        ranked = director.swiss_standings([s for s in plan.pairings if s.done])
+        buchholz = {p.index: sum(q.score for q in ranked if q.index in p.opponents) for p in ranked}
+        for row in standings:
+            row["buchholz"] = buchholz[names.index(row["engine"])]
+    if cfg.format == "knockout":
+        out["bracket"] = [m for m in matches]
+        final = [st for st in plan.pairings if st.pairing.round == plan.rounds and st.done]
+        out["champion"] = names[final[0].winner] if plan.finished and final and final[0].winner is not None else None
+    return out
+
+
+def _standings_order(cfg: TournamentConfig, stats: list[dict], plan, director: Director) -> list[int]:
+    n = len(stats)
+    if cfg.format == "swiss":
+        done = [s for s in plan.pairings if s.done]
+        return [p.index for p in director.swiss_standings(done)]
+    if cfg.format == "knockout":
+        reached = defaultdict(int)
+        won_final = None
+        for st in plan.pairings:
+            for e in st.pairing.engines:
+                reached[e] = max(reached[e], st.pairing.round)
+            if st.done and st.pairing.round == plan.rounds and st.winner is not None:
+                won_final = st.winner
+        key = lambda i: (-(reached[i] + (1 if i == won_final else 0)), -stats[i]["points"], i)
+        return sorted(range(n), key=key)
+    return sorted(range(n), key=lambda i: (-stats[i]["match_points"], -stats[i]["points"],
+                                           -(stats[i]["elo"] or 0), i))
+
+
+def head_to_head(cfg: TournamentConfig, games: list[dict], names: list[str]) -> list[dict]:
+    """GSPRT per pair of engines: trinomial on games; pentanomial on duplicate-dice pairs."""
+    s = cfg.sprt
+    by_pair: dict[tuple[int, int], list[dict]] = defaultdict(list)
+    for g in games:
+        a, b = g["seating"]
+        by_pair[(min(a, b), max(a, b))].append(g)
+    out = []
+    for (x, y), gs in sorted(by_pair.items()):
+        pts = []
+        units: dict[str, list[float]] = defaultdict(list)
+        for g in gs:
+            px = _points(g)[g["seating"].index(x)]
+            pts.append(px)
+            units[f"{g['match_id']}|{g['stream']}"].append(px)
+        row = {"A": names[x], "B": names[y], "games": len(gs), "trinomial": trinomial(pts),
+               "sprt_games": sprt(trinomial(pts), s.elo0, s.elo1, s.alpha, s.beta)}
+        pairs = [sum(v) for v in units.values() if len(v) == 2]
+        if cfg.duplicate_dice and pairs:
+            penta = pentanomial(pairs)
+            row["pentanomial"] = penta
+            row["sprt_pairs"] = sprt(penta, s.elo0, s.elo1, s.alpha, s.beta)
+        out.append(row)
+    return out
+
+
+# --- multi-seat, cooperative, solo ------------------------------------------------------------
+
+def table_sections(cfg: TournamentConfig, games: list[dict], names: list[str]) -> dict:
+    n, k = len(names), cfg.num_seats
+    stats = [{"engine": names[i], "games": 0, "wins": 0.0, "rank_sum": 0.0, "return_sum": 0.0} for i in range(n)]
+    seat_returns = [[] for _ in range(k)]
+    seat_wins = [0.0] * k
+    ordered = sorted(games, key=lambda g: (g["round"], g["pairing"], g["number"]))
+    for g in ordered:
+        r = g["returns"]
+        distinct = sorted(set(r), reverse=True)
+        best = distinct[0]
+        for seat, e in enumerate(g["seating"]):
+            st = stats[e]
+            st["games"] += 1
+            st["return_sum"] += r[seat]
+            # average rank over ties: 1 = best
+            above = sum(1 for x in r if x > r[seat])
+            tied = r.count(r[seat])
+            st["rank_sum"] += above + (tied + 1) / 2
+            if r[seat] == best:
+                st["wins"] += 1 / r.count(best)
+                seat_wins[seat] += 1 / r.count(best)
+            seat_returns[seat].append(r[seat])
+    ratings = openskill_ratings([(tuple(g["seating"]), tuple(g["returns"])) for g in ordered], names)
+    standings = []
+    for row in ratings:
+        st = stats[names.index(row["engine"])]
+        gcount = st["games"] or 1
+        standings.append({"rank": row["rank"], "engine": row["engine"], "games": st["games"],
+                          "wins": st["wins"], "win_rate": st["wins"] / gcount, "mean_rank": st["rank_sum"] / gcount,
+                          "mean_return": st["return_sum"] / gcount, "mu": row["mu"], "sigma": row["sigma"],
+                          "ordinal": row["ordinal"]})
+    seats = []
+    for s in range(k):
+        ci = mean_ci(seat_returns[s])
+        seats.append({"seat": s, "games": len(seat_returns[s]), "return_mean": ci["mean"], "return_lo": ci["lo"],
+                      "return_hi": ci["hi"],
+                      "win_share": seat_wins[s] / len(seat_returns[s]) if seat_returns[s] else None})
+    return {"standings": standings, "ratings": {"model": "OpenSkill Plackett-Luce", "table": ratings},
+            "seats": seats}
+
+
+def team_sections(cfg: TournamentConfig, games: list[dict], names: list[str]) -> dict:
+    n = len(names)
+    team_scores: dict[tuple, list[float]] = defaultdict(list)
+    engine_scores: dict[int, list[float]] = defaultdict(list)
+    by_seed: dict[tuple, dict[str, float]] = defaultdict(dict)
+    for g in games:
+        team = tuple(sorted(g["seating"]))
+        score = float(np.mean(g["returns"]))  # cooperative: every seat has the team's score
+        team_scores[team].append(score)
+        for e in set(g["seating"]):
+            engine_scores[e].append(score)
+        by_seed[team][g["stream"]] = score
+    teams = []
+    for team, vals in team_scores.items():
+        ci = mean_ci(vals)
+        teams.append({"team": " + ".join(names[e] for e in team), "games": ci["n"], "mean": ci["mean"],
+                      "lo": ci["lo"], "hi": ci["hi"], "best": max(vals), "worst": min(vals)})
+    teams.sort(key=lambda t: -t["mean"])
+    engines = []
+    for e in range(n):
+        ci = mean_ci(engine_scores.get(e, []))
+        engines.append({"engine": names[e], "games": ci["n"], "mean": ci["mean"], "lo": ci["lo"], "hi": ci["hi"]})
+    engines.sort(key=lambda r: -(r["mean"] if not math.isnan(r["mean"]) else -math.inf))
+    for k, r in enumerate(engines):
+        r["rank"] = k + 1
+    return {"teams": teams, "standings": engines}
+
+
+def solo_sections(cfg: TournamentConfig, games: list[dict], names: list[str]) -> dict:
+    n = len(names)
+    scores: dict[int, dict[str, float]] = defaultdict(dict)
+    for g in games:
+        scores[g["seating"][0]][g["stream"]] = g["returns"][0]
+    board = []
+    for e in range(n):
+        vals = list(scores[e].values())
+        ci = mean_ci(vals)
+        wins = sum(1 for v in vals if v > 0)
+        lo, hi = wilson(wins, len(vals))
+        board.append({"engine": names[e], "games": len(vals), "mean": ci["mean"], "lo": ci["lo"], "hi": ci["hi"],
+                      "wins": wins, "win_rate": wins / len(vals) if vals else None, "win_lo": lo, "win_hi": hi})
+    board.sort(key=lambda r: (-(r["win_rate"] or 0), -(r["mean"] if not math.isnan(r["mean"]) else -math.inf)))
+    for k, r in enumerate(board):
+        r["rank"] = k + 1
+    paired = []
+    for i in range(n):
+        for j in range(i + 1, n):
+            c = paired_comparison(names[i], names[j], scores[i], scores[j])
+            paired.append({"A": c.a, "B": c.b, "seeds": c.seeds, "mean_diff": c.mean_diff, "lo": c.lo, "hi": c.hi,
+                           "A_better": c.wins, "ties": c.ties, "B_better": c.losses, "p_value": c.p_value})
+    return {"standings": board, "paired": paired}
+
+
+# --- presentation -----------------------------------------------------------------------------
+
+def _f(x: Any, digits: int = 1) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    if isinstance(x, float):
+        if math.isinf(x):
+            return "∞" if x > 0 else "-∞"
+        return f"{x:.{digits}f}"
+    return str(x)
+
+
+def render_text(report: dict, width: int = 120) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, force_terminal=False, color_system=None, highlight=False)
+    t = report["tournament"]
+    status = "finished" if t["finished"] else f"in progress (≤ {t['games_max_remaining']} games to go)"
+    fmt = t["format"] + (f", match {t['match']}" if t["match"] else f", {t['games_per_pairing']} games per pairing")
+    console.print(f"{t['name']}: {t['game']} {t['game_options'] or ''}, {fmt}, tc {t['time_control']}, "
+                  f"seed {t['seed']}{', duplicate dice' if t['duplicate_dice'] else ''}")
+    console.print(f"{t['games_played']} games played, {status}")
+    for note in t["notes"]:
+        console.print(f"note: {note}")
+    kind = t["kind"]
+
+    def table(title: str, cols: list[str], rows: list[list[str]]) -> None:
+        tb = Table(title=title, title_justify="left")
+        for c in cols:
+            tb.add_column(c, justify="left" if c in ("engine", "team", "A", "B", "reason", "round", "decided by",
+                                                      "winner", "test") else "right")
+        for r in rows:
+            tb.add_row(*r)
+        console.print(tb)
+
+    if kind == "match":
+        sw = t["format"] == "swiss"
+        cols = ["#", "engine", "games", "W-D-L", "points", "score%", "matches W-D-L", "match pts"]
+        cols += ["buchholz"] if sw else []
+        cols += ["Elo", "95% interval"]
+        rows = []
+        for s in report["standings"]:
+            r = [str(s["rank"]), s["engine"], str(s["games"]), f"{s['W']}-{s['D']}-{s['L']}", _f(s["points"]),
+                 _f(100 * s["score"]) if s["score"] is not None else "-",
+                 f"{s['match_W']}-{s['match_D']}-{s['match_L']}" + (f" +{s['byes']} bye" if s["byes"] else ""),
+                 _f(s["match_points"])]
+            r += [_f(s.get("buchholz"))] if sw else []
+            r += [_f(s["elo"]), f"[{_f(s.get('elo_lo'))}, {_f(s.get('elo_hi'))}]" if s["elo"] is not None else "-"]
+            rows.append(r)
+        table("Standings", cols, rows)
+        ct = report["crosstable"]
+        short = [f"{i + 1}" for i in range(len(ct["engines"]))]
+        rows = []
+        for i, name in enumerate(ct["engines"]):
+            cells = []
+            for j in range(len(ct["engines"])):
+                if i == j:
+                    cells.append("·")
+                elif ct["games"][i][j]:
+                    cells.append(f"{_f(ct['points'][i][j])}/{ct['games'][i][j]}")
+                else:
+                    cells.append("")
+            rows.append([f"{i + 1}", name] + cells)
+        table("Crosstable (points/games of the row engine)", ["#", "engine"] + short, rows)
+        if "ratings" in report:
+            rt = report["ratings"]
+            table(f"Ratings: {rt['model']}; covariance {rt['covariance']}",
+                  ["#", "engine", "Elo", "±se", "95% interval", "games"],
+                  [[str(r["rank"]), r["engine"], _f(r["elo"]), _f(r["se"]), f"[{_f(r['lo'])}, {_f(r['hi'])}]",
+                    str(r["games"])] for r in rt["table"]])
+            console.print(f"first-move advantage: {_f(rt['first_move_elo'])} Elo "
+                          f"[{_f(rt['first_move_lo'])}, {_f(rt['first_move_hi'])}]")
+            los = rt["los"]
+            order = [r["engine"] for r in rt["table"]]
+            idx = [los["engines"].index(e) for e in order]
+            if len(order) <= 16:
+                table("Likelihood of superiority (row stronger than column), %", ["engine"] + [str(k + 1) for k in
+                                                                                                range(len(order))],
+                      [[f"{k + 1} {order[k]}"] + ["·" if i == j else _f(100 * los["matrix"][i][j], 0) for j in idx]
+                       for k, i in enumerate(idx)])
+        if report.get("sprt") and (len(t["engines"]) <= 4 or t["sprt_configured"]):
+            rows = []
+            for r in report["sprt"]:
+                for label, key, res in (("games", "sprt_games", "trinomial"), ("pairs", "sprt_pairs", "pentanomial")):
+                    if key in r:
+                        sp = r[key]
+                        rows.append([r["A"], r["B"], label, str(r[res]), _f(sp["llr"], 3),
+                                     f"[{_f(sp['lower'], 2)}, {_f(sp['upper'], 2)}]", sp["state"],
+                                     f"{_f(sp['elo'])} [{_f(sp['elo_lo'])}, {_f(sp['elo_hi'])}]"])
+            sp0 = report["sprt"][0]["sprt_games"]
+            table(f"Head-to-head GSPRT (elo0={_f(sp0['elo0'])}, elo1={_f(sp0['elo1'])}, logistic Elo; A's view)",
+                  ["A", "B", "test", "results", "LLR", "bounds", "state", "Elo of A [95%]"], rows)
+        if t["format"] in ("knockout", "swiss") or len(report["matches"]) <= 40:
+            rows = []
+            for m in report["matches"]:
+                if m.get("bye"):
+                    rows.append([str(m["round"]), m["A"], "(bye)", "", "", "bye"])
+                    continue
+                tbp = m.get("tiebreak_points")
+                tb = f" +tb {_f(tbp[0])}-{_f(tbp[1])}" if tbp else ""
+                rows.append([str(m["round"]), m["A"], m["B"], f"{_f(m['points'][0])}-{_f(m['points'][1])}{tb}",
+                             m["winner"] or ("draw" if m["done"] else "…"),
+                             m["decided_by"] if m["done"] else "playing"])
+            table("Matches", ["round", "A", "B", "score", "winner", "decided by"], rows)
+        if report.get("champion"):
+            console.print(f"champion: {report['champion']}")
+    elif kind == "table":
+        table("Standings (OpenSkill Plackett-Luce)",
+              ["#", "engine", "games", "wins", "win%", "mean rank", "mean return", "μ", "σ", "μ-3σ"],
+              [[str(s["rank"]), s["engine"], str(s["games"]), _f(s["wins"]), _f(100 * s["win_rate"]),
+                _f(s["mean_rank"], 2), _f(s["mean_return"], 2), _f(s["mu"], 2), _f(s["sigma"], 2),
+                _f(s["ordinal"], 2)] for s in report["standings"]])
+        table("Seats", ["seat", "games", "mean return", "95% interval", "win share"],
+              [[str(s["seat"]), str(s["games"]), _f(s.get("return_mean"), 2),
+                f"[{_f(s.get('return_lo'), 2)}, {_f(s.get('return_hi'), 2)}]", _f(s["win_share"], 3)]
+               for s in report["seats"]])
+    elif kind == "team":
+        table("Teams (mean shared score)", ["team", "games", "mean", "95% interval", "best", "worst"],
+              [[r["team"], str(r["games"]), _f(r["mean"], 2), f"[{_f(r['lo'], 2)}, {_f(r['hi'], 2)}]", _f(r["best"], 2),
+                _f(r["worst"], 2)] for r in report["teams"]])
+        table("Engines (mean score of their teams)", ["#", "engine", "games", "mean", "95% interval"],
+              [[str(r["rank"]), r["engine"], str(r["games"]), _f(r["mean"], 2), f"[{_f(r['lo'], 2)}, {_f(r['hi'], 2)}]"]
+               for r in report["standings"]])
+    else:
+        table("Leaderboard (common seed suite)", ["#", "engine", "games", "wins", "win%", "95% interval",
+                                                   "mean score", "95% interval"],
+              [[str(r["rank"]), r["engine"], str(r["games"]), str(r["wins"]), _f(100 * (r["win_rate"] or 0)),
+                f"[{_f(100 * r['win_lo'])}, {_f(100 * r['win_hi'])}]", _f(r["mean"], 2),
+                f"[{_f(r['lo'], 2)}, {_f(r['hi'], 2)}]"] for r in report["standings"]])
+        table("Paired comparisons on common seeds (A - B)", ["A", "B", "seeds", "mean diff", "95% interval",
+                                                              "A better", "ties", "B better", "sign test p"],
+              [[r["A"], r["B"], str(r["seeds"]), _f(r["mean_diff"], 2), f"[{_f(r['lo'], 2)}, {_f(r['hi'], 2)}]",
+                str(r["A_better"]), str(r["ties"]), str(r["B_better"]), _f(r["p_value"], 4)] for r in report["paired"]])
+    table("Results by end reason", ["engine", "reason", "W", "D", "L"],
+          [[r["engine"], r["reason"], str(r["W"]), str(r["D"]), str(r["L"])] for r in report["terminations"]])
+    return buf.getvalue()
+
+
+def to_json(report: dict) -> str:
+    def clean(x):
+        if isinstance(x, dict):
+            return {k: clean(v) for k, v in x.items() if not k.startswith("_")}
+        if isinstance(x, (list, tuple)):
+            return [clean(v) for v in x]
+        if isinstance(x, float) and (math.isnan(x) or math.isinf(x)):
+            return None
+        if isinstance(x, np.generic):
+            return clean(x.item())
+        return x
+
+    return json.dumps(clean(report), indent=2, ensure_ascii=False)
+
+
+def write_csv(report: dict, directory: str | Path) -> list[Path]:
+    """One CSV file per table: standings, crosstable, ratings, los, terminations, matches, ..."""
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    written = []
+
+    def dump(name: str, rows: list[dict]) -> None:
+        if not rows:
+            return
+        cols: list[str] = []
+        for r in rows:
+            for k in r:
+                if k not in cols and not k.startswith("_"):
+                    cols.append(k)
+        path = d / f"{name}.csv"
+        with open(path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
+            w.writeheader()
+            for r in rows:
+                w.writerow({k: (json.dumps(v) if isinstance(v, (list, dict)) else v) for k, v in r.items()})
+        written.append(path)
+
+    dump("standings", report.get("standings", []))
+    dump("terminations", report.get("terminations", []))
+    if "crosstable" in report:
+        ct = report["crosstable"]
+        dump("crosstable", [{"engine": e, **{o: (None if ct["games"][i][j] == 0 else ct["points"][i][j])
+                                             for j, o in enumerate(ct["engines"])}}
+                            for i, e in enumerate(ct["engines"])])
+    if "ratings" in report:
+        dump("ratings", report["ratings"]["table"])
+        if "los" in report["ratings"]:
+            los = report["ratings"]["los"]
+            dump("los", [{"engine": e, **dict(zip(los["engines"], row))}
+                         for e, row in zip(los["engines"], los["matrix"])])
+    for name in ("matches", "teams", "paired", "seats"):
+        dump(name, report.get(name, []))
+    if report.get("sprt"):
+        rows = []
+        for r in report["sprt"]:
+            for test, key, res in (("games", "sprt_games", "trinomial"), ("pairs", "sprt_pairs", "pentanomial")):
+                if key in r:
+                    rows.append({"A": r["A"], "B": r["B"], "test": test, "results": r[res], **r[key]})
+        dump("sprt", rows)
+    return written
+
+
+def plot(report: dict, path: str | Path) -> Path:
+    """Ratings with 95% error bars, best at the top (PNG or SVG by the file name)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t = report["tournament"]
+    kind = t["kind"]
+    if kind == "match" and "ratings" in report:
+        rows = report["ratings"]["table"]
+        vals = [(r["engine"], r["elo"], r["lo"], r["hi"]) for r in rows]
+        xlabel = "Elo (logistic, " + ("anchored" if report["ratings"].get("anchor") else "mean 0") + "), 95% interval"
+    elif kind == "table":
+        vals = [(r["engine"], r["mu"], r["lo"], r["hi"]) for r in report["ratings"]["table"]]
+        xlabel = "OpenSkill μ ± 1.96σ"
+    else:
+        vals = [(r["engine"], r["mean"], r["lo"], r["hi"]) for r in report["standings"] if r["games"]]
+        xlabel = "mean score, 95% interval"
+    vals = [v for v in vals if v[1] is not None and not math.isnan(v[1])]
+    vals.sort(key=lambda v: v[1])
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(vals) + 1.5))
+    ys = list(range(len(vals)))
+    centre = [v[1] for v in vals]
+    lo = [max(0.0, v[1] - v[2]) if math.isfinite(v[2]) else 0.0 for v in vals]
+    hi = [max(0.0, v[3] - v[1]) if math.isfinite(v[3]) else 0.0 for v in vals]
+    ax.errorbar(centre, ys, xerr=[lo, hi], fmt="o", capsize=4)
+    ax.set_yticks(ys)
+    ax.set_yticklabels([v[0] for v in vals])
+    ax.set_xlabel(xlabel)
+    ax.set_title(f"{t['name']}: {t['games_played']} games" + ("" if t["finished"] else " (in progress)"))
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path

@@ -1,0 +1,208 @@
+"""Pairing algorithms: pure functions of their inputs (no I/O, no clocks, no global randomness).
+
+* ``round_robin_rounds`` — Berger tables (circle method), colours balanced to within one.
+* ``swiss_pairings`` — one Swiss round: score groups (top half against bottom half), no repeat
+  pairings, colour (who is "A", the engine listed first in the match schedule) balanced to
+  within two, byes to the lowest-ranked engine without one.
+* ``knockout_slots`` — the standard seeded bracket (1 v 16, 8 v 9, ...), byes for top seeds.
+* ``rotation`` — seat rotation for tables of three or more seats (and teams): every engine sits
+  in every seat equally often in each block of ``num_seats`` games.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+
+# --- round robin -------------------------------------------------------------------------------
+
+def round_robin_rounds(n: int) -> list[list[tuple[int, int]]]:
+    """Rounds of a single round robin among players ``0..n-1``: pairs ``(A, B)``.
+
+    With an odd ``n`` one player sits out each round. Over the whole cycle every player is "A"
+    either ⌊(n-1)/2⌋ or ⌈(n-1)/2⌉ times, and no player is "A" (or "B") three rounds running
+    except where the circle method forces it for the fixed player (never, see the alternation)."""
+    if n < 2:
+        return []
+    m = n if n % 2 == 0 else n + 1
+    rounds = []
+    others = list(range(m - 1))
+    for r in range(m - 1):
+        rot = others[r:] + others[:r]
+        arr = [m - 1] + rot
+        pairs = []
+        for k in range(m // 2):
+            x, y = arr[k], arr[m - 1 - k]
+            if k == 0:
+                pair = (x, y) if r % 2 == 0 else (y, x)
+            else:
+                pair = (x, y) if k % 2 == 1 else (y, x)
+            if max(pair) < n:
+                pairs.append(pair)
+        rounds.append(pairs)
+    return _balance_colours(rounds, n)
+
+
+def _balance_colours(rounds: list[list[tuple[int, int]]], n: int) -> list[list[tuple[int, int]]]:
+    """Flip pairs greedily (in round order) so every player's A-B difference stays within one."""
+    diff = [0] * n
+    out = []
+    for pairs in rounds:
+        new = []
+        for a, b in pairs:
+            if diff[a] > diff[b] or (diff[a] == diff[b] and diff[a] > 0):
+                a, b = b, a
+            diff[a] += 1
+            diff[b] -= 1
+            new.append((a, b))
+        out.append(new)
+    return out
+
+
+# --- swiss -------------------------------------------------------------------------------------
+
+@dataclass
+class SwissPlayer:
+    index: int
+    score: float = 0.0
+    colour_diff: int = 0
+    """Times "A" minus times "B"."""
+    last_colour: str = ""
+    opponents: set[int] = field(default_factory=set)
+    had_bye: bool = False
+
+
+class PairingError(RuntimeError):
+    pass
+
+
+@dataclass
+class SwissRound:
+    pairs: list[tuple[int, int]]
+    """(A, B) per board, top board first."""
+    bye: int | None
+    relaxed: str = ""
+    """Empty when every rule held; else which rule had to give way ('colour', 'repeat')."""
+
+
+def swiss_pairings(ranked: list[SwissPlayer], round_number: int, coin: int = 0,
+                   node_limit: int = 200_000) -> SwissRound:
+    """Pair one Swiss round. ``ranked`` is the standings order (best first; ties already broken).
+
+    Rules, in order of precedence: (1) no repeat pairing; (2) nobody's A-B difference beyond
+    two (two players who both must have the same colour are not paired); (3) pair within score
+    groups, the top half against the bottom half; (4) colours: the engine with fewer A's gets A,
+    then the one that was B last time, then alternating boards. The search is exhaustive
+    (backtracking) under a node budget; only if no pairing satisfies (1) and (2) is (2) relaxed,
+    and only if none satisfies (1) is (1) relaxed (reported in ``relaxed``)."""
+    players = list(ranked)
+    by_index = {p.index: p for p in players}
+    bye_order: list[int | None] = [None]
+    if len(players) % 2:
+        without = [p.index for p in reversed(players) if not p.had_bye]
+        bye_order = without + [p.index for p in reversed(players) if p.had_bye]
+    for relaxed in ("", "colour", "repeat"):
+        for bye in bye_order:
+            rest = [p for p in players if p.index != bye]
+            pairs = _search(rest, relaxed, node_limit)
+            if pairs is not None:
+                boards = [_allocate(by_index[x], by_index[y], board, round_number, coin)
+                          for board, (x, y) in enumerate(pairs)]
+                return SwissRound(boards, bye, relaxed)
+    raise PairingError(f"cannot pair swiss round {round_number}")  # unreachable: 'repeat' always pairs
+
+
+def _conflict(p: SwissPlayer, q: SwissPlayer) -> bool:
+    return (p.colour_diff >= 2 and q.colour_diff >= 2) or (p.colour_diff <= -2 and q.colour_diff <= -2)
+
+
+def _search(rest: list[SwissPlayer], relaxed: str, node_limit: int) -> list[tuple[int, int]] | None:
+    budget = [node_limit]
+
+    def rec(unpaired: list[SwissPlayer]) -> list[tuple[int, int]] | None:
+        if not unpaired:
+            return []
+        budget[0] -= 1
+        if budget[0] < 0:
+            return None
+        p = unpaired[0]
+        group = [q for q in unpaired if q.score == p.score]
+        ideal = len(group) // 2
+
+        def order(iq: tuple[int, SwissPlayer]) -> tuple:
+            i, q = iq
+            dutch = abs(group.index(q) - ideal) if q.score == p.score else i
+            colour = 1 if p.colour_diff * q.colour_diff > 0 else 0
+            repeat = 1 if q.index in p.opponents else 0
+            return (repeat, abs(p.score - q.score), colour, dutch, i)
+
+        for _, q in sorted(enumerate(unpaired[1:], 1), key=order):
+            if q.index in p.opponents and relaxed != "repeat":
+                continue
+            if relaxed == "" and _conflict(p, q):
+                continue
+            sub = rec([x for x in unpaired[1:] if x is not q])
+            if sub is not None:
+                return [(p.index, q.index)] + sub
+            if budget[0] < 0:
+                return None
+        return None
+
+    return rec(rest)
+
+
+def _allocate(p: SwissPlayer, q: SwissPlayer, board: int, round_number: int, coin: int) -> tuple[int, int]:
+    """(A, B) for higher-ranked ``p`` and ``q``."""
+    if p.colour_diff != q.colour_diff:
+        return (p.index, q.index) if p.colour_diff < q.colour_diff else (q.index, p.index)
+    if p.last_colour != q.last_colour and p.last_colour and q.last_colour:
+        return (p.index, q.index) if p.last_colour == "B" else (q.index, p.index)
+    if (board + round_number + coin) % 2 == 0:
+        return (p.index, q.index)
+    return (q.index, p.index)
+
+
+# --- knockout ----------------------------------------------------------------------------------
+
+def bracket_order(size: int) -> list[int]:
+    """Seed numbers (1-based) in bracket order for a power-of-two ``size``: 1, 16, 8, 9, ..."""
+    order = [1]
+    while len(order) < size:
+        m = 2 * len(order) + 1
+        order = [s for x in order for s in (x, m - x)]
+    return order
+
+
+def knockout_slots(n: int) -> list[int | None]:
+    """First-round slots: seed index (0-based) per slot, ``None`` for a bye; pairs are slots 2i, 2i+1."""
+    size = 1
+    while size < n:
+        size *= 2
+    return [s - 1 if s <= n else None for s in bracket_order(size)]
+
+
+def knockout_rounds(n: int) -> int:
+    size, r = 1, 0
+    while size < n:
+        size, r = size * 2, r + 1
+    return r
+
+
+# --- seat rotation -----------------------------------------------------------------------------
+
+def rotation(members: tuple[int, ...], game: int) -> tuple[int, ...]:
+    """Seating of game ``game`` (0-based) of a table: the k cyclic rotations of the members, then
+    the k rotations of the reversed order, and so on; each block of k games puts every member in
+    every seat once, and alternate blocks (of three or more seats) change who sits after whom.
+    Two seats simply alternate."""
+    k = len(members)
+    block, rot = divmod(game, k)
+    base = members if block % 2 == 0 or k <= 2 else tuple(reversed(members))
+    return tuple(base[(s + rot) % k] for s in range(k))
+
+
+def seeded_order(n: int, seed: str, salt: str) -> list[int]:
+    """A permutation of ``0..n-1`` that depends only on the tournament seed and ``salt``."""
+    order = list(range(n))
+    random.Random(f"{seed}|{salt}").shuffle(order)
+    return order
