@@ -45,7 +45,7 @@ def derive_roll(seed: bytes, stream: str, index: int, outcomes: int) -> int:
     attempt = 0
     while True:
         msg = f"{stream}|{index}|{attempt}".encode()
-        (u,) = struct.unpack(">Q", hmac.new(seed, msg, hashlib.sha256).digest()[:8])
+        (u,) = struct.unpack_from(">Q", hmac.digest(seed, msg, "sha256"))
         if u < limit:
             return u % outcomes
         attempt += 1

@@ -82,6 +82,7 @@ class Engine:
         """(game_id, seq) of the request whose answer we wait for."""
         self.dropped = 0
         """Late or stray answers recognised by game id / seq and dropped."""
+        self._quit_sent = False
 
     @property
     def name(self) -> str:
@@ -92,14 +93,22 @@ class Engine:
     # --- life cycle -------------------------------------------------------------------------
 
     def start(self, game: str | None = None) -> None:
-        """Spawn the engine and complete the handshake, or raise ``EngineFault``.
+        """Spawn the engine and complete the handshake, or raise ``EngineFault``."""
+        self.launch()
+        self.handshake(game)
 
-        With ``game``, an engine whose hello lists other games only is rejected."""
+    def launch(self) -> None:
+        """Bind the socket and spawn the process (or wait for a remote engine); no waiting here,
+        so several engines can start in parallel before their handshakes."""
         self.sock = RefereeSocket(self.config.endpoint)
         if self.config.remote:
             print(f"waiting for a remote engine to connect to {self.sock.endpoint}", file=sys.stderr)
         else:
             self._spawn()
+
+    def handshake(self, game: str | None = None) -> None:
+        """Wait for hello and answer welcome or reject (an engine whose hello lists only other
+        games than ``game`` is rejected); raise ``EngineFault``."""
         msg = self.receive(time.monotonic() + self.config.handshake_timeout, what="hello")
         if not isinstance(msg, Hello):
             self._send_quietly(Error(code="unexpected", message=f"expected hello, got {_tag(msg)}"))
@@ -127,10 +136,16 @@ class Engine:
         finally:
             log.close()
 
+    def request_quit(self) -> None:
+        """Send quit without waiting (``stop`` then finds the engine already leaving)."""
+        if self.sock is not None and self.sock.peer is not None and not self._quit_sent and self.alive():
+            self._send_quietly(Quit())
+            self._quit_sent = True
+
     def stop(self, grace: float = 0.5) -> None:
         """Ask the engine to quit, then kill whatever of it is left. Never raises."""
         if self.sock is not None and self.sock.peer is not None and self.alive():
-            self._send_quietly(Quit())
+            self.request_quit()
             try:
                 if self.proc is not None:
                     self.proc.wait(grace)
@@ -179,7 +194,7 @@ class Engine:
         self.pending = (game_id, seq)
 
     def ready_to_read(self, timeout_ms: int) -> bool:
-        return bool(self.sock.socket.poll(timeout_ms))
+        return self.sock.wait(timeout_ms)
 
     def read_one(self) -> Message | None:
         """Read one waiting message. Returns the answer to the pending request, handles pings and

@@ -97,28 +97,46 @@ class Series:
         self.engines: list[Engine | None] = [None] * len(configs)
         self.names = [c.name or f"engine{i + 1}" for i, c in enumerate(configs)]
 
-    def _engine(self, index: int) -> Engine:
-        """A running engine for ``configs[index]``, starting one if needed; raises EngineFault."""
+    def _reusable(self, index: int) -> Engine | None:
+        """The running engine for ``configs[index]`` if it may play another game (answers a ping)."""
         engine = self.engines[index]
-        if engine is not None and not engine.config.restart_each_game and engine.alive():
+        if engine is None:
+            return None
+        if not engine.config.restart_each_game and engine.alive():
             try:
                 engine.ping()
+                return engine
             except EngineFault:
-                engine.stop()  # silent between games: start a fresh one rather than lose a game
-                engine = None
-        elif engine is not None:
-            engine.stop()
-            engine = None
-        if engine is None:
-            engine = Engine(self.configs[index], self.run_dir)
-            self.engines[index] = engine
+                pass  # silent between games: start a fresh one rather than lose a game
+        engine.stop()
+        self.engines[index] = None
+        return None
+
+    def _start_engines(self, seating: list[int]) -> tuple[int, EngineFault] | None:
+        """Make sure every seated engine runs: spawn all missing ones first, then shake hands
+        with each (engine start-up dominates short matches). Returns (seat, fault) on failure."""
+        fresh: list[int] = []
+        for index in dict.fromkeys(seating):
+            if self._reusable(index) is None:
+                self.engines[index] = Engine(self.configs[index], self.run_dir)
+                fresh.append(index)
+        failure = None
+        for index in fresh:
             try:
-                engine.start(self.game.name)
-            except EngineFault:
-                engine.stop()
+                self.engines[index].launch()
+            except EngineFault as fault:
+                failure = failure or (seating.index(index), fault)
+        for index in fresh:
+            if failure is None:
+                try:
+                    self.engines[index].handshake(self.game.name)
+                    continue
+                except EngineFault as fault:
+                    failure = (seating.index(index), fault)
+            if self.engines[index].hello is None:
+                self.engines[index].stop()
                 self.engines[index] = None
-                raise
-        return engine
+        return failure
 
     def play_game(self, number: int, seating: list[int], dice_stream: str | None = None,
                   match_id: str | None = None) -> GameRecord:
@@ -130,23 +148,24 @@ class Series:
             raise ValueError(f"{self.game.name} has {self.game.num_seats} seats; seating {seating} does not fit")
         stream = dice_stream or stream_name(self.match_id, number)
         dice = Dice(seed_for(self.seed, stream), stream)
-        engines: list[Engine | None] = [None] * len(seating)
         referee_args = dict(match_id=self.match_id, game_number=number, margin=self.margin,
                             players=[self.names[i] for i in seating], on_event=self.on_event)
-        for seat, index in enumerate(seating):
-            try:
-                engines[seat] = self._engine(index)
-            except EngineFault as fault:
-                referee = Referee(self.game, engines, self.tc, dice, **referee_args)
-                record = referee.forfeit_unstarted(seat, fault.reason, fault.detail)
-                break
-        else:
+        failure = self._start_engines(seating)
+        engines = [self.engines[i] for i in seating]
+        if failure is None:
             record = Referee(self.game, engines, self.tc, dice, **referee_args).play()
+        else:
+            seat, fault = failure
+            referee = Referee(self.game, engines, self.tc, dice, **referee_args)
+            record = referee.forfeit_unstarted(seat, fault.reason, fault.detail)
         if self.store:
             self.store.save_game(record)
         return record
 
     def close(self) -> None:
+        for engine in self.engines:  # tell everyone first, so they exit in parallel
+            if engine is not None:
+                engine.request_quit()
         for engine in self.engines:
             if engine is not None:
                 engine.stop()

@@ -219,7 +219,7 @@ class Referee:
             sock = self.engines[seat].sock.socket
             poller.register(sock, zmq.POLLIN)
             by_socket[sock] = seat
-        return {by_socket[s] for s, _ in poller.poll(timeout_ms)}
+        return {by_socket[s] for s, _ in poller.poll(timeout_ms)}  # only at simultaneous decisions
 
     def _add(self, event: Event) -> None:
         self.record.events.append(event)

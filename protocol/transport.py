@@ -6,12 +6,13 @@ One protocol message is one ZeroMQ frame (the ROUTER side sees [routing id, payl
 """
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 import uuid
 
 import zmq
-from zmq.utils.monitor import recv_monitor_message
 
 from .codec import MAX_MESSAGE_SIZE, ProtocolError, decode, encode
 from .messages import Message
@@ -31,6 +32,7 @@ def new_ipc_endpoint() -> str:
     global _ipc_dir
     if _ipc_dir is None or not os.path.isdir(_ipc_dir):
         _ipc_dir = tempfile.mkdtemp(prefix="arb-")
+        atexit.register(shutil.rmtree, _ipc_dir, True)
     return f"ipc://{_ipc_dir}/{uuid.uuid4().hex[:12]}.sock"
 
 
@@ -52,6 +54,12 @@ class RefereeSocket:
         self.peer: bytes | None = None
         self.disconnected = False
         self.strangers = 0
+        self.poller = zmq.Poller()  # one poller for the socket's life: Socket.poll builds one per call
+        self.poller.register(self.socket, zmq.POLLIN)
+
+    def wait(self, timeout_ms: int) -> bool:
+        """True when a frame is waiting (within ``timeout_ms``)."""
+        return bool(self.poller.poll(timeout_ms))
 
     def send(self, message: Message) -> None:
         if self.peer is None:
@@ -79,6 +87,8 @@ class RefereeSocket:
 
     def check_monitor(self) -> None:
         """Note a disconnection reported by ZeroMQ's socket monitor."""
+        from zmq.utils.monitor import recv_monitor_message  # lazily: it imports asyncio (~80 ms)
+
         while self.monitor.poll(0):
             event = recv_monitor_message(self.monitor)
             if event["event"] == zmq.EVENT_DISCONNECTED:
@@ -106,13 +116,15 @@ class EngineSocket:
         self.socket.setsockopt(zmq.LINGER, 0)
         self.socket.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_SIZE)
         self.socket.connect(endpoint)
+        self.poller = zmq.Poller()
+        self.poller.register(self.socket, zmq.POLLIN)
 
     def send(self, message: Message) -> None:
         self.socket.send(encode(message))
 
     def recv(self, timeout_ms: int | None = None) -> Message | None:
         """The next message, or None on timeout. Raises ``ProtocolError`` on garbage."""
-        if timeout_ms is not None and not self.socket.poll(timeout_ms):
+        if timeout_ms is not None and not self.poller.poll(timeout_ms):
             return None
         return decode(self.socket.recv())
 

@@ -54,6 +54,8 @@ Fast path for engines and benchmarks
 """
 from __future__ import annotations
 
+import functools
+
 import itertools
 from typing import Any, ClassVar
 
@@ -134,6 +136,24 @@ def layout_error(layout: Any) -> str | None:
 
 
 # --- state -----------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _row_text(row: tuple[int, ...]) -> str:
+    """One rank of the position text (cached: the referee writes a position per request)."""
+    parts = []
+    empty = 0
+    for v in row:
+        if v == 0:
+            empty += 1
+            continue
+        if empty:
+            parts.append(str(empty))
+            empty = 0
+        parts.append(f"R{v}" if v > 0 else f"B{-v}")
+    if empty:
+        parts.append(str(empty))
+    return "".join(parts)
 
 
 class EinsteinState(State):
@@ -452,23 +472,8 @@ class EinsteinState(State):
     # --- text --------------------------------------------------------------------------------
 
     def board_text(self) -> str:
-        rows = []
         board = self._board
-        for r in range(SIZE):
-            parts = []
-            empty = 0
-            for v in board[r * SIZE:(r + 1) * SIZE]:
-                if v == 0:
-                    empty += 1
-                    continue
-                if empty:
-                    parts.append(str(empty))
-                    empty = 0
-                parts.append(f"R{v}" if v > 0 else f"B{-v}")
-            if empty:
-                parts.append(str(empty))
-            rows.append("".join(parts))
-        return "/".join(rows)
+        return "/".join(_row_text(tuple(board[r * SIZE:(r + 1) * SIZE])) for r in range(SIZE))
 
     def to_text(self) -> str:
         die = "-" if self._die is None else str(self._die)
