@@ -4,7 +4,8 @@ Usage: nice -n 10 python bench/aachess_games.py [--games 50] [--max-rounds 8] [-
 
 Plays ``--games`` games with the heuristic engine as the Allies (seat 0) and as many as the Axis
 (seat 1), 2 seats, engine subprocesses over ZeroMQ, each game with its own referee dice stream;
-prints wins/draws/losses per side. Then the benchmark line: one full 2-seat game between the
+prints wins/draws/losses per side, how the games ended and in which round (count per round),
+and the slowest heuristic decision. Then the benchmark line: one full 2-seat game between the
 sample engines (heuristic Axis vs random Allies), with the referee's own time = wall time minus
 the engines' measured time (every request's send-to-reply time, which includes IPC).
 Results are recorded by hand in ``bench/aachess.md``.
@@ -12,6 +13,8 @@ Results are recorded by hand in ``bench/aachess.md``.
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -41,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     sides = {0: "Allies", 1: "Axis"}
     tally = {side: {"win": 0, "draw": 0, "loss": 0, "other": 0} for side in sides.values()}
     details: dict[str, dict[str, int]] = {side: {} for side in sides.values()}
+    rounds: dict[str, dict[int, int]] = {side: {} for side in sides.values()}
+    slowest = {side: 0.0 for side in sides.values()}
     number = 0
     started = time.monotonic()
     try:
@@ -56,9 +61,15 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 r = record.returns[heuristic_seat]
                 tally[side]["win" if r > 0 else "draw" if r == 0 else "loss"] += 1
-                key = record.detail.split(" at ")[0] if r else "round limit"
+                key = re.sub(r"income \d+ ", "income ", record.detail.split(" at ")[0]) if r else "round limit"
                 details[side][key] = details[side].get(key, 0) + 1
-            print(f"heuristic as {side}: {tally[side]}  ({details[side]})", flush=True)
+                last = json.loads(record.final_position)["round"]
+                rounds[side][last] = rounds[side].get(last, 0) + 1
+                slowest[side] = max([slowest[side]] + [(e.measured_ms or 0) / 1000 for e in record.events
+                                                       if e.seat == heuristic_seat])
+            print(f"heuristic as {side}: {tally[side]}  ({details[side]}); games ending in round: "
+                  f"{dict(sorted(rounds[side].items()))}; slowest heuristic decision {slowest[side] * 1000:.0f} ms",
+                  flush=True)
         # The benchmark lines: one full game each way, referee time excluding engine time.
         for seating, label in (([1, 0], "heuristic Axis vs random Allies"), ([0, 1], "heuristic Allies vs random Axis")):
             number += 1

@@ -2,6 +2,14 @@
 
 Every builder tries candidate moves on a clone of the state and keeps those the rules accept,
 so what it returns is legal by construction (the referee validates it again as a whole).
+
+Planning helpers (used by ``sample_engines/aachess_heuristic.py``): sea routes and distances
+(``sea_paths``, ``sea_distances``; enemy fleets and canals honoured), flying distances and the
+friendly land from which planes can strike a space (``air_distances``, ``strike_spots``,
+``approach_turns``), the battle arithmetic with a land unit kept to take the territory and the
+carries of a battle under way (``predict``, ``captures``, ``choose_casualties``), and whole
+combat-move operations played on a copy of the position: ``amphibious_assault`` (load, sail,
+unload, with the planes in reach), ``sea_strike`` (clear an enemy fleet) and ``bombing_raid``.
 """
 from __future__ import annotations
 
@@ -159,24 +167,141 @@ def random_casualties(state: AAChessState, rng: random.Random) -> str:
     return ", ".join(f"#{u.id}" for u in chosen)
 
 
-def cheapest_casualties(state: AAChessState) -> str:
-    """Lose the cheapest units first (transports carrying nothing before loaded ones)."""
+# --- planning helpers: routes, distances, predictions with a capture, amphibious assaults --------
+
+def enemy_spaces(state: AAChessState, p: int | None = None) -> set[int]:
+    """Spaces holding fighting units of ``p``'s enemies (one pass over the units)."""
+    p = state.mover if p is None else p
+    return {u.at for u in state.units.values() if state.enemies(p, u.p) and state._fights(u)}
+
+
+def canal_open(state: AAChessState, p: int, a: int, z: int) -> bool:
+    """Ships of ``p`` may pass between the sea zones ``a`` and ``z`` (no canal, or one ``p``'s side holds)."""
+    canal = state.board.canal_between(a, z)
+    return canal is None or all(state.friends(p, state.owner[x]) for x in canal.controlled_by)
+
+
+def sea_paths(state: AAChessState, start: int, steps: int, p: int | None = None, into_hostile: bool = False,
+              hostile: set[int] | None = None) -> dict[int, list[int]]:
+    """Shortest sea routes (start first) from the zone ``start`` within ``steps`` moves for ships of
+    ``p``: through open canals and zones free of enemy units; a zone with enemies may only end a
+    route, and only with ``into_hostile`` (a sea battle)."""
     b = state.board
-    cands = sorted(state.casualty_candidates(),
-                   key=lambda u: (b.units[u.t].cost + 10 * len(state.cargo(u)), u.id))
-    return ", ".join(f"#{u.id}" for u in cands[:state.cas["count"]])
+    p = state.mover if p is None else p
+    hostile = enemy_spaces(state, p) if hostile is None else hostile
+    paths = {start: [start]}
+    queue = deque([start])
+    while queue:
+        x = queue.popleft()
+        if len(paths[x]) - 1 >= steps or (x != start and x in hostile):
+            continue
+        for y in b.adjacent[x]:
+            if y in paths or not b.sea[y] or not canal_open(state, p, x, y):
+                continue
+            if y in hostile and not into_hostile:
+                continue
+            paths[y] = paths[x] + [y]
+            queue.append(y)
+    del paths[start]
+    return paths
 
 
-def predict(state: AAChessState, attackers: list[Unit], defenders: list[Unit], max_rounds: int = 30) -> tuple[list[Unit], list[Unit]]:
-    """The battle as the A&A Chess arithmetic plays it (both sides losing their cheapest units
-    first; a rolled fraction counts as a hit when it is 4 or more): the survivors of each side."""
+def sea_distances(state: AAChessState, goals, p: int | None = None) -> dict[int, int]:
+    """Sea moves from every zone to the nearest zone of ``goals`` (enemy units ignored, canals as now)."""
+    b = state.board
+    p = state.mover if p is None else p
+    dist = {g: 0 for g in goals if b.sea[g]}
+    queue = deque(dist)
+    while queue:
+        x = queue.popleft()
+        for y in b.adjacent[x]:
+            if b.sea[y] and y not in dist and canal_open(state, p, y, x):
+                dist[y] = dist[x] + 1
+                queue.append(y)
+    return dist
+
+
+def air_distances(state: AAChessState, target: int) -> dict[int, int]:
+    """Flying distance from every space to ``target`` (planes never cross an unheld neutral)."""
+    b = state.board
+    dist = {target: 0}
+    queue = deque([target])
+    while queue:
+        x = queue.popleft()
+        for y in b.adjacent[x]:
+            if y not in dist and not (b.neutral[y] and state.owner[y] is None):
+                dist[y] = dist[x] + 1
+                queue.append(y)
+    return dist
+
+
+def strike_spots(state: AAChessState, target: int, code: str, p: int | None = None) -> set[int]:
+    """Friendly land from which a plane of type ``code`` can attack ``target`` and still reach
+    friendly land (other than the target) on the same turn."""
+    b = state.board
+    p = state.mover if p is None else p
+    move = b.units[code].move
+    dist = air_distances(state, target)
+    land = [s for s in range(len(b.names)) if s != target and s in dist and state.friendly_land(p, s)]
+    if not land:
+        return set()
+    back = min(dist[s] for s in land)
+    return {s for s in land if dist[s] + back <= move}
+
+
+def approach_turns(state: AAChessState, spots: set[int], code: str, p: int | None = None) -> dict[int, int]:
+    """Turns a plane of type ``code`` needs to fly from each friendly land to one of ``spots``,
+    hopping from friendly land to friendly land (0 on a spot)."""
+    b = state.board
+    p = state.mover if p is None else p
+    move = b.units[code].move
+    friendly = {s for s in range(len(b.names)) if state.friendly_land(p, s)}
+    turns = {s: 0 for s in spots}
+    level = set(spots)
+    n = 0
+    while level:
+        n += 1
+        dist = {s: 0 for s in level}
+        queue = deque(level)
+        while queue:
+            x = queue.popleft()
+            if dist[x] >= move:
+                continue
+            for y in b.adjacent[x]:
+                if y not in dist and not (b.neutral[y] and state.owner[y] is None):
+                    dist[y] = dist[x] + 1
+                    queue.append(y)
+        level = {s for s in dist if s in friendly and s not in turns}
+        for s in level:
+            turns[s] = n
+    return turns
+
+
+def attack_order(state: AAChessState, units: list[Unit], keep_land: int = 0) -> list[Unit]:
+    """The order an attacker loses its units: cheapest first, except that the ``keep_land``
+    strongest land units go last (a land unit must survive to take a territory)."""
+    b = state.board
+    order = sorted(units, key=lambda u: (b.units[u.t].cost, u.id))
+    if keep_land:
+        land = [u for u in order if state.kind(u) == "land"]
+        keep = sorted(land, key=lambda u: (-b.units[u.t].attack, b.units[u.t].cost, u.id))[:keep_land]
+        order = [u for u in order if u not in keep] + keep[::-1]
+    return order
+
+
+def predict(state: AAChessState, attackers: list[Unit], defenders: list[Unit], max_rounds: int = 30,
+            keep_land: int = 0, carry: tuple[int, int] = (0, 0)) -> tuple[list[Unit], list[Unit]]:
+    """The battle as the A&A Chess arithmetic plays it: the survivors of each side. The attacker
+    loses units in ``attack_order`` (``keep_land`` land units last), the defender its weakest
+    defenders first (the worst case for the attacker); a rolled fraction counts as a hit when it
+    is 4 or more. ``carry``: the (attacker, defender) carries of a battle under way (cof, cofr)."""
     from . import combat
 
     b = state.board
     variant = state.variant
-    att = sorted(attackers, key=lambda u: (b.units[u.t].cost, u.id))
-    dfn = sorted(defenders, key=lambda u: (b.units[u.t].cost, u.id))
-    carry = [0, 0]
+    att = attack_order(state, attackers, keep_land)
+    dfn = sorted(defenders, key=lambda u: (b.units[u.t].defence, b.units[u.t].cost, u.id))
+    carry = list(carry) if variant in combat.CARRY_VARIANTS else [0, 0]
     for _ in range(max_rounds):
         if not att or not dfn:
             break
@@ -189,3 +314,204 @@ def predict(state: AAChessState, attackers: list[Unit], defenders: list[Unit], m
             break
         dfn, att = dfn[ha:], att[hd:]
     return att, dfn
+
+
+def captures(state: AAChessState, attackers: list[Unit], defenders: list[Unit]) -> bool:
+    """``predict`` says the attack destroys every defender and a land unit survives to take the space."""
+    att, dfn = predict(state, attackers, defenders, keep_land=1)
+    return not dfn and any(state.kind(u) == "land" for u in att)
+
+
+def aa_losses(state: AAChessState, planes: int) -> int:
+    """Planes lost to AA fire if ``planes`` more plane-passes are added to this combat move's."""
+    before = sum(state.passes.values())
+    return (before + planes) // 5 - before // 5
+
+
+def choose_casualties(state: AAChessState) -> str:
+    """Casualties for the side that must choose: an attacker in a land battle keeps its strongest
+    land unit to the last (to take the territory); AA losses and everything else: cheapest first."""
+    cas, b = state.cas, state.board
+    cands = state.casualty_candidates()
+    if cas["side"] == "attacker" and cas["step"] != "aa" and state.bt is not None and not b.sea[state.bt["at"]]:
+        order = attack_order(state, cands, keep_land=1)
+    else:
+        order = sorted(cands, key=lambda u: (b.units[u.t].cost + 10 * len(state.cargo(u)), u.id))
+    return ", ".join(f"#{u.id}" for u in order[:cas["count"]])
+
+
+def loadable(state: AAChessState, land: int, keep: int = 0, exclude=frozenset()) -> list[Unit]:
+    """The mover's infantry and armor in ``land`` that may still board a transport (not moved this
+    turn), infantry first, leaving ``keep`` of them behind."""
+    p = state.mover
+    units = sorted((u for u in state.units.values() if u.at == land and u.p == p and u.t in ("inf", "arm")
+                    and u.used == 0 and u.on < 0 and not u.has("cm") and u.id not in exclude),
+                   key=lambda u: (u.t != "inf", u.id))
+    return units[:max(0, len(units) - keep)]
+
+
+def board_transports(state: AAChessState, zone: int, keep: dict[int, int] | None = None,
+                     exclude=frozenset()) -> list[str]:
+    """Load the mover's land units from the territories next to ``zone`` onto its transports
+    there (played on ``state``); ``keep`` maps a territory to the units that must stay in it."""
+    b, p = state.board, state.mover
+    moves: list[str] = []
+    keep = keep or {}
+
+    def room() -> int:
+        return sum(2 - state._load(t) for t in state.units.values()
+                   if t.at == zone and t.p == p and t.t == "trn" and not t.has("unl"))
+
+    for land in sorted(b.adjacent[zone]):
+        if b.sea[land] or not state.friendly_land(p, land):
+            continue
+        for u in loadable(state, land, keep.get(land, 0), exclude):
+            need = b.units[u.t].transport
+            if room() < need:
+                break
+            text = move_text(state, [u], [land, zone])
+            if try_move(state, text, state.phase == "combat_move"):
+                moves.append(text)
+    return moves
+
+
+def amphibious_assault(state: AAChessState, target: int, exclude=frozenset(), keep: dict[int, int] | None = None,
+                       planes: bool = True) -> tuple[AAChessState, list[str]] | None:
+    """Plan a combat-move assault on the coastal ``target``: transports that can reach a sea zone
+    next to it free of enemy units (loading land units next to them first, and next to that zone
+    on arrival), land units that can walk in, and planes in reach. The moves are played on a copy
+    of ``state``; returns (that copy, the moves) when ``captures`` predicts the territory is taken,
+    else None. ``exclude``: unit ids not to use; ``keep``: units that must stay in a territory."""
+    b, p = state.board, state.mover
+    hostile = enemy_spaces(state, p)
+    zones = [z for z in b.adjacent[target] if b.sea[z] and z not in hostile]
+    trial = state.clone()
+    moves: list[str] = []
+    # 1. transports: load where they are, sail to a zone next to the target, load there, unload.
+    by_zone: dict[int, list[Unit]] = {}
+    for t in trial.units.values():
+        if t.p == p and t.t == "trn" and not t.has("unl") and not t.has("stop") and t.id not in exclude:
+            by_zone.setdefault(t.at, []).append(t)
+    arrivals: set[int] = set()
+    for x in sorted(by_zone):
+        if not zones:
+            break
+        paths = sea_paths(trial, x, 2, p, hostile=hostile)
+        paths[x] = [x]
+        goal = [z for z in zones if z in paths]
+        if not goal:
+            continue
+        z = min(goal, key=lambda z: (len(paths[z]), z))
+        moves += board_transports(trial, x, keep, exclude)
+        for t in sorted(by_zone[x], key=lambda t: t.id):
+            if z != x and trial.cargo(t) and trial.remaining(t) >= len(paths[z]) - 1:
+                text = move_text(trial, [t], paths[z])
+                if try_move(trial, text, True):
+                    moves.append(text)
+        arrivals.add(z)
+    for z in sorted(arrivals):
+        moves += board_transports(trial, z, keep, exclude)
+        cargo = [c for c in trial.units.values() if c.at == z and c.p == p and c.on >= 0 and trial.kind(c) == "land"]
+        if cargo:
+            text = move_text(trial, sorted(cargo, key=lambda u: u.id), [z, target])
+            if try_move(trial, text, True):
+                moves.append(text)
+    # 2. land units that can walk in, 3. planes in reach.
+    left = {}
+    for u in sorted(movable(trial, True), key=lambda u: u.id):
+        kind = trial.kind(u)
+        if u.id in exclude or u.t == "aa" or kind == "sea" or (kind == "air" and not planes) or u.on >= 0:
+            continue
+        if kind == "land" and keep and u.at in keep:
+            if u.at not in left:
+                left[u.at] = sum(1 for x in trial.at(u.at) if x.p == p and trial.kind(x) == "land") - keep[u.at]
+            if left[u.at] <= 0:
+                continue
+        paths = paths_from(trial, u, trial.remaining(u))
+        if target in paths:
+            start = u.at
+            text = move_text(trial, [u], paths[target])
+            if try_move(trial, text, True):
+                moves.append(text)
+                if start in left:
+                    left[start] -= 1
+    att, dfn = trial.attackers(target), trial.defenders(target)
+    if not any(trial.kind(u) == "land" for u in att):
+        return None
+    air = sorted((u for u in att if trial.kind(u) == "air"), key=lambda u: (b.units[u.t].cost, u.id))
+    lost = aa_losses(state, sum(trial.passes.values()) - sum(state.passes.values())) if air else 0
+    att = [u for u in att if u not in air[:lost]]
+    if not captures(trial, att, dfn):
+        return None
+    return trial, moves
+
+
+def sea_strike(state: AAChessState, zone: int, exclude=frozenset()) -> tuple[AAChessState, list[str]] | None:
+    """Plan a combat-move attack on the enemy units in the sea ``zone`` with the mover's warships
+    (not transports) and planes in reach, on a copy of ``state``; returns (copy, moves) when
+    ``predict`` says every defender is destroyed, else None."""
+    b, p = state.board, state.mover
+    hostile = enemy_spaces(state, p)
+    trial = state.clone()
+    moves: list[str] = []
+    by_zone: dict[int, list[Unit]] = {}
+    for u in trial.units.values():
+        if u.p == p and trial.kind(u) == "sea" and u.t != "trn" and u.id not in exclude and not u.has("stop") \
+                and not u.has("done") and trial.remaining(u) > 0:
+            by_zone.setdefault(u.at, []).append(u)
+    for x in sorted(by_zone):
+        paths = sea_paths(trial, x, 2, p, into_hostile=True, hostile=hostile)
+        if zone not in paths:
+            continue
+        ships = [u for u in by_zone[x] if trial.remaining(u) >= len(paths[zone]) - 1]
+        if ships:
+            text = move_text(trial, ships, paths[zone])
+            if try_move(trial, text, True):
+                moves.append(text)
+    att = trial.attackers(zone)
+    if att and _sea_win(trial, state, zone):
+        return trial, moves
+    for u in sorted(movable(trial, True), key=lambda u: (b.units[u.t].move, u.id)):
+        if u.id in exclude or trial.kind(u) != "air":
+            continue
+        paths = paths_from(trial, u, trial.remaining(u))
+        if zone in paths:
+            text = move_text(trial, [u], paths[zone])
+            if try_move(trial, text, True):
+                moves.append(text)
+                if _sea_win(trial, state, zone):
+                    return trial, moves
+    return None
+
+
+def _sea_win(trial: AAChessState, before: AAChessState, zone: int) -> bool:
+    b = trial.board
+    att, dfn = trial.attackers(zone), trial.defenders(zone)
+    air = sorted((u for u in att if trial.kind(u) == "air"), key=lambda u: (b.units[u.t].cost, u.id))
+    lost = aa_losses(before, sum(trial.passes.values()) - sum(before.passes.values())) if air else 0
+    survivors, left = predict(trial, [u for u in att if u not in air[:lost]], dfn)
+    return bool(survivors) and not left
+
+
+def bombing_raid(state: AAChessState, target: int, exclude=frozenset()) -> tuple[AAChessState, list[str]] | None:
+    """Plan a strategic raid on the enemy complex in ``target`` with just enough of the mover's
+    bombers in reach to empty its owner's treasury (2.5 PUs a bomber), on a copy of ``state``;
+    returns (copy, moves), or None when no bomber can fly it or the treasury is empty."""
+    owner = state.owner[target]
+    if owner is None or not state.enemies(state.mover, owner) \
+            or not any(u.at == target and u.t == "ic" for u in state.units.values()):
+        return None
+    need = (2 * state.pus[owner] + 4) // 5
+    trial = state.clone()
+    moves: list[str] = []
+    for u in sorted(movable(trial, True), key=lambda u: u.id):
+        if len(moves) >= need:
+            break
+        if u.t != "bmb" or u.id in exclude:
+            continue
+        paths = paths_from(trial, u, trial.remaining(u))
+        if target in paths:
+            text = move_text(trial, [u], paths[target], raid=True)
+            if try_move(trial, text, True):
+                moves.append(text)
+    return (trial, moves) if moves else None
