@@ -105,7 +105,7 @@ def _curve(key: int) -> tuple[float, ...]:
         if d:
             s = SURVIVAL[d - 1][mob[n]]
             curve = s if curve is None else [a * b for a, b in zip(curve, s)]
-    return tuple(curve) if curve is not None else (0.0,) * (TMAX + 1)
+    return tuple(curve) if curve is not None else (1.0,) * (TMAX + 1)  # no cubes: never home
 
 
 def race_probability(mover_curve, other_curve) -> float:
@@ -274,7 +274,7 @@ class Searcher:
     def decide(self, side: int, cubes: tuple[int, ...], depth: int, alpha: float, beta: float) -> float:
         """Value for ``side`` choosing a move of one of ``cubes``, ``depth`` >= 1 plies left."""
         self.nodes += 1
-        if not self.nodes & 1023 and time.monotonic() > self.deadline:
+        if not self.nodes & 255 and time.monotonic() > self.deadline:
             raise Timeout
         winning, moves = self._moves(side, cubes)
         if winning:
