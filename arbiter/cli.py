@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.live import Live
 from rich.table import Table
 
@@ -200,12 +201,20 @@ def cmd_show(args: argparse.Namespace) -> int:
                         info = f"  score {e.info.score}" if e.info and e.info.score is not None else ""
                         console.print(f"[dim]ply {e.ply:3}[/]  {record.players[e.seat]} {e.kind} "
                                       f"[bold]{e.move}[/]  {timing}{info}")
+                    if e.note:
+                        console.print(f"          [italic]{escape(e.note)}[/]")
                 if events[-1].seat >= 0:
                     console.print(state.render(), highlight=False)
         except ValueError as exc:
             console.print(f"[red]record inconsistent:[/] {exc}")
         w = record.winner()
-        console.print(f"result {record.returns} — {record.players[w] if w is not None else 'no winner'} "
+        if len(set(record.returns)) == 1 and len(record.returns) > 1:
+            outcome = f"shared score {record.returns[0]:g}"  # cooperative: one result for everyone
+        elif len(record.returns) == 1:
+            outcome = f"score {record.returns[0]:g}"
+        else:
+            outcome = record.players[w] if w is not None else "no winner"
+        console.print(f"result {record.returns} — {outcome} "
                       f"({record.reason}{': ' + record.detail if record.detail else ''})\n")
     return EXIT_OK
 

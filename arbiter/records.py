@@ -36,6 +36,8 @@ class Event(msgspec.Struct, kw_only=True, omit_defaults=True):
     clock_ms: int | None = None
     """The seat's main time left after this decision."""
     info: Info | None = None
+    note: str | None = None
+    """What the step did beyond its notation, in the game's words (``State.event_note``)."""
 
 
 class GameRecord(msgspec.Struct, kw_only=True):

@@ -222,6 +222,9 @@ class Referee:
         return {by_socket[s] for s, _ in poller.poll(timeout_ms)}  # only at simultaneous decisions
 
     def _add(self, event: Event) -> None:
+        note = self.state.event_note()
+        if note:
+            event.note = note
         self.record.events.append(event)
         if self.on_event is not None:
             self.on_event(self.record, self.state, event, self.clocks)

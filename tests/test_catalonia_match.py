@@ -58,6 +58,10 @@ def test_planner_pair_plays_full_games_through_the_referee(tmp_path):
         *_, (events, state) = replay(record)
         assert len(state.turn_scores()) == 15 and state.total_score() == g.score
         assert any("chain of" in line for line in state.log())
+        # ... and the record itself carries it, event by event, without a replay.
+        notes = "\n".join(e.note for e in record.events if e.note)
+        assert notes.count("chain of") == sum(1 for line in state.log() if "chain of" in line)
+        assert "the bomb hits" in notes or "no bomb" in notes
     assert result.count == 2 and result.forfeit_count == 0 and result.five_turn_losses == 0
     assert result.mean == sum(g.score for g in result.games) / 2
 

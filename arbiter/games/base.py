@@ -91,6 +91,11 @@ class State(abc.ABC):
     def returns(self) -> list[float]:
         """Each seat's result (meaningful once terminal)."""
 
+    def event_note(self) -> str:
+        """What the step just played did that its notation alone does not say (a chain scored, a
+        pit dug), for the record; the referee calls it once after every step."""
+        return ""
+
     def end_detail(self) -> str:
         """Why the game ended, in the game's words ('corner reached', 'five-turn rule');
         recorded as the record's ``detail`` when the game ends normally."""

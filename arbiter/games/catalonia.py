@@ -474,6 +474,13 @@ class CataloniaState(State):
         """Everything that happened so far, one line per event (for people)."""
         return self._log[:]
 
+    def event_note(self) -> str:
+        """The log lines written since the previous call (chains, scores, bombs, pits, escapes,
+        removals), so the record carries every phase, not only the decisions."""
+        noted = getattr(self, "_noted", 0)
+        self._noted = len(self._log)
+        return "; ".join(self._log[noted:])
+
     # --- the common interface -------------------------------------------------------------
 
     def current_player(self) -> int:
