@@ -124,11 +124,13 @@ class Referee:
     def _request_for(self, seat: int) -> Request:
         state, engine = self.state, self.engines[seat]
         kind = state.decision_kind(seat)
-        legal = state.legal_moves(seat) if engine.hello and engine.hello.wants_legal_moves else None
+        hello = engine.hello
+        legal = state.legal_moves(seat) if hello and hello.wants_legal_moves else None
+        data = state.observation_data(seat) if hello and hello.wants_state else None
         last = [e.move for e in self.record.events[self.seen_events[seat]:] if e.seat >= 0]
         self.seen_events[seat] = len(self.record.events)
         return Request(game_id=self.game_id, seq=self._next_seq(), kind=kind, seat=seat,
-                       position=state.observation(seat), state=state.observation_data(seat),
+                       position=state.observation(seat), state=data,
                        ply=len(self.record.events), die=state.die(),
                        clocks_ms=[c.remaining_ms() for c in self.clocks],
                        time_left_ms=self.clocks[seat].allowance_ms(), legal_moves=legal, last_moves=last)

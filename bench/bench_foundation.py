@@ -46,7 +46,7 @@ import msgspec  # noqa: E402
 import zmq  # noqa: E402
 
 from arbiter.clock import parse_time_control  # noqa: E402
-from arbiter.dice import Dice  # noqa: E402
+from arbiter.dice import Dice, stream_name  # noqa: E402
 from arbiter.engine import Engine, EngineConfig  # noqa: E402
 from arbiter.games import CHANCE, SIMULTANEOUS, load_game  # noqa: E402
 from arbiter.games.einstein import LAYOUTS, EinsteinGame  # noqa: E402
@@ -156,11 +156,7 @@ def machine_facts() -> dict[str, str]:
 
 
 def make_dice(seed: bytes, match_id: str, number: int) -> Dice:
-    """The dice of one game, whichever Dice signature arbiter.dice has (stream or match/game)."""
-    try:
-        from arbiter.dice import stream_name
-    except ImportError:
-        return Dice(seed, match_id, number)
+    """The dice of one game in its default stream."""
     return Dice(seed, stream_name(match_id, number))
 
 
@@ -348,7 +344,7 @@ def part_round_trip(cfg: dict) -> dict:
     res = {m: {"median_us": median(v) / 1000, "p99_us": pct(v, 0.99) / 1000, "n": len(v)}
            for m, v in samples.items()}
     print(f"request: {req_bytes} bytes msgpack (mid-game move with {len(request.legal_moves)} legal moves, "
-          f"state dict, clocks); reply: {reply_bytes} bytes; raw frame: {len(payload)} bytes")
+          f"clocks; no state dict: the random engine does not ask for it); reply: {reply_bytes} bytes; raw frame: {len(payload)} bytes")
     print(f"{'mode':<10} {'median us':>10} {'p99 us':>10} {'n':>7}  what")
     what = {
         "raw": "send_multipart / blocking recv_multipart; peer echoes (blocking)",
@@ -571,10 +567,11 @@ def component_breakdown(reps: int) -> list[tuple[str, float]]:
         ref.seen_events[seat_of[i]] = len(ref.record.events) - 2
         return ref._request_for(seat_of[i])
 
-    reqs = timed("Referee._request_for (legal moves, position, state dict, clocks)", build, range(reps))
+    reqs = timed("Referee._request_for (legal moves, position, clocks)", build, range(reps))
     timed("  of which state.legal_moves(seat)", lambda i: rolled[i].legal_moves(seat_of[i]), range(reps))
     timed("  of which state.observation(seat) (to_text)", lambda i: rolled[i].observation(seat_of[i]), range(reps))
-    timed("  of which state.observation_data(seat)", lambda i: rolled[i].observation_data(seat_of[i]), range(reps))
+    timed("  (state.observation_data(seat), only for engines that ask)",
+          lambda i: rolled[i].observation_data(seat_of[i]), range(reps))
     timed("encode(Request)", encode, reqs)
     replies = [encode(Reply(game_id=r.game_id, seq=r.seq, move=rng.choice(r.legal_moves), info=Info(time_ms=1)))
                for r in reqs]

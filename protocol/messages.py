@@ -36,6 +36,9 @@ class Hello(Message, tag="hello", kw_only=True):
     """Game names the engine plays (e.g. ``einstein``); empty means 'any'."""
     wants_legal_moves: bool = False
     """Ask the referee to attach the legal-move list to every decision request."""
+    wants_state: bool = False
+    """Ask the referee to attach the structured ``state`` to every decision request (the text
+    ``position`` always comes; leaving ``state`` out keeps requests small and fast)."""
 
 
 class Welcome(Message, tag="welcome", kw_only=True):
@@ -107,7 +110,8 @@ class Request(Message, tag="request", kw_only=True):
     position: str
     """The full position in the game's text notation, as this seat may see it."""
     state: Any = None
-    """The same position as structured data (game-specific, documented per game)."""
+    """The same position as structured data (game-specific, documented per game); attached when
+    the engine asked for it in ``hello``."""
     ply: int = 0
     die: int | None = None
     """The die the referee rolled for this decision, when there is one."""

@@ -484,7 +484,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--endpoint", default=None)
     args = parser.parse_args(argv)
     return run_engine(make_decider(args.movetime, args.depth, args.seed), name=args.name, author="arbiter project",
-                      version="1", games=["einstein"], wants_legal_moves=True, endpoint=args.endpoint)
+                      version="1", games=["einstein"], wants_legal_moves=True, wants_state=True,
+                      endpoint=args.endpoint)
 
 
 if __name__ == "__main__":

@@ -199,7 +199,7 @@ def _recording_engine(out_path: str) -> int:
         out.flush()
         return decide_randomly(request, new_game)
 
-    return run_engine(decide, name="recorder", games=["stalingrad"], wants_legal_moves=True)
+    return run_engine(decide, name="recorder", games=["stalingrad"], wants_legal_moves=True, wants_state=True)
 
 
 if __name__ == "__main__" and len(sys.argv) == 3 and sys.argv[1] == "record":
