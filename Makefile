@@ -9,7 +9,7 @@ $(BIN)/arbiter: pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	touch $(BIN)/arbiter
 
-.PHONY: demo test bench
+.PHONY: demo test bench tournament
 demo: $(BIN)/arbiter
 	$(BIN)/arbiter demo
 
@@ -18,3 +18,6 @@ test: $(BIN)/arbiter
 
 bench: $(BIN)/arbiter
 	$(BIN)/python bench/bench_foundation.py
+
+tournament: $(BIN)/arbiter
+	$(BIN)/arbiter-tournament run tournaments/examples/einstein_olympiad.toml
