@@ -14,6 +14,7 @@ the process that started it has gone.
 """
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
@@ -54,6 +55,15 @@ def _as_reply(decision: Decision, request: Request, elapsed_ms: int) -> Reply:
     elif reply.info.time_ms is None:
         reply.info.time_ms = elapsed_ms
     return reply
+
+
+def engine_arguments(description: str, name: str, seed: int | None = 0) -> argparse.ArgumentParser:
+    """The command-line options every sample engine takes (--name, --endpoint, --seed); add your own."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--seed", type=int, default=seed, help="seed of the engine's own randomness")
+    parser.add_argument("--name", default=name, help="the name the engine gives in hello")
+    parser.add_argument("--endpoint", default=None, help=f"where to connect (default: ${ENDPOINT_ENV})")
+    return parser
 
 
 def _wait(sock: EngineSocket, idle_timeout: float, parent: int):

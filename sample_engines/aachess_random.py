@@ -10,7 +10,6 @@ random battle order and retreat choice, and places what it bought at random lega
 """
 from __future__ import annotations
 
-import argparse
 import random
 
 from arbiter.games.aachess import AAChessGame
@@ -47,13 +46,9 @@ def make_decider(seed: int = 0):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from protocol.kit import run_engine
+    from protocol.kit import engine_arguments, run_engine
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--name", default=NAME)
-    parser.add_argument("--endpoint", default=None)
-    args = parser.parse_args(argv)
+    args = engine_arguments(__doc__.splitlines()[0], NAME).parse_args(argv)
     return run_engine(make_decider(args.seed), name=args.name, author="arbiter project", version="1",
                       games=["aachess"], endpoint=args.endpoint)
 

@@ -4,18 +4,13 @@ Usage: python -m sample_engines.random_engine [--seed N] [--name NAME]
 """
 from __future__ import annotations
 
-import argparse
 import random
 
-from protocol.kit import run_engine
+from protocol.kit import engine_arguments, run_engine
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seed", type=int, default=None, help="seed for reproducible play")
-    parser.add_argument("--name", default="random")
-    parser.add_argument("--endpoint", default=None)
-    args = parser.parse_args(argv)
+    args = engine_arguments(__doc__.splitlines()[0], "random", seed=None).parse_args(argv)
     rng = random.Random(args.seed)
 
     def decide(request, game):

@@ -11,7 +11,6 @@ game's public dice commitment and ``--seed``, so a seeded suite replays exactly.
 """
 from __future__ import annotations
 
-import argparse
 
 from arbiter.games import load_game
 from arbiter.games.stalingrad.library import (deployment_text, determinize, plan_text,
@@ -45,13 +44,9 @@ def make_decider(seed: int = 0):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from protocol.kit import run_engine
+    from protocol.kit import engine_arguments, run_engine
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--name", default=NAME)
-    parser.add_argument("--endpoint", default=None)
-    args = parser.parse_args(argv)
+    args = engine_arguments(__doc__.splitlines()[0], NAME).parse_args(argv)
     return run_engine(make_decider(args.seed), name=args.name, author="arbiter project", version="1",
                       games=["stalingrad"], endpoint=args.endpoint)
 
