@@ -79,8 +79,9 @@ def cmd_match(args: argparse.Namespace) -> int:
         result_box["points"] = result.points
         winner = record.winner()
         who = record.players[winner] if winner is not None else "draw"
-        line = (f"game {record.game_number}: {record.players[0]} (first) vs {record.players[1]} → {who} "
-                f"[{record.reason}{': ' + record.detail if record.detail else ''}] in {len(record.events)} events")
+        line = escape(f"game {record.game_number}: {record.players[0]} (first) vs {record.players[1]} → {who} "
+                      f"[{record.reason}{': ' + record.detail if record.detail else ''}] "
+                      f"in {len(record.events)} events")
         result_box["games"].append(line)
         if args.quiet:
             console.print(line)
@@ -96,6 +97,7 @@ def cmd_match(args: argparse.Namespace) -> int:
         else:
             with Live(_status_table(result_box, ""), console=console, refresh_per_second=8) as live:
                 result = match.play()
+            console.print()
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: finished games are saved")
         return EXIT_INTERRUPTED
@@ -135,13 +137,14 @@ def _status_table(box: dict, status: str) -> Table:
 
 def _print_summary(result) -> None:
     table = Table(title=f"match {result.match_id}")
-    for col in ("game", "first", "second", "winner", "reason", "events", "avg ms/move"):
+    for col in ("game", "first", "second", "winner", "how it ended", "events", "ms/move"):
         table.add_column(col)
     for r in result.records:
         w = r.winner()
         times = [e.measured_ms for e in r.events if e.measured_ms is not None]
         table.add_row(str(r.game_number), r.players[0], r.players[1], r.players[w] if w is not None else "-",
-                      r.reason + (f" ({r.detail})" if r.detail else ""), str(len(r.events)),
+                      escape(r.detail if r.reason == "normal" and r.detail else
+                             r.reason + (f": {r.detail}" if r.detail else "")), str(len(r.events)),
                       f"{sum(times) / len(times):.1f}" if times else "-")
     console.print(table)
     a, b = result.players

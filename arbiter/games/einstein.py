@@ -195,6 +195,15 @@ class EinsteinState(State):
         """RED or BLUE once the game is over, else -1."""
         return self._winner
 
+    def end_detail(self) -> str:
+        """How the game was won: the corner reached, or the last enemy cube taken."""
+        w = self._winner
+        if w < 0:
+            return ""
+        if self._board[GOAL[w]] * (1 if w == RED else -1) > 0:
+            return f"{COLOUR_NAMES[w]} reached {SQUARE_NAMES[GOAL[w]]}"
+        return f"{COLOUR_NAMES[w]} took the last {COLOUR_NAMES[1 - w]} cube"
+
     def board(self) -> list[int]:
         """A copy of the board: 25 ints row-major (a5..e5, a4..e1); +n red cube n, -n blue n."""
         return self._board[:]
