@@ -26,7 +26,6 @@ usable without sockets: ``Searcher(SmessGame()).choose(state, budget=0.1)``.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import time
@@ -581,15 +580,12 @@ def make_decider(movetime: float | None = DEFAULT_MOVETIME, depth: int | None = 
 
 
 def main(argv: list[str] | None = None) -> int:
-    from protocol.kit import run_engine
+    from protocol.kit import engine_arguments, run_engine
 
-    parser = argparse.ArgumentParser(description="Smess alpha-beta engine")
+    parser = engine_arguments("Smess alpha-beta engine", NAME, seed=None)
     parser.add_argument("--movetime", type=float, default=DEFAULT_MOVETIME,
                         help=f"seconds per move at most (default {DEFAULT_MOVETIME}; 0 = only the clock share)")
     parser.add_argument("--depth", type=int, default=None, help="maximum search depth in plies")
-    parser.add_argument("--seed", type=int, default=None, help="seed for the (rare) random fallbacks")
-    parser.add_argument("--name", default=NAME)
-    parser.add_argument("--endpoint", default=None)
     args = parser.parse_args(argv)
     return run_engine(make_decider(args.movetime, args.depth, args.seed), name=args.name, author="arbiter project",
                       version="1", games=["smess"], wants_legal_moves=True, endpoint=args.endpoint)

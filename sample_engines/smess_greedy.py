@@ -10,7 +10,6 @@ searching engine must beat clearly (see ``bench/smess_strength.md``).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import random
 
@@ -62,13 +61,9 @@ def make_decider(seed: int | None = None):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from protocol.kit import run_engine
+    from protocol.kit import engine_arguments, run_engine
 
-    parser = argparse.ArgumentParser(description="Smess 1-ply greedy engine")
-    parser.add_argument("--seed", type=int, default=None, help="seed for reproducible tie-breaks")
-    parser.add_argument("--name", default=NAME)
-    parser.add_argument("--endpoint", default=None)
-    args = parser.parse_args(argv)
+    args = engine_arguments("Smess 1-ply greedy engine", NAME, seed=None).parse_args(argv)
     return run_engine(make_decider(args.seed), name=args.name, author="arbiter project", version="1",
                       games=["smess"], wants_legal_moves=True, endpoint=args.endpoint)
 
