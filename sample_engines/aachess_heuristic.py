@@ -8,6 +8,8 @@ engine uses exactly that (``library.predict``, ``library.captures``):
 * objective: a power whose complexes are far from any land front (United Kingdom, United States)
   and whose alliance needs an enemy capital its allies cannot reach by land (the Allies need
   Japan, an island) works *amphibiously* toward that capital (``objective``);
+* research (option ``research``): with 30 PUs or more, one die a turn for heavy bombers (if it
+  has bombers) or jet fighters; every AA gun that can fires a rocket once developed;
 * purchase: powers with a complex near the enemy buy infantry and armor; amphibious powers buy an
   industrial complex on a coast near the objective once, transports, the infantry and armor to
   fill them, and bombers with the rest; other far powers buy fighters and bombers;
@@ -152,6 +154,20 @@ def forward_site(state, target: int) -> int | None:
     return min(sites)[2] if sites else None
 
 
+def research(state) -> str:
+    """Weapons development (option ``research``), a small fixed policy: with 30 PUs or more, one
+    die a turn for heavy bombers if the power has bombers, else for jet fighters."""
+    p = state.mover
+    options = state.research_options()
+    if state.pus[p] < 30 or not options:
+        return "-"
+    bombers = any(u.p == p and u.t == "bmb" for u in state.units.values())
+    for dev in (("heavy", "jets") if bombers else ("jets", "heavy")):
+        if dev in options:
+            return f"1 {dev}"
+    return "-"
+
+
 def purchase(state) -> str:
     b, p = state.board, state.mover
     left = state.pus[p]
@@ -259,6 +275,7 @@ def combat_plan(state) -> str:
             if lib.try_move(work, text, True):
                 moves.append(text)
                 used.add(u.id)
+    moves += lib.rocket_attacks(work)
     return "; ".join(moves) or "-"
 
 
@@ -423,6 +440,8 @@ def make_decider(seed: int = 0):
             cache["game"] = AAChessGame(**dict(new_game.options or {}))
         state = cache["game"].from_text(request.position)
         kind = request.kind
+        if kind == "research":
+            return research(state)
         if kind == "purchase":
             return purchase(state)
         if kind == "combat_move":

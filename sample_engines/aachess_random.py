@@ -4,7 +4,8 @@ Usage: python -m sample_engines.aachess_random [--seed N]
 
 The legal-move list of A&A Chess is not enumerated (it is huge), so this engine builds its
 decisions itself with the rules module as a library (``arbiter.games.aachess.library``): it
-rebuilds the position from the request, then draws a random purchase, random legal moves (each
+rebuilds the position from the request, then draws a random research (usually none, else one
+die), a random purchase, random legal moves (each
 tried on a copy of the position and kept only if the rules accept it), random casualties, a
 random battle order and retreat choice, and places what it bought at random legal spots.
 """
@@ -31,6 +32,8 @@ def make_decider(seed: int = 0):
             rng.seed(f"{seed}|{new_game.dice_commitment}|{request.seat}")
         state = cache["game"].from_text(request.position)
         kind = request.kind
+        if kind == "research":
+            return lib.random_research(state, rng)
         if kind == "purchase":
             return lib.random_purchase(state, rng)
         if kind in ("combat_move", "noncombat_move"):

@@ -56,3 +56,15 @@ def test_five_seat_game_between_engine_subprocesses(tmp_path):
     check(record, game)
     assert sorted({e.seat for e in record.events if e.seat >= 0}) == [0, 1, 2, 3, 4]
     assert len(record.returns) == 5
+
+
+def test_two_seat_game_with_weapons_development(tmp_path):
+    game = AAChessGame(seats=2, max_rounds=3, research=True)
+    record = play(tmp_path, game, [RANDOM + " --seed 5", HEURISTIC], seed=b"aachess-research")
+    state = check(record, game)
+    research = [e for e in record.events if e.kind == "research"]
+    assert research and {e.seat for e in research} == {0, 1}
+    assert any(e.move != "-" for e in research)  # dice were bought and rolled by the referee
+    text = "\n".join(st.render() for _, st in replay(record))
+    assert "research di" in text
+    assert isinstance(state.to_data()["tech"], dict)

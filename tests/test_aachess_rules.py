@@ -40,7 +40,7 @@ def test_options_and_seats():
     assert AAChessGame(seats=5).seat_roles == ("RU", "GE", "UK", "JP", "US")
     assert AAChessGame(seats=3).num_seats == 3 and AAChessGame(seats=4).seat_roles[2] == "UK+US"
     for bad, match in (({"seats": 6}, "seats"), ({"variant": "dice"}, "variant"), ({"max_rounds": 0}, "max_rounds"),
-                       ({"research": True}, "research"), ({"colour": 1}, "unknown option")):
+                       ({"research": "maybe"}, "research"), ({"colour": 1}, "unknown option")):
         with pytest.raises(OptionError, match=match):
             AAChessGame(**bad)
     assert AAChessGame(seats=2).forfeit_returns(1) == [1.0, -1.0]

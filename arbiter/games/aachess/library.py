@@ -10,6 +10,8 @@ friendly land from which planes can strike a space (``air_distances``, ``strike_
 carries of a battle under way (``predict``, ``captures``, ``choose_casualties``), and whole
 combat-move operations played on a copy of the position: ``amphibious_assault`` (load, sail,
 unload, with the planes in reach), ``sea_strike`` (clear an enemy fleet) and ``bombing_raid``.
+Weapons development: ``random_research``, ``rocket_attacks``; ``predict`` uses the developed
+values (``state.attack_value``, ``state.defence_value``), plane ranges ``state.move_allowance``.
 """
 from __future__ import annotations
 
@@ -104,6 +106,8 @@ def random_plan(state: AAChessState, rng: random.Random, combat: bool, tries: in
             moves.append(text)
     if not combat:
         moves += land_planes(work)
+    elif rng.random() < 0.5:
+        moves += rocket_attacks(work)
     return "; ".join(moves) or "-"
 
 
@@ -240,7 +244,7 @@ def strike_spots(state: AAChessState, target: int, code: str, p: int | None = No
     friendly land (other than the target) on the same turn."""
     b = state.board
     p = state.mover if p is None else p
-    move = b.units[code].move
+    move = state.move_allowance(code, p)
     dist = air_distances(state, target)
     land = [s for s in range(len(b.names)) if s != target and s in dist and state.friendly_land(p, s)]
     if not land:
@@ -254,7 +258,7 @@ def approach_turns(state: AAChessState, spots: set[int], code: str, p: int | Non
     hopping from friendly land to friendly land (0 on a spot)."""
     b = state.board
     p = state.mover if p is None else p
-    move = b.units[code].move
+    move = state.move_allowance(code, p)
     friendly = {s for s in range(len(b.names)) if state.friendly_land(p, s)}
     turns = {s: 0 for s in spots}
     level = set(spots)
@@ -289,6 +293,35 @@ def attack_order(state: AAChessState, units: list[Unit], keep_land: int = 0) -> 
     return order
 
 
+def rocket_attacks(state: AAChessState) -> list[str]:
+    """Rocket attacks (development ``rockets``) played on ``state``: every AA gun that may still
+    fire targets the enemy complex in range whose owner has the most PUs."""
+    p, b = state.mover, state.board
+    if not state.has_tech(p, "rockets"):
+        return []
+    moves = []
+    complexes = sorted({u.at for u in state.units.values() if u.t == "ic" and state.enemies(p, state.owner[u.at])})
+    for a in sorted({u.at for u in state.units.values() if u.t == "aa" and u.p == p}):
+        for _ in state.rocket_guns(a):
+            targets = [t for t in complexes if state.rocket_distance(a, t) is not None]
+            if not targets:
+                break
+            t = max(targets, key=lambda t: (state.pus[state.owner[t]], -t))
+            text = f"rocket {b.names[a]} @ {b.names[t]}"
+            if not try_move(state, text, True):
+                break
+            moves.append(text)
+    return moves
+
+
+def random_research(state: AAChessState, rng: random.Random) -> str:
+    """Weapons development for a random engine: now and then one die for a random development."""
+    options = state.research_options()
+    if not options or state.pus[state.mover] < 5 or rng.random() < 0.7:
+        return "-"
+    return f"1 {rng.choice(options)}"
+
+
 def predict(state: AAChessState, attackers: list[Unit], defenders: list[Unit], max_rounds: int = 30,
             keep_land: int = 0, carry: tuple[int, int] = (0, 0)) -> tuple[list[Unit], list[Unit]]:
     """The battle as the A&A Chess arithmetic plays it: the survivors of each side. The attacker
@@ -300,13 +333,13 @@ def predict(state: AAChessState, attackers: list[Unit], defenders: list[Unit], m
     b = state.board
     variant = state.variant
     att = attack_order(state, attackers, keep_land)
-    dfn = sorted(defenders, key=lambda u: (b.units[u.t].defence, b.units[u.t].cost, u.id))
+    dfn = sorted(defenders, key=lambda u: (state.defence_value(u), b.units[u.t].cost, u.id))
     carry = list(carry) if variant in combat.CARRY_VARIANTS else [0, 0]
     for _ in range(max_rounds):
         if not att or not dfn:
             break
-        fa = combat.fire(sum(b.units[u.t].attack for u in att), combat.ATTACKER, variant, carry[0])
-        fd = combat.fire(sum(b.units[u.t].defence for u in dfn), combat.DEFENDER, variant, carry[1])
+        fa = combat.fire(sum(state.attack_value(u) for u in att), combat.ATTACKER, variant, carry[0])
+        fd = combat.fire(sum(state.defence_value(u) for u in dfn), combat.DEFENDER, variant, carry[1])
         ha = fa.hits + (1 if fa.roll >= 4 else 0)
         hd = fd.hits + (1 if fd.roll >= 4 else 0)
         carry = [fa.carry_out, fd.carry_out]

@@ -6,8 +6,11 @@ Rules: ``/work/shared/rules/aa-chess.md``; notation, options, seats and project 
 Flow. Each round every power (Russia, Germany, United Kingdom, Japan, United States) takes a
 turn of phases; each phase is one decision of the seat holding that power::
 
+    research        (kind "research")        option ``research`` only: dice for one development,
+                    each die a CHANCE node (a 6 develops it)
     purchase        (kind "purchase")        a purchase list
-    combat_move     (kind "combat_move")     a plan: moves of unit sets along paths
+    combat_move     (kind "combat_move")     a plan: moves of unit sets along paths (and rockets)
+      rockets       by themselves (CHANCE under ryof6)
       AA fire       CHANCE (ryof6 only) and  (kind "casualties") the attacker's AA losses
       raids         strategic bombing, by itself (CHANCE for ryof6's half PU)
       battles       (kind "battle") the attacker picks the next battle when several are pending;
@@ -44,7 +47,20 @@ AXIS_INCOME_WIN = 84
 MAX_BATTLE_ROUNDS = 200
 """Safety net: a battle this long ends as stalled (cannot happen with positive totals)."""
 EMPTY = ("", "-", "none", "pass")
-PHASES = ("purchase", "combat_move", "aa", "battles", "noncombat_move", "place", "over")
+PHASES = ("research", "purchase", "combat_move", "aa", "battles", "noncombat_move", "place", "over")
+RESEARCH_COST = 5
+"""PUs per research die (weapons development, option ``research``)."""
+DEVELOPMENTS = {
+    "jets": "jet power: fighters defend at 5",
+    "rockets": "rockets: an AA gun may fire a rocket at an enemy industrial complex within 3 spaces (3 PUs)",
+    "supersubs": "super submarines: submarines attack at 3",
+    "longrange": "long-range aircraft: fighters and bombers move 2 more",
+    "heavy": "heavy bombers: a bomber attacks with 3 x 4 = 12 and raids with 3 x 2.5 PUs",
+}
+"""The developments a power may research (rules §7: the classic chart without industrial
+technology, which the project does not offer)."""
+ROCKET_RANGE = 3
+RESEARCH_PATTERN = re.compile(r"^(?:(\d+)\s*)?([a-z]+)$")
 
 _SELECTOR = re.compile(r"^(?:(\d+)\s*)?([a-z]+)$")
 
@@ -91,6 +107,7 @@ class AAChessState(State):
         self.turn = 0
         self.phase = "purchase"
         self.pus = [p.pus for p in b.powers]
+        self.tech: list[list[str]] = [[] for _ in b.powers]
         self.owner: list[int | None] = list(b.owner)
         self.units: dict[int, Unit] = {}
         self.next_id = 1
@@ -105,6 +122,7 @@ class AAChessState(State):
         self.passes: dict[int, int] = {}
         self.pending: list[int] = []
         self.raids: dict[int, list[int]] = {}
+        self.rockets: list[list[int]] = []
         self.bt: dict[str, Any] | None = None
         self.cas: dict[str, Any] | None = None
         self.chance: dict[str, Any] | None = None
@@ -163,7 +181,37 @@ class AAChessState(State):
         return not self.board.sea[s] and self.friends(p, self.owner[s])
 
     def remaining(self, u: Unit) -> int:
-        return self.board.units[u.t].move - u.used
+        return self.move_allowance(u.t, u.p) - u.used
+
+    # weapons development: the values developed units fight and move with
+
+    def has_tech(self, p: int, dev: str) -> bool:
+        return dev in self.tech[p]
+
+    def move_allowance(self, code: str, p: int) -> int:
+        """Moves of a unit of ``code`` owned by ``p`` (long-range aircraft: planes +2)."""
+        extra = 2 if code in ("ftr", "bmb") and self.has_tech(p, "longrange") else 0
+        return self.board.units[code].move + extra
+
+    def attack_value(self, u: Unit) -> int:
+        """Attack of ``u`` in a battle total (super submarines 3, heavy bombers 3 x 4)."""
+        value = self.board.units[u.t].attack
+        if u.t == "sub" and self.has_tech(u.p, "supersubs"):
+            return 3
+        if u.t == "bmb" and self.has_tech(u.p, "heavy"):
+            return 3 * value
+        return value
+
+    def defence_value(self, u: Unit) -> int:
+        """Defence of ``u`` in a battle total (jet fighters 5)."""
+        if u.t == "ftr" and self.has_tech(u.p, "jets"):
+            return 5
+        return self.board.units[u.t].defence
+
+    def research_options(self, p: int | None = None) -> list[str]:
+        """Developments ``p`` (default: the mover) may still research."""
+        p = self.mover if p is None else p
+        return [d for d in DEVELOPMENTS if d not in self.tech[p]]
 
     def cargo(self, u: Unit) -> list[Unit]:
         return [c for c in self.units.values() if c.on == u.id]
@@ -231,8 +279,12 @@ class AAChessState(State):
         return self.phase
 
     def legal_moves(self, seat: int | None = None) -> list[str]:
-        """Only the small decisions are listed (battle order, retreat); the rest is [] (huge)."""
+        """Only the small decisions are listed (research, battle order, retreat); the rest is []
+        (huge)."""
         kind = self.decision_kind(seat)
+        if kind == "research":
+            dice = self.pus[self.mover] // RESEARCH_COST
+            return ["-"] + [f"{n} {d}" for d in self.research_options() for n in range(1, dice + 1)]
         if kind == "battle":
             return [self.board.names[s] for s in self.pending]
         if kind == "retreat":
@@ -261,7 +313,9 @@ class AAChessState(State):
         if kind == "none":
             raise IllegalMove("no decision is due now")
         text = move.strip()
-        if kind == "purchase":
+        if kind == "research":
+            self._research(text)
+        elif kind == "purchase":
             self._purchase(text)
         elif kind in ("combat_move", "noncombat_move"):
             self._plan(text, combat=kind == "combat_move")
@@ -307,9 +361,9 @@ class AAChessState(State):
             if u.p == p:
                 u.used, u.came, u.flags = 0, -1, ""
         self.start_owner = list(self.owner)
-        self.bought, self.passes, self.pending, self.raids = {}, {}, [], {}
+        self.bought, self.passes, self.pending, self.raids, self.rockets = {}, {}, [], {}, []
         self.bt = self.cas = self.chance = None
-        self.phase = "purchase"
+        self.phase = "research" if self.game.research else "purchase"
         self.log.append(f"— round {self.round}, {self.board.powers[p].name}: {self.pus[p]} PUs")
 
     def _has_movers(self) -> bool:
@@ -319,7 +373,11 @@ class AAChessState(State):
         """Run automatic steps until a decision or a roll is due."""
         while self.phase != "over" and self.chance is None and self.cas is None:
             p = self.mover
-            if self.phase == "purchase":
+            if self.phase == "research":
+                if self.pus[p] >= RESEARCH_COST and self.research_options(p):
+                    return
+                self.phase = "purchase"
+            elif self.phase == "purchase":
                 if self.pus[p] >= 3 and any(u.p == p and u.t == "ic" for u in self.units.values()):
                     return
                 self.phase = "combat_move"
@@ -335,6 +393,9 @@ class AAChessState(State):
                 if self.bt is not None:
                     if self._battle_step():
                         return
+                    continue
+                if self.rockets:
+                    self._rocket()
                     continue
                 if self.raids:
                     self._raid()
@@ -397,6 +458,45 @@ class AAChessState(State):
             self.log.append(f"{power.code} income +{gain} → {self.pus[p]} PUs")
         else:
             self.log.append(f"{power.code} collects nothing: {self.board.names[power.capital]} is not held")
+
+    # --- weapons development (option research) -------------------------------------------
+
+    def _research(self, text: str) -> None:
+        """``N dev`` (``dev`` alone: one die) or ``-``: buy N dice at 5 PUs for the named
+        development; the dice are rolled one by one (CHANCE) until a 6 or none is left."""
+        p, code = self.mover, self.board.powers[self.mover].code
+        self.phase = "purchase"
+        if text.lower() in EMPTY:
+            self.log.append(f"{code} does no research")
+            return
+        m = RESEARCH_PATTERN.match(text.lower())
+        if not m:
+            raise IllegalMove(f"research: cannot read {text!r} (expected e.g. '2 jets' or '-')")
+        n, dev = int(m.group(1) or 1), m.group(2)
+        if dev not in DEVELOPMENTS:
+            raise IllegalMove(f"research: unknown development {dev!r}; developments: {', '.join(DEVELOPMENTS)}")
+        if dev in self.tech[p]:
+            raise IllegalMove(f"research: {code} has already developed {dev}")
+        if n < 1:
+            raise IllegalMove("research: buy at least 1 die (or '-')")
+        cost = RESEARCH_COST * n
+        if cost > self.pus[p]:
+            raise IllegalMove(f"research: {n} dice cost {cost} PUs; {code} has {self.pus[p]}")
+        self.pus[p] -= cost
+        self.log.append(f"{code} buys {n} research {'die' if n == 1 else 'dice'} for {dev} ({cost} PUs, {self.pus[p]} left)")
+        self.chance = {"sides": 6, "what": "research", "dev": dev, "left": n}
+
+    def _research_rolled(self, event: dict, die: int) -> None:
+        p = self.mover
+        code, dev, left = self.board.powers[p].code, event["dev"], event["left"] - 1
+        if die == 6:
+            self.tech[p].append(dev)
+            self.log.append(f"{code} research die 6: breakthrough, {code} develops {DEVELOPMENTS[dev]}"
+                            + (f" ({left} unrolled {'die' if left == 1 else 'dice'} not needed)" if left else ""))
+        else:
+            self.log.append(f"{code} research die {die}: no breakthrough")
+            if left:
+                self.chance = {**event, "left": left}
 
     # --- purchase and placement -------------------------------------------------------------
 
@@ -548,6 +648,9 @@ class AAChessState(State):
     def move(self, text: str, combat: bool) -> None:
         """Play one move of the current plan (raises IllegalMove with the reason)."""
         b, p = self.board, self.mover
+        if text.strip().lower().startswith("rocket "):
+            self._launch(text.strip()[7:], combat)
+            return
         raid, units_text, path = self.parse_move(text)
         start, dest, steps = path[0], path[-1], len(path) - 1
         pool = [u for u in self.units.values() if u.p == p and u.at == start and u.t != "ic"]
@@ -739,6 +842,54 @@ class AAChessState(State):
                     u.mark("stop")
                     self.raids.setdefault(dest, []).append(u.id)
 
+    def rocket_distance(self, a: int, target: int) -> int | None:
+        """Spaces from ``a`` to ``target`` counted like a flight (not through neutrals), None
+        beyond the rocket range."""
+        b = self.board
+        frontier, seen = [a], {a}
+        for d in range(ROCKET_RANGE + 1):
+            if target in frontier:
+                return d
+            nxt = []
+            for x in frontier:
+                for y in b.adjacent[x]:
+                    if y not in seen and (y == target or not (b.neutral[y] and self.owner[y] is None)):
+                        seen.add(y)
+                        nxt.append(y)
+            frontier = nxt
+        return None
+
+    def rocket_guns(self, s: int) -> list[Unit]:
+        """The mover's AA guns in ``s`` that may still fire a rocket (not moved, not fired)."""
+        return sorted((u for u in self.units.values() if u.t == "aa" and u.p == self.mover and u.at == s
+                       and u.used == 0 and u.on < 0 and not u.has("rkt") and not u.has("cm")), key=lambda u: u.id)
+
+    def _launch(self, body: str, combat: bool) -> None:
+        """``rocket <the AA gun's space> @ <target>`` (weapons development: rockets)."""
+        b, p = self.board, self.mover
+        if not combat:
+            raise IllegalMove("rockets are fired in the combat move")
+        if not self.has_tech(p, "rockets"):
+            raise IllegalMove(f"{b.powers[p].code} has not developed rockets")
+        if "@" not in body:
+            raise IllegalMove("expected 'rocket <AA gun's space> @ <target>' (e.g. 'rocket Germany @ United Kingdom')")
+        a_text, t_text = body.split("@", 1)
+        try:
+            a, t = b.space(a_text), b.space(t_text)
+        except ValueError as exc:
+            raise IllegalMove(str(exc)) from None
+        guns = self.rocket_guns(a)
+        if not guns:
+            raise IllegalMove(f"no AA gun in {b.names[a]} that has neither moved nor fired this turn")
+        if b.sea[t] or not self.enemies(p, self.owner[t]) or not any(u.t == "ic" for u in self.at(t)):
+            raise IllegalMove(f"a rocket needs an enemy industrial complex; {b.names[t]} has none")
+        if self.rocket_distance(a, t) is None:
+            raise IllegalMove(f"{b.names[t]} is more than {ROCKET_RANGE} spaces from {b.names[a]}")
+        gun = guns[0]
+        gun.mark("rkt")
+        gun.mark("done")  # [project rule] an AA gun that fires a rocket does not move this turn
+        self.rockets.append([gun.id, t])
+
     def _dock(self, s: int) -> None:
         """Put fighters at sea in s without a carrier link onto friendly carriers with room."""
         for f in sorted((u for u in self.units.values() if u.at == s and u.t == "ftr"), key=lambda u: u.id):
@@ -811,6 +962,23 @@ class AAChessState(State):
         cands = [i for i in self.passes if i in self.units]
         self._ask_casualties(self.mover, "attacker", hits, cands, "aa", "AA fire")
 
+    def _rocket(self) -> None:
+        gun, s = self.rockets[0]
+        victim = self.owner[s]
+        if victim is None or not self.enemies(self.mover, victim):
+            self.rockets.pop(0)
+            return
+        if self.variant == "ryof6" and self.raid_die is None:
+            self.chance = {"sides": 6, "what": "rocket"}
+            return
+        die, self.raid_die = self.raid_die, None
+        damage = combat.rocket_damage(self.pus[victim], self.variant, die)
+        self.pus[victim] -= damage
+        self.rockets.pop(0)
+        self.log.append(f"rocket (AA gun #{gun}) on {self.board.names[s]}"
+                        + (f": d6 {die}" if die is not None else "")
+                        + f" → {self.board.powers[victim].code} loses {damage} PUs ({self.pus[victim]} left)")
+
     def _raid(self) -> None:
         s, ids = next(iter(self.raids.items()))
         bombers = [i for i in ids if i in self.units]
@@ -818,15 +986,18 @@ class AAChessState(State):
         if victim is None or not self.enemies(self.mover, victim) or not bombers:
             del self.raids[s]
             return
-        if combat.bombing_roll_needed(len(bombers), self.variant) and self.raid_die is None:
+        heavy = self.has_tech(self.mover, "heavy")
+        dice = 3 * len(bombers) if heavy else len(bombers)  # a heavy bomber raids with three dice
+        if combat.bombing_roll_needed(dice, self.variant) and self.raid_die is None:
             self.chance = {"sides": 6, "what": "raid"}
             return
         die, self.raid_die = self.raid_die, None
-        damage = combat.bombing_damage(len(bombers), self.pus[victim], self.variant, die)
+        damage = combat.bombing_damage(dice, self.pus[victim], self.variant, die)
         self.pus[victim] -= damage
         del self.raids[s]
-        self.log.append(f"raid on {self.board.names[s]}: {len(bombers)} bomber(s) × 2.5 → "
-                        f"{self.board.powers[victim].code} loses {damage} PUs ({self.pus[victim]} left)")
+        self.log.append(f"raid on {self.board.names[s]}: {len(bombers)} {'heavy ' if heavy else ''}bomber(s) × "
+                        f"{'7.5' if heavy else '2.5'} → {self.board.powers[victim].code} loses {damage} PUs "
+                        f"({self.pus[victim]} left)")
 
     # --- battles ----------------------------------------------------------------------------------
 
@@ -871,6 +1042,27 @@ class AAChessState(State):
                    "lost": [0, 0], "def": self.defending_power(s), "marked": [], "line": ""}
         self.log.append(f"battle in {self.board.names[s]}: {self.board.powers[self.mover].code} attacks "
                         f"{_units_text(self.attackers(s))} against {_units_text(self.defenders(s))}")
+        if self.board.sea[s]:
+            for u in self.attackers(s):
+                if self.kind(u) == "sea":
+                    u.mark("sea")  # fought a sea battle: it may not bombard this turn
+            return
+        bombard = self.bombardment(s)
+        if bombard:
+            for u in bombard:
+                u.mark("shore")
+            self.bt["bombard"] = [u.id for u in bombard]
+            self.log.append(f"shore bombardment of {self.board.names[s]}: {len(bombard)} battleship(s) from "
+                            + ", ".join(sorted({self.board.names[u.at] for u in bombard}))
+                            + f", +{sum(self.attack_value(u) for u in bombard)} to the first round")
+
+    def bombardment(self, s: int) -> list[Unit]:
+        """The mover's battleships that bombard the amphibious assault on land space ``s``: in a
+        sea zone from which an attacker landed there, that fought no sea battle this turn and have
+        not bombarded another assault (each battleship bombards once)."""
+        zones = {u.came for u in self.attackers(s) if u.has("amph") and u.came >= 0 and self.board.sea[u.came]}
+        return sorted((u for u in self.units.values() if u.t == "bb" and u.p == self.mover and u.at in zones
+                       and not u.has("sea") and not u.has("shore")), key=lambda u: u.id)
 
     def _ask_casualties(self, power: int, side: str, count: int, cands: list[int], step: str, why: str) -> None:
         """Ask ``power`` to choose ``count`` of ``cands``, or take them itself when forced."""
@@ -943,8 +1135,10 @@ class AAChessState(State):
             hit = combat.rolled_hit(event["need"], die, 5)
             self.log.append(f"AA remainder {event['need']}: d5 {die} → {'a hit' if hit else 'no hit'}")
             self._aa_losses(event["hits"] + hit)
-        elif what == "raid":
+        elif what in ("raid", "rocket"):
             self.raid_die = die
+        elif what == "research":
+            self._research_rolled(event, die)
         else:  # a battle fraction: attacker / defender / end_attacker / end_defender
             bt = self.bt
             hit = combat.rolled_hit(event["need"], die)
@@ -968,12 +1162,16 @@ class AAChessState(State):
                 return False
             bt["round"] += 1
             bt["lost"] = [0, 0]
-            total = sum(self.board.units[u.t].attack for u in att)
-            subs = sum(self.board.units[u.t].attack for u in att if u.t == "sub")
+            total = sum(self.attack_value(u) for u in att)
+            subs = sum(self.attack_value(u) for u in att if u.t == "sub")
+            shore = 0
+            if bt["round"] == 1:  # shore bombardment: the first round only
+                shore = sum(self.attack_value(self.units[i]) for i in bt.get("bombard", []) if i in self.units)
+                total += shore
             fire = combat.fire(total, combat.ATTACKER, self.variant, bt["carry"][0])
             bt["hits"][0], bt["carry"][0] = fire.hits, fire.carry_out
             bt["subs"], bt["atotal"] = subs, total
-            bt["line"] = f"round {bt['round']}: {fire.describe()}"
+            bt["line"] = f"round {bt['round']}: " + (f"(bombardment +{shore}) " if shore else "") + fire.describe()
             bt["step"] = "first_strike"
             if fire.roll:
                 self.chance = {"sides": 6, "what": "attacker", "need": fire.roll, "next": "first_strike"}
@@ -988,7 +1186,7 @@ class AAChessState(State):
                 self._ask_casualties(bt["def"], "defender", first, ships, "first", "first-strike casualties")
             return self.cas is not None
         if step == "defender_fire":
-            total = sum(self.board.units[u.t].defence for u in self.defenders(s))
+            total = sum(self.defence_value(u) for u in self.defenders(s))
             fire = combat.fire(total, combat.DEFENDER, self.variant, bt["carry"][1])
             bt["hits"][1], bt["carry"][1], bt["dtotal"] = fire.hits, fire.carry_out, total
             bt["line"] += f"; {fire.describe()}"
@@ -1168,6 +1366,7 @@ class AAChessState(State):
             "decision": self.decision_kind(), "decider": (b.powers[self.decider()].code if self.decider() is not None else None),
             "variant": self.variant, "max_rounds": self.game.options["max_rounds"],
             "pus": {pw.code: self.pus[i] for i, pw in enumerate(b.powers)},
+            "tech": {pw.code: list(self.tech[i]) for i, pw in enumerate(b.powers)},
             "owners": {b.names[s]: (b.powers[o].code if o is not None else None) for s, o in enumerate(self.owner) if not b.sea[s]},
             "start_owners": {b.names[s]: (b.powers[o].code if o is not None else None) for s, o in enumerate(self.start_owner)
                              if not b.sea[s] and o != self.owner[s]},
@@ -1176,6 +1375,7 @@ class AAChessState(State):
             "next_id": self.next_id, "bought": self.bought, "passes": {str(k): v for k, v in self.passes.items()},
             "pending": [b.names[s] for s in self.pending],
             "raids": {b.names[s]: ids for s, ids in self.raids.items()},
+            "rockets": [[gun, b.names[s]] for gun, s in self.rockets],
             "battle": ({**self.bt, "at": b.names[self.bt["at"]], "def": b.powers[self.bt["def"]].code} if self.bt else None),
             "casualties": ({**self.cas, "power": b.powers[self.cas["power"]].code} if self.cas else None),
             "chance": self.chance, "retreat_forced": self.retreat_forced,
@@ -1203,12 +1403,15 @@ class AAChessState(State):
                 for u in self.units.values():
                     if u.p == i:
                         units.setdefault(b.names[u.at], []).append(u.t)
-                lines.append(f"{pw.code} {pw.name}: {self.pus[i]} PUs, income {self.income(i)}, {len(held)} territories")
+                lines.append(f"{pw.code} {pw.name}: {self.pus[i]} PUs, income {self.income(i)}, {len(held)} territories"
+                             + (f", developed: {', '.join(self.tech[i])}" if self.tech[i] else ""))
                 for where in sorted(units):
                     lines.append(f"    {where}: {_counts_text(_count(units[where]))}")
         status = (f"[round {self.round} · {b.powers[self.mover].code} · {self.phase}"
                   + (f" · next: {self.decision_kind()} by {b.powers[self.decider()].code}" if self.decider() is not None else "")
-                  + " · PUs " + " ".join(f"{pw.code} {self.pus[i]}" for i, pw in enumerate(b.powers)) + "]")
+                  + " · PUs " + " ".join(f"{pw.code} {self.pus[i]}" for i, pw in enumerate(b.powers))
+                  + "".join(f" · {pw.code} {'+'.join(self.tech[i])}" for i, pw in enumerate(b.powers) if self.tech[i])
+                  + "]")
         return "\n".join(lines + [status])
 
     def clone(self) -> "AAChessState":
@@ -1216,9 +1419,11 @@ class AAChessState(State):
         c.__dict__.update(self.__dict__)
         c.log, c._rendered = [], 0
         c.pus, c.owner, c.start_owner = list(self.pus), list(self.owner), list(self.start_owner)
+        c.tech = [list(t) for t in self.tech]
         c.units = {i: u.copy() for i, u in self.units.items()}
         c.bought, c.passes, c.pending = dict(self.bought), dict(self.passes), list(self.pending)
         c.raids = {s: list(v) for s, v in self.raids.items()}
+        c.rockets = [list(r) for r in self.rockets]
         c.bt = _deep(self.bt)
         c.cas = _deep(self.cas)
         c.chance = dict(self.chance) if self.chance else None
@@ -1265,8 +1470,15 @@ class AAChessGame(Game):
             raise OptionError(f"aachess: seats {o['seats']!r}; choose 2, 3, 4 or 5")
         if not isinstance(o["max_rounds"], int) or isinstance(o["max_rounds"], bool) or o["max_rounds"] < 1:
             raise OptionError(f"aachess: max_rounds must be a positive integer, not {o['max_rounds']!r}")
-        if o["research"] not in (False, 0, "off", "no"):
-            raise OptionError("aachess: research (weapons development) is not supported yet; leave it off")
+        research = o["research"]
+        if isinstance(research, str):
+            research = research.strip().lower()
+        if research in (False, 0, "off", "no", "false", "0"):
+            self.research = False
+        elif research in (True, 1, "on", "yes", "true", "1"):
+            self.research = True
+        else:
+            raise OptionError(f"aachess: research must be true or false, not {o['research']!r}")
         self.board = load_board()
         codes = [p.code for p in self.board.powers]
         self.powers_of_seat = [[codes.index(c) for c in seat] for seat in SEATINGS[o["seats"]]]
@@ -1294,6 +1506,11 @@ class AAChessGame(Game):
         st.round, st.phase = int(d["round"]), d["phase"]
         st.turn = b.power(d["power"])
         st.pus = [int(d["pus"][p.code]) for p in b.powers]
+        st.tech = [[str(x) for x in d.get("tech", {}).get(p.code, [])] for p in b.powers]
+        for devs in st.tech:
+            for dev in devs:
+                if dev not in DEVELOPMENTS:
+                    raise ValueError(f"unknown development {dev!r}")
         st.owner = [None] * len(b.names)
         for name, code in d["owners"].items():
             st.owner[b.space(name)] = b.power(code) if code else None
@@ -1310,6 +1527,7 @@ class AAChessGame(Game):
         st.passes = {int(k): v for k, v in d["passes"].items()}
         st.pending = [b.space(n) for n in d["pending"]]
         st.raids = {b.space(n): list(v) for n, v in d["raids"].items()}
+        st.rockets = [[int(gun), b.space(n)] for gun, n in d.get("rockets", [])]
         st.bt = d["battle"]
         if st.bt:
             st.bt = {**st.bt, "at": b.space(st.bt["at"]), "def": b.power(st.bt["def"])}
