@@ -104,13 +104,13 @@ def load_records(path: str | Path, game_id: str | None = None) -> list[GameRecor
     with open(path, "rb") as f:
         head = f.read(16)
     if head.startswith(b"SQLite format 3"):
-        store = ResultsStore.__new__(ResultsStore)
-        store.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)  # reading must never change the file
         try:
-            records = [store.game(game_id)] if game_id else list(store.games())
+            sql = "SELECT record FROM games" + (" WHERE game_id = ?" if game_id else "")
+            rows = db.execute(sql + " ORDER BY ended_at, game_number", (game_id,) if game_id else ()).fetchall()
         finally:
-            store.db.close()
-        return [r for r in records if r is not None]
+            db.close()
+        return [from_json(data) for (data,) in rows]
     records = []
     with open(path, "rb") as f:
         for lineno, line in enumerate(f, 1):

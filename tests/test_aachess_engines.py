@@ -10,16 +10,7 @@ from arbiter.games.aachess import library as lib
 from arbiter.games.base import CHANCE, TERMINAL
 from sample_engines import aachess_heuristic as heuristic
 from sample_engines import aachess_random
-
-
-def blank(power="US", phase="combat_move", **options):
-    """The classic position emptied of units, ``power`` to make its ``phase`` decision."""
-    game = AAChessGame(**options)
-    s = game.new_initial_state()
-    s.units, s.next_id = {}, 1
-    s.turn, s.phase = s.board.power(power), phase
-    s.start_owner = list(s.owner)
-    return s
+from tests.test_aachess_rules import blank  # the classic position emptied of units
 
 
 def put(s, code, power, space, n=1, on=None):
