@@ -6,13 +6,29 @@ Exit codes: 0 success; 1 a record failed verification; 2 bad usage or configurat
 from __future__ import annotations
 
 import argparse
+from collections import Counter
+import math
+import os
 import sys
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 from rich.live import Live
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+
+from protocol.messages import EndReason
+
+from .clock import parse_time_control
+from .formats.coop import CoopGame, CoopResult, run_coop
+from .formats.match import Match, MatchFormat
+from .formats.solo import SuiteResult, compare, run_suite
+from .games import OptionError, load_game
+from .hosting import EngineConfig
+from .records import GameRecord
+from .records.replay import replay, verify
+from .records.store import ResultsStore, load_records
 
 EXIT_OK, EXIT_VERIFY_FAILED, EXIT_USAGE, EXIT_ENGINE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -42,11 +58,6 @@ def _fmt_clock(ms: int | float | None) -> str:
 
 
 def cmd_match(args: argparse.Namespace) -> int:
-    from .clock import parse_time_control
-    from .games import OptionError, load_game
-    from .match import Match, MatchFormat
-    from .store import ResultsStore
-
     try:
         game = load_game(args.game, **_parse_options(args.option))
         tc = parse_time_control(args.tc)
@@ -104,14 +115,12 @@ def cmd_match(args: argparse.Namespace) -> int:
     finally:
         store.close()
     _print_summary(result)
-    not_started = [r for r in result.records if r.detail.startswith("engine did not start")]
+    not_started = [r for r in result.records if r.reason == EndReason.NOT_STARTED]
     return EXIT_ENGINE if not_started and len(not_started) == len(result.records) else EXIT_OK
 
 
 def _engine_config(command: str, name: str, restart: bool):
     """An engine command line, or ``tcp://HOST:PORT`` to wait there for a remote engine."""
-    from .engine import EngineConfig
-
     if command.startswith(("tcp://", "ipc://")):
         return EngineConfig(command=None, endpoint=command, name=name, handshake_timeout=300.0)
     return EngineConfig(command=command, name=name, restart_each_game=restart)
@@ -163,10 +172,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from .games import OptionError, load_game
-    from .replay import replay
-    from .store import load_records
-
     if args.position is not None:
         try:
             game = load_game(args.game or "", **_parse_options(args.option))
@@ -223,9 +228,6 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from .replay import verify
-    from .store import load_records
-
     try:
         records = load_records(args.record, args.game_id)
     except (OSError, ValueError) as exc:
@@ -245,15 +247,195 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return EXIT_VERIFY_FAILED if bad or not records else EXIT_OK
 
 
-def _run_format(module: str, args: argparse.Namespace) -> int:
-    """Delegate to a format module's ``cli(args, console) -> exit code`` (arbiter/coop.py, solo.py)."""
-    import importlib
-
+def cmd_coop(args: argparse.Namespace) -> int:
+    """``arbiter coop``: a pair of engines plays ``--games`` games; per-game lines and a summary."""
     try:
-        return importlib.import_module(f"arbiter.{module}").cli(args, console)
-    except ModuleNotFoundError as exc:
-        console.print(f"[red]error:[/] the {module} format is not available ({exc})")
+        game = load_game(args.game, **_parse_options(args.option))
+        tc = parse_time_control(args.tc)
+        if not game.cooperative:
+            raise ValueError(f"the coop format is for cooperative games; {game.name} is not one "
+                             f"(use 'arbiter match')")
+        if len(args.engine) not in (1, 2):
+            raise ValueError(f"give one --engine (it plays both seats) or two (a pair), not {len(args.engine)}")
+        if args.count < 1:
+            raise ValueError(f"--games must be at least 1, not {args.count}")
+        master = bytes.fromhex(args.seed) if args.seed else os.urandom(16)
+    except (OptionError, ValueError) as exc:
+        console.print(f"[red]error:[/] {exc}")
         return EXIT_USAGE
+    names = list(args.name or []) + [None, None]
+    if len(args.engine) == 1:
+        base = names[0] or _guess_name(args.engine[0])
+        configs = [_engine_config(args.engine[0], f"{base}#1", False),
+                   _engine_config(args.engine[0], f"{base}#2", False)]
+    else:
+        labels = [names[i] or _guess_name(cmd) for i, cmd in enumerate(args.engine)]
+        if labels[0] == labels[1]:
+            labels = [f"{labels[0]}#1", f"{labels[1]}#2"]
+        configs = [_engine_config(cmd, labels[i], False) for i, cmd in enumerate(args.engine)]
+    store = ResultsStore(args.db)
+    console.print(f"coop series: {game.name} {game.options}, {configs[0].name} + {configs[1].name}, "
+                  f"{args.count} games, tc {tc.text}, master seed [bold]{master.hex()}[/] (give --seed "
+                  f"{master.hex()} to replay the same dice), results → {args.db}")
+    try:
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("{task.fields[mean]}"), TimeElapsedColumn(), console=console,
+                      disable=args.quiet, transient=True) as progress:
+            task = progress.add_task("games", total=args.count, mean="")
+
+            def on_game(result: CoopResult, record: GameRecord) -> None:
+                g = result.games[-1]
+                console.print(coop_game_line(g, args.count), highlight=False, markup=False)
+                se = result.stderr
+                progress.update(task, advance=1, mean=f"mean {result.mean:.1f}"
+                                + (f" ± {se:.1f}" if not math.isnan(se) else ""))
+
+            result = run_coop(game, configs, tc, args.count, master_seed=master, store=store,
+                              run_dir=Path(args.db).parent, margin=args.margin / 1000, on_game=on_game)
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted[/]: finished games are saved")
+        return EXIT_INTERRUPTED
+    finally:
+        store.close()
+    console.print(coop_summary_table(result))
+    console.print(coop_distribution_table(result))
+    not_started = [g for g in result.games if g.reason == EndReason.NOT_STARTED]
+    return EXIT_ENGINE if not_started and len(not_started) == result.count else EXIT_OK
+
+
+def coop_game_line(g: CoopGame, total: int) -> str:
+    """One progress line: who sat where, the score and how the game ended."""
+    how = g.reason if g.forfeited else "normal"
+    if g.forfeited and g.forfeit_seat is not None:
+        how += f" by {g.players[g.forfeit_seat]}"
+    detail = f": {g.detail}" if g.detail else ""
+    seats = " + ".join(f"{p} ({r})" for p, r in zip(g.players, g.roles))
+    return f"game {g.number}/{total}: {seats} → score {g.score:g} [{how}{detail}] in {g.events} events"
+
+
+def coop_summary_table(result: CoopResult):
+    table = Table(title=f"coop series {result.match_id}: {result.game}, master seed {result.master_seed}")
+    for col in ("pair", "games", "mean score", "std. error", "95% CI", "median", "min", "max",
+                "rule losses", "forfeits", "avg ms/decision"):
+        table.add_column(col, justify="left" if col == "pair" else "right")
+    lo, hi = result.ci()
+    ms = result.mean_ms()
+    rule = ", ".join(f"{n} {why}" for why, n in sorted(result.losses_by_rule.items())) or "0"
+    forfeits = ", ".join(f"{n} {why}" for why, n in sorted(result.forfeits.items())) or "0"
+    scores = result.scores
+    table.add_row(" + ".join(result.players), str(result.count), f"{result.mean:.2f}",
+                  "-" if math.isnan(result.stderr) else f"{result.stderr:.2f}",
+                  "-" if math.isnan(lo) else f"{lo:.1f} – {hi:.1f}", f"{result.median():g}",
+                  f"{min(scores):g}" if scores else "-", f"{max(scores):g}" if scores else "-",
+                  rule, forfeits, f"{ms:.1f}" if ms is not None else "-")
+    return table
+
+
+def coop_distribution_table(result: CoopResult, buckets: int = 8):
+    """The score distribution as a small histogram (count per score range)."""
+    table = Table(title="score distribution")
+    table.add_column("score")
+    table.add_column("games", justify="right")
+    table.add_column("")
+    scores = result.scores
+    if not scores:
+        return table
+    zero = sum(1 for s in scores if s <= 0)
+    positive = sorted(s for s in scores if s > 0)
+    rows = [("0", zero)]
+    if positive:
+        lo, hi = positive[0], positive[-1]
+        width = max(1.0, (hi - lo + 1) / buckets)
+        counts = Counter(min(buckets - 1, int((s - lo) // width)) for s in positive)
+        for b in range(buckets):
+            start = lo + b * width
+            if start > hi:
+                break
+            rows.append((f"{start:.0f}–{min(hi, start + width - 1):.0f}", counts.get(b, 0)))
+    most = max(n for _, n in rows) or 1
+    for label, n in rows:
+        table.add_row(label, str(n), "█" * round(20 * n / most))
+    return table
+
+
+
+
+def cmd_solo(args: argparse.Namespace) -> int:
+    """``arbiter solo``: each engine plays the same seeded suite; a summary and paired comparisons."""
+    try:
+        game = load_game(args.game, **_parse_options(args.option))
+        tc = parse_time_control(args.tc)
+        if not args.engine:
+            raise ValueError("give at least one --engine command")
+        if args.count < 1:
+            raise ValueError(f"--seeds must be at least 1, not {args.count}")
+        if game.num_seats != 1:
+            raise ValueError(f"the solo format is for one-seat games; {game.name} has {game.num_seats} seats")
+        master = bytes.fromhex(args.seed) if args.seed else os.urandom(16)
+    except (OptionError, ValueError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        return EXIT_USAGE
+    names = list(args.name or [])
+    names += [None] * (len(args.engine) - len(names))
+    names = [n or _guess_name(cmd) for n, cmd in zip(names, args.engine)]
+    names = [f"{n}#{i + 1}" if names.count(n) > 1 else n for i, n in enumerate(names)]
+    configs = [_engine_config(cmd, names[i], False) for i, cmd in enumerate(args.engine)]
+    store = ResultsStore(args.db)
+    console.print(f"solo suite: {game.name}, {args.count} seeds, tc {tc.text}, master seed [bold]{master.hex()}[/] "
+                  f"(give --seed {master.hex()} to replay the same dice), results → {args.db}")
+    suites: list[SuiteResult] = []
+    try:
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[score]}"),
+                      TimeElapsedColumn(), console=console, disable=args.quiet) as progress:
+            for config in configs:
+                task = progress.add_task(config.name, total=args.count, score="")
+                wins = [0, 0]
+
+                def on_game(k, record, task=task, wins=wins):
+                    wins[0] += record.returns and record.returns[0] > 0
+                    wins[1] += 1
+                    progress.update(task, advance=1, score=f"won {wins[0]}/{wins[1]}")
+                    if args.quiet:
+                        console.print(f"{record.players[0]} seed {k}: {'won' if record.returns[0] > 0 else 'lost'} "
+                                      f"[{record.reason}{': ' + record.detail if record.detail else ''}]")
+                suites.append(run_suite(game, config, tc, args.count, master, store=store,
+                                        run_dir=Path(args.db).parent, margin=args.margin / 1000, on_game=on_game))
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted[/]: finished games are saved")
+        return EXIT_INTERRUPTED
+    finally:
+        store.close()
+    console.print(solo_summary_table(suites))
+    if len(suites) > 1:
+        console.print(solo_comparison_table(suites))
+    not_started = [s for s in suites if all(r.reason == EndReason.NOT_STARTED for r in s.results.values())]
+    return EXIT_ENGINE if not_started else EXIT_OK
+
+
+def solo_summary_table(suites: list[SuiteResult]):
+    table = Table(title=f"solo suite: {suites[0].game}, master seed {suites[0].master_seed}")
+    for col in ("engine", "games", "wins", "win rate", "95% CI (Wilson)", "forfeits", "avg ms/decision"):
+        table.add_column(col, justify="left" if col == "engine" else "right")
+    for s in suites:
+        lo, hi = s.ci()
+        ms = s.mean_ms()
+        table.add_row(s.engine, str(s.games), str(s.wins), f"{s.win_rate:.1%}", f"{lo:.1%} – {hi:.1%}",
+                      str(s.forfeits), f"{ms:.1f}" if ms is not None else "-")
+    return table
+
+
+def solo_comparison_table(suites: list[SuiteResult]):
+    table = Table(title="paired comparison on common seeds (same dice)")
+    for col in ("A", "B", "seeds", "both won", "A only", "B only", "neither", "sign test p",
+                "win-rate diff A−B (95% CI)"):
+        table.add_column(col, justify="left" if col in ("A", "B") else "right")
+    for i in range(len(suites)):
+        for j in range(i + 1, len(suites)):
+            c = compare(suites[i], suites[j])
+            table.add_row(suites[i].engine, suites[j].engine, str(c.n), str(c.both), str(c.a_only), str(c.b_only),
+                          str(c.neither), f"{c.p_value:.3g}",
+                          f"{c.rate_diff:+.1%} ({c.rate_low:+.1%} … {c.rate_high:+.1%})")
+    return table
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -295,9 +477,9 @@ def build_parser() -> argparse.ArgumentParser:
             s.add_argument("-v", "--verbose", action="store_true")
         s.set_defaults(func=func)
 
-    for name, module, text, count in (
-            ("coop", "coop", "a cooperative series: two engines, seats swapped each game", "--games"),
-            ("solo", "solo", "a solo suite: each engine plays the same seeded games", "--seeds")):
+    for name, func, text, count in (
+            ("coop", cmd_coop, "a cooperative series: two engines, seats swapped each game", "--games"),
+            ("solo", cmd_solo, "a solo suite: each engine plays the same seeded games", "--seeds")):
         c = sub.add_parser(name, help=text)
         c.add_argument("--game", required=True)
         c.add_argument("--engine", action="append", default=[], help="engine command line (repeatable)")
@@ -309,7 +491,7 @@ def build_parser() -> argparse.ArgumentParser:
         c.add_argument("--seed", help="hex master seed (default: fresh randomness)")
         c.add_argument("--db", default="runs/results.sqlite")
         c.add_argument("--quiet", action="store_true")
-        c.set_defaults(func=lambda a, module=module: _run_format(module, a))
+        c.set_defaults(func=func)
 
     g = sub.add_parser("games", help="list the games the referee knows")
     g.set_defaults(func=lambda a: (print("\n".join(__import__("arbiter.games", fromlist=["x"]).game_names())), 0)[1])

@@ -25,14 +25,7 @@ import re
 from decimal import Decimal
 
 from protocol.messages import TimeControl
-
-SUDDEN_DEATH = "sudden_death"
-FISCHER = "fischer"
-MOVES_IN_TIME = "moves_in_time"
-FIXED_PER_MOVE = "fixed_per_move"
-BYO_YOMI = "byo_yomi"
-UNLIMITED = "unlimited"
-KINDS = (SUDDEN_DEATH, FISCHER, MOVES_IN_TIME, FIXED_PER_MOVE, BYO_YOMI, UNLIMITED)
+from protocol.messages import TimeControlKind as Kind
 
 _MAX_MS = 2**53 - 1
 """Largest time accepted (ms): keeps every time exact as a float and as a JSON number."""
@@ -89,10 +82,10 @@ def parse_time_control(text: str) -> TimeControl:
     if not s:
         raise _bad(text, f"it is empty; {_FORMS}")
     if s == "inf":
-        return TimeControl(text=src, kind=UNLIMITED)
+        return TimeControl(text=src, kind=Kind.UNLIMITED)
     if s.startswith("st="):
         move_ms = _time_ms(s[3:], text, "move time")
-        return TimeControl(text=src, kind=FIXED_PER_MOVE, period_ms=move_ms)
+        return TimeControl(text=src, kind=Kind.FIXED_PER_MOVE, period_ms=move_ms)
     if s.count("+") > 1:
         raise _bad(text, f"more than one '+'; {_FORMS}")
     main, plus, extra = s.partition("+")
@@ -107,20 +100,20 @@ def parse_time_control(text: str) -> TimeControl:
             raise _bad(text, "byo-yomi periods cannot follow a moves count; "
                              "expected N/T or N/T+I (e.g. 40/60+0.5)")
         inc_ms = _time_ms(extra, text, "increment", zero_ok=True) if plus else 0
-        return TimeControl(text=src, kind=MOVES_IN_TIME, base_ms=base_ms, increment_ms=inc_ms,
+        return TimeControl(text=src, kind=Kind.MOVES_IN_TIME, base_ms=base_ms, increment_ms=inc_ms,
                            moves=moves)
     if "x" in extra:
         periods_part, _, period_part = extra.partition("x")
         base_ms = _time_ms(main, text, "main time", zero_ok=True)
         periods = _count(periods_part, text, "number of byo-yomi periods")
         period_ms = _time_ms(period_part, text, "byo-yomi period")
-        return TimeControl(text=src, kind=BYO_YOMI, base_ms=base_ms, periods=periods,
+        return TimeControl(text=src, kind=Kind.BYO_YOMI, base_ms=base_ms, periods=periods,
                            period_ms=period_ms)
     base_ms = _time_ms(main, text, "main time")
     if not plus:
-        return TimeControl(text=src, kind=SUDDEN_DEATH, base_ms=base_ms)
+        return TimeControl(text=src, kind=Kind.SUDDEN_DEATH, base_ms=base_ms)
     inc_ms = _time_ms(extra, text, "increment", zero_ok=True)
-    return TimeControl(text=src, kind=FISCHER, base_ms=base_ms, increment_ms=inc_ms)
+    return TimeControl(text=src, kind=Kind.FISCHER, base_ms=base_ms, increment_ms=inc_ms)
 
 
 class Clock:
@@ -136,17 +129,17 @@ class Clock:
     """
 
     def __init__(self, tc: TimeControl) -> None:
-        if tc.kind not in KINDS:
+        if tc.kind not in set(Kind):
             raise ValueError(f"unknown time control kind {tc.kind!r}; "
-                             f"expected one of {', '.join(KINDS)}")
-        if tc.kind == MOVES_IN_TIME and tc.moves < 1:
+                             f"expected one of {', '.join(Kind)}")
+        if tc.kind == Kind.MOVES_IN_TIME and tc.moves < 1:
             raise ValueError(f"moves-in-time control {tc.text!r} needs moves >= 1, not {tc.moves}")
         self.tc = tc
         self._base = tc.base_ms / 1000
         self._increment = tc.increment_ms / 1000
         self._period = tc.period_ms / 1000
-        self._remaining = math.inf if tc.kind == UNLIMITED else self._base
-        self._periods_left = tc.periods if tc.kind == BYO_YOMI else 0
+        self._remaining = math.inf if tc.kind == Kind.UNLIMITED else self._base
+        self._periods_left = tc.periods if tc.kind == Kind.BYO_YOMI else 0
         self._moves_made = 0
         self._flagged = False
 
@@ -154,7 +147,7 @@ class Clock:
     def remaining(self) -> float:
         """Main time left in seconds: byo-yomi periods excluded, ``inf`` when unlimited, and the
         (constant) move time for a fixed time per move."""
-        if self.tc.kind == FIXED_PER_MOVE:
+        if self.tc.kind == Kind.FIXED_PER_MOVE:
             return self._period
         return self._remaining
 
@@ -176,7 +169,7 @@ class Clock:
     @property
     def moves_to_go(self) -> int | None:
         """For moves in time, the moves left before the next refill (``movestogo``); else None."""
-        if self.tc.kind != MOVES_IN_TIME:
+        if self.tc.kind != Kind.MOVES_IN_TIME:
             return None
         return self.tc.moves - self._moves_made % self.tc.moves
 
@@ -187,13 +180,13 @@ class Clock:
         only uses it up, so the flag falls only past the last one.
         """
         kind = self.tc.kind
-        if kind == UNLIMITED:
+        if kind == Kind.UNLIMITED:
             return None
         if self._flagged:
             return 0.0
-        if kind == FIXED_PER_MOVE:
+        if kind == Kind.FIXED_PER_MOVE:
             return self._period
-        if kind == BYO_YOMI:
+        if kind == Kind.BYO_YOMI:
             return self._remaining + self._periods_left * self._period
         return self._remaining
 
@@ -219,14 +212,14 @@ class Clock:
         elapsed = min(elapsed, allowance)  # an overrun within the margin costs just the allowance
         self._moves_made += 1
         kind = self.tc.kind
-        if kind == BYO_YOMI and elapsed > self._remaining:
+        if kind == Kind.BYO_YOMI and elapsed > self._remaining:
             self._use_periods(elapsed - self._remaining)
             self._remaining = 0.0
-        elif kind != FIXED_PER_MOVE:  # a fixed move time is never carried over
+        elif kind != Kind.FIXED_PER_MOVE:  # a fixed move time is never carried over
             self._remaining = max(0.0, self._remaining - elapsed)
-        if kind in (FISCHER, MOVES_IN_TIME):
+        if kind in (Kind.FISCHER, Kind.MOVES_IN_TIME):
             self._remaining += self._increment
-        if kind == MOVES_IN_TIME and self._moves_made % self.tc.moves == 0:
+        if kind == Kind.MOVES_IN_TIME and self._moves_made % self.tc.moves == 0:
             self._remaining += self._base
         return True
 

@@ -11,12 +11,12 @@ import time
 import uuid
 from typing import Callable
 
-from protocol.messages import GameOver, NewGame, Ready, Reply, Request, TimeControl
+from protocol.messages import EndReason, GameOver, NewGame, Reply, Request, TimeControl
 
 from .clock import Clock
 from .dice import Dice
-from .engine import ILLEGAL_MOVE, PROTOCOL_ERROR, STALL, TIME, Engine, EngineFault
 from .games.base import CHANCE, IllegalMove, Game, State
+from .hosting.session import EngineFault, Session, wait_any
 from .records import Event, GameRecord
 
 DEFAULT_MARGIN = 0.05
@@ -28,15 +28,16 @@ EventHook = Callable[[GameRecord, State, Event, list[Clock]], None]
 
 
 class _Forfeit(Exception):
-    def __init__(self, seat: int, reason: str, detail: str):
+    def __init__(self, seat: int, reason: EndReason, detail: str):
         super().__init__(f"seat {seat}: {reason}: {detail}")
         self.seat, self.reason, self.detail = seat, reason, detail
 
 
 class Referee:
-    """Plays one game. Make one per game; ``play`` returns the finished record."""
+    """Plays one game between sessions (one per seat). Make one per game; ``play`` returns the
+    finished record."""
 
-    def __init__(self, game: Game, engines: list[Engine | None], time_control: TimeControl, dice: Dice, *,
+    def __init__(self, game: Game, engines: list[Session | None], time_control: TimeControl, dice: Dice, *,
                  match_id: str, game_number: int, players: list[str] | None = None,
                  margin: float = DEFAULT_MARGIN, on_event: EventHook | None = None):
         if len(engines) != game.num_seats:
@@ -64,10 +65,10 @@ class Referee:
 
     # --- the game ---------------------------------------------------------------------------
 
-    def forfeit_unstarted(self, seat: int, reason: str, detail: str) -> GameRecord:
+    def forfeit_unstarted(self, seat: int, fault: EngineFault) -> GameRecord:
         """The record of a game lost before it began because seat's engine could not be started
-        (``engines[seat]`` is None)."""
-        return self._finish(_Forfeit(seat, reason, f"engine did not start: {detail}"))
+        or refused the handshake."""
+        return self._finish(_Forfeit(seat, EndReason.NOT_STARTED, f"{fault.reason}: {fault.detail}"))
 
     def play(self) -> GameRecord:
         try:
@@ -84,7 +85,7 @@ class Referee:
     def _finish(self, forfeit: _Forfeit | None) -> GameRecord:
         if forfeit is None:
             self.record.returns = list(self.state.returns())
-            self.record.reason = "normal"
+            self.record.reason = EndReason.NORMAL
             self.record.detail = self.state.end_detail()
         else:
             self.record.returns = self.game.forfeit_returns(forfeit.seat)
@@ -107,11 +108,9 @@ class Referee:
                           match_id=self.record.match_id, game_number=self.record.game_number,
                           dice_stream=self.dice.stream)
             try:
-                answer = engine.request(msg, engine.config.ready_timeout, "ready to new_game")
+                engine.new_game(msg)
             except EngineFault as fault:
                 raise _Forfeit(seat, fault.reason, fault.detail) from None
-            if not isinstance(answer, Ready):
-                raise _Forfeit(seat, PROTOCOL_ERROR, f"expected ready, got {type(answer).__name__.lower()}")
 
     def _roll(self) -> None:
         outcomes = self.state.chance_outcomes()
@@ -141,10 +140,8 @@ class Referee:
         requests: dict[int, Request] = {}
         for seat in seats:
             requests[seat] = request = self._request_for(seat)
-            engine = self.engines[seat]
-            engine.expect(request.game_id, request.seq)
             try:
-                sent[seat] = engine.send(request)
+                sent[seat] = self.engines[seat].ask(request)
             except EngineFault as fault:
                 raise _Forfeit(seat, fault.reason, fault.detail) from None
         replies = self._collect(sent)
@@ -155,9 +152,9 @@ class Referee:
             try:
                 self.state.check_move(reply.move, seat)
             except IllegalMove as exc:
-                raise _Forfeit(seat, ILLEGAL_MOVE, f"{kind} {reply.move!r}: {exc}") from None
+                raise _Forfeit(seat, EndReason.ILLEGAL_MOVE, f"{kind} {reply.move!r}: {exc}") from None
             if not self.clocks[seat].charge(elapsed, self.margin):  # the watchdog's twin, for races
-                raise _Forfeit(seat, TIME, f"took {elapsed * 1000:.0f} ms; allowed "
+                raise _Forfeit(seat, EndReason.TIME, f"took {elapsed * 1000:.0f} ms; allowed "
                                            f"{self.clocks[seat].allowance_ms()} ms + {self.margin * 1000:.0f} ms margin")
             moves[seat] = reply.move
         die = self.state.die()
@@ -185,43 +182,25 @@ class Referee:
             now = time.monotonic()
             for seat in sorted(waiting):
                 if now >= deadlines[seat]:
-                    reason = STALL if self.clocks[seat].allowance() is None else TIME
+                    reason = EndReason.STALL if self.clocks[seat].allowance() is None else EndReason.TIME
                     raise _Forfeit(seat, reason, f"no reply within {(deadlines[seat] - sent[seat]) * 1000:.0f} ms "
                                                  f"(allowance + {self.margin * 1000:.0f} ms margin)")
             timeout_ms = max(0, min(50, int((min(deadlines[s] for s in waiting) - now) * 1000) + 1))
-            ready = self._poll(waiting, timeout_ms)
-            for seat in sorted(waiting):
+            seats = sorted(waiting)
+            ready = {seats[i] for i in wait_any([self.engines[s] for s in seats], timeout_ms)}
+            for seat in seats:
                 engine = self.engines[seat]
                 try:
                     if seat in ready:
-                        msg = engine.read_one()
-                        received = time.monotonic()
-                        if msg is None:
-                            continue
-                        if not isinstance(msg, Reply):
-                            raise EngineFault(PROTOCOL_ERROR, f"expected reply, got {type(msg).__name__.lower()}")
-                        replies[seat] = (msg, received - sent[seat])
-                        engine.pending = None
-                        waiting.discard(seat)
+                        reply = engine.poll_reply()
+                        if reply is not None:
+                            replies[seat] = (reply, time.monotonic() - sent[seat])
+                            waiting.discard(seat)
                     elif not ready:
                         engine.check_alive()
                 except EngineFault as fault:
                     raise _Forfeit(seat, fault.reason, fault.detail) from None
         return replies
-
-    def _poll(self, seats: set[int], timeout_ms: int) -> set[int]:
-        if len(seats) == 1:
-            (seat,) = seats
-            return seats if self.engines[seat].ready_to_read(timeout_ms) else set()
-        import zmq
-
-        poller = zmq.Poller()
-        by_socket = {}
-        for seat in seats:
-            sock = self.engines[seat].sock.socket
-            poller.register(sock, zmq.POLLIN)
-            by_socket[sock] = seat
-        return {by_socket[s] for s, _ in poller.poll(timeout_ms)}  # only at simultaneous decisions
 
     def _add(self, event: Event) -> None:
         note = self.state.event_note()
@@ -233,12 +212,7 @@ class Referee:
 
     def _announce_result(self) -> None:
         for engine in self.engines:
-            if engine is None:
-                continue
-            engine.pending = None
-            try:
-                engine.send(GameOver(game_id=self.game_id, seq=self._next_seq(), returns=self.record.returns,
+            if engine is not None:  # a dead engine cannot be told; the record says why
+                engine.tell(GameOver(game_id=self.game_id, seq=self._next_seq(), returns=self.record.returns,
                                      reason=self.record.reason, detail=self.record.detail,
                                      dice_seed=self.record.dice_seed))
-            except EngineFault:
-                pass  # a dead engine cannot be told; the record says why

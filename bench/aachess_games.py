@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from arbiter.clock import parse_time_control  # noqa: E402
-from arbiter.engine import EngineConfig  # noqa: E402
+from arbiter.hosting import EngineConfig  # noqa: E402
 from arbiter.games.aachess import AAChessGame  # noqa: E402
-from arbiter.match import Series  # noqa: E402
+from arbiter.formats.match import Series  # noqa: E402
 
 PY = sys.executable
 

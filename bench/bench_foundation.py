@@ -47,10 +47,10 @@ import zmq  # noqa: E402
 
 from arbiter.clock import parse_time_control  # noqa: E402
 from arbiter.dice import Dice, stream_name  # noqa: E402
-from arbiter.engine import Engine, EngineConfig  # noqa: E402
+from arbiter.hosting import EngineConfig, EngineSession  # noqa: E402
 from arbiter.games import CHANCE, SIMULTANEOUS, load_game  # noqa: E402
 from arbiter.games.einstein import LAYOUTS, EinsteinGame  # noqa: E402
-from arbiter.match import Match, MatchFormat  # noqa: E402
+from arbiter.formats.match import Match, MatchFormat  # noqa: E402
 from arbiter.records import Event  # noqa: E402
 from arbiter.referee import Referee  # noqa: E402
 from protocol.codec import decode, encode  # noqa: E402

@@ -6,13 +6,13 @@ Run from the repository root (it lowers its own priority by 10 unless ``--no-nic
     .venv/bin/python bench/catalonia_scores.py --games 200          # ~20-30 minutes on 2 shared cores
     .venv/bin/python bench/catalonia_scores.py --games 10 --quick   # smoke
 
-Each pair plays ``--games`` games as a cooperative series (``arbiter.coop.run_coop``): engine
+Each pair plays ``--games`` games as a cooperative series (``arbiter.formats.coop.run_coop``): engine
 subprocesses over ZeroMQ, clocks, the referee's dice, records in a SQLite results file. One
 engine command per pair, so both seats run the same program as two processes (the planner's two
 copies coordinate only through the referee). Both series use the same master seed, so game k of
 the planner pair and game k of the random pair start from the same dice stream (``coop|k``);
 the paired difference per game is reported beside the two means. Every record is verified with
-``arbiter.replay.verify`` at the end.
+``arbiter.records.replay.verify`` at the end.
 """
 from __future__ import annotations
 
@@ -29,12 +29,12 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from arbiter.clock import parse_time_control  # noqa: E402
-from arbiter.coop import CoopResult, run_coop  # noqa: E402
-from arbiter.engine import EngineConfig  # noqa: E402
+from arbiter.formats.coop import CoopResult, run_coop  # noqa: E402
+from arbiter.hosting import EngineConfig  # noqa: E402
 from arbiter.games import load_game  # noqa: E402
-from arbiter.replay import verify  # noqa: E402
+from arbiter.records.replay import verify  # noqa: E402
 from arbiter.stats import mean_se  # noqa: E402
-from arbiter.store import ResultsStore  # noqa: E402
+from arbiter.records.store import ResultsStore  # noqa: E402
 
 PY = sys.executable
 
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     if not math.isnan(se) and se > 0:
         print(f"  t = {mean / se:.1f}")
     # Every record must replay cleanly through the rules and the revealed dice.
-    from arbiter.store import load_records
+    from arbiter.records.store import load_records
 
     records = load_records(db)
     bad = [(r.game_id, p) for r in records for p in verify(r)]

@@ -1,6 +1,6 @@
 """Strength benchmark: the expectimax EinStein engine against the uniformly random engine.
 
-Plays N games through the real referee (``arbiter.match.Match``, format ``games=N``: the first
+Plays N games through the real referee (``arbiter.formats.match.Match``, format ``games=N``: the first
 move alternates, expectimax moves first in odd games), with real engine subprocesses, a real
 time control (default ``180``: 3 minutes sudden death per side) and a ResultsStore in a temporary
 directory, then prints the win rate with a 95% Wilson interval, the rates when moving first and
@@ -26,10 +26,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from arbiter.clock import parse_time_control  # noqa: E402
-from arbiter.engine import EngineConfig  # noqa: E402
+from arbiter.hosting import EngineConfig  # noqa: E402
 from arbiter.games import load_game  # noqa: E402
-from arbiter.match import Match, MatchFormat  # noqa: E402
-from arbiter.store import ResultsStore  # noqa: E402
+from arbiter.formats.match import Match, MatchFormat  # noqa: E402
+from arbiter.records.store import ResultsStore  # noqa: E402
 
 EXPECTIMAX, RANDOM = "expectimax", "random"
 

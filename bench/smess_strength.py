@@ -7,7 +7,7 @@ Run from the repository root (long runs: be nice to the other users of the machi
     nice -n 10 .venv/bin/python bench/smess_strength.py --games 400 --movetime 0.05
     .venv/bin/python bench/smess_strength.py --games 10 --opponents greedy   # a quick look
 
-Each match is an ``arbiter.match.Match`` of ``games=N`` between engine subprocesses over the
+Each match is an ``arbiter.formats.match.Match`` of ``games=N`` between engine subprocesses over the
 real protocol, so the first move alternates (alpha-beta has seat 0 in odd-numbered games).
 Alpha-beta runs with ``--movetime`` (default 0.05 s) under a sudden-death clock (``--tc``,
 default 300 s per side, never the binding limit). Game options are the defaults unless given
@@ -32,9 +32,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from arbiter.clock import parse_time_control  # noqa: E402
-from arbiter.engine import EngineConfig  # noqa: E402
+from arbiter.hosting import EngineConfig  # noqa: E402
 from arbiter.games import load_game  # noqa: E402
-from arbiter.match import Match, MatchFormat  # noqa: E402
+from arbiter.formats.match import Match, MatchFormat  # noqa: E402
 
 PY = sys.executable
 OPPONENTS = {

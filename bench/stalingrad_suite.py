@@ -4,11 +4,11 @@ Usage: nice -n 10 .venv/bin/python bench/stalingrad_suite.py [--seeds 1000] [--r
                                                                [--master HEX] [--json out.json]
 
 Both engines play seeds 0..N-1 of one master seed: seed k is the dice stream ``suite|k``, so both
-get the same dice (arbiter.solo). Two measurements:
+get the same dice (arbiter.formats.solo). Two measurements:
 
-* in-process: each engine's ``decide`` function called directly by ``arbiter.solo.play_local``,
+* in-process: each engine's ``decide`` function called directly by ``arbiter.formats.solo.play_local``,
   which mirrors the referee (same dice stream, same requests);
-* through the real referee: ``arbiter.solo.run_suite`` with the engines as subprocesses over the
+* through the real referee: ``arbiter.formats.solo.run_suite`` with the engines as subprocesses over the
   protocol (clocks, records, a results database in a temporary folder).
 
 The engines are deterministic per game (seeded from the public dice commitment), so the two
@@ -27,10 +27,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from arbiter.clock import parse_time_control  # noqa: E402
-from arbiter.engine import EngineConfig  # noqa: E402
+from arbiter.hosting import EngineConfig  # noqa: E402
 from arbiter.games import load_game  # noqa: E402
-from arbiter.solo import SeedResult, SuiteResult, compare, play_local, run_suite  # noqa: E402
-from arbiter.store import ResultsStore  # noqa: E402
+from arbiter.formats.solo import SeedResult, SuiteResult, compare, play_local, run_suite  # noqa: E402
+from arbiter.records.store import ResultsStore  # noqa: E402
 from sample_engines import stalingrad_planner, stalingrad_random  # noqa: E402
 
 ENGINES = {"random": stalingrad_random, "planner": stalingrad_planner}

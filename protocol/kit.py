@@ -21,7 +21,7 @@ import time
 from typing import Callable, Union
 
 from .codec import ProtocolError
-from .messages import (PROTOCOL_VERSION, Error, GameOver, Hello, Info, NewGame, Ping, Pong, Quit, Ready,
+from .messages import (PROTOCOL_VERSION, Error, ErrorCode, GameOver, Hello, Info, NewGame, Ping, Pong, Quit, Ready,
                        Reject, Reply, Request, Welcome)
 from .transport import ENDPOINT_ENV, EngineSocket
 
@@ -42,7 +42,8 @@ def endpoint_from_environment(argv: list[str] | None = None) -> str:
     return endpoint
 
 
-def _as_reply(decision: Decision, request: Request, elapsed_ms: int) -> Reply:
+def as_reply(decision: Decision, request: Request, elapsed_ms: int) -> Reply:
+    """A decide function's answer as a ``Reply`` to ``request``, with the thinking time filled in."""
     if isinstance(decision, Reply):
         reply = decision
     elif isinstance(decision, tuple):
@@ -93,7 +94,7 @@ def run_engine(decide: Decide, *, name: str, author: str = "", version: str = ""
             try:
                 msg = _wait(sock, idle_timeout, parent)
             except ProtocolError as exc:
-                sock.send(Error(code="malformed", message=str(exc)))
+                sock.send(Error(code=ErrorCode.MALFORMED, message=str(exc)))
                 continue
             if msg is None or isinstance(msg, Quit):
                 return 0
@@ -104,12 +105,12 @@ def run_engine(decide: Decide, *, name: str, author: str = "", version: str = ""
                 started = time.monotonic()
                 game = games_by_id.get(msg.game_id)
                 if game is None:
-                    sock.send(Error(game_id=msg.game_id, seq=msg.seq, code="unexpected",
+                    sock.send(Error(game_id=msg.game_id, seq=msg.seq, code=ErrorCode.UNEXPECTED,
                                     message="request for a game this engine was not told about"))
                     continue
                 decision = decide(msg, game)
                 elapsed_ms = int((time.monotonic() - started) * 1000)
-                sock.send(_as_reply(decision, msg, elapsed_ms))
+                sock.send(as_reply(decision, msg, elapsed_ms))
             elif isinstance(msg, NewGame):
                 games_by_id = {msg.game_id: msg}  # one game at a time per connection
                 sock.send(Ready(game_id=msg.game_id, seq=msg.seq))

@@ -8,11 +8,56 @@ written spec in ``protocol/SPEC.md`` are generated from / checked against this f
 """
 from __future__ import annotations
 
+import enum
 from typing import Any, Union
 
 import msgspec
 
 PROTOCOL_VERSION = 1
+
+
+class EndReason(enum.StrEnum):
+    """Why a game ended: ``normal`` (by the rules) or why a seat forfeited it.
+
+    On the wire and in records it is the lower-case text value."""
+
+    NORMAL = "normal"
+    TIME = "time"
+    """The seat's flag fell: no reply within its allowance plus the referee's margin."""
+    ILLEGAL_MOVE = "illegal_move"
+    CRASH = "crash"
+    """The engine process exited."""
+    DISCONNECT = "disconnect"
+    """The engine's connection went away while its process (if any) still ran."""
+    PROTOCOL_ERROR = "protocol_error"
+    """A message that is not valid here (garbage, a wrong type, a refused handshake)."""
+    STALL = "stall"
+    """Silent far too long where no clock runs (unlimited time, handshake, between games)."""
+    NOT_STARTED = "not_started"
+    """The engine could not be started or did not complete its handshake; ``detail`` says why."""
+
+
+class TimeControlKind(enum.StrEnum):
+    """The kinds of time control (syntax in SPEC.md, 'Time controls')."""
+
+    SUDDEN_DEATH = "sudden_death"
+    FISCHER = "fischer"
+    MOVES_IN_TIME = "moves_in_time"
+    FIXED_PER_MOVE = "fixed_per_move"
+    BYO_YOMI = "byo_yomi"
+    UNLIMITED = "unlimited"
+
+
+class ErrorCode(enum.StrEnum):
+    """What an ``error`` message complains about."""
+
+    MALFORMED = "malformed"
+    """Bytes that are not a valid message."""
+    UNEXPECTED = "unexpected"
+    """A valid message at the wrong moment."""
+    ILLEGAL_MOVE = "illegal_move"
+    VERSION = "version"
+    INTERNAL = "internal"
 
 
 class Message(msgspec.Struct, tag_field="type", kw_only=True, forbid_unknown_fields=False):
@@ -62,9 +107,7 @@ class TimeControl(msgspec.Struct, kw_only=True):
 
     text: str
     """The compact form, e.g. ``180`` or ``40/60+0.5`` (see SPEC.md, 'Time controls')."""
-    kind: str
-    """One of ``sudden_death``, ``fischer``, ``moves_in_time``, ``fixed_per_move``,
-    ``byo_yomi``, ``unlimited``."""
+    kind: TimeControlKind
     base_ms: int = 0
     increment_ms: int = 0
     moves: int = 0
@@ -149,9 +192,8 @@ class GameOver(Message, tag="game_over", kw_only=True):
 
     returns: list[float]
     """Each seat's result, indexed by seat (e.g. 1/-1 for a win/loss; equal for cooperation)."""
-    reason: str
-    """Why it ended: ``normal`` or a forfeit reason (``time``, ``illegal_move``, ``crash``,
-    ``disconnect``, ``protocol_error``, ``stall``), with detail in ``detail``."""
+    reason: EndReason
+    """Why it ended, with detail in ``detail``."""
     detail: str = ""
     dice_seed: str = ""
     """The hex seed behind ``dice_commitment``; anyone can now recompute every roll."""
@@ -171,8 +213,7 @@ class Pong(Message, tag="pong", kw_only=True):
 class Error(Message, tag="error", kw_only=True):
     """Either side: the peer sent something wrong. Not an answer to a request."""
 
-    code: str
-    """``malformed``, ``unexpected``, ``illegal_move``, ``version`` or ``internal``."""
+    code: ErrorCode
     message: str
 
 

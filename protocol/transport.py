@@ -36,8 +36,9 @@ def new_ipc_endpoint() -> str:
     return f"ipc://{_ipc_dir}/{uuid.uuid4().hex[:12]}.sock"
 
 
-class RefereeSocket:
-    """The referee's end of one engine's connection: a bound ROUTER.
+class ZmqConnection:
+    """The referee's end of one engine's connection over ZeroMQ: a bound ROUTER
+    (a ``protocol.connection.Connection``).
 
     The first peer that sends a message becomes *the* peer; frames from any other routing id
     are ignored (counted in ``strangers``), so a second connection cannot impersonate the engine.
@@ -52,7 +53,7 @@ class RefereeSocket:
         self.endpoint: str = self.socket.getsockopt(zmq.LAST_ENDPOINT).decode()
         self.monitor = self.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
         self.peer: bytes | None = None
-        self.disconnected = False
+        self._disconnected = False
         self.strangers = 0
         self.poller = zmq.Poller()  # one poller for the socket's life: Socket.poll builds one per call
         self.poller.register(self.socket, zmq.POLLIN)
@@ -61,20 +62,49 @@ class RefereeSocket:
         """True when a frame is waiting (within ``timeout_ms``)."""
         return bool(self.poller.poll(timeout_ms))
 
+    @staticmethod
+    def wait_any(connections: "list[ZmqConnection]", timeout_ms: int) -> set[int]:
+        """Poll several connections at once (simultaneous decisions)."""
+        if len(connections) == 1:
+            return {0} if connections[0].wait(timeout_ms) else set()
+        poller = zmq.Poller()
+        index = {}
+        for i, conn in enumerate(connections):
+            poller.register(conn.socket, zmq.POLLIN)
+            index[conn.socket] = i
+        return {index[s] for s, _ in poller.poll(timeout_ms)}
+
+    @property
+    def connected(self) -> bool:
+        return self.peer is not None
+
+    @property
+    def disconnected(self) -> bool:
+        """ZeroMQ's socket monitor reported the peer's disconnection (or a send found it gone)."""
+        if not self._disconnected:
+            self._check_monitor()
+        return self._disconnected
+
     def send(self, message: Message) -> None:
         if self.peer is None:
             raise ProtocolError("no engine has connected yet")
         try:
             self.socket.send_multipart([self.peer, encode(message)], flags=zmq.NOBLOCK)
         except zmq.ZMQError as exc:  # EHOSTUNREACH: the peer is gone
-            self.disconnected = True
+            self._disconnected = True
             raise ConnectionError(f"cannot send to the engine: {exc}") from None
 
-    def recv(self) -> Message | None:
+    def receive(self) -> Message | None:
         """Read one waiting frame: a message from the peer, or None for a stranger's frame.
 
-        Raises ``ProtocolError`` for bytes that are not a valid message."""
-        frames = self.socket.recv_multipart(flags=zmq.NOBLOCK, copy=True)
+        Raises ``ProtocolError`` for bytes that are not a valid message, ``ConnectionError`` when
+        the socket fails."""
+        try:
+            frames = self.socket.recv_multipart(flags=zmq.NOBLOCK, copy=True)
+        except zmq.Again:
+            return None
+        except zmq.ZMQError as exc:
+            raise ConnectionError(f"cannot read from the engine: {exc}") from None
         identity, payload = frames[0], frames[1:]
         if self.peer is None:
             self.peer = identity
@@ -85,14 +115,13 @@ class RefereeSocket:
             raise ProtocolError(f"expected one frame per message, got {len(payload)}")
         return decode(payload[0])
 
-    def check_monitor(self) -> None:
-        """Note a disconnection reported by ZeroMQ's socket monitor."""
+    def _check_monitor(self) -> None:
         from zmq.utils.monitor import recv_monitor_message  # lazily: it imports asyncio (~80 ms)
 
         while self.monitor.poll(0):
             event = recv_monitor_message(self.monitor)
             if event["event"] == zmq.EVENT_DISCONNECTED:
-                self.disconnected = True
+                self._disconnected = True
 
     def close(self) -> None:
         try:

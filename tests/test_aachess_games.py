@@ -7,10 +7,10 @@ from pathlib import Path
 
 
 from arbiter.clock import parse_time_control
-from arbiter.engine import EngineConfig
+from arbiter.hosting import EngineConfig
 from arbiter.games.aachess import AAChessGame
-from arbiter.match import Series
-from arbiter.replay import replay, verify
+from arbiter.formats.match import Series
+from arbiter.records.replay import replay, verify
 
 ROOT = Path(__file__).resolve().parent.parent
 RANDOM = f"{sys.executable} -m sample_engines.aachess_random"

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from arbiter.clock import parse_time_control
-from arbiter.coop import coop_stream, run_coop
-from arbiter.engine import EngineConfig
+from arbiter.formats.coop import coop_stream, run_coop
+from arbiter.hosting import EngineConfig
 from arbiter.games import load_game
-from arbiter.replay import replay, verify
-from arbiter.store import ResultsStore, load_records
+from arbiter.records.replay import replay, verify
+from arbiter.records.store import ResultsStore, load_records
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable

@@ -14,12 +14,12 @@ import pytest
 
 from arbiter.clock import parse_time_control
 from arbiter.dice import Dice
-from arbiter.engine import TOKEN_ENV, Engine, EngineConfig
+from arbiter.hosting import TOKEN_ENV, EngineConfig, EngineSession
 from arbiter.games import load_game
-from arbiter.match import Match, MatchFormat
+from arbiter.formats.match import Match, MatchFormat
 from arbiter.referee import Referee
-from arbiter.replay import verify
-from arbiter.store import ResultsStore, load_records
+from arbiter.records.replay import verify
+from arbiter.records.store import ResultsStore, load_records
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -102,12 +102,13 @@ def test_tampered_record_fails_verification(tmp_path):
 
 def test_hanging_engine_loses_on_time_within_deadline_plus_margin(tmp_path):
     game = load_game("einstein")
-    engines = [Engine(EngineConfig(misbehave("hang", after=2), name="hang", cwd=str(ROOT)), tmp_path),
-               Engine(EngineConfig(RANDOM, name="random", cwd=str(ROOT)), tmp_path)]
+    engines = [EngineSession(EngineConfig(misbehave("hang", after=2), name="hang", cwd=str(ROOT)), tmp_path),
+               EngineSession(EngineConfig(RANDOM, name="random", cwd=str(ROOT)), tmp_path)]
     tc = parse_time_control("1")
     try:
         for e in engines:
-            e.start()
+            e.launch()
+            e.handshake()
         timestamps = []
         referee = Referee(game, engines, tc, Dice(b"s", "m|1"), match_id="m", game_number=1, margin=0.05,
                           on_event=lambda rec, st, ev, clocks: timestamps.append(time.monotonic()))
@@ -154,14 +155,15 @@ def test_stale_and_foreign_replies_are_dropped(tmp_path):
 def test_engine_without_hello_stalls_and_is_killed(tmp_path):
     result = run_match(tmp_path, misbehave("no_hello"), RANDOM, handshake_timeout=1.0)
     record = result.records[0]
-    assert record.reason == "stall" and "hello" in record.detail
+    assert record.reason == "not_started" and record.detail.startswith("stall: no hello"), record.detail
     assert record.returns[record.players.index("A")] == -1.0
 
 
 def test_engine_for_another_game_is_rejected(tmp_path):
     result = run_match(tmp_path, misbehave("wrong_game"), RANDOM)
     record = result.records[0]
-    assert record.reason == "protocol_error" and "does not play einstein" in record.detail
+    assert record.reason == "not_started", record.detail
+    assert record.detail.startswith("protocol_error: engine does not play einstein"), record.detail
 
 
 def test_double_forked_grandchild_is_killed(tmp_path, monkeypatch):

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from arbiter.clock import parse_time_control
-from arbiter.engine import EngineConfig
+from arbiter.hosting import EngineConfig
 from arbiter.games import load_game
 from arbiter.games.einstein import BLUE, GOAL, HOME, LAYOUTS, RED, SQUARE_NAMES
-from arbiter.match import Match, MatchFormat
-from arbiter.store import ResultsStore
+from arbiter.formats.match import Match, MatchFormat
+from arbiter.records.store import ResultsStore
 from protocol.messages import Info, Request
 from sample_engines import einstein_expectimax as ex
 

@@ -590,9 +590,9 @@ def test_alphabeta_takes_the_brain_and_parries_a_threat():
 
 def test_match_between_engine_subprocesses_through_the_referee(tmp_path):
     from arbiter.clock import parse_time_control
-    from arbiter.engine import EngineConfig
-    from arbiter.match import Match, MatchFormat
-    from arbiter.replay import verify
+    from arbiter.hosting import EngineConfig
+    from arbiter.formats.match import Match, MatchFormat
+    from arbiter.records.replay import verify
 
     game = load_game("smess", seat0_colour="red")  # the engines must read the colours from the options
     configs = (EngineConfig(f"{PY} -m sample_engines.random_engine --seed 5", name="random", cwd=str(ROOT)),

@@ -20,12 +20,13 @@ if __name__ == "__main__":
 import pytest  # noqa: E402
 
 from arbiter.clock import parse_time_control  # noqa: E402
-from arbiter.engine import EngineConfig  # noqa: E402
+from arbiter.hosting import EngineConfig  # noqa: E402
 from arbiter.games import load_game  # noqa: E402
-from arbiter.replay import verify  # noqa: E402
-from arbiter.solo import compare, play_local, run_suite, suite_stream  # noqa: E402
+from arbiter.records.replay import verify  # noqa: E402
+from arbiter.formats.solo import compare, run_suite, suite_stream  # noqa: E402
+from arbiter.hosting import InProcessPlayer  # noqa: E402
 from arbiter.stats import mean_ci, mean_se, paired_comparison, wilson_interval  # noqa: E402
-from arbiter.store import ResultsStore, load_records  # noqa: E402
+from arbiter.records.store import ResultsStore, load_records  # noqa: E402
 
 PY = sys.executable
 RANDOM = f"{PY} -m sample_engines.stalingrad_random"
@@ -105,7 +106,10 @@ def test_whole_games_through_the_referee_replay_and_verify(tmp_path):
         assert verify(record) == []
         # deterministic: the same seed played in-process gives the same game, event by event
         from sample_engines.stalingrad_planner import make_decider
-        local = play_local(load_game("stalingrad"), make_decider(0), k, MASTER)
+        played = {}
+        run_suite(load_game("stalingrad"), InProcessPlayer(make_decider(0), name="local"), parse_time_control("inf"),
+                  [k], MASTER, run_dir=tmp_path, on_game=played.__setitem__)
+        local = played[k]
         assert [e.move for e in local.events] == [e.move for e in record.events]
         assert local.final_position == record.final_position and verify(local) == []
     # a tampered record is caught

@@ -26,7 +26,7 @@ import pytest
 
 from arbiter import games as arbiter_games
 from arbiter.games.base import CHANCE, TERMINAL, Game, IllegalMove, State
-from arbiter.replay import verify
+from arbiter.records.replay import verify
 from tournaments import api
 from tournaments.config import parse_config
 from tournaments.report import build_report, plot, render_text, to_json, write_csv
@@ -229,7 +229,7 @@ command = "{{python}} -m sample_engines.random_engine --seed 2"
         assert g1["seed"] == g2["seed"]
         common = min(len(g1["rolls"]), len(g2["rolls"]))
         assert common >= 3 and g1["rolls"][:common] == g2["rolls"][:common]  # roll i identical in both
-    from arbiter.store import load_records
+    from arbiter.records.store import load_records
 
     assert all(verify(r) == [] for r in load_records(db))
 

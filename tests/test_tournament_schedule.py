@@ -8,7 +8,7 @@ from itertools import combinations
 
 import pytest
 
-from arbiter.match import MatchFormat
+from arbiter.formats.match import MatchFormat
 from tournaments.director import Director, GameResult, ScheduleSpec
 from tournaments.schedule import (SwissPlayer, bracket_order, knockout_slots, rotation, round_robin_rounds,
                                   swiss_pairings)

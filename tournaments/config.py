@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from arbiter.clock import parse_time_control
-from arbiter.engine import EngineConfig
+from arbiter.hosting import EngineConfig
 from arbiter.games import OptionError, load_game
-from arbiter.match import MatchFormat
+from arbiter.formats.match import MatchFormat
 from protocol.messages import TimeControl
 
 from .tomlpos import dotted, key_lines

@@ -2,7 +2,7 @@
 
 One SQLite file (WAL, ``synchronous=FULL``) holds
 
-* ``games`` and ``matches`` — exactly the tables of ``arbiter.store.ResultsStore`` (so
+* ``games`` and ``matches`` — exactly the tables of ``arbiter.records.store.ResultsStore`` (so
   ``arbiter show`` / ``arbiter verify`` work on a tournament database); a game's tournament key
   is its ``(match_id, game_number)``, made unique by an index;
 * ``tournament_meta`` — the tournament file's text, its fingerprint, the seed, timestamps;
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from arbiter.records import GameRecord
-from arbiter.store import ResultsStore
+from arbiter.records.store import ResultsStore
 
 from .director import GameResult, PairingState
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Mapping
 
-from arbiter.match import MatchFormat
+from arbiter.formats.match import MatchFormat
 
 from .schedule import (SwissPlayer, knockout_rounds, knockout_slots, rotation, round_robin_rounds,
                        seeded_order, swiss_pairings)

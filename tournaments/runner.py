@@ -2,7 +2,7 @@
 
 The tournament process owns the database and the director; it never plays a game itself.
 ``concurrency`` worker processes (``worker.py``) each play one game at a time through
-``arbiter.match.Series`` and send the record back; the parent commits it (one SQLite
+``arbiter.formats.match.Series`` and send the record back; the parent commits it (one SQLite
 transaction) and only then counts it, re-plans, and hands out the next ready games. A game
 whose worker or parent dies before the commit is simply not in the database, so it is played
 again on resume with the same seats and dice stream.

@@ -1,5 +1,5 @@
 """A game-playing worker process: receives game specs from the tournament process, plays each
-with ``arbiter.match.Series`` and sends back the finished record. It never touches the database.
+with ``arbiter.formats.match.Series`` and sends back the finished record. It never touches the database.
 
 Dying with the parent. A worker must not outlive the tournament process, and it must take its
 engines with it (engines run in their own sessions, so no signal reaches them by itself):
@@ -115,12 +115,9 @@ def worker_main(conn: Any, setup: dict) -> None:
     def emergency_cleanup() -> None:
         series = state["series"]
         for engine in list(series.engines) if series is not None else []:
-            proc = getattr(engine, "proc", None)
-            if proc is not None:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)  # each engine leads its own process group
-                except OSError:
-                    pass
+            process = getattr(engine, "process", None)
+            if process is not None:
+                process.kill_group_now()  # each engine leads its own process group
         kill_marked(WORKER_ENV, marker)  # and whatever carries this worker's marker
 
     _cleanup_hooks[:] = [emergency_cleanup]
@@ -139,7 +136,7 @@ def worker_main(conn: Any, setup: dict) -> None:
     from dataclasses import replace
 
     from arbiter import games as arbiter_games
-    from arbiter.match import Series
+    from arbiter.formats.match import Series
     from arbiter.records import to_json
 
     if setup.get("game_class"):

@@ -20,12 +20,12 @@ from typing import Callable
 
 from protocol.messages import TimeControl
 
-from .dice import Dice, seed_for, stream_name
-from .engine import Engine, EngineConfig, EngineFault
-from .games.base import Game
-from .records import GameRecord
-from .referee import DEFAULT_MARGIN, EventHook, Referee
-from .store import ResultsStore
+from ..dice import Dice, seed_for, stream_name
+from ..hosting import EngineFault, PlayerSpec, Session, open_session
+from ..games.base import Game
+from ..records import GameRecord
+from ..referee import DEFAULT_MARGIN, EventHook, Referee
+from ..records.store import ResultsStore
 
 
 @dataclass(frozen=True)
@@ -78,15 +78,17 @@ def game_points(record: GameRecord, seat_of: list[int]) -> list[float]:
 
 
 class Series:
-    """Games between a fixed set of engines, one after another; the common core of every format.
+    """Games between a fixed set of players, one after another; the common core of every format.
 
-    Each game is played with a *seating* (``seating[seat]`` = index of the engine in that seat) and a
-    dice stream (by default its own; games given the same stream get the same dice). Engines are
-    started once and reused between games (checked with a ping) unless ``restart_each_game`` is set
-    or one died. Every finished game is saved to the store before the next one starts.
+    Each game is played with a *seating* (``seating[seat]`` = index of the player in that seat) and a
+    dice stream (by default its own; games given the same stream get the same dice). Players are
+    engines to start or reach (``EngineConfig``) or in-process functions (``InProcessPlayer``).
+    Engines are started once and reused between games (checked with a ping) unless
+    ``restart_each_game`` is set or one died. Every finished game is saved to the store before the
+    next one starts.
     """
 
-    def __init__(self, game: Game, configs: list[EngineConfig], time_control: TimeControl, *,
+    def __init__(self, game: Game, configs: list[PlayerSpec], time_control: TimeControl, *,
                  store: ResultsStore | None = None, run_dir: Path = Path("runs"), margin: float = DEFAULT_MARGIN,
                  seed: bytes | None = None, match_id: str | None = None, on_event: EventHook | None = None):
         self.game, self.configs, self.tc = game, list(configs), time_control
@@ -94,15 +96,15 @@ class Series:
         self.match_id = match_id or time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
         self.run_dir = Path(run_dir) / self.match_id
         self.on_event = on_event
-        self.engines: list[Engine | None] = [None] * len(configs)
+        self.engines: list[Session | None] = [None] * len(configs)
         self.names = [c.name or f"engine{i + 1}" for i, c in enumerate(configs)]
 
-    def _reusable(self, index: int) -> Engine | None:
+    def _reusable(self, index: int) -> Session | None:
         """The running engine for ``configs[index]`` if it may play another game (answers a ping)."""
         engine = self.engines[index]
         if engine is None:
             return None
-        if not engine.config.restart_each_game and engine.alive():
+        if engine.reusable:
             try:
                 engine.ping()
                 return engine
@@ -118,7 +120,7 @@ class Series:
         fresh: list[int] = []
         for index in dict.fromkeys(seating):
             if self._reusable(index) is None:
-                self.engines[index] = Engine(self.configs[index], self.run_dir)
+                self.engines[index] = open_session(self.configs[index], self.run_dir)
                 fresh.append(index)
         failure = None
         for index in fresh:
@@ -152,12 +154,8 @@ class Series:
                             players=[self.names[i] for i in seating], on_event=self.on_event)
         failure = self._start_engines(seating)
         engines = [self.engines[i] for i in seating]
-        if failure is None:
-            record = Referee(self.game, engines, self.tc, dice, **referee_args).play()
-        else:
-            seat, fault = failure
-            referee = Referee(self.game, engines, self.tc, dice, **referee_args)
-            record = referee.forfeit_unstarted(seat, fault.reason, fault.detail)
+        referee = Referee(self.game, engines, self.tc, dice, **referee_args)
+        record = referee.play() if failure is None else referee.forfeit_unstarted(*failure)
         if self.store:
             self.store.save_game(record)
         return record
@@ -175,7 +173,7 @@ class Series:
 class Match:
     """Two engines, one two-seat game, one ``MatchFormat``."""
 
-    def __init__(self, game: Game, configs: tuple[EngineConfig, EngineConfig], time_control: TimeControl,
+    def __init__(self, game: Game, configs: tuple[PlayerSpec, PlayerSpec], time_control: TimeControl,
                  fmt: MatchFormat, *, store: ResultsStore | None = None, run_dir: Path = Path("runs"),
                  margin: float = DEFAULT_MARGIN, seed: bytes | None = None, match_id: str | None = None,
                  on_event: EventHook | None = None, on_game: Callable[["MatchResult", GameRecord], None] | None = None):

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from .records import GameRecord, from_json, to_json
+from .record import GameRecord, from_json, to_json
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS matches (

@@ -10,9 +10,9 @@ from typing import Any
 
 import msgspec
 
-from protocol.messages import Info
+from protocol.messages import EndReason, Info
 
-from .dice import Roll
+from ..dice import Roll
 
 RECORD_FORMAT = "arbiter-game/1"
 
@@ -58,8 +58,7 @@ class GameRecord(msgspec.Struct, kw_only=True):
     events: list[Event] = []
     rolls: list[Roll] = []
     returns: list[float] = []
-    reason: str = ""
-    """``normal`` or a forfeit reason."""
+    reason: EndReason = EndReason.NORMAL
     detail: str = ""
     forfeit_seat: int | None = None
     final_position: str = ""

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from .dice import verify_rolls
-from .games import SIMULTANEOUS, IllegalMove, load_game
-from .games.base import CHANCE, State
-from .records import Event, GameRecord
+from ..dice import verify_rolls
+from ..games import SIMULTANEOUS, IllegalMove, load_game
+from ..games.base import CHANCE, State
+from .record import Event, GameRecord
 
 
 def replay(record: GameRecord) -> Iterator[tuple[list[Event], State]]:

@@ -13,8 +13,8 @@ Losses are counted apart: a game the rules declare lost (Catalonia's five-turn r
 loss for the pair, with the forfeit reason recorded; ``Game.forfeit_returns``). Both count in
 the score distribution with the returns the record gives them.
 
-``run_coop`` plays through the real referee (``arbiter.match.Series``: engine subprocesses,
-clocks, records in the results store); ``cli`` is ``arbiter coop``.
+``run_coop`` plays through the real referee (``arbiter.formats.match.Series``: engine subprocesses,
+clocks, records in the results store); ``arbiter coop`` is its command line (``arbiter.cli``).
 """
 from __future__ import annotations
 
@@ -27,13 +27,15 @@ from typing import Callable
 
 from protocol.messages import TimeControl
 
-from .engine import EngineConfig
-from .games.base import Game
+from protocol.messages import EndReason
+
+from ..games.base import Game
+from ..hosting import EngineConfig, PlayerSpec
+from ..records import GameRecord
+from ..records.store import ResultsStore
+from ..referee import DEFAULT_MARGIN, EventHook
+from ..stats import mean_ci, mean_se
 from .match import Series
-from .records import GameRecord
-from .referee import DEFAULT_MARGIN, EventHook
-from .stats import mean_ci, mean_se
-from .store import ResultsStore
 
 
 def coop_stream(game_number: int) -> str:
@@ -53,8 +55,7 @@ class CoopGame:
     number: int
     score: float
     """The team's result (seat 0's return; cooperative games give every seat the same)."""
-    reason: str
-    """``normal`` or the forfeit reason."""
+    reason: EndReason
     detail: str
     players: list[str]
     """Player name by seat."""
@@ -68,12 +69,12 @@ class CoopGame:
 
     @property
     def forfeited(self) -> bool:
-        return self.reason != "normal"
+        return self.reason != EndReason.NORMAL
 
     @property
     def lost_by_rule(self) -> bool:
         """Ended normally with nothing (e.g. the five-turn rule)."""
-        return self.reason == "normal" and self.score <= 0
+        return self.reason == EndReason.NORMAL and self.score <= 0
 
 
 @dataclass
@@ -160,7 +161,7 @@ def _coop_game(record: GameRecord) -> CoopGame:
                     mean_ms=sum(times) / len(times) if times else None)
 
 
-def run_coop(game: Game, configs: list[EngineConfig], tc: TimeControl, games: int, *,
+def run_coop(game: Game, configs: list[PlayerSpec], tc: TimeControl, games: int, *,
              master_seed: bytes | None = None, store: ResultsStore | None = None, run_dir: Path = Path("runs"),
              margin: float = DEFAULT_MARGIN, match_id: str | None = None, on_event: EventHook | None = None,
              on_game: Callable[[CoopResult, GameRecord], None] | None = None) -> CoopResult:
@@ -202,127 +203,3 @@ def _twin(config: EngineConfig, number: int) -> EngineConfig:
     from dataclasses import replace
 
     return replace(config, name=f"{config.name or 'engine'}#{number}", env=dict(config.env))
-
-
-# --- the command line ---------------------------------------------------------------------------
-
-
-def cli(args, console) -> int:
-    """``arbiter coop``: a pair of engines plays ``--games`` games; per-game lines and a summary."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from .cli import EXIT_ENGINE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, _engine_config, _guess_name, _parse_options
-    from .clock import parse_time_control
-    from .games import OptionError, load_game
-
-    try:
-        game = load_game(args.game, **_parse_options(args.option))
-        tc = parse_time_control(args.tc)
-        if not game.cooperative:
-            raise ValueError(f"the coop format is for cooperative games; {game.name} is not one "
-                             f"(use 'arbiter match')")
-        if len(args.engine) not in (1, 2):
-            raise ValueError(f"give one --engine (it plays both seats) or two (a pair), not {len(args.engine)}")
-        if args.count < 1:
-            raise ValueError(f"--games must be at least 1, not {args.count}")
-        master = bytes.fromhex(args.seed) if args.seed else os.urandom(16)
-    except (OptionError, ValueError) as exc:
-        console.print(f"[red]error:[/] {exc}")
-        return EXIT_USAGE
-    names = list(args.name or []) + [None, None]
-    if len(args.engine) == 1:
-        base = names[0] or _guess_name(args.engine[0])
-        configs = [_engine_config(args.engine[0], f"{base}#1", False),
-                   _engine_config(args.engine[0], f"{base}#2", False)]
-    else:
-        labels = [names[i] or _guess_name(cmd) for i, cmd in enumerate(args.engine)]
-        if labels[0] == labels[1]:
-            labels = [f"{labels[0]}#1", f"{labels[1]}#2"]
-        configs = [_engine_config(cmd, labels[i], False) for i, cmd in enumerate(args.engine)]
-    store = ResultsStore(args.db)
-    console.print(f"coop series: {game.name} {game.options}, {configs[0].name} + {configs[1].name}, "
-                  f"{args.count} games, tc {tc.text}, master seed [bold]{master.hex()}[/] (give --seed "
-                  f"{master.hex()} to replay the same dice), results → {args.db}")
-    try:
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TextColumn("{task.fields[mean]}"), TimeElapsedColumn(), console=console,
-                      disable=args.quiet, transient=True) as progress:
-            task = progress.add_task("games", total=args.count, mean="")
-
-            def on_game(result: CoopResult, record: GameRecord) -> None:
-                g = result.games[-1]
-                console.print(game_line(g, args.count), highlight=False, markup=False)
-                se = result.stderr
-                progress.update(task, advance=1, mean=f"mean {result.mean:.1f}"
-                                + (f" ± {se:.1f}" if not math.isnan(se) else ""))
-
-            result = run_coop(game, configs, tc, args.count, master_seed=master, store=store,
-                              run_dir=Path(args.db).parent, margin=args.margin / 1000, on_game=on_game)
-    except KeyboardInterrupt:
-        console.print("[yellow]interrupted[/]: finished games are saved")
-        return EXIT_INTERRUPTED
-    finally:
-        store.close()
-    console.print(summary_table(result))
-    console.print(distribution_table(result))
-    not_started = [g for g in result.games if g.detail.startswith("engine did not start")]
-    return EXIT_ENGINE if not_started and len(not_started) == result.count else EXIT_OK
-
-
-def game_line(g: CoopGame, total: int) -> str:
-    """One progress line: who sat where, the score and how the game ended."""
-    how = g.reason if g.forfeited else "normal"
-    if g.forfeited and g.forfeit_seat is not None:
-        how += f" by {g.players[g.forfeit_seat]}"
-    detail = f": {g.detail}" if g.detail else ""
-    seats = " + ".join(f"{p} ({r})" for p, r in zip(g.players, g.roles))
-    return f"game {g.number}/{total}: {seats} → score {g.score:g} [{how}{detail}] in {g.events} events"
-
-
-def summary_table(result: CoopResult, table_class=None):
-    if table_class is None:
-        from rich.table import Table as table_class
-    table = table_class(title=f"coop series {result.match_id}: {result.game}, master seed {result.master_seed}")
-    for col in ("pair", "games", "mean score", "std. error", "95% CI", "median", "min", "max",
-                "rule losses", "forfeits", "avg ms/decision"):
-        table.add_column(col, justify="left" if col == "pair" else "right")
-    lo, hi = result.ci()
-    ms = result.mean_ms()
-    rule = ", ".join(f"{n} {why}" for why, n in sorted(result.losses_by_rule.items())) or "0"
-    forfeits = ", ".join(f"{n} {why}" for why, n in sorted(result.forfeits.items())) or "0"
-    scores = result.scores
-    table.add_row(" + ".join(result.players), str(result.count), f"{result.mean:.2f}",
-                  "-" if math.isnan(result.stderr) else f"{result.stderr:.2f}",
-                  "-" if math.isnan(lo) else f"{lo:.1f} – {hi:.1f}", f"{result.median():g}",
-                  f"{min(scores):g}" if scores else "-", f"{max(scores):g}" if scores else "-",
-                  rule, forfeits, f"{ms:.1f}" if ms is not None else "-")
-    return table
-
-
-def distribution_table(result: CoopResult, table_class=None, buckets: int = 8):
-    """The score distribution as a small histogram (count per score range)."""
-    if table_class is None:
-        from rich.table import Table as table_class
-    table = table_class(title="score distribution")
-    table.add_column("score")
-    table.add_column("games", justify="right")
-    table.add_column("")
-    scores = result.scores
-    if not scores:
-        return table
-    zero = sum(1 for s in scores if s <= 0)
-    positive = sorted(s for s in scores if s > 0)
-    rows = [("0", zero)]
-    if positive:
-        lo, hi = positive[0], positive[-1]
-        width = max(1.0, (hi - lo + 1) / buckets)
-        counts = Counter(min(buckets - 1, int((s - lo) // width)) for s in positive)
-        for b in range(buckets):
-            start = lo + b * width
-            if start > hi:
-                break
-            rows.append((f"{start:.0f}–{min(hi, start + width - 1):.0f}", counts.get(b, 0)))
-    most = max(n for _, n in rows) or 1
-    for label, n in rows:
-        table.add_row(label, str(n), "█" * round(20 * n / most))
-    return table

@@ -1,0 +1,373 @@
+"""The protocol conversation with one player: handshake, requests and replies, liveness.
+
+The referee talks only to sessions (the ``Session`` protocol below). ``EngineSession`` is an
+engine behind a ``protocol.connection.Connection`` — a spawned local process or a remote program;
+``InProcessSession`` is a Python function in the referee's own process (quick evaluations, tests).
+Everything a player can do wrong becomes an ``EngineFault`` with an ``EndReason``; nothing it
+does can raise anything else into the referee.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, Sequence
+
+from protocol import PROTOCOL_VERSION, ProtocolError
+from protocol.connection import Connection, wait_any as wait_any_connection
+from protocol.kit import Decide, as_reply
+from protocol.messages import (EndReason, Error, ErrorCode, Hello, Message, NewGame, Ping, Pong, Quit, Ready,
+                               Reject, Reply, Request, Welcome)
+from protocol.transport import ENDPOINT_ENV, ZmqConnection
+
+from .process import EngineConfig, EngineProcess
+
+_POLL_SLICE_MS = 50
+"""How often a wait checks whether the engine is still alive."""
+_READ_BURST = 64
+"""At most this many waiting messages are read in one go, so a flood cannot starve the watchdog."""
+
+
+class EngineFault(Exception):
+    """A player broke the rules of the protocol or the clock; ``reason`` says how."""
+
+    def __init__(self, reason: EndReason, detail: str):
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+class Session(Protocol):
+    """What the referee and the match formats need of a player."""
+
+    name: str
+    hello: Hello | None
+    dropped: int
+    """Late or stray answers recognised by game id / seq and dropped."""
+
+    @property
+    def reusable(self) -> bool:
+        """May play another game (alive, not configured to restart every game)."""
+
+    def launch(self) -> None:
+        """Start the player without waiting for it (several start in parallel); raise ``EngineFault``."""
+
+    def handshake(self, game: str) -> None:
+        """Wait for the player's hello and accept or refuse it; raise ``EngineFault``."""
+
+    def alive(self) -> bool: ...
+
+    def new_game(self, message: NewGame) -> None:
+        """Announce a game and wait for ``ready``; raise ``EngineFault``."""
+
+    def ask(self, request: Request) -> float:
+        """Send a decision request; return the monotonic time it left. Raises ``EngineFault``."""
+
+    def poll_reply(self) -> Reply | None:
+        """The answer to the last ``ask`` if it has arrived; raises ``EngineFault``."""
+
+    def check_alive(self) -> None:
+        """Raise ``EngineFault`` (crash or disconnect) if the player is gone."""
+
+    def tell(self, message: Message) -> None:
+        """Send a message that needs no answer (``game_over``); never raises."""
+
+    def ping(self) -> None:
+        """Check the player still answers between games; raise ``EngineFault``."""
+
+    def request_quit(self) -> None: ...
+
+    def stop(self) -> None:
+        """End the player and free everything it holds. Never raises."""
+
+
+class EngineSession:
+    """An engine reached over a ``Connection``: its own local process, or a remote program."""
+
+    def __init__(self, config: EngineConfig, log_dir: Path):
+        self.config = config
+        self.log_path = Path(log_dir) / f"engine-{_safe(config.name or 'engine')}-{uuid.uuid4().hex[:6]}.log"
+        self.connection: Connection | None = None
+        self.process: EngineProcess | None = None
+        self.hello: Hello | None = None
+        self.pending: tuple[str, int] | None = None
+        """(game_id, seq) of the request whose answer we wait for."""
+        self.dropped = 0
+        self._quit_sent = False
+        self._pings = 0
+
+    @property
+    def name(self) -> str:
+        if self.config.name:
+            return self.config.name
+        return self.hello.name if self.hello else "engine"
+
+    @property
+    def reusable(self) -> bool:
+        return not self.config.restart_each_game and self.alive()
+
+    # --- life cycle -------------------------------------------------------------------------
+
+    def launch(self) -> None:
+        """Bind the connection and spawn the process (or wait for a remote engine); no waiting
+        here, so several engines can start in parallel before their handshakes."""
+        self.connection = ZmqConnection(self.config.endpoint)
+        if self.config.remote:
+            print(f"waiting for a remote engine to connect to {self.connection.endpoint}", file=sys.stderr)
+            return
+        env = {**os.environ, **self.config.env, ENDPOINT_ENV: self.connection.endpoint}
+        try:
+            self.process = EngineProcess(self.config.argv(self.connection.endpoint), env=env,
+                                         token=uuid.uuid4().hex, log_path=self.log_path, cwd=self.config.cwd)
+        except OSError as exc:
+            raise EngineFault(EndReason.CRASH, f"cannot start {self.config.command!r}: {exc}") from None
+
+    def handshake(self, game: str | None = None) -> None:
+        """Wait for hello and answer welcome or reject (an engine whose hello lists only other
+        games than ``game`` is rejected); raise ``EngineFault``."""
+        msg = self._receive(time.monotonic() + self.config.handshake_timeout, what="hello")
+        if not isinstance(msg, Hello):
+            self._send_quietly(Error(code=ErrorCode.UNEXPECTED, message=f"expected hello, got {_tag(msg)}"))
+            raise EngineFault(EndReason.PROTOCOL_ERROR, f"expected hello, got {_tag(msg)}")
+        if msg.protocol_version != PROTOCOL_VERSION:
+            self._send_quietly(Reject(reason=f"protocol version {msg.protocol_version} is not supported; "
+                                             f"this referee speaks {PROTOCOL_VERSION}"))
+            raise EngineFault(EndReason.PROTOCOL_ERROR, f"engine speaks protocol version {msg.protocol_version}")
+        if game is not None and msg.games and game not in msg.games:
+            self._send_quietly(Reject(reason=f"this match is {game}; the engine plays {', '.join(msg.games)}"))
+            raise EngineFault(EndReason.PROTOCOL_ERROR,
+                              f"engine does not play {game} (it plays {', '.join(msg.games)})")
+        self.hello = msg
+        self._send(Welcome(referee="arbiter"))
+
+    def alive(self) -> bool:
+        """Running (or, for a remote engine, still connected)."""
+        if self.process is not None:
+            return self.process.exit_code is None
+        return self.connection is not None and not self.connection.disconnected
+
+    def request_quit(self) -> None:
+        """Send quit without waiting (``stop`` then finds the engine already leaving)."""
+        if self.connection is not None and self.connection.connected and not self._quit_sent and self.alive():
+            self._send_quietly(Quit())
+            self._quit_sent = True
+
+    def stop(self, grace: float = 0.5) -> None:
+        if self.connection is not None and self.connection.connected and self.alive():
+            self.request_quit()
+            if self.process is not None:
+                self.process.wait(grace)
+        if self.process is not None:
+            self.process.kill()
+        if self.connection is not None:
+            self.connection.close()
+            self.connection = None
+
+    def ping(self, timeout: float = 5.0) -> None:
+        self._pings += 1
+        answer = self._request(Ping(seq=self._pings), timeout, "pong")
+        if not isinstance(answer, Pong):
+            raise EngineFault(EndReason.PROTOCOL_ERROR, f"expected pong, got {_tag(answer)}")
+
+    # --- a game -----------------------------------------------------------------------------
+
+    def new_game(self, message: NewGame) -> None:
+        answer = self._request(message, self.config.ready_timeout, "ready to new_game")
+        if not isinstance(answer, Ready):
+            raise EngineFault(EndReason.PROTOCOL_ERROR, f"expected ready, got {_tag(answer)}")
+
+    def ask(self, request: Request) -> float:
+        self.pending = (request.game_id, request.seq)
+        return self._send(request)
+
+    def poll_reply(self) -> Reply | None:
+        for _ in range(_READ_BURST):
+            if not self.connection.wait(0):
+                return None
+            msg = self._read_one()
+            if msg is None:
+                continue
+            if not isinstance(msg, Reply):
+                raise EngineFault(EndReason.PROTOCOL_ERROR, f"expected reply, got {_tag(msg)}")
+            self.pending = None
+            return msg
+        return None
+
+    def check_alive(self) -> None:
+        if self.process is not None and self.process.exit_code is not None:
+            raise EngineFault(EndReason.CRASH, f"engine process exited with code {self.process.exit_code}")
+        if self.connection.disconnected:
+            raise EngineFault(EndReason.DISCONNECT, "the engine's socket disconnected")
+
+    def tell(self, message: Message) -> None:
+        self.pending = None
+        self._send_quietly(message)
+
+    # --- messages ---------------------------------------------------------------------------
+
+    def _send(self, message: Message) -> float:
+        """Send a message; return the monotonic time it left. Raises ``EngineFault`` if gone."""
+        try:
+            self.connection.send(message)
+        except (ConnectionError, ProtocolError) as exc:
+            raise EngineFault(EndReason.DISCONNECT if self.alive() else EndReason.CRASH, str(exc)) from None
+        return time.monotonic()
+
+    def _send_quietly(self, message: Message) -> None:
+        try:
+            self.connection.send(message)
+        except Exception:
+            pass
+
+    def _read_one(self) -> Message | None:
+        """Read one waiting message. Returns the answer to the pending request (or, before the
+        handshake, whatever came); handles pings and stale answers itself (returning None);
+        raises ``EngineFault`` on garbage."""
+        try:
+            msg = self.connection.receive()
+        except ProtocolError as exc:
+            self._send_quietly(Error(code=ErrorCode.MALFORMED, message=str(exc)))
+            raise EngineFault(EndReason.PROTOCOL_ERROR, str(exc)) from None
+        except ConnectionError as exc:
+            raise EngineFault(EndReason.DISCONNECT, str(exc)) from None
+        if msg is None:
+            return None
+        if isinstance(msg, Ping):
+            self._send_quietly(Pong(game_id=msg.game_id, seq=msg.seq))
+            return None
+        if isinstance(msg, Error):
+            self.dropped += 1  # an engine complaining is not an answer
+            return None
+        if self.hello is None:
+            return msg  # the handshake checks that it is a hello
+        if self.pending is None or (msg.game_id, msg.seq) != self.pending:
+            self.dropped += 1
+            return None
+        return msg
+
+    def _receive(self, deadline: float, what: str) -> Message:
+        """Wait for the pending answer until ``deadline`` (monotonic); a timeout is a stall."""
+        while True:
+            left_ms = int((deadline - time.monotonic()) * 1000)
+            if left_ms <= 0:
+                self.check_alive()
+                raise EngineFault(EndReason.STALL, f"no {what} within the time allowed")
+            if self.connection.wait(min(left_ms, _POLL_SLICE_MS)):
+                msg = self._read_one()
+                if msg is not None:
+                    return msg
+            else:
+                self.check_alive()
+
+    def _request(self, message: Message, timeout: float, what: str) -> Message:
+        """Send a message that must be answered (same game id and seq) within ``timeout``."""
+        self.pending = (message.game_id, message.seq)
+        self._send(message)
+        try:
+            return self._receive(time.monotonic() + timeout, what)
+        finally:
+            self.pending = None
+
+
+@dataclass
+class InProcessPlayer:
+    """A player that is a Python function (``protocol.kit.Decide``) run inside the referee's
+    process: no process, no socket, the same requests an engine gets. For quick measurements
+    and tests; its time is measured and charged, but no watchdog can interrupt it."""
+
+    decide: Decide
+    name: str = "local"
+    wants_legal_moves: bool = False
+    wants_state: bool = True
+    restart_each_game: bool = False
+
+
+class InProcessSession:
+    """The session of an ``InProcessPlayer``: ``ask`` calls the function at once."""
+
+    def __init__(self, player: InProcessPlayer):
+        self.player = player
+        self.name = player.name
+        self.hello: Hello | None = None
+        self.dropped = 0
+        self._game: NewGame | None = None
+        self._reply: Reply | None = None
+
+    @property
+    def reusable(self) -> bool:
+        return not self.player.restart_each_game
+
+    def launch(self) -> None:
+        pass
+
+    def handshake(self, game: str | None = None) -> None:
+        self.hello = Hello(name=self.player.name, wants_legal_moves=self.player.wants_legal_moves,
+                           wants_state=self.player.wants_state)
+
+    def alive(self) -> bool:
+        return True
+
+    def new_game(self, message: NewGame) -> None:
+        self._game = message
+
+    def ask(self, request: Request) -> float:
+        started = time.monotonic()
+        try:
+            decision = self.player.decide(request, self._game)
+            self._reply = as_reply(decision, request, int((time.monotonic() - started) * 1000))
+        except Exception as exc:
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            raise EngineFault(EndReason.CRASH, f"{type(exc).__name__}: {exc} "
+                                               f"({Path(where.filename).name}:{where.lineno})") from None
+        return started
+
+    def poll_reply(self) -> Reply | None:
+        reply, self._reply = self._reply, None
+        return reply
+
+    def check_alive(self) -> None:
+        pass
+
+    def tell(self, message: Message) -> None:
+        pass
+
+    def ping(self) -> None:
+        pass
+
+    def request_quit(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
+PlayerSpec = EngineConfig | InProcessPlayer
+"""How to obtain a player: an engine to start or reach, or a function to call."""
+
+
+def open_session(spec: PlayerSpec, log_dir: Path) -> Session:
+    """A new, not yet started session for ``spec``."""
+    if isinstance(spec, InProcessPlayer):
+        return InProcessSession(spec)
+    return EngineSession(spec, log_dir)
+
+
+def wait_any(sessions: Sequence[Session], timeout_ms: int) -> set[int]:
+    """Indexes of the sessions with something to read, waiting up to ``timeout_ms``."""
+    ready = {i for i, s in enumerate(sessions) if isinstance(s, InProcessSession)}
+    if ready:
+        return ready  # an in-process reply is there at once
+    found = wait_any_connection([s.connection for s in sessions], timeout_ms)  # type: ignore[attr-defined]
+    return found
+
+
+def _tag(msg: Message) -> str:
+    return type(msg).__name__.lower()
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:40]
