@@ -10,13 +10,13 @@ Everything printed is measured in the same run, on the machine described at the 
 
 1. Round trip: a ROUTER (this process) and a DEALER peer (a subprocess) over ``ipc://``.
    ``raw`` echoes a 200-byte frame with plain pyzmq; ``ours`` sends a real EinStein ``Request``
-   through ``RefereeSocket`` (poll + recv, as ``Engine`` does) to a peer that decodes it with
+   through ``ZmqConnection`` (poll + recv, as ``EngineSession`` does) to a peer that decodes it with
    ``EngineSocket`` and answers a ``Reply``; ``kit`` is the same with the real
    ``sample_engines.random_engine`` (``protocol.kit.run_engine``) as the peer. The modes run
    interleaved in blocks so that machine noise hits all of them alike.
 2. Referee overhead per decision, in real games between two random engine subprocesses: the
    time from the start of reading an engine's reply to the end of sending the next request
-   (``Engine.read_one`` / ``Engine.send`` are wrapped with timestamps). Cross-checked by
+   (``EngineSession._read_one`` / ``EngineSession._send`` are wrapped with timestamps). Cross-checked by
    (play() wall time - time blocked in poll) / decisions, and by the same referee driven by
    in-process loopback engines (no IPC at all), with a per-component breakdown.
 3. Games per second between two random engines, tc 180: one ``Match`` process, then one per
@@ -55,7 +55,7 @@ from arbiter.records import Event  # noqa: E402
 from arbiter.referee import Referee  # noqa: E402
 from protocol.codec import decode, encode  # noqa: E402
 from protocol.messages import Hello, Info, NewGame, Quit, Ready, Reply, Request, Welcome  # noqa: E402
-from protocol.transport import EngineSocket, RefereeSocket, new_ipc_endpoint  # noqa: E402
+from protocol.transport import EngineSocket, ZmqConnection, new_ipc_endpoint  # noqa: E402
 
 PY = sys.executable
 SELF = str(Path(__file__).resolve())
@@ -166,7 +166,7 @@ def offline_referee(game: EinsteinGame, seed: int = 1) -> Referee:
     tmp = Path(tempfile.gettempdir())
     engines = []
     for name in ("A", "B"):
-        e = Engine(EngineConfig(["true"], name=name), tmp)
+        e = EngineSession(EngineConfig(["true"], name=name), tmp)
         e.hello = Hello(name=name, wants_legal_moves=True)
         engines.append(e)
     return Referee(game, engines, parse_time_control(TC), make_dice(seed.to_bytes(8, "big"), "bench", 1),
@@ -261,8 +261,8 @@ def part_round_trip(cfg: dict) -> dict:
     raw.setsockopt(zmq.LINGER, 0)
     raw.bind(new_ipc_endpoint())
     raw_ep = raw.getsockopt(zmq.LAST_ENDPOINT).decode()
-    ours = RefereeSocket()
-    kit = RefereeSocket()
+    ours = ZmqConnection()
+    kit = ZmqConnection()
     try:
         procs.append(spawn([PY, SELF, "--peer", "raw", raw_ep]))
         procs.append(spawn([PY, SELF, "--peer", "ours", ours.endpoint]))
@@ -271,12 +271,12 @@ def part_round_trip(cfg: dict) -> dict:
             raise RuntimeError("raw peer did not connect")
         ident, _ = raw.recv_multipart()
         for sock in (ours, kit):
-            if not sock.socket.poll(20000) or not isinstance(sock.recv(), Hello):
+            if not sock.socket.poll(20000) or not isinstance(sock.receive(), Hello):
                 raise RuntimeError("peer did not say hello")
         kit.send(Welcome(referee="bench"))
         kit.send(NewGame(game_id=request.game_id, seq=1, game="einstein", seat=request.seat, seats=["A", "B"],
                          time_control=parse_time_control(TC)))
-        if not kit.socket.poll(20000) or not isinstance(kit.recv(), Ready):
+        if not kit.socket.poll(20000) or not isinstance(kit.receive(), Ready):
             raise RuntimeError("kit engine did not answer ready")
 
         seq = [100]
@@ -302,7 +302,7 @@ def part_round_trip(cfg: dict) -> dict:
                 recv(flags=zmq.NOBLOCK)
                 out.append(pc() - t0)
 
-        def rt_ours(sock: RefereeSocket):
+        def rt_ours(sock: ZmqConnection):
             def run(n: int, out: list[int]) -> None:
                 pc = time.perf_counter_ns
                 poll = sock.wait
@@ -311,8 +311,8 @@ def part_round_trip(cfg: dict) -> dict:
                     request.seq = seq[0]
                     t0 = pc()
                     sock.send(request)
-                    poll(1000)  # Engine.ready_to_read
-                    reply = sock.recv()
+                    poll(1000)  # EngineSession.wait
+                    reply = sock.receive()
                     out.append(pc() - t0)
                     if not isinstance(reply, Reply) or reply.seq != request.seq:
                         raise RuntimeError(f"bad answer {reply!r}")
@@ -349,7 +349,7 @@ def part_round_trip(cfg: dict) -> dict:
     what = {
         "raw": "send_multipart / blocking recv_multipart; peer echoes (blocking)",
         "raw+poll": "same bytes, but socket.poll() + NOBLOCK recv like the referee",
-        "ours": "RefereeSocket.send(Request) / poll / recv+decode; peer EngineSocket decode -> Reply",
+        "ours": "ZmqConnection.send(Request) / poll / recv+decode; peer EngineSocket decode -> Reply",
         "kit": "same, peer = sample_engines.random_engine (protocol.kit.run_engine)",
     }
     for m, r in res.items():
@@ -368,12 +368,14 @@ def part_round_trip(cfg: dict) -> dict:
 
 @contextmanager
 def instrumented_referee():
-    """Wrap Engine.read_one / Engine.send / Engine.ready_to_read / Referee._poll / Referee.play
+    """Wrap EngineSession._read_one / EngineSession._send / the referee's wait_any / Referee.play
     with timestamps (perf_counter_ns). Yields the timeline and the per-game timings."""
+    import arbiter.referee as referee_module
+
     timeline: list[tuple] = []  # (kind, t_start, t_end, message), kind "read" or "send"
     games: list[dict] = []
     blocked = [0]
-    orig = (Engine.read_one, Engine.send, Engine.ready_to_read, Referee._poll, Referee.play)
+    orig = (EngineSession._read_one, EngineSession._send, referee_module.wait_any, Referee.play)
     pc = time.perf_counter_ns
 
     def read_one(self):
@@ -388,43 +390,34 @@ def instrumented_referee():
         timeline.append(("send", t, pc(), message))
         return r
 
-    def ready_to_read(self, timeout_ms):
+    def wait_any(sessions, timeout_ms):
         t = pc()
         try:
-            return orig[2](self, timeout_ms)
-        finally:
-            blocked[0] += pc() - t
-
-    def _poll(self, seats, timeout_ms):
-        if len(seats) == 1:  # goes through ready_to_read, already counted
-            return orig[3](self, seats, timeout_ms)
-        t = pc()
-        try:
-            return orig[3](self, seats, timeout_ms)
+            return orig[2](sessions, timeout_ms)
         finally:
             blocked[0] += pc() - t
 
     def play(self):
         b0, t0 = blocked[0], pc()
-        rec = orig[4](self)
+        rec = orig[3](self)
         games.append({"wall_ns": pc() - t0, "blocked_ns": blocked[0] - b0,
                       "decisions": sum(1 for e in rec.events if e.seat >= 0), "reason": rec.reason,
                       "measured_ms": [e.measured_ms for e in rec.events if e.seat >= 0]})
         return rec
 
-    Engine.read_one, Engine.send, Engine.ready_to_read, Referee._poll, Referee.play = (
-        read_one, send, ready_to_read, _poll, play)
+    EngineSession._read_one, EngineSession._send, referee_module.wait_any, Referee.play = (
+        read_one, send, wait_any, play)
     try:
         yield timeline, games
     finally:
-        Engine.read_one, Engine.send, Engine.ready_to_read, Referee._poll, Referee.play = orig
+        EngineSession._read_one, EngineSession._send, referee_module.wait_any, Referee.play = orig
 
 
 def overheads_from_timeline(timeline: list[tuple]) -> dict[str, list[float]]:
     """Per decision (µs): from the start of reading the reply that completed a decision to the
     end of sending the next request ("total"), split into reading that reply (recv, decode,
     checks: "read"), the referee's logic up to handing the request to the transport ("logic"),
-    and Engine.send (msgpack encode + the zmq send call: "send"). Game starts (new_game/ready)
+    and EngineSession._send (msgpack encode + the zmq send call: "send"). Game starts (new_game/ready)
     and ends (game_over) are not decisions and are excluded; a simultaneous set-up counts once,
     from its last reply."""
     out: dict[str, list[float]] = {"total": [], "read": [], "logic": [], "send": []}
@@ -445,29 +438,22 @@ def overheads_from_timeline(timeline: list[tuple]) -> dict[str, list[float]]:
     return out
 
 
-class _LoopbackSocket:
-    """Stands in for RefereeSocket + an in-process random engine: no IPC. ``send`` only encodes
-    (the referee's share); the engine's work (decode the request, choose, encode the reply)
-    happens when the referee polls, i.e. in time counted as waiting for the engine."""
+class _LoopbackConnection:
+    """A ``protocol.connection.Connection`` to an in-process random engine: no IPC. ``send`` only
+    encodes (the referee's share); the engine's work (decode the request, choose, encode the
+    reply) happens when the referee waits, i.e. in time counted as waiting for the engine."""
 
-    class _Z:
-        def __init__(self, outer):
-            self.outer = outer
-
-        def poll(self, timeout_ms=None, flags=zmq.POLLIN):
-            self.outer.run_engine()
-            return zmq.POLLIN if self.outer.queue else 0
+    endpoint = "loopback"
+    connected = True
+    disconnected = False
 
     def __init__(self, rng: random.Random):
         self.inbox: list[bytes] = []
         self.queue: list[bytes] = []
         self.rng = rng
-        self.peer = b"loop"
-        self.disconnected = False
-        self.socket = self._Z(self)
 
     def send(self, message) -> None:
-        self.inbox.append(encode(message))  # the referee's encode, as in RefereeSocket.send
+        self.inbox.append(encode(message))  # the referee's encode, as in ZmqConnection.send
 
     def run_engine(self) -> None:
         while self.inbox:
@@ -478,23 +464,15 @@ class _LoopbackSocket:
             elif isinstance(msg, NewGame):
                 self.queue.append(encode(Ready(game_id=msg.game_id, seq=msg.seq)))
 
-    def recv(self):
-        return decode(self.queue.pop(0))
+    def receive(self):
+        return decode(self.queue.pop(0)) if self.queue else None
 
     def wait(self, timeout_ms: int) -> bool:
-        return bool(self.socket.poll(timeout_ms))
-
-    def check_monitor(self) -> None:
-        pass
+        self.run_engine()
+        return bool(self.queue)
 
     def close(self) -> None:
         pass
-
-
-class _LoopbackReferee(Referee):
-    def _poll(self, seats, timeout_ms):
-        # The real multi-seat _poll builds a zmq.Poller, which needs real sockets.
-        return {s for s in seats if self.engines[s].sock.socket.poll(0)}
 
 
 def loopback_games(n: int) -> dict:
@@ -504,15 +482,15 @@ def loopback_games(n: int) -> dict:
     tmp = Path(tempfile.gettempdir())
     engines = []
     for name in ("A", "B"):
-        e = Engine(EngineConfig(["true"], name=name), tmp)
+        e = EngineSession(EngineConfig(["true"], name=name), tmp)
         e.hello = Hello(name=name, wants_legal_moves=True)
-        e.sock = _LoopbackSocket(rng)
+        e.connection = _LoopbackConnection(rng)
         engines.append(e)
     tc = parse_time_control(TC)
     with instrumented_referee() as (timeline, games):
         for g in range(n):
             order = engines if g % 2 == 0 else engines[::-1]
-            _LoopbackReferee(game, order, tc, make_dice(os.urandom(32), "loop", g + 1), match_id="loop",
+            Referee(game, order, tc, make_dice(os.urandom(32), "loop", g + 1), match_id="loop",
                              game_number=g + 1).play()
     decisions = sum(g["decisions"] for g in games)
     busy = sum(g["wall_ns"] - g["blocked_ns"] for g in games)
@@ -615,13 +593,13 @@ def part_referee(cfg: dict) -> dict:
           f"({len(tot)} reply->next-request intervals)")
     print(f"referee overhead per decision: median {med:.1f} us, p90 {p90:.1f} us, p99 {pct(tot, 0.99):.1f} us, "
           f"mean {sum(tot) / len(tot):.1f} us  (target <= 100 us median: {verdict(med <= 100)})")
-    print("  = from the start of Engine.read_one (reply waiting) to the return of Engine.send for the next "
+    print("  = from the start of EngineSession._read_one (reply waiting) to the return of EngineSession._send for the next "
           "request; waiting for the engine is excluded. Split (medians of each part):")
     print(f"  {median(per['read']):7.1f} us  read the reply: zmq recv, msgpack decode, seq/type checks")
     print(f"  {median(per['logic']):7.1f} us  referee logic: check_move, clock charge, state.apply, Event record, "
           f"terminal check, die roll (HMAC-SHA256 + Roll + apply_chance + chance Event), request building "
           f"(position text, state dict, legal-move list, clocks, last_moves)")
-    print(f"  {median(per['send']):7.1f} us  Engine.send: msgpack encode (~1 us) + the zmq send call")
+    print(f"  {median(per['send']):7.1f} us  EngineSession._send: msgpack encode (~1 us) + the zmq send call")
     print(f"  excluding the zmq send call (reply read -> request handed to the transport): median "
           f"{median(handoff):.1f} us, p90 {pct(handoff, 0.9):.1f} us")
     print(f"cross-check: (sum of play() wall - time blocked in poll) / decisions = {cross:.1f} us "
@@ -656,7 +634,7 @@ def match_worker(fmt: str, matches: int, index: int) -> int:
     game = load_game("einstein")
     ends: list[float] = []
     life: dict[str, list[float]] = {"start": [], "stop": []}
-    orig_start, orig_stop = Engine.launch, Engine.stop
+    orig_start, orig_stop = EngineSession.launch, EngineSession.stop
 
     def timed(name, fn):
         def wrapper(*a, **k):
@@ -667,7 +645,7 @@ def match_worker(fmt: str, matches: int, index: int) -> int:
                 life[name].append(time.perf_counter() - t)
         return wrapper
 
-    orig_handshake = Engine.handshake
+    orig_handshake = EngineSession.handshake
     launched: dict[int, float] = {}
 
     def launch(self, *a, **k):
@@ -680,7 +658,7 @@ def match_worker(fmt: str, matches: int, index: int) -> int:
         finally:
             life["start"].append(time.perf_counter() - launched.pop(id(self)))
 
-    Engine.launch, Engine.stop, Engine.handshake = launch, timed("stop", orig_stop), handshake
+    EngineSession.launch, EngineSession.stop, EngineSession.handshake = launch, timed("stop", orig_stop), handshake
     recs = []
     with tempfile.TemporaryDirectory(prefix="bench-") as d:
         t0 = time.time()

@@ -6,8 +6,8 @@ Usage: nice -n 10 .venv/bin/python bench/stalingrad_suite.py [--seeds 1000] [--r
 Both engines play seeds 0..N-1 of one master seed: seed k is the dice stream ``suite|k``, so both
 get the same dice (arbiter.formats.solo). Two measurements:
 
-* in-process: each engine's ``decide`` function called directly by ``arbiter.formats.solo.play_local``,
-  which mirrors the referee (same dice stream, same requests);
+* in-process: each engine's ``decide`` function called by the referee in the same process
+  (``arbiter.hosting.InProcessPlayer``: same dice stream, same requests, no IPC);
 * through the real referee: ``arbiter.formats.solo.run_suite`` with the engines as subprocesses over the
   protocol (clocks, records, a results database in a temporary folder).
 
@@ -29,7 +29,8 @@ sys.path.insert(0, str(ROOT))
 from arbiter.clock import parse_time_control  # noqa: E402
 from arbiter.hosting import EngineConfig  # noqa: E402
 from arbiter.games import load_game  # noqa: E402
-from arbiter.formats.solo import SeedResult, SuiteResult, compare, play_local, run_suite  # noqa: E402
+from arbiter.formats.solo import SuiteResult, compare, run_suite  # noqa: E402
+from arbiter.hosting import InProcessPlayer  # noqa: E402
 from arbiter.records.store import ResultsStore  # noqa: E402
 from sample_engines import stalingrad_planner, stalingrad_random  # noqa: E402
 
@@ -37,16 +38,9 @@ ENGINES = {"random": stalingrad_random, "planner": stalingrad_planner}
 DEFAULT_MASTER = b"stalingrad-suite-1".hex()
 
 
-def in_process(name: str, module, seeds: int, master: bytes) -> SuiteResult:
-    game = load_game("stalingrad")
-    decide = module.make_decider(0)
-    suite = SuiteResult(name, game.name, master.hex())
-    for k in range(seeds):
-        record = play_local(game, decide, k, master, name=name)
-        times = [e.measured_ms for e in record.events if e.seat >= 0]
-        suite.results[k] = SeedResult(record.returns[0], record.reason, record.detail, len(record.events),
-                                      record.game_id, sum(times) / len(times) if times else None)
-    return suite
+def in_process(name: str, module, seeds: int, master: bytes, tmp: Path) -> SuiteResult:
+    player = InProcessPlayer(module.make_decider(0), name=name)
+    return run_suite(load_game("stalingrad"), player, parse_time_control("inf"), seeds, master, run_dir=tmp)
 
 
 def through_referee(name: str, module, seeds: int, master: bytes, tmp: Path) -> SuiteResult:
@@ -90,10 +84,11 @@ def main() -> int:
     print(f"master seed {args.master}; seed k = dice stream suite|k")
     results = {}
     local, seconds = [], {}
-    for name, module in ENGINES.items():
-        t0 = time.monotonic()
-        local.append(in_process(name, module, args.seeds, master))
-        seconds[name] = time.monotonic() - t0
+    with tempfile.TemporaryDirectory(prefix="stalingrad-suite-") as tmp:
+        for name, module in ENGINES.items():
+            t0 = time.monotonic()
+            local.append(in_process(name, module, args.seeds, master, Path(tmp)))
+            seconds[name] = time.monotonic() - t0
     results["in_process"] = report(f"in-process, {args.seeds} seeds", local, seconds)
     if args.referee_seeds:
         remote, seconds = [], {}
