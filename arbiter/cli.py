@@ -14,6 +14,8 @@ from rich.markup import escape
 from rich.live import Live
 from rich.table import Table
 
+from .clock import DEFAULT_MARGIN_MS
+
 EXIT_OK, EXIT_VERIFY_FAILED, EXIT_USAGE, EXIT_ENGINE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 console = Console()
@@ -155,7 +157,7 @@ def _print_summary(result) -> None:
 def cmd_demo(args: argparse.Namespace) -> int:
     py = sys.executable
     ns = argparse.Namespace(
-        game="einstein", option=[], tc="180", format="olympiad", margin=50, seed=None, restart=False,
+        game="einstein", option=[], tc="180", format="olympiad", margin=DEFAULT_MARGIN_MS, seed=None, restart=False,
         quiet=args.quiet, db=args.db,
         engine=[f"{py} -m sample_engines.einstein_expectimax", f"{py} -m sample_engines.random_engine"],
         name=["expectimax", "random"])
@@ -268,7 +270,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--option", action="append", default=[], help="game option KEY=VALUE (repeatable)")
     m.add_argument("--tc", default="180", help="time control, e.g. 180, 180+2, 40/60+0.5, st=1, 60+3x10, inf")
     m.add_argument("--format", default="olympiad", help="olympiad | boN[:ABBA..] | games=N")
-    m.add_argument("--margin", type=int, default=50, help="ms an engine may overrun before losing on time")
+    m.add_argument("--margin", type=int, default=DEFAULT_MARGIN_MS,
+                   help="ms an engine may overrun before losing on time")
     m.add_argument("--seed", help="hex master seed: makes the dice reproducible (default: fresh randomness)")
     m.add_argument("--restart", action="store_true", help="restart engines for every game")
     m.add_argument("--db", default="runs/results.sqlite", help="SQLite results file (games.jsonl beside it)")
@@ -305,7 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
         c.add_argument("--option", action="append", default=[], help="game option KEY=VALUE (repeatable)")
         c.add_argument("--tc", default="180", help="time control")
         c.add_argument(count, dest="count", type=int, default=100, help="number of games")
-        c.add_argument("--margin", type=int, default=50)
+        c.add_argument("--margin", type=int, default=DEFAULT_MARGIN_MS)
         c.add_argument("--seed", help="hex master seed (default: fresh randomness)")
         c.add_argument("--db", default="runs/results.sqlite")
         c.add_argument("--quiet", action="store_true")

@@ -25,6 +25,7 @@ from .engine import Engine, EngineConfig, EngineFault
 from .games.base import Game
 from .records import GameRecord
 from .referee import DEFAULT_MARGIN, EventHook, Referee
+from .stats import game_points
 from .store import ResultsStore
 
 
@@ -67,14 +68,6 @@ class MatchResult:
         if self.points[0] == self.points[1]:
             return None
         return 0 if self.points[0] > self.points[1] else 1
-
-
-def game_points(record: GameRecord, seat_of: list[int]) -> list[float]:
-    """Points of players A and B in one game: 1 win, ½ draw, 0 loss."""
-    ra, rb = record.returns[seat_of[0]], record.returns[seat_of[1]]
-    if ra == rb:
-        return [0.5, 0.5]
-    return [1.0, 0.0] if ra > rb else [0.0, 1.0]
 
 
 class Series:
@@ -198,8 +191,7 @@ class Match:
                     break
                 seating = [0, 1] if self.fmt.schedule[number - 1] == "A" else [1, 0]  # engine per seat
                 record = series.play_game(number, seating)
-                seat_of = [seating.index(0), seating.index(1)]
-                points = game_points(record, seat_of)
+                points = game_points(record.returns, seating.index(0), seating.index(1))
                 result.points = [result.points[0] + points[0], result.points[1] + points[1]]
                 result.records.append(record)
                 if self.on_game:
