@@ -11,7 +11,9 @@ Formats (text syntax, used by ``arbiter match --format``):
 """
 from __future__ import annotations
 
+import os
 import re
+import signal
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -89,6 +91,7 @@ class Series:
         self.on_event = on_event
         self.engines: list[Engine | None] = [None] * len(configs)
         self.names = [c.name or f"engine{i + 1}" for i, c in enumerate(configs)]
+        self._last_used: dict[int, int] = {}  # engine index -> when it was last seated (retire_idle)
 
     def _reusable(self, index: int) -> Engine | None:
         """The running engine for ``configs[index]`` if it may play another game (answers a ping)."""
@@ -163,6 +166,37 @@ class Series:
             if engine is not None:
                 engine.stop()
         self.engines = [None] * len(self.engines)
+
+    # --- for hosts that keep a series open across many games (tournament workers) ---------------
+
+    def running(self) -> list[int]:
+        """Indices (into ``configs``) of the engines that are running now."""
+        return [i for i, e in enumerate(self.engines) if e is not None and e.alive()]
+
+    def retire_idle(self, keep: int, seating: list[int]) -> list[int]:
+        """Before a game with ``seating``: stop the least recently used engines not in it, so that
+        at most ``keep`` (and never fewer than the seated ones) stay started. Returns the stopped
+        indices. Keeping a few lets the next games of the same engines skip their start-up."""
+        used = self._last_used
+        for i in seating:
+            used[i] = max(used.values(), default=0) + 1
+        idle = sorted((used.get(i, 0), i) for i, e in enumerate(self.engines) if e is not None and i not in seating)
+        stopped = [i for _, i in idle[:max(0, len(idle) + len(seating) - keep)]]
+        for i in stopped:
+            self.engines[i].stop()
+            self.engines[i] = None
+        return stopped
+
+    def kill_now(self) -> None:
+        """SIGKILL every engine's process group at once, without waiting or talking to anyone: for
+        a host that must leave this instant (a signal handler); ``close`` is the orderly way."""
+        for engine in list(self.engines):
+            proc = getattr(engine, "proc", None)
+            if proc is not None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)  # each engine leads its own process group
+                except OSError:
+                    pass
 
 
 class Match:
