@@ -117,6 +117,8 @@ class Backend(Protocol):
     """Workers replaced after dying."""
     cpu_seconds: float
     """CPU seconds of the workers themselves, as reported when they stopped."""
+    killed_leftovers: list[int]
+    """Processes of an earlier run of the same database the backend killed before starting."""
 
     def idle(self) -> list[Slot]:
         """Places ready for a game now, in a stable order."""

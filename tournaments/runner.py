@@ -71,8 +71,11 @@ class Runner:
 
     def __init__(self, cfg: TournamentConfig, db: TournamentDB, seed: str, *, concurrency: int | None = None,
                  on_progress: Callable[["Runner"], None] | None = None,
-                 on_game: Callable[["Runner", GameSpec, GameRecord], None] | None = None):
+                 on_game: Callable[["Runner", GameSpec, GameRecord], None] | None = None,
+                 backend: Callable[[WorkerSetup, int], Backend] = LocalPool):
+        """``backend(setup, workers)`` makes where the games are played (default: local processes)."""
         self.cfg, self.db, self.seed = cfg, db, seed
+        self.backend = backend
         self.concurrency = concurrency or cfg.concurrency
         self.names = [e.name for e in cfg.engines]
         self.director = Director(ScheduleSpec.from_config(cfg, seed))
@@ -125,9 +128,7 @@ class Runner:
             s.finished = True
             s.played_total = plan.played
             return s
-        # The pool first kills engines left behind by an earlier run of this database (a worker
-        # that was SIGKILLed), then starts its workers.
-        pool = LocalPool(self._setup(), max(1, min(self.concurrency, plan.max_remaining)))
+        pool = self.backend(self._setup(), max(1, min(self.concurrency, plan.max_remaining)))
         s.killed_leftovers = pool.killed_leftovers
         try:
             self._loop(pool)
