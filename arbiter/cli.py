@@ -20,7 +20,7 @@ from rich.table import Table
 
 from protocol.messages import EndReason
 
-from .clock import parse_time_control
+from .clock import DEFAULT_MARGIN_MS, parse_time_control
 from .formats.coop import CoopGame, CoopResult, run_coop
 from .formats.match import Match, MatchFormat
 from .formats.solo import SuiteResult, compare, run_suite
@@ -164,7 +164,7 @@ def _print_summary(result) -> None:
 def cmd_demo(args: argparse.Namespace) -> int:
     py = sys.executable
     ns = argparse.Namespace(
-        game="einstein", option=[], tc="180", format="olympiad", margin=50, seed=None, restart=False,
+        game="einstein", option=[], tc="180", format="olympiad", margin=DEFAULT_MARGIN_MS, seed=None, restart=False,
         quiet=args.quiet, db=args.db,
         engine=[f"{py} -m sample_engines.einstein_expectimax", f"{py} -m sample_engines.random_engine"],
         name=["expectimax", "random"])
@@ -450,7 +450,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--option", action="append", default=[], help="game option KEY=VALUE (repeatable)")
     m.add_argument("--tc", default="180", help="time control, e.g. 180, 180+2, 40/60+0.5, st=1, 60+3x10, inf")
     m.add_argument("--format", default="olympiad", help="olympiad | boN[:ABBA..] | games=N")
-    m.add_argument("--margin", type=int, default=50, help="ms an engine may overrun before losing on time")
+    m.add_argument("--margin", type=int, default=DEFAULT_MARGIN_MS,
+                   help="ms an engine may overrun before losing on time")
     m.add_argument("--seed", help="hex master seed: makes the dice reproducible (default: fresh randomness)")
     m.add_argument("--restart", action="store_true", help="restart engines for every game")
     m.add_argument("--db", default="runs/results.sqlite", help="SQLite results file (games.jsonl beside it)")
@@ -487,7 +488,7 @@ def build_parser() -> argparse.ArgumentParser:
         c.add_argument("--option", action="append", default=[], help="game option KEY=VALUE (repeatable)")
         c.add_argument("--tc", default="180", help="time control")
         c.add_argument(count, dest="count", type=int, default=100, help="number of games")
-        c.add_argument("--margin", type=int, default=50)
+        c.add_argument("--margin", type=int, default=DEFAULT_MARGIN_MS)
         c.add_argument("--seed", help="hex master seed (default: fresh randomness)")
         c.add_argument("--db", default="runs/results.sqlite")
         c.add_argument("--quiet", action="store_true")

@@ -27,6 +27,11 @@ from decimal import Decimal
 from protocol.messages import TimeControl
 from protocol.messages import TimeControlKind as Kind
 
+DEFAULT_MARGIN_MS = 50
+"""How far (ms) a decision may overrun its allowance before the flag falls, unless configured: the
+referee measures from its own send to its own receive, so it forgives the transport's latency and
+scheduling jitter (IPC round trips are well under a millisecond; a loaded machine adds tens)."""
+
 _MAX_MS = 2**53 - 1
 """Largest time accepted (ms): keeps every time exact as a float and as a JSON number."""
 

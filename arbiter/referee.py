@@ -13,13 +13,13 @@ from typing import Callable
 
 from protocol.messages import EndReason, GameOver, NewGame, Reply, Request, TimeControl
 
-from .clock import Clock
+from .clock import DEFAULT_MARGIN_MS, Clock
 from .dice import Dice
 from .games.base import CHANCE, IllegalMove, Game, State
 from .hosting.session import EngineFault, Session, wait_any
 from .records import Event, GameRecord
 
-DEFAULT_MARGIN = 0.05
+DEFAULT_MARGIN = DEFAULT_MARGIN_MS / 1000
 """Seconds an engine may overrun its allowance before it forfeits on time (IPC jitter)."""
 UNLIMITED_STALL = 3600.0
 """Without a time limit, an engine silent this long (seconds) forfeits with reason ``stall``."""

@@ -1,10 +1,31 @@
-"""Small statistics for solo and cooperative evaluation: rates with honest intervals, and paired
-comparisons of two engines on common seeds.
+"""The statistics of the arbiter and of tournament reports, chosen once: match points, rates
+with honest intervals, means with intervals, and paired comparisons of two engines on common
+seeds. ``arbiter solo``/``coop`` and a tournament report use these functions, so the same data
+gives the same numbers everywhere. (Rating models — Bradley–Terry, OpenSkill, SPRT — live with
+the tournaments, the only place that fits them.)
 
-Why these: a win rate from n games needs an interval that behaves near 0 % and 100 % (Wilson,
-not the normal approximation); two engines that played the *same* seeds (same dice) are best
-compared pair by pair, which cancels the luck of the dice: an exact sign test (McNemar) on the
-seeds where exactly one of them won, and a t interval on the per-seed difference of results.
+Why these methods:
+
+- **Proportions (win rates): the Wilson score interval.** It stays inside [0, 1] and keeps its
+  coverage near 0 % and 100 % and for small n, where the normal ("Wald") interval collapses to a
+  point or spills past the bounds. With no successes the lower end is exactly 0, with all
+  successes the upper end exactly 1.
+- **Means (scores, returns, per-seed differences): Student's t interval** with n - 1 degrees of
+  freedom, not the normal z. Suites, team pairings and seats often hold 5-30 games; there the
+  standard error is itself uncertain and z under-covers (n = 5: a nominal 95 % z interval covers
+  about 88 %). For large n the two agree. With fewer than two values the interval is undefined
+  (nan); with no spread at all it is the point itself.
+- **Paired comparison: the exact two-sided sign test on the discordant seeds.** Two engines that
+  played the same seeds (same dice) are compared seed by seed, which cancels the luck of the dice.
+  A seed is discordant when one engine did better than the other on it; ties carry no information
+  about who is better and are dropped; under "equally strong" each discordant seed goes either way
+  with probability ½, so the count is Binomial(discordant, ½). When results are win/loss, the
+  discordant seeds are exactly those that only one engine won, and this test *is* the exact
+  McNemar test (McNemar's exact test is the binomial sign test on the discordant pairs). It needs
+  no distributional assumption about scores; the size of the difference is reported beside it as
+  the mean per-seed difference with its t interval, and the win-rate difference (a win is a result
+  above a threshold) with the t interval of the per-seed difference of win indicators.
+- **Match points**: 1 for a win, ½ for a draw, 0 for a loss, from the two seats' returns.
 """
 from __future__ import annotations
 
@@ -12,17 +33,25 @@ import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from scipy import stats as _stats
+
+def game_points(returns: Sequence[float], seat_a: int, seat_b: int) -> tuple[float, float]:
+    """Points of the players in ``seat_a`` and ``seat_b`` in one game: 1 win, ½ draw, 0 loss."""
+    ra, rb = returns[seat_a], returns[seat_b]
+    if ra == rb:
+        return 0.5, 0.5
+    return (1.0, 0.0) if ra > rb else (0.0, 1.0)
 
 
-def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval for a proportion; (0.0, 1.0) when n is 0."""
+def wilson_interval(successes: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a proportion (a draw may count as half a success); (0, 1) when n is 0."""
     if n < 0 or not 0 <= successes <= n:
         raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be between 0 and 1, not {confidence}")
     if n == 0:
         return 0.0, 1.0
+    from scipy import stats as _stats  # here: importing scipy costs ~0.3 s that match play never needs
+
     z = _stats.norm.ppf(0.5 + confidence / 2)
     p = successes / n
     denom = 1 + z * z / n
@@ -34,10 +63,13 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
 
 
 def mean_se(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and its standard error (sample standard deviation / sqrt(n)); se is nan for n < 2."""
+    """Mean and its standard error (sample standard deviation / sqrt(n)); se is nan for n < 2 and
+    exactly 0 when every value is the same (no rounding noise from the mean)."""
     n = len(values)
     if n == 0:
         raise ValueError("mean of no values")
+    if all(v == values[0] for v in values):
+        return float(values[0]), (0.0 if n > 1 else float("nan"))
     mean = sum(values) / n
     if n < 2:
         return mean, float("nan")
@@ -46,30 +78,45 @@ def mean_se(values: Sequence[float]) -> tuple[float, float]:
 
 
 def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
-    """Mean with a Student-t confidence interval: (mean, low, high)."""
+    """Mean with a Student-t confidence interval: (mean, low, high); low/high nan for n < 2."""
     mean, se = mean_se(values)
     if math.isnan(se):
         return mean, float("nan"), float("nan")
+    from scipy import stats as _stats
+
     t = _stats.t.ppf(0.5 + confidence / 2, len(values) - 1)
-    return mean, mean - t * se, mean + t * se
+    return mean, float(mean - t * se), float(mean + t * se)
+
+
+def sign_test(a_better: int, b_better: int) -> float:
+    """Exact two-sided sign test (= exact McNemar) p-value of the discordant counts; 1.0 with none."""
+    from scipy import stats as _stats
+
+    n = a_better + b_better
+    return float(_stats.binomtest(a_better, n, 0.5).pvalue) if n else 1.0
 
 
 @dataclass(frozen=True)
 class PairedComparison:
-    """Two engines on their common seeds. 'Win' means a result above ``threshold``."""
+    """Two engines on their common seeds."""
 
     n: int
     """Common seeds."""
-    both: int
-    a_only: int
-    b_only: int
-    neither: int
+    a_better: int
+    """Seeds where a's result was higher than b's (the discordant seeds are a_better + b_better)."""
+    ties: int
+    b_better: int
     p_value: float
-    """Exact two-sided sign test (McNemar) on the discordant seeds; 1.0 when there are none."""
+    """Exact two-sided sign test on the discordant seeds (the exact McNemar test for win/loss)."""
     mean_diff: float
     """Mean of result(a) - result(b) per seed, with its t interval (ci_low, ci_high)."""
     ci_low: float
     ci_high: float
+    both: int
+    """Seeds both won ('win': a result above the threshold); a_only, b_only, neither likewise."""
+    a_only: int
+    b_only: int
+    neither: int
     rate_diff: float
     """Win rate of a minus win rate of b on the common seeds, with its t interval on the per-seed
     difference of win indicators (rate_low, rate_high)."""
@@ -78,7 +125,7 @@ class PairedComparison:
 
     @property
     def discordant(self) -> int:
-        return self.a_only + self.b_only
+        return self.a_better + self.b_better
 
 
 def paired_comparison(a: Mapping[object, float], b: Mapping[object, float], *, threshold: float = 0.0,
@@ -87,23 +134,13 @@ def paired_comparison(a: Mapping[object, float], b: Mapping[object, float], *, t
     common = sorted(set(a) & set(b), key=str)
     if not common:
         raise ValueError("the two result sets have no seed in common")
-    both = a_only = b_only = neither = 0
-    diffs = []
-    for seed in common:
-        wa, wb = a[seed] > threshold, b[seed] > threshold
-        both += wa and wb
-        a_only += wa and not wb
-        b_only += wb and not wa
-        neither += not wa and not wb
-        diffs.append(a[seed] - b[seed])
-    discordant = a_only + b_only
-    p = _stats.binomtest(a_only, discordant, 0.5).pvalue if discordant else 1.0
-    wins = [float(a[s] > threshold) - float(b[s] > threshold) for s in common]
-    return PairedComparison(len(common), both, a_only, b_only, neither, float(p),
-                            *_mean_interval(diffs, confidence), *_mean_interval(wins, confidence))
-
-
-def _mean_interval(values: list[float], confidence: float) -> tuple[float, float, float]:
-    if all(v == values[0] for v in values):  # no spread: the interval is the point
-        return values[0], values[0], values[0]
-    return mean_ci(values, confidence)
+    diffs = [a[s] - b[s] for s in common]
+    a_better, b_better = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
+    won_a = [a[s] > threshold for s in common]
+    won_b = [b[s] > threshold for s in common]
+    pairs = list(zip(won_a, won_b))
+    wins = [float(wa) - float(wb) for wa, wb in pairs]
+    return PairedComparison(len(common), a_better, len(common) - a_better - b_better, b_better,
+                            sign_test(a_better, b_better), *mean_ci(diffs, confidence),
+                            pairs.count((True, True)), pairs.count((True, False)), pairs.count((False, True)),
+                            pairs.count((False, False)), *mean_ci(wins, confidence))

@@ -15,7 +15,6 @@ the same options replays the same rolls.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import tempfile
 import time
@@ -30,19 +29,9 @@ from arbiter.hosting import EngineConfig  # noqa: E402
 from arbiter.games import load_game  # noqa: E402
 from arbiter.formats.match import Match, MatchFormat  # noqa: E402
 from arbiter.records.store import ResultsStore  # noqa: E402
+from arbiter.stats import wilson_interval  # noqa: E402
 
 EXPECTIMAX, RANDOM = "expectimax", "random"
-
-
-def wilson(wins: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """The Wilson score interval for a binomial proportion (95% by default)."""
-    if n == 0:
-        return 0.0, 1.0
-    p = wins / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def summarise(records) -> dict:
@@ -73,7 +62,7 @@ def summarise(records) -> dict:
                     depths.append(e.info.depth)
     second_games, second_wins = games - first_games, wins - first_wins
     return {
-        "games": games, "wins": wins, "rate": wins / games if games else 0.0, "ci": wilson(wins, games),
+        "games": games, "wins": wins, "rate": wins / games if games else 0.0, "ci": wilson_interval(wins, games),
         "first": (first_wins, first_games), "second": (second_wins, second_games),
         "mean_plies": plies / games if games else 0.0,
         "ms_per_move": sum(move_ms) / len(move_ms) if move_ms else 0.0,

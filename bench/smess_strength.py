@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import platform
 import sys
 import tempfile
@@ -35,22 +34,13 @@ from arbiter.clock import parse_time_control  # noqa: E402
 from arbiter.hosting import EngineConfig  # noqa: E402
 from arbiter.games import load_game  # noqa: E402
 from arbiter.formats.match import Match, MatchFormat  # noqa: E402
+from arbiter.stats import wilson_interval  # noqa: E402
 
 PY = sys.executable
 OPPONENTS = {
     "random": f"{PY} -m sample_engines.random_engine --seed {{seed}}",
     "greedy": f"{PY} -m sample_engines.smess_greedy --seed {{seed}}",
 }
-
-
-def wilson(wins: float, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95 % Wilson score interval for a proportion."""
-    if n == 0:
-        return 0.0, 1.0
-    p = wins / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -121,7 +111,7 @@ def run_match(opponent: str, games: int, movetime: float, tc: str, options: dict
             else:
                 opp_ms.append(e.measured_ms)
     n = len(result.records)
-    lo, hi = wilson(wins, n)
+    lo, hi = wilson_interval(wins, n)
     return {
         "opponent": opponent, "games": n, "wins": wins, "draws": draws, "losses": losses,
         "win_rate": wins / n if n else 0.0, "win_rate_ci95": [round(lo, 4), round(hi, 4)],

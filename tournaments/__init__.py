@@ -1,7 +1,9 @@
 """Tournaments: a whole event described in one TOML file, played durably, rated with error bars.
 
 Modules: ``config`` (the file), ``director`` and ``schedule`` (which games, as a pure function
-of the seed and the committed results), ``db`` (SQLite), ``worker`` and ``runner`` (parallel
-play, kill -9 safe), ``ratings`` and ``sprt`` (statistics), ``report`` (text, JSON, CSV, plot),
+of the seed and the committed results), ``db`` (SQLite), ``runner`` (plans, hands out jobs,
+commits results; kill -9 safe), ``jobs`` (the runner's messages and the ``Backend`` interface),
+``pool`` and ``worker`` (the local backend: worker processes), ``ratings`` and ``sprt`` (rating
+models; means, rates and paired tests are ``arbiter.stats``), ``report`` (text, JSON, CSV, plot),
 ``cli`` (``arbiter-tournament``). See docs/tournaments.md.
 """

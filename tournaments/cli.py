@@ -106,7 +106,7 @@ class Display:
             table.add_row(str(k), name, text)
         playing = [f"  {spec.pairing} game {spec.number}: " + " vs ".join(runner.names[e % len(runner.names)]
                                                                           for e in spec.seating)
-                   for spec in (w.spec for w in runner.in_flight.values()) if spec is not None]
+                   for spec in runner.in_flight.values()]
         return Group(head, line, table, *(["[dim]playing:[/]"] + playing[:8] if playing else []))
 
     def progress(self, runner) -> None:

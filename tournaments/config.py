@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arbiter.clock import parse_time_control
+from arbiter.clock import DEFAULT_MARGIN_MS, parse_time_control
 from arbiter.hosting import EngineConfig
 from arbiter.games import OptionError, load_game
 from arbiter.formats.match import MatchFormat
@@ -297,7 +297,7 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
         tc = parse_time_control(str(tc_text))
     except ValueError as exc:
         raise c.error(("time_control",), str(exc)) from None
-    margin = c.get(doc, "margin_ms", (), int, 50)
+    margin = c.get(doc, "margin_ms", (), int, DEFAULT_MARGIN_MS)
     if margin < 0:
         raise c.error(("margin_ms",), "must not be negative")
     concurrency = c.get(doc, "concurrency", (), int, 0) or default_concurrency()

@@ -24,6 +24,7 @@ from itertools import combinations
 from typing import Mapping
 
 from arbiter.formats.match import MatchFormat
+from arbiter.stats import game_points
 
 from .schedule import (SwissPlayer, knockout_rounds, knockout_slots, rotation, round_robin_rounds,
                        seeded_order, swiss_pairings)
@@ -117,14 +118,6 @@ class ScheduleSpec:
                    match=cfg.match, games=cfg.games, rounds=cfg.rounds, duplicate=cfg.duplicate_dice, seed=seed,
                    seeding=cfg.seeding, candidates=tuple(cfg.candidates or (0,)), tiebreak_games=cfg.tiebreak_games,
                    tiebreak_blocks=cfg.tiebreak_blocks, self_pairs=cfg.self_pairs, bye_points=cfg.bye_points)
-
-
-def match_points(result: GameResult, a: int, b: int) -> tuple[float, float]:
-    """Game points of engines a and b (1 win, ½ draw, 0 loss) from one game's returns."""
-    ra, rb = result.returns[result.seating.index(a)], result.returns[result.seating.index(b)]
-    if ra == rb:
-        return 0.5, 0.5
-    return (1.0, 0.0) if ra > rb else (0.0, 1.0)
 
 
 class Director:
@@ -272,7 +265,8 @@ class Director:
                 return PairingState(p, ready=missing, played=played + len(specs) - len(missing),
                                     remaining_max=len(missing) + later + tb_max, points=points)
             for g in specs:
-                pa, pb = match_points(results[g.key], a, b)
+                r = results[g.key]
+                pa, pb = game_points(r.returns, r.seating.index(a), r.seating.index(b))
                 points[0] += pa
                 points[1] += pb
             played += len(specs)
@@ -303,7 +297,8 @@ class Director:
                                     remaining_max=len(missing) + left, points=points, tiebreak_points=tbp)
             block = [0.0, 0.0]
             for g in specs:
-                pa, pb = match_points(results[g.key], a, b)
+                r = results[g.key]
+                pa, pb = game_points(r.returns, r.seating.index(a), r.seating.index(b))
                 block[0] += pa
                 block[1] += pb
             tbp = [tbp[0] + block[0], tbp[1] + block[1]]
@@ -374,7 +369,7 @@ class Director:
         (match points, then Buchholz, then game points, then initial rank)."""
         s = self.spec
         players = {i: SwissPlayer(i) for i in range(s.n)}
-        game_points = {i: 0.0 for i in range(s.n)}
+        points_in_games = {i: 0.0 for i in range(s.n)}
         for st in states:
             p = st.pairing
             if p.kind == "bye":
@@ -393,11 +388,11 @@ class Director:
                 pb.score += 0.5
             else:
                 players[st.winner].score += 1
-            game_points[a] += st.points[0]
-            game_points[b] += st.points[1]
+            points_in_games[a] += st.points[0]
+            points_in_games[b] += st.points[1]
         initial = {e: i for i, e in enumerate(self.engine_seed_order())}
         buchholz = {i: sum(players[o].score for o in players[i].opponents) for i in players}
-        return sorted(players.values(), key=lambda p: (-p.score, -buchholz[p.index], -game_points[p.index],
+        return sorted(players.values(), key=lambda p: (-p.score, -buchholz[p.index], -points_in_games[p.index],
                                                        initial[p.index]))
 
     def _swiss_round(self, r: int, earlier: list[PairingState]) -> list[Pairing]:

@@ -14,15 +14,15 @@ Bradley–Terry / Elo (two-seat games)
     the likelihood of superiority is LOS_ij = Φ((r_i - r_j) / sd(r_i - r_j)).
 
 Multiplayer: OpenSkill (Plackett–Luce), μ and σ per engine, games in schedule order.
-Solo: mean score and win rate per engine with 95% intervals (normal; Wilson for rates), and
-paired comparisons on common seeds. Cooperative: mean score per pair and per engine.
+Means, rates and paired comparisons (solo and cooperative reports) come from ``arbiter.stats``,
+the same functions ``arbiter solo`` uses.
 """
 from __future__ import annotations
 
 import contextlib
 import functools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -281,62 +281,3 @@ def openskill_ratings(games: list[tuple[tuple[int, ...], tuple[float, ...]]], na
     for k, row in enumerate(rows):
         row["rank"] = k + 1
     return rows
-
-
-# --- means and rates --------------------------------------------------------------------------
-
-def mean_ci(values: list[float] | np.ndarray) -> dict:
-    """Mean with a 95% normal interval (standard error from the sample standard deviation)."""
-    x = np.asarray(values, dtype=float)
-    n = len(x)
-    if n == 0:
-        return {"n": 0, "mean": math.nan, "se": math.nan, "lo": math.nan, "hi": math.nan}
-    mean = float(x.mean())
-    se = float(x.std(ddof=1) / math.sqrt(n)) if n > 1 else math.inf
-    return {"n": n, "mean": mean, "se": se, "lo": mean - Z95 * se, "hi": mean + Z95 * se}
-
-
-def wilson(successes: float, n: int) -> tuple[float, float]:
-    if n == 0:
-        return (0.0, 1.0)
-    p = successes / n
-    z2 = Z95 * Z95
-    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
-    half = Z95 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
-
-
-def sign_test(wins: int, losses: int) -> float:
-    """Two-sided exact binomial p-value of wins vs losses (ties dropped)."""
-    n = wins + losses
-    if n == 0:
-        return 1.0
-    k = min(wins, losses)
-    tail = sum(math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) - n * math.log(2))
-               for i in range(k + 1))
-    return min(1.0, 2 * tail)
-
-
-@dataclass
-class PairedComparison:
-    a: str
-    b: str
-    seeds: int
-    mean_diff: float
-    lo: float
-    hi: float
-    wins: int
-    ties: int
-    losses: int
-    p_value: float
-    extra: dict = field(default_factory=dict)
-
-
-def paired_comparison(a: str, b: str, xa: dict, xb: dict) -> PairedComparison:
-    """Compare two engines' scores on the seeds both played (``x[seed] = score``)."""
-    common = sorted(set(xa) & set(xb))
-    d = np.array([xa[s] - xb[s] for s in common], dtype=float)
-    ci = mean_ci(d)
-    wins, losses = int((d > 0).sum()), int((d < 0).sum())
-    return PairedComparison(a, b, len(common), ci["mean"], ci["lo"], ci["hi"], wins, len(common) - wins - losses,
-                            losses, sign_test(wins, losses))

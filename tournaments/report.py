@@ -17,9 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from arbiter.stats import mean_ci, paired_comparison, wilson_interval
+
 from .config import TournamentConfig, parse_config
 from .director import Director, GameResult, ScheduleSpec
-from .ratings import fit_bradley_terry, mean_ci, openskill_ratings, paired_comparison, wilson
+from .ratings import Z95, fit_bradley_terry, openskill_ratings
 from .sprt import pentanomial, sprt, trinomial
 
 
@@ -213,8 +215,8 @@ def match_sections(cfg: TournamentConfig, games: list[dict], names: list[str], p
             "model": "Bradley-Terry (logistic Elo) with a first-move term, maximum likelihood",
             "covariance": fit.covariance + (" (duplicate-dice units)" if fit.covariance == "cluster-robust" else ""),
             "anchor": None if cfg.anchor is None else {"engine": names[cfg.anchor[0]], "elo": cfg.anchor[1]},
-            "first_move_elo": fit.first_move_elo, "first_move_lo": fit.first_move_elo - 1.96 * fit.first_move_se,
-            "first_move_hi": fit.first_move_elo + 1.96 * fit.first_move_se,
+            "first_move_elo": fit.first_move_elo, "first_move_lo": fit.first_move_elo - Z95 * fit.first_move_se,
+            "first_move_hi": fit.first_move_elo + Z95 * fit.first_move_se,
             "table": fit.table(),
             "los": {"engines": names, "matrix": [[None if math.isnan(x) else float(x) for x in row] for row in los]},
         }
@@ -311,9 +313,9 @@ def table_sections(cfg: TournamentConfig, games: list[dict], names: list[str]) -
                           "ordinal": row["ordinal"]})
     seats = []
     for s in range(k):
-        ci = mean_ci(seat_returns[s])
-        seats.append({"seat": s, "games": len(seat_returns[s]), "return_mean": ci["mean"], "return_lo": ci["lo"],
-                      "return_hi": ci["hi"],
+        mean, lo, hi = _mean_ci(seat_returns[s])
+        seats.append({"seat": s, "games": len(seat_returns[s]), "return_mean": mean, "return_lo": lo,
+                      "return_hi": hi,
                       "win_share": seat_wins[s] / len(seat_returns[s]) if seat_returns[s] else None})
     return {"standings": standings, "ratings": {"model": "OpenSkill Plackett-Luce", "table": ratings},
             "seats": seats}
@@ -333,18 +335,24 @@ def team_sections(cfg: TournamentConfig, games: list[dict], names: list[str]) ->
         by_seed[team][g["stream"]] = score
     teams = []
     for team, vals in team_scores.items():
-        ci = mean_ci(vals)
-        teams.append({"team": " + ".join(names[e] for e in team), "games": ci["n"], "mean": ci["mean"],
-                      "lo": ci["lo"], "hi": ci["hi"], "best": max(vals), "worst": min(vals)})
+        mean, lo, hi = _mean_ci(vals)
+        teams.append({"team": " + ".join(names[e] for e in team), "games": len(vals), "mean": mean,
+                      "lo": lo, "hi": hi, "best": max(vals), "worst": min(vals)})
     teams.sort(key=lambda t: -t["mean"])
     engines = []
     for e in range(n):
-        ci = mean_ci(engine_scores.get(e, []))
-        engines.append({"engine": names[e], "games": ci["n"], "mean": ci["mean"], "lo": ci["lo"], "hi": ci["hi"]})
+        vals = engine_scores.get(e, [])
+        mean, lo, hi = _mean_ci(vals)
+        engines.append({"engine": names[e], "games": len(vals), "mean": mean, "lo": lo, "hi": hi})
     engines.sort(key=lambda r: -(r["mean"] if not math.isnan(r["mean"]) else -math.inf))
     for k, r in enumerate(engines):
         r["rank"] = k + 1
     return {"teams": teams, "standings": engines}
+
+
+def _mean_ci(values: list[float]) -> tuple[float, float, float]:
+    """Mean and its t interval (``arbiter.stats.mean_ci``); nan for a seat or engine without games yet."""
+    return mean_ci(values) if values else (math.nan, math.nan, math.nan)
 
 
 def solo_sections(cfg: TournamentConfig, games: list[dict], names: list[str]) -> dict:
@@ -355,20 +363,24 @@ def solo_sections(cfg: TournamentConfig, games: list[dict], names: list[str]) ->
     board = []
     for e in range(n):
         vals = list(scores[e].values())
-        ci = mean_ci(vals)
+        mean, lo, hi = _mean_ci(vals)
         wins = sum(1 for v in vals if v > 0)
-        lo, hi = wilson(wins, len(vals))
-        board.append({"engine": names[e], "games": len(vals), "mean": ci["mean"], "lo": ci["lo"], "hi": ci["hi"],
-                      "wins": wins, "win_rate": wins / len(vals) if vals else None, "win_lo": lo, "win_hi": hi})
+        win_lo, win_hi = wilson_interval(wins, len(vals))
+        board.append({"engine": names[e], "games": len(vals), "mean": mean, "lo": lo, "hi": hi,
+                      "wins": wins, "win_rate": wins / len(vals) if vals else None, "win_lo": win_lo, "win_hi": win_hi})
     board.sort(key=lambda r: (-(r["win_rate"] or 0), -(r["mean"] if not math.isnan(r["mean"]) else -math.inf)))
     for k, r in enumerate(board):
         r["rank"] = k + 1
     paired = []
     for i in range(n):
         for j in range(i + 1, n):
-            c = paired_comparison(names[i], names[j], scores[i], scores[j])
-            paired.append({"A": c.a, "B": c.b, "seeds": c.seeds, "mean_diff": c.mean_diff, "lo": c.lo, "hi": c.hi,
-                           "A_better": c.wins, "ties": c.ties, "B_better": c.losses, "p_value": c.p_value})
+            row = {"A": names[i], "B": names[j], "seeds": 0, "mean_diff": math.nan, "lo": math.nan, "hi": math.nan,
+                   "A_better": 0, "ties": 0, "B_better": 0, "p_value": 1.0}
+            if set(scores[i]) & set(scores[j]):  # no common seed yet (a report during the run): nothing to pair
+                c = paired_comparison(scores[i], scores[j])
+                row.update(seeds=c.n, mean_diff=c.mean_diff, lo=c.ci_low, hi=c.ci_high, A_better=c.a_better,
+                           ties=c.ties, B_better=c.b_better, p_value=c.p_value)
+            paired.append(row)
     return {"standings": board, "paired": paired}
 
 

@@ -1,24 +1,22 @@
-"""Running a tournament: the parent process directs, workers play, the parent commits.
+"""Running a tournament: the parent process directs, a backend plays, the parent commits.
 
-The tournament process owns the database and the director; it never plays a game itself.
-``concurrency`` worker processes (``worker.py``) each play one game at a time through
-``arbiter.formats.match.Series`` and send the record back; the parent commits it (one SQLite
+The tournament process owns the database and the director; it never plays a game itself. It
+hands ready games (``jobs.GameJob``) to a backend (``jobs.Backend``; today the local pool of
+``concurrency`` worker processes, ``pool.py``/``worker.py``, each playing one game at a time
+through ``arbiter.formats.match.Series``) and gets the records back; it commits each (one SQLite
 transaction) and only then counts it, re-plans, and hands out the next ready games. A game
 whose worker or parent dies before the commit is simply not in the database, so it is played
-again on resume with the same seats and dice stream.
+again (on resume: with the same seats and dice stream).
 
-Workers keep the engines of their last game running (unless an engine is configured to restart
+Workers keep the engines of their last games running (unless an engine is configured to restart
 every game) and the parent prefers to give a worker the next game of the engines it already
 has, so a match's games usually run on one pair of engine processes.
 """
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import os
-import multiprocessing.connection
 import resource
-import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -26,32 +24,20 @@ from pathlib import Path
 from typing import Callable
 
 from arbiter import games as arbiter_games
-from arbiter.records import GameRecord, from_json
+from arbiter.records import GameRecord
 
 from .config import TournamentConfig
 from .db import TournamentDB
 from .director import Director, GameResult, GameSpec, Plan, ScheduleSpec
-from .worker import DB_ENV, kill_marked, worker_main
+from .jobs import Backend, FinishedGame, GameJob, GameLost, TournamentError, WorkerError, WorkerSetup
+from .pool import LocalPool, db_marker
 
-
-class TournamentError(RuntimeError):
-    pass
+__all__ = ["Runner", "RunSummary", "TournamentError", "db_marker", "master_seed"]
 
 
 def master_seed(seed: str) -> bytes:
     """The dice master seed of a tournament: every game's dice derive from it and its stream."""
     return hashlib.sha256(f"arbiter-tournament|{seed}".encode()).digest()
-
-
-def start_method() -> str:
-    """``fork`` on Linux (a worker is ready at once: nothing to import again; it closes the
-    inherited lock and never touches the inherited database connection, and it leaves with
-    ``os._exit``), ``spawn`` elsewhere."""
-    return "fork" if sys.platform.startswith("linux") else "spawn"
-
-
-def db_marker(path: Path) -> str:
-    return hashlib.sha256(str(Path(path).resolve()).encode()).hexdigest()[:16]
 
 
 @dataclass
@@ -80,32 +66,16 @@ class RunSummary:
         return (self.cpu_parent + self.cpu_workers) / total if total > 0 else 0.0
 
 
-class _Worker:
-    def __init__(self, ctx, index: int, setup: dict):
-        self.index = index
-        self.conn, child = ctx.Pipe(duplex=True)
-        self.process = ctx.Process(target=worker_main, args=(child, {**setup, "worker": index}),
-                                   name=f"tournament-worker-{index}", daemon=False)
-        self.process.start()
-        child.close()
-        self.spec: GameSpec | None = None
-        self.engines: set[int] = set()
-        self.cpu = 0.0
-        self.started = time.monotonic()
-
-    def send(self, spec: GameSpec) -> None:
-        self.spec = spec
-        self.conn.send({"match_id": spec.match_id, "number": spec.number, "seating": list(spec.seating),
-                        "stream": spec.stream})
-
-
 class Runner:
     """Plays the games of one tournament that the database does not hold yet."""
 
     def __init__(self, cfg: TournamentConfig, db: TournamentDB, seed: str, *, concurrency: int | None = None,
                  on_progress: Callable[["Runner"], None] | None = None,
-                 on_game: Callable[["Runner", GameSpec, GameRecord], None] | None = None):
+                 on_game: Callable[["Runner", GameSpec, GameRecord], None] | None = None,
+                 backend: Callable[[WorkerSetup, int], Backend] = LocalPool):
+        """``backend(setup, workers)`` makes where the games are played (default: local processes)."""
         self.cfg, self.db, self.seed = cfg, db, seed
+        self.backend = backend
         self.concurrency = concurrency or cfg.concurrency
         self.names = [e.name for e in cfg.engines]
         self.director = Director(ScheduleSpec.from_config(cfg, seed))
@@ -113,7 +83,7 @@ class Runner:
         self.plan: Plan | None = None
         self.on_progress, self.on_game = on_progress, on_game
         self.run_id = uuid.uuid4().hex[:12]
-        self.in_flight: dict[tuple[str, int], _Worker] = {}
+        self.in_flight: dict[tuple[str, int], GameSpec] = {}
         self.summary = RunSummary()
         self.started = time.monotonic()
         self._known = db.pairings()
@@ -139,16 +109,15 @@ class Runner:
 
     # --- running ------------------------------------------------------------------------------
 
-    def _setup(self) -> dict:
+    def _setup(self) -> WorkerSetup:
         cfg = self.cfg
-        marker = db_marker(self.db.path)
         lock = self.db._lock_file
-        return dict(parent_pid=os.getpid(), run_id=self.run_id, lock_fd=lock.fileno() if lock else None,
-                    db_marker=marker, game=cfg.game, game_options=cfg.game_options,
-                    game_class=arbiter_games.GAME_CLASSES.get(cfg.game),
-                    engines=[e.engine_config() for e in cfg.engines], time_control=cfg.time_control,
-                    margin=cfg.margin_ms / 1000, master_seed=master_seed(self.seed), tid=cfg.tid,
-                    run_dir=Path(self.db.path).with_name(Path(self.db.path).stem + "-logs"))
+        return WorkerSetup(parent_pid=os.getpid(), run_id=self.run_id, lock_fd=lock.fileno() if lock else None,
+                           db_marker=db_marker(self.db.path), game=cfg.game, game_options=cfg.game_options,
+                           game_class=arbiter_games.game_class(cfg.game),
+                           engines=[e.engine_config() for e in cfg.engines], time_control=cfg.time_control,
+                           margin=cfg.margin_ms / 1000, master_seed=master_seed(self.seed), tid=cfg.tid,
+                           run_dir=Path(self.db.path).with_name(Path(self.db.path).stem + "-logs"))
 
     def run(self) -> RunSummary:
         me0 = resource.getrusage(resource.RUSAGE_SELF)
@@ -159,89 +128,79 @@ class Runner:
             s.finished = True
             s.played_total = plan.played
             return s
-        # Engines left behind by an earlier run of this database (a worker that was SIGKILLed).
-        s.killed_leftovers = kill_marked(DB_ENV, db_marker(self.db.path), exclude_run=self.run_id)
-        ctx = multiprocessing.get_context(start_method())
-        setup = self._setup()
-        n_workers = max(1, min(self.concurrency, plan.max_remaining))
-        workers = [_Worker(ctx, i, setup) for i in range(n_workers)]
+        pool = self.backend(self._setup(), max(1, min(self.concurrency, plan.max_remaining)))
+        s.killed_leftovers = pool.killed_leftovers
         try:
-            self._loop(ctx, setup, workers)
+            self._loop(pool)
             s.finished = True
         except KeyboardInterrupt:
             s.interrupted = True
         finally:
             try:
-                self._stop(workers, graceful=s.finished)
+                pool.stop(graceful=s.finished)
             except KeyboardInterrupt:  # a second Ctrl-C (or SIGTERM) while stopping: stop hard
                 s.interrupted = True
-                self._stop(workers, graceful=False)
+                pool.stop(graceful=False)
             s.elapsed = time.monotonic() - self.started
             me = resource.getrusage(resource.RUSAGE_SELF)
             kids = resource.getrusage(resource.RUSAGE_CHILDREN)
             s.cpu_parent = (me.ru_utime + me.ru_stime) - (me0.ru_utime + me0.ru_stime)
             s.cpu_children = (kids.ru_utime + kids.ru_stime) - (kids0.ru_utime + kids0.ru_stime)
-            s.cpu_workers = sum(w.cpu for w in workers)
+            s.cpu_workers = pool.cpu_seconds
+            s.worker_restarts = pool.restarts
             s.played_total = self.plan.played if self.plan else 0
             s.notes = list(self.plan.notes) if self.plan else []
         return s
 
-    def _loop(self, ctx, setup: dict, workers: list[_Worker]) -> None:
+    def _loop(self, backend: Backend) -> None:
         last_progress = 0.0
         while True:
             plan = self.plan
             if plan.finished and not self.in_flight:
                 return
-            self._dispatch(workers)
+            self._dispatch(backend)
             if not self.in_flight:
                 raise TournamentError("no game is ready but the tournament is not finished (a scheduling bug)")
-            busy = [w for w in workers if w.spec is not None]
-            for conn in multiprocessing.connection.wait([w.conn for w in busy], timeout=0.25):
-                worker = next(w for w in busy if w.conn is conn)
-                try:
-                    msg = conn.recv()
-                except (EOFError, OSError):
-                    self._replace(ctx, setup, workers, worker)
-                    continue
-                self._handle(worker, msg)
+            for outcome in backend.wait(0.25):
+                if isinstance(outcome, GameLost):  # not committed: it goes back to ready
+                    self.in_flight.pop(outcome.job.key, None)
+                    self.summary.worker_restarts = backend.restarts
+                elif isinstance(outcome, WorkerError):
+                    raise TournamentError(f"worker {outcome.worker} failed playing {outcome.job.match_id} "
+                                          f"game {outcome.job.number}:\n{outcome.traceback}")
+                else:
+                    self._handle(outcome)
             now = time.monotonic()
             if self.on_progress and now - last_progress >= 0.25:
                 last_progress = now
                 self.on_progress(self)
 
-    def _dispatch(self, workers: list[_Worker]) -> None:
+    def _dispatch(self, backend: Backend) -> None:
         """Give idle workers ready games: first a game whose engines the worker already runs,
         then a game of a pairing nobody is playing (spreading pairings over workers rather than
         one pairing's games, which would start the same engines twice), then the earliest."""
-        idle = [w for w in workers if w.spec is None]
+        idle = backend.idle()
         if not idle:
             return
         candidates = [g for g in self.plan.ready if g.key not in self.in_flight][:256]
-        busy_pairings = {w.spec.pairing for w in workers if w.spec is not None}
-        for worker in sorted(idle, key=lambda w: -len(w.engines)):
+        busy_pairings = {spec.pairing for spec in self.in_flight.values()}
+        for slot in sorted(idle, key=lambda w: -len(w.engines)):
             if not candidates:
                 return
             best = min(range(len(candidates)), key=lambda k: (
-                -len(worker.engines & set(candidates[k].seating)),
+                -len(slot.engines & set(candidates[k].seating)),
                 candidates[k].pairing in busy_pairings, k))
             spec = candidates.pop(best)
-            worker.send(spec)
+            backend.submit(slot.worker, GameJob(spec.match_id, spec.number, tuple(spec.seating), spec.stream))
             busy_pairings.add(spec.pairing)
-            self.in_flight[spec.key] = worker
+            self.in_flight[spec.key] = spec
 
-    def _handle(self, worker: _Worker, msg: tuple) -> None:
-        kind = msg[0]
-        spec = worker.spec
-        if kind == "error":
-            raise TournamentError(f"worker {worker.index} failed playing {msg[1]} game {msg[2]}:\n{msg[3]}")
-        if kind != "done":
-            return
-        record = from_json(msg[3])
+    def _handle(self, done: FinishedGame) -> None:
+        record = done.game_record()
         key = (record.match_id, record.game_number)
+        spec = self.in_flight.get(done.job.key)
         if spec is None or key != spec.key or record.dice_stream != spec.stream:
-            raise TournamentError(f"worker {worker.index} returned {key} for {spec and spec.key}")
-        worker.spec = None
-        worker.engines = set(msg[4]) if len(msg) > 4 else set(spec.seating)
+            raise TournamentError(f"worker {done.worker} returned {key} for {spec and spec.key}")
         del self.in_flight[key]
         if key in self.results:  # cannot happen: a key is handed out once per run
             raise TournamentError(f"game {key} was played twice")
@@ -251,42 +210,3 @@ class Runner:
         self.replan()
         if self.on_game:
             self.on_game(self, spec, record)
-
-    def _replace(self, ctx, setup: dict, workers: list[_Worker], dead: _Worker) -> None:
-        """A worker died (killed, crashed): its game is not committed, so it goes back to ready."""
-        if dead.spec is not None:
-            self.in_flight.pop(dead.spec.key, None)
-        dead.process.join(5)
-        self.summary.worker_restarts += 1
-        if self.summary.worker_restarts > 3 + 2 * len(workers):
-            raise TournamentError(f"workers keep dying (last exit code {dead.process.exitcode})")
-        workers[workers.index(dead)] = _Worker(ctx, dead.index, setup)
-
-    def _stop(self, workers: list[_Worker], graceful: bool) -> None:
-        if graceful:
-            for w in workers:
-                try:
-                    w.conn.send(None)
-                except (OSError, ValueError):
-                    pass
-            deadline = time.monotonic() + 15
-            for w in workers:
-                while time.monotonic() < deadline:
-                    try:
-                        if not w.conn.poll(max(0.0, deadline - time.monotonic())):
-                            break
-                        msg = w.conn.recv()
-                    except (EOFError, OSError):
-                        break
-                    if msg[0] == "exit":
-                        w.cpu = msg[1]
-                        break
-        for w in workers:
-            if w.process.is_alive() and not graceful:
-                w.process.terminate()  # SIGTERM: the worker stops its engines, then exits
-        for w in workers:
-            w.process.join(10)
-            if w.process.is_alive():
-                w.process.kill()
-                w.process.join(5)
-            w.conn.close()

@@ -1,5 +1,6 @@
-"""A game-playing worker process: receives game specs from the tournament process, plays each
-with ``arbiter.formats.match.Series`` and sends back the finished record. It never touches the database.
+"""A game-playing worker process of the local pool (``tournaments.pool``): receives ``GameJob``s
+from the tournament process, plays each with ``arbiter.formats.match.Series`` and sends back a
+``FinishedGame`` (messages: ``tournaments.jobs``). It never touches the database.
 
 Dying with the parent. A worker must not outlive the tournament process, and it must take its
 engines with it (engines run in their own sessions, so no signal reaches them by itself):
@@ -7,10 +8,11 @@ engines with it (engines run in their own sessions, so no signal reaches them by
 * ``prctl(PR_SET_PDEATHSIG, SIGTERM)`` (Linux, via ctypes): the kernel sends SIGTERM when the
   parent dies, even by ``kill -9``; a thread also polls ``getppid()`` (other systems, and the
   race where the parent died before the prctl);
-* on SIGTERM or a dead parent, ``terminate_now`` SIGKILLs each engine's process group and every
-  process carrying this worker's marker in its environment (which also catches an engine spawned
-  in the very instant the signal arrived), then ``os._exit``s — no exception is relied on to
-  unwind the main thread (see ``terminate_now``);
+* on SIGTERM or a dead parent, ``terminate_now`` SIGKILLs each engine's process group
+  (``Series.kill_now``) and every process carrying this worker's marker in its environment
+  (``arbiter.hosting.kill_marked``, which also catches an engine spawned in the very instant the
+  signal arrived), then ``os._exit``s — no exception is relied on to unwind the main thread
+  (see ``terminate_now``);
 * a normal end (the parent sends ``None``) closes the series: ``Engine.stop`` sends ``quit``
   and kills each engine's process tree, group and token carriers;
 * SIGINT is ignored: on Ctrl-C the tournament process stops the workers itself.
@@ -28,6 +30,10 @@ import threading
 import time
 import traceback
 from typing import Any
+
+from arbiter.hosting import kill_marked
+
+from .jobs import FinishedGame, GameJob, WorkerError, WorkerExit, WorkerSetup
 
 DB_ENV = "ARBITER_TOURNAMENT"
 RUN_ENV = "ARBITER_TOURNAMENT_RUN"
@@ -83,53 +89,27 @@ def die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
-def kill_marked(var: str, value: str, exclude_run: str | None = None) -> list[int]:
-    """SIGKILL every process (but this one) whose environment has ``var=value`` (and, with
-    ``exclude_run``, a different ``ARBITER_TOURNAMENT_RUN``)."""
-    import psutil
-
-    victims = []
-    for proc in psutil.process_iter():
-        if proc.pid == os.getpid():
-            continue
-        try:
-            env = proc.environ()
-        except (psutil.Error, OSError):
-            continue
-        if env.get(var) != value or (exclude_run is not None and env.get(RUN_ENV) == exclude_run):
-            continue
-        try:
-            proc.kill()
-            victims.append(proc)
-        except psutil.Error:
-            pass
-    psutil.wait_procs(victims, timeout=2)
-    return [p.pid for p in victims]
-
-
-def worker_main(conn: Any, setup: dict) -> None:
-    """Entry point of a worker process (``multiprocessing``, fork or spawn)."""
-    marker = f"{setup['run_id']}.{setup['worker']}"
+def worker_main(conn: Any, setup: WorkerSetup) -> None:
+    """Entry point of a worker process (``multiprocessing``, fork or spawn): ``GameJob``s in,
+    ``FinishedGame`` / ``WorkerError`` out, ``WorkerExit`` after ``None`` (stop)."""
+    marker = f"{setup.run_id}.{setup.worker}"
     state: dict[str, Any] = {"series": None}
 
     def emergency_cleanup() -> None:
-        series = state["series"]
-        for engine in list(series.engines) if series is not None else []:
-            process = getattr(engine, "process", None)
-            if process is not None:
-                process.kill_group_now()  # each engine leads its own process group
+        if state["series"] is not None:
+            state["series"].kill_now()
         kill_marked(WORKER_ENV, marker)  # and whatever carries this worker's marker
 
     _cleanup_hooks[:] = [emergency_cleanup]
     signal.signal(signal.SIGTERM, _on_term)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if setup.get("lock_fd") is not None:  # forked: the database lock must go with the parent alone
+    if setup.lock_fd is not None:  # forked: the database lock must go with the parent alone
         try:
-            os.close(setup["lock_fd"])
+            os.close(setup.lock_fd)
         except OSError:
             pass
-    die_with_parent(setup["parent_pid"])
-    if os.getppid() != setup["parent_pid"]:
+    die_with_parent(setup.parent_pid)
+    if os.getppid() != setup.parent_pid:
         terminate_now()
 
     import resource
@@ -139,48 +119,39 @@ def worker_main(conn: Any, setup: dict) -> None:
     from arbiter.formats.match import Series
     from arbiter.records import to_json
 
-    if setup.get("game_class"):
-        arbiter_games.GAME_CLASSES.setdefault(setup["game"], setup["game_class"])
-    game = arbiter_games.load_game(setup["game"], **setup["game_options"])
-    extra_env = {DB_ENV: setup["db_marker"], RUN_ENV: setup["run_id"], WORKER_ENV: marker}
-    configs = [replace(c, env={**c.env, **extra_env}) for c in setup["engines"]]
-    configs += [replace(c, env={**c.env, **extra_env}) for c in setup["engines"]]  # copies for self-pairs
-    keep = max(game.num_seats, setup.get("keep_engines", 4))
-    last_used: dict[int, float] = {}
-    series = Series(game, configs, setup["time_control"], store=None, run_dir=setup["run_dir"],
-                    margin=setup["margin"], seed=setup["master_seed"], match_id=setup["tid"])
+    if setup.game_class is not None:
+        arbiter_games.register_game(setup.game, setup.game_class)
+    game = arbiter_games.load_game(setup.game, **setup.game_options)
+    extra_env = {DB_ENV: setup.db_marker, RUN_ENV: setup.run_id, WORKER_ENV: marker}
+    configs = [replace(c, env={**c.env, **extra_env}) for c in setup.engines]
+    configs += [replace(c, env={**c.env, **extra_env}) for c in setup.engines]  # copies for self-pairs
+    keep = max(game.num_seats, setup.keep_engines)
+    series = Series(game, configs, setup.time_control, store=None, run_dir=setup.run_dir,
+                    margin=setup.margin, seed=setup.master_seed, match_id=setup.tid)
     state["series"] = series
     try:
         while True:
             try:
                 while not conn.poll(0.5):  # wake up now and then: signal handlers run in between
                     pass
-                job = conn.recv()
+                job: GameJob | None = conn.recv()
             except (EOFError, OSError):
                 break
             if job is None:
                 break
-            seating = list(job["seating"])
-            for i in seating:
-                last_used[i] = time.monotonic()
-            # Keep the engines of recent games (up to ``keep``), least recently used stopped first.
-            idle = sorted((last_used.get(i, 0.0), i) for i, e in enumerate(series.engines)
-                          if e is not None and i not in seating)
-            for _, i in idle[:max(0, len(idle) + len(seating) - keep)]:
-                series.engines[i].stop()
-                series.engines[i] = None
+            seating = list(job.seating)
+            series.retire_idle(keep, seating)  # keep the engines of recent games, up to ``keep``
             try:
-                record = series.play_game(job["number"], seating, job["stream"], match_id=job["match_id"])
+                record = series.play_game(job.number, seating, job.stream, match_id=job.match_id)
             except Exception:
-                conn.send(("error", job["match_id"], job["number"], traceback.format_exc()))
+                conn.send(WorkerError(setup.worker, job, traceback.format_exc()))
                 continue
-            alive = [i for i, e in enumerate(series.engines) if e is not None and e.alive()]
-            conn.send(("done", job["match_id"], job["number"], to_json(record), alive))
+            conn.send(FinishedGame(setup.worker, job, to_json(record), tuple(series.running())))
     finally:
         usage = resource.getrusage(resource.RUSAGE_SELF)
         series.close()
         kill_marked(WORKER_ENV, marker)
         try:
-            conn.send(("exit", usage.ru_utime + usage.ru_stime))
+            conn.send(WorkerExit(setup.worker, usage.ru_utime + usage.ru_stime))
         except (OSError, ValueError):
             pass

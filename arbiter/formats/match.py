@@ -26,6 +26,7 @@ from ..games.base import Game
 from ..records import GameRecord
 from ..referee import DEFAULT_MARGIN, EventHook, Referee
 from ..records.store import ResultsStore
+from ..stats import game_points
 
 
 @dataclass(frozen=True)
@@ -69,14 +70,6 @@ class MatchResult:
         return 0 if self.points[0] > self.points[1] else 1
 
 
-def game_points(record: GameRecord, seat_of: list[int]) -> list[float]:
-    """Points of players A and B in one game: 1 win, ½ draw, 0 loss."""
-    ra, rb = record.returns[seat_of[0]], record.returns[seat_of[1]]
-    if ra == rb:
-        return [0.5, 0.5]
-    return [1.0, 0.0] if ra > rb else [0.0, 1.0]
-
-
 class Series:
     """Games between a fixed set of players, one after another; the common core of every format.
 
@@ -98,6 +91,7 @@ class Series:
         self.on_event = on_event
         self.engines: list[Session | None] = [None] * len(configs)
         self.names = [c.name or f"engine{i + 1}" for i, c in enumerate(configs)]
+        self._last_used: dict[int, int] = {}  # engine index -> when it was last seated (retire_idle)
 
     def _reusable(self, index: int) -> Session | None:
         """The running engine for ``configs[index]`` if it may play another game (answers a ping)."""
@@ -169,6 +163,33 @@ class Series:
                 engine.stop()
         self.engines = [None] * len(self.engines)
 
+    # --- for hosts that keep a series open across many games (tournament workers) ---------------
+
+    def running(self) -> list[int]:
+        """Indices (into ``configs``) of the engines that are running now."""
+        return [i for i, e in enumerate(self.engines) if e is not None and e.alive()]
+
+    def retire_idle(self, keep: int, seating: list[int]) -> list[int]:
+        """Before a game with ``seating``: stop the least recently used engines not in it, so that
+        at most ``keep`` (and never fewer than the seated ones) stay started. Returns the stopped
+        indices. Keeping a few lets the next games of the same engines skip their start-up."""
+        used = self._last_used
+        for i in seating:
+            used[i] = max(used.values(), default=0) + 1
+        idle = sorted((used.get(i, 0), i) for i, e in enumerate(self.engines) if e is not None and i not in seating)
+        stopped = [i for _, i in idle[:max(0, len(idle) + len(seating) - keep)]]
+        for i in stopped:
+            self.engines[i].stop()
+            self.engines[i] = None
+        return stopped
+
+    def kill_now(self) -> None:
+        """SIGKILL every engine's process group at once, without waiting or talking to anyone: for
+        a host that must leave this instant (a signal handler); ``close`` is the orderly way."""
+        for engine in list(self.engines):
+            if engine is not None:
+                engine.kill_now()
+
 
 class Match:
     """Two engines, one two-seat game, one ``MatchFormat``."""
@@ -196,8 +217,7 @@ class Match:
                     break
                 seating = [0, 1] if self.fmt.schedule[number - 1] == "A" else [1, 0]  # engine per seat
                 record = series.play_game(number, seating)
-                seat_of = [seating.index(0), seating.index(1)]
-                points = game_points(record, seat_of)
+                points = game_points(record.returns, seating.index(0), seating.index(1))
                 result.points = [result.points[0] + points[0], result.points[1] + points[1]]
                 result.records.append(record)
                 if self.on_game:

@@ -34,6 +34,16 @@ def game_names() -> list[str]:
     return sorted(_registry())
 
 
+def register_game(name: str, cls: type[Game] | str) -> None:
+    """Make a game known by ``name`` (a class, or its "module:class" path, which is what is kept: a
+    process that imports this registry afresh can still find it). Registering the same game again
+    is harmless; giving a taken name to another game is an error."""
+    path = cls if isinstance(cls, str) else f"{cls.__module__}:{cls.__name__}"
+    known = GAME_CLASSES.setdefault(name, path)
+    if known != path and (isinstance(cls, str) or game_class(name) is not cls):
+        raise ValueError(f"game name {name!r} is taken by {known}, not {path}")
+
+
 def load_game(name: str, **options: Any) -> Game:
     """Make a game by name with options; raise ``OptionError`` naming what is wrong."""
     games = _registry()
@@ -43,4 +53,4 @@ def load_game(name: str, **options: Any) -> Game:
 
 
 __all__ = ["CHANCE", "SIMULTANEOUS", "TERMINAL", "Game", "IllegalMove", "OptionError", "State",
-           "load_game", "game_names", "game_class"]
+           "load_game", "game_names", "game_class", "register_game"]

@@ -115,18 +115,46 @@ def kill_engine_processes(pid: int, token: str) -> list[int]:
         os.killpg(pid, signal.SIGKILL)  # the engine leads its own group (start_new_session)
     except (ProcessLookupError, PermissionError):
         pass
+    for proc in _processes_whose_environment(lambda env: env.get(TOKEN_ENV) == token, skip=victims):
+        victims[proc.pid] = proc
+    _kill_and_reap(victims.values())
+    return sorted(victims)
+
+
+def kill_marked(var: str, value: str, *, unless: tuple[str, str] | None = None) -> list[int]:
+    """SIGKILL every process (but this one) whose environment has ``var=value``, except those
+    that also have ``unless = (var2, value2)``. Tournaments mark every engine of a run this way,
+    so a worker (or a later run) can find engines whatever they did to their process tree."""
+    def marked(env: dict[str, str]) -> bool:
+        return env.get(var) == value and not (unless is not None and env.get(unless[0]) == unless[1])
+
+    return [p.pid for p in _kill_and_reap(_processes_whose_environment(marked))]
+
+
+def _processes_whose_environment(matches, skip=()) -> list[psutil.Process]:
+    """Every process but this one (and those in ``skip``) whose environment ``matches``; the
+    environment is what an engine cannot shed by forking, setsid or re-parenting."""
+    found = []
     for proc in psutil.process_iter():
-        if proc.pid in victims or proc.pid == os.getpid():
+        if proc.pid in skip or proc.pid == os.getpid():
             continue
         try:
-            if proc.environ().get(TOKEN_ENV) == token:
-                victims[proc.pid] = proc
+            if matches(proc.environ()):
+                found.append(proc)
         except (psutil.Error, OSError):
             continue
-    for proc in victims.values():
+    return found
+
+
+def _kill_and_reap(victims) -> list[psutil.Process]:
+    """SIGKILL each process and wait (2 s at most) for them to go; returns those the signal reached."""
+    victims = list(victims)
+    killed = []
+    for proc in victims:
         try:
             proc.kill()
+            killed.append(proc)
         except psutil.Error:
             pass
-    psutil.wait_procs(list(victims.values()), timeout=2)
-    return sorted(victims)
+    psutil.wait_procs(victims, timeout=2)
+    return killed

@@ -84,6 +84,9 @@ class Session(Protocol):
     def stop(self) -> None:
         """End the player and free everything it holds. Never raises."""
 
+    def kill_now(self) -> None:
+        """Kill the player at once without talking to it or waiting (from a signal handler)."""
+
 
 class EngineSession:
     """An engine reached over a ``Connection``: its own local process, or a remote program."""
@@ -166,6 +169,10 @@ class EngineSession:
         if self.connection is not None:
             self.connection.close()
             self.connection = None
+
+    def kill_now(self) -> None:
+        if self.process is not None:
+            self.process.kill_group_now()
 
     def ping(self, timeout: float = 5.0) -> None:
         self._pings += 1
@@ -342,6 +349,9 @@ class InProcessSession:
         pass
 
     def stop(self) -> None:
+        pass
+
+    def kill_now(self) -> None:
         pass
 
 

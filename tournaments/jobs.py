@@ -1,0 +1,134 @@
+"""What the tournament runner and the places that play its games say to each other, and the
+interface such a place (a *backend*) offers the runner.
+
+The runner plans and commits; a backend plays. The runner hands a backend ``GameJob``s and gets
+back ``FinishedGame``s (or ``WorkerError``s, or ``GameLost`` when the game's player vanished
+before finishing it: it is simply planned again). A backend's players are set up once with a
+``WorkerSetup`` and report ``WorkerExit`` when told to stop (``None`` instead of a job).
+
+Messages are msgspec Structs: typed, checked by name rather than by tuple index, and cheap to
+pickle (the local pool sends them through ``multiprocessing`` pipes) or to encode as msgpack
+(what a cluster backend would send over the network).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+import msgspec
+
+from arbiter.hosting import EngineConfig
+from arbiter.records import GameRecord, from_json
+from protocol.messages import TimeControl
+
+
+class TournamentError(RuntimeError):
+    """The tournament cannot go on (the runner or a backend found something wrong)."""
+
+
+class WorkerSetup(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything a worker needs to play any game of one tournament run."""
+
+    run_id: str
+    game: str
+    game_options: dict[str, Any]
+    game_class: type | None
+    """The game's class, registered in the worker (a game not in the built-in registry, e.g. a test's)."""
+    engines: list[EngineConfig]
+    time_control: TimeControl
+    margin: float
+    """Seconds an engine may overrun its allowance (``margin_ms`` / 1000)."""
+    master_seed: bytes
+    tid: str
+    run_dir: Path
+    """Where engine logs go."""
+    db_marker: str
+    """Marks every engine of this database in its environment (to find leftovers of a dead run)."""
+    keep_engines: int = 4
+    """Engines a worker keeps running between games (at least a game's seats)."""
+    worker: int = 0
+    parent_pid: int = 0
+    """Local workers: the tournament process, which the worker must not outlive."""
+    lock_fd: int | None = None
+    """Local forked workers: the database lock's inherited descriptor, which they close."""
+
+
+class GameJob(msgspec.Struct, frozen=True):
+    """Play game ``number`` of match ``match_id`` with ``seating[seat]`` = engine index, on dice ``stream``."""
+
+    match_id: str
+    number: int
+    seating: tuple[int, ...]
+    stream: str
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.match_id, self.number
+
+
+class FinishedGame(msgspec.Struct, frozen=True):
+    """A played game: its record (JSON, the export form, so the runner commits exactly what a
+    replay reads) and the engines the worker still runs afterwards (it prefers their next games)."""
+
+    worker: int
+    job: GameJob
+    record: str
+    alive: tuple[int, ...]
+
+    def game_record(self) -> GameRecord:
+        return from_json(self.record)
+
+
+class WorkerError(msgspec.Struct, frozen=True):
+    """Playing ``job`` raised in the worker (a bug, not an engine fault: those are forfeits)."""
+
+    worker: int
+    job: GameJob
+    traceback: str
+
+
+class WorkerExit(msgspec.Struct, frozen=True):
+    """A worker's last word after a stop: the CPU seconds it used itself (engines not included)."""
+
+    worker: int
+    cpu_seconds: float
+
+
+class GameLost(msgspec.Struct, frozen=True):
+    """Made by a backend, not a worker: the player of ``job`` died before finishing it."""
+
+    worker: int
+    job: GameJob
+    exitcode: int | None = None
+
+
+class Slot(msgspec.Struct, frozen=True):
+    """An idle place to play one game, and the engines it already runs (games of those start faster)."""
+
+    worker: int
+    engines: frozenset[int] = frozenset()
+
+
+class Backend(Protocol):
+    """Where a tournament's games are played: the local process pool (``tournaments.pool``) or,
+    one day, a cluster. The runner's planning and commit logic uses only this."""
+
+    restarts: int
+    """Workers replaced after dying."""
+    cpu_seconds: float
+    """CPU seconds of the workers themselves, as reported when they stopped."""
+    killed_leftovers: list[int]
+    """Processes of an earlier run of the same database the backend killed before starting."""
+
+    def idle(self) -> list[Slot]:
+        """Places ready for a game now, in a stable order."""
+
+    def submit(self, worker: int, job: GameJob) -> None:
+        """Start ``job`` on the idle slot ``worker``."""
+
+    def wait(self, timeout: float) -> list[FinishedGame | WorkerError | GameLost]:
+        """What happened to submitted jobs, waiting up to ``timeout`` seconds for something."""
+
+    def stop(self, graceful: bool) -> None:
+        """Stop every worker: graceful lets them finish and report; otherwise at once. May be
+        called again (e.g. a second Ctrl-C) to stop harder."""
