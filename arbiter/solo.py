@@ -164,7 +164,7 @@ def play_local(game: Game, decide: Decide, seed_index: int, master_seed: bytes, 
         seq += 1
         kind = state.decision_kind(seat)
         request = Request(game_id=record.game_id, seq=seq, kind=kind, seat=seat, position=state.observation(seat),
-                          state=state.observation_data(seat), ply=len(record.events), die=state.die())
+                          state=state.observation_data(seat), ply=len(record.events))
         started = time.perf_counter()
         move = decide(request, new_game)
         elapsed = (time.perf_counter() - started) * 1000

@@ -193,7 +193,7 @@ def test_missing_required_field_of_an_embedded_map_names_its_path():
     (Reply, "info", [1], "Expected `object | null`, got `array` - at `$.info`"),
     (Reply, "info", {"nodes": "many"}, "Expected `int | null`, got `str` - at `$.info.nodes`"),
     (Request, "clocks_ms", [1000, "2000"], "Expected `int`, got `str` - at `$.clocks_ms[1]`"),
-    (Request, "die", "3", "Expected `int | null`, got `str` - at `$.die`"),
+    (Request, "ply", "3", "Expected `int`, got `str` - at `$.ply`"),
     (NewGame, "time_control", {"text": "180", "kind": "sudden_death", "base_ms": "3m"},
      "Expected `int`, got `str` - at `$.time_control.base_ms`"),
     (NewGame, "options", {1: "x"}, "Expected `str`, got `int` - at `key` in `$.options`"),
