@@ -163,7 +163,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from .games import OptionError, load_game
+    from .games import OptionError, Utility, game_class, game_names, load_game
     from .replay import replay
     from .store import load_records
 
@@ -211,7 +211,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         except ValueError as exc:
             console.print(f"[red]record inconsistent:[/] {exc}")
         w = record.winner()
-        if len(set(record.returns)) == 1 and len(record.returns) > 1:
+        utility = game_class(record.game).game_type.utility if record.game in game_names() else None
+        if utility is Utility.IDENTICAL and record.returns:
             outcome = f"shared score {record.returns[0]:g}"  # cooperative: one result for everyone
         elif len(record.returns) == 1:
             outcome = f"score {record.returns[0]:g}"

@@ -1,6 +1,6 @@
 """The cooperative match format: a pair of engines plays N games of a cooperative game together.
 
-Both seats share one result (``Game.cooperative``: every seat's return is the team's score), so
+Both seats share one result (``Utility.IDENTICAL``: every seat's return is the team's score), so
 there is no winner: what a cooperative series measures is the pair's *score distribution*. Game
 ``k`` (1-based) seats engine A in seat 0 when k is odd and engine B there when k is even, so each
 engine plays each role equally often. Its dice are the stream ``coop|k`` under the series' master
@@ -28,7 +28,7 @@ from typing import Callable
 from protocol.messages import TimeControl
 
 from .engine import EngineConfig
-from .games.base import Game
+from .games.base import Game, Utility
 from .match import Series
 from .records import GameRecord
 from .referee import DEFAULT_MARGIN, EventHook
@@ -167,7 +167,7 @@ def run_coop(game: Game, configs: list[EngineConfig], tc: TimeControl, games: in
     """Play ``games`` games between the pair ``configs`` (one config: the same engine command
     runs in both seats, as two processes); seats swap every game; game k's dice are the stream
     ``coop|k`` under ``master_seed`` (fresh random when None; the result says which)."""
-    if not game.cooperative:
+    if game.game_type.utility is not Utility.IDENTICAL:
         raise ValueError(f"the coop format is for cooperative games; {game.name} is not one")
     if game.num_seats != 2:
         raise ValueError(f"the coop format is for two-seat games; {game.name} has {game.num_seats} seats")
@@ -218,7 +218,7 @@ def cli(args, console) -> int:
     try:
         game = load_game(args.game, **_parse_options(args.option))
         tc = parse_time_control(args.tc)
-        if not game.cooperative:
+        if game.game_type.utility is not Utility.IDENTICAL:
             raise ValueError(f"the coop format is for cooperative games; {game.name} is not one "
                              f"(use 'arbiter match')")
         if len(args.engine) not in (1, 2):

@@ -24,7 +24,7 @@ from protocol.messages import NewGame, Request, TimeControl
 
 from .dice import Dice, seed_for
 from .engine import EngineConfig
-from .games.base import CHANCE, Game, IllegalMove
+from .games.base import CHANCE, Game, IllegalMove, Utility
 from .match import Series
 from .records import Event, GameRecord
 from .referee import DEFAULT_MARGIN
@@ -112,7 +112,7 @@ def run_suite(game: Game, config: EngineConfig, tc: TimeControl, seeds: int | It
               match_id: str | None = None,
               on_game: Callable[[int, GameRecord], None] | None = None) -> SuiteResult:
     """Play ``config``'s engine on every seed through the referee; one game per seed."""
-    if game.num_seats != 1:
+    if game.game_type.utility is not Utility.SOLO:
         raise ValueError(f"the solo format is for one-seat games; {game.name} has {game.num_seats} seats")
     seed_list = _seed_list(seeds)
     series = Series(game, [config], tc, store=store, run_dir=run_dir, margin=margin, seed=master_seed,
@@ -206,7 +206,7 @@ def cli(args, console) -> int:
             raise ValueError("give at least one --engine command")
         if args.count < 1:
             raise ValueError(f"--seeds must be at least 1, not {args.count}")
-        if game.num_seats != 1:
+        if game.game_type.utility is not Utility.SOLO:
             raise ValueError(f"the solo format is for one-seat games; {game.name} has {game.num_seats} seats")
         master = bytes.fromhex(args.seed) if args.seed else os.urandom(16)
     except (OptionError, ValueError) as exc:

@@ -29,7 +29,7 @@ SAMPLES: dict[type[Message], Message] = {
                 dice_commitment="ab" * 32, match_id="m7", game_number=3, dice_stream="m7|3"),
         Ready(**G),
         Request(**G, kind="setup", seat=1, position="pos ü", state={"board": [[0, 1], [2, 3]], "turn": 1},
-                ply=4, die=6, clocks_ms=[1000, 2000], time_left_ms=1000, legal_moves=["a", "b"],
+                ply=4, clocks_ms=[1000, 2000], time_left_ms=1000, legal_moves=["a", "b"],
                 last_moves=["x", "y"]),
         Reply(**G, move="a", info=Info(score=-0.5, nodes=10, depth=3, pv=["a", "b"], time_ms=7, comment="hm")),
         GameOver(**G, returns=[-1.0, 1.0], reason="illegal_move", detail="seat 0: 'q9' is not a legal move",

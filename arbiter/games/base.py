@@ -127,7 +127,7 @@ class GameType:
     """Seats may decide at once (SIMULTANEOUS nodes), e.g. a hidden set-up."""
     hidden_information: bool
     """``observation`` may hide part of the position from a seat."""
-    options: type[GameOptions]
+    options: type[GameOptions] = GameOptions
     """The typed options; ``Game.options`` is this Struct as a plain dict (what records store)."""
     enumerates_moves: bool = True
     """False: ``legal_moves`` returns ``None`` for decisions too many to list (plans, set-ups)."""
