@@ -315,7 +315,7 @@ class RaceState(State):
 class Race(Game):
     game_type: ClassVar[GameType] = GameType(name="race3", min_seats=3, max_seats=3, utility=Utility.GENERAL_SUM,
                                              chance=True, simultaneous=False, hidden_information=False)
-    seat_roles: ClassVar[tuple[str, ...]] = ("s0", "s1", "s2")
+    seat_roles: tuple[str, ...] = ("s0", "s1", "s2")
 
     def new_initial_state(self):
         return RaceState(self)
@@ -334,13 +334,13 @@ class Race(Game):
 class RaceCoop(Race):
     game_type: ClassVar[GameType] = GameType(name="race_coop", min_seats=2, max_seats=2, utility=Utility.IDENTICAL,
                                              chance=True, simultaneous=False, hidden_information=False)
-    seat_roles: ClassVar[tuple[str, ...]] = ("s0", "s1")
+    seat_roles: tuple[str, ...] = ("s0", "s1")
 
 
 class RaceSolo(Race):
     game_type: ClassVar[GameType] = GameType(name="race_solo", min_seats=1, max_seats=1, utility=Utility.SOLO,
                                              chance=True, simultaneous=False, hidden_information=False)
-    seat_roles: ClassVar[tuple[str, ...]] = ("solo",)
+    seat_roles: tuple[str, ...] = ("solo",)
 
 
 @pytest.fixture

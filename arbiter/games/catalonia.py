@@ -1018,7 +1018,7 @@ class CataloniaGame(Game):
     game_type: ClassVar[GameType] = GameType(
         name="catalonia", min_seats=2, max_seats=2, utility=Utility.IDENTICAL, chance=True,
         simultaneous=False, hidden_information=False, options=CataloniaOptions)
-    seat_roles: ClassVar[tuple[str, ...]] = ("white", "black")
+    seat_roles: tuple[str, ...] = ("white", "black")
 
     @property
     def turns(self) -> int:

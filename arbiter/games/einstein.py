@@ -552,7 +552,7 @@ class EinsteinGame(Game):
         simultaneous=True, hidden_information=False, options=EinsteinOptions)
     """Hidden information: none. The set-up is simultaneous, but a layout is never stored before
     both are in (``apply_joint`` places them together), so no position hides anything."""
-    seat_roles: ClassVar[tuple[str, ...]] = ("first", "second")
+    seat_roles: tuple[str, ...] = ("first", "second")
 
     def configure(self) -> None:
         self._seat0 = COLOUR_NAMES.index(self.settings.seat0_colour)

@@ -811,7 +811,7 @@ class SmessGame(Game):
     game_type: ClassVar[GameType] = GameType(
         name="smess", min_seats=2, max_seats=2, utility=Utility.ZERO_SUM, chance=False,
         simultaneous=False, hidden_information=False, options=SmessOptions)
-    seat_roles: ClassVar[tuple[str, ...]] = ("first", "second")
+    seat_roles: tuple[str, ...] = ("first", "second")
 
     def configure(self) -> None:
         o = self.settings

@@ -851,7 +851,7 @@ class StalingradGame(Game):
         name="stalingrad", min_seats=1, max_seats=1, utility=Utility.SOLO, chance=True,
         simultaneous=False, hidden_information=True, options=StalingradOptions, enumerates_moves=False)
     """Hidden information: the face-down Soviet counters (on the map and in the pool)."""
-    seat_roles: ClassVar[tuple[str, ...]] = ("german",)
+    seat_roles: tuple[str, ...] = ("german",)
 
     def configure(self) -> None:
         self.max_turns = self.settings.max_turns
