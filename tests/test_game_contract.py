@@ -323,7 +323,7 @@ def test_game_type_is_declared(name: str) -> None:
 @pytest.mark.parametrize("name,options", variants())
 def test_random_playouts_keep_the_contract(name: str, options: dict[str, Any]) -> None:
     game = load_game(name, **options)
-    assert gt_seats_fit(game)
+    assert game.game_type.min_seats <= game.num_seats == len(game.seat_roles) <= game.game_type.max_seats
     rng = random.Random(99)
     terminal = 0
     for seed in (1, 2):
@@ -339,11 +339,6 @@ def test_random_playouts_keep_the_contract(name: str, options: dict[str, Any]) -
             terminal += 1
             check_terminal(game, state)
     assert terminal, f"no playout of {name} {options} ended within {MAX_STEPS} steps"
-
-
-def gt_seats_fit(game: Game) -> bool:
-    gt = game.game_type
-    return gt.min_seats <= game.num_seats <= gt.max_seats
 
 
 @pytest.mark.parametrize("name,options", variants())
