@@ -24,7 +24,7 @@ from .clock import DEFAULT_MARGIN_MS, parse_time_control
 from .formats.coop import CoopGame, CoopResult, run_coop
 from .formats.match import Match, MatchFormat
 from .formats.solo import SuiteResult, compare, run_suite
-from .games import OptionError, load_game
+from .games import OptionError, Utility, game_class, game_names, load_game
 from .hosting import EngineConfig
 from .records import GameRecord
 from .records.replay import replay, verify
@@ -216,7 +216,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         except ValueError as exc:
             console.print(f"[red]record inconsistent:[/] {exc}")
         w = record.winner()
-        if len(set(record.returns)) == 1 and len(record.returns) > 1:
+        utility = game_class(record.game).game_type.utility if record.game in game_names() else None
+        if utility is Utility.IDENTICAL and record.returns:
             outcome = f"shared score {record.returns[0]:g}"  # cooperative: one result for everyone
         elif len(record.returns) == 1:
             outcome = f"score {record.returns[0]:g}"
@@ -252,7 +253,7 @@ def cmd_coop(args: argparse.Namespace) -> int:
     try:
         game = load_game(args.game, **_parse_options(args.option))
         tc = parse_time_control(args.tc)
-        if not game.cooperative:
+        if game.game_type.utility is not Utility.IDENTICAL:
             raise ValueError(f"the coop format is for cooperative games; {game.name} is not one "
                              f"(use 'arbiter match')")
         if len(args.engine) not in (1, 2):
@@ -369,7 +370,7 @@ def cmd_solo(args: argparse.Namespace) -> int:
             raise ValueError("give at least one --engine command")
         if args.count < 1:
             raise ValueError(f"--seeds must be at least 1, not {args.count}")
-        if game.num_seats != 1:
+        if game.game_type.utility is not Utility.SOLO:
             raise ValueError(f"the solo format is for one-seat games; {game.name} has {game.num_seats} seats")
         master = bytes.fromhex(args.seed) if args.seed else os.urandom(16)
     except (OptionError, ValueError) as exc:

@@ -130,7 +130,7 @@ class Referee:
         self.seen_events[seat] = len(self.record.events)
         return Request(game_id=self.game_id, seq=self._next_seq(), kind=kind, seat=seat,
                        position=state.observation(seat), state=data,
-                       ply=len(self.record.events), die=state.die(),
+                       ply=len(self.record.events),
                        clocks_ms=[c.remaining_ms() for c in self.clocks],
                        time_left_ms=self.clocks[seat].allowance_ms(), legal_moves=legal, last_moves=last)
 
@@ -157,7 +157,6 @@ class Referee:
                 raise _Forfeit(seat, EndReason.TIME, f"took {elapsed * 1000:.0f} ms; allowed "
                                            f"{self.clocks[seat].allowance_ms()} ms + {self.margin * 1000:.0f} ms margin")
             moves[seat] = reply.move
-        die = self.state.die()
         if len(seats) == 1:
             self.state.apply(moves[seats[0]])
         else:
@@ -166,7 +165,7 @@ class Referee:
             reply, elapsed = replies[seat]
             info = reply.info
             self._add(Event(ply=len(self.record.events), seat=seat, kind=requests[seat].kind, move=reply.move,
-                            die=die, measured_ms=round(elapsed * 1000, 3),
+                            measured_ms=round(elapsed * 1000, 3),
                             reported_ms=info.time_ms if info else None,
                             clock_ms=self.clocks[seat].remaining_ms(), info=info))
 

@@ -194,9 +194,8 @@ def realistic_request(rng: random.Random) -> Request:
             if seq >= 5 or st.is_terminal():
                 return req
             move = rng.choice(req.legal_moves)
-            die = st.die()
             st.apply(move)
-            ref._add(Event(ply=len(ref.record.events), seat=p, kind="move", move=move, die=die,
+            ref._add(Event(ply=len(ref.record.events), seat=p, kind="move", move=move,
                            measured_ms=0.123, reported_ms=0, clock_ms=179000))
 
 

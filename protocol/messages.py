@@ -156,8 +156,6 @@ class Request(Message, tag="request", kw_only=True):
     """The same position as structured data (game-specific, documented per game); attached when
     the engine asked for it in ``hello``."""
     ply: int = 0
-    die: int | None = None
-    """The die the referee rolled for this decision, when there is one."""
     clocks_ms: list[int] = []
     """Every seat's remaining main time, indexed by seat (byo-yomi periods not included)."""
     time_left_ms: int = 0

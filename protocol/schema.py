@@ -113,7 +113,7 @@ def example_session() -> list[tuple[str, Message]]:
             game_id=game_id, seq=5, kind="move", seat=0, position=EXAMPLE_POSITION,
             state={"board": board, "phase": "play", "to_move_colour": "red", "die": 3, "my_colour": "red",
                    "seat0_colour": "red", "winner_colour": None},
-            ply=3, die=3, clocks_ms=clocks, time_left_ms=clocks[0], last_moves=["123456", "123456"])),
+            ply=3, clocks_ms=clocks, time_left_ms=clocks[0], last_moves=["123456", "123456"])),
         (ENGINE_TO_REFEREE, Reply(
             game_id=game_id, seq=5, move="c5d4", info=Info(score=0.25, nodes=120_000, depth=9, time_ms=850))),
         (REFEREE_TO_ENGINE, GameOver(

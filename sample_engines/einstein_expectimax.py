@@ -417,15 +417,13 @@ def time_budget(movetime: float | None, time_left_ms: int) -> float | None:
     return budget
 
 
-def choose_move(position: str, die: int | None = None, *, movetime: float | None = DEFAULT_MOVETIME,
+def choose_move(position: str, *, movetime: float | None = DEFAULT_MOVETIME,
                 depth: int | None = None, time_left_ms: int = 0,
                 searcher: Searcher | None = None) -> tuple[str, Info]:
-    """The engine's move for a position text (the die from the text, else ``die``)."""
+    """The engine's move for a position text (its third field is the die rolled for the move)."""
     state = parse_position(position)
     if state.die() is None:
-        if die is None:
-            raise ValueError("no die: the position shows none and none was given")
-        state.set_die(die)
+        raise ValueError(f"no die in {position!r}: a move is asked for after the roll")
     moves = state.moves_ints()
     if not moves:
         raise ValueError(f"no legal move in {position!r}")
@@ -458,7 +456,7 @@ def make_decider(movetime: float | None = DEFAULT_MOVETIME, depth: int | None = 
                 layout = rng.choice(request.legal_moves)
             return layout, Info(comment="fixed layout")
         try:
-            move, info = choose_move(request.position, request.die, movetime=movetime, depth=depth,
+            move, info = choose_move(request.position, movetime=movetime, depth=depth,
                                      time_left_ms=request.time_left_ms, searcher=searcher)
         except Exception as exc:  # never forfeit over an engine bug: fall back to a legal move
             if not request.legal_moves:

@@ -14,6 +14,9 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(args.seed)
 
     def decide(request, game):
+        if request.legal_moves is None:  # the game cannot list these (a plan, a purchase...)
+            raise RuntimeError(f"the referee cannot list the {request.kind} decisions of this game; "
+                               f"use an engine of the game's own")
         if not request.legal_moves:
             raise RuntimeError(f"no legal moves given for {request.kind}")
         return rng.choice(request.legal_moves)

@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from arbiter.games import CHANCE, TERMINAL, IllegalMove, OptionError, load_game
+from arbiter.games import CHANCE, TERMINAL, IllegalMove, OptionError, Utility, load_game
 from arbiter.games.catalonia import (BISHOP, BLACK, GENTLEMAN, KNIGHT, LADY, PEASANT, SQUARE_INDEX,
                                      SQUARE_NAMES, WHITE, CataloniaGame, board_text, defended_squares,
                                      escape_destinations, longest_chain_squares, movement_moves,
@@ -65,7 +65,7 @@ def test_initial_position_and_squares():
     assert s.to_text() == "1nblgbn1/1pppppp1/8/8/8/8/1PPPPPP1/1NBLGBN1 1 white - 0 - -"
     assert GAME.from_text(s.to_text()).to_text() == s.to_text()
     assert SQUARE_NAMES[0] == "a1" and SQUARE_NAMES[7] == "h1" and SQUARE_NAMES[63] == "h8"
-    assert GAME.seat_roles == ("white", "black") and GAME.cooperative
+    assert GAME.seat_roles == ("white", "black") and GAME.game_type.utility is Utility.IDENTICAL
     assert s.current_player() == 0 and s.decision_kind() == "move"
     assert s.legal_moves(1) == [] and "after" in s.legal_moves(0)
     # White's opening moves: the knights and the Gentleman's leaps over the peasants, peasants.

@@ -276,10 +276,11 @@ def test_example_session_is_a_consistent_game():
     assert (reply.game_id, reply.seq) == (request.game_id, request.seq)
     assert new_game.seq < request.seq < game_over.seq
     assert (new_game.game, new_game.time_control.text, new_game.time_control.base_ms) == ("einstein", "180", 180_000)
-    assert (request.kind, request.die, request.time_left_ms) == ("move", 3, request.clocks_ms[request.seat])
+    die = int(request.position.split()[2])  # EinStein's position shows the die rolled for the move
+    assert (request.kind, die, request.time_left_ms) == ("move", 3, request.clocks_ms[request.seat])
     seed = bytes.fromhex(game_over.dice_seed)
     assert hashlib.sha256(seed).hexdigest() == new_game.dice_commitment
-    assert roll_as_specified(seed, new_game.match_id, new_game.game_number, 0, 6)[0] + 1 == request.die
+    assert roll_as_specified(seed, new_game.match_id, new_game.game_number, 0, 6)[0] + 1 == die
 
 
 def test_example_session_is_real_einstein():
@@ -291,7 +292,7 @@ def test_example_session_is_real_einstein():
     assert new_game.seat_roles == list(game.seat_roles)
     state = game.new_initial_state()
     state.apply_joint(dict(enumerate(request.last_moves)))
-    state.apply_chance(request.die)
+    state.apply_chance(int(request.position.split()[2]))
     assert request.ply == 3  # two set-ups and a roll
     assert state.observation(request.seat) == request.position
     assert state.observation_data(request.seat) == request.state

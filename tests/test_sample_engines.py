@@ -53,15 +53,18 @@ def test_always_legal_on_random_positions():
         assert state.to_text() == text  # the caller's position is untouched
 
 
-def test_legal_under_a_time_budget_and_with_the_die_given_separately():
+def test_legal_under_a_time_budget_reading_the_die_from_the_position():
     searcher = ex.Searcher()
     for state in random_positions(40, seed=11):
-        die = state.die()
-        text = state.to_text().split()
-        text[2] = "-"  # the die comes with the request instead
-        move, info = ex.choose_move(" ".join(text), die, movetime=0.01, searcher=searcher)
+        text = state.to_text()
+        assert text.split()[2] == str(state.die())  # the die travels in the position text
+        move, info = ex.choose_move(text, movetime=0.01, searcher=searcher)
         assert move in state.legal_moves()
         assert info.depth is not None and info.depth >= 0
+        blank = text.split()
+        blank[2] = "-"
+        with pytest.raises(ValueError, match="no die"):
+            ex.choose_move(" ".join(blank), movetime=0.01, searcher=searcher)
 
 
 def test_search_leaves_its_board_as_it_found_it():
@@ -136,7 +139,7 @@ def test_decider_answers_setup_and_move_requests():
         assert layout == ex.layout_for(RED if seat == 0 else BLUE)
     state.apply_joint({0: ex.layout_for(RED), 1: ex.layout_for(BLUE)})
     state.apply_chance(4)
-    req = Request(kind="move", seat=0, position=state.to_text(), die=4, time_left_ms=30_000,
+    req = Request(kind="move", seat=0, position=state.to_text(), time_left_ms=30_000,
                   legal_moves=state.legal_moves(0))
     move, info = decide(req, None)
     assert move in state.legal_moves()

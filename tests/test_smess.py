@@ -404,7 +404,7 @@ def test_no_capture_ply_limit():
     state = game.from_text(position({"c2": "N", "c3": "n", "d1": "B", "g8": "b"}, quiet=3))
     state.apply("c2c3")
     assert not state.is_terminal() and state.no_capture_plies() == 0
-    assert SmessGame.default_options["no_capture_plies"] == 100
+    assert SmessGame().options["no_capture_plies"] == 100
 
 
 def test_threefold_repetition_and_turning_it_off():

@@ -197,7 +197,7 @@ def test_a_leader_alone_in_a_soviet_area_must_leave():
     assert "must leave" in problems(s, "L1:8-3-8")  # back where it started: it did not leave
     s.check_move("L1:8-3", 0)
     s.check_move("L1:8-12", 0)
-    assert s.legal_moves() == [example_plan(s)] and example_plan(s) != "-"
+    assert s.legal_moves() is None and example_plan(s) != "-"  # plans are too many to list
     s.check_move(example_plan(s), 0)
 
 

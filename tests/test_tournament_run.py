@@ -25,7 +25,7 @@ import psutil
 import pytest
 
 from arbiter import games as arbiter_games
-from arbiter.games.base import CHANCE, TERMINAL, Game, IllegalMove, State
+from arbiter.games.base import CHANCE, TERMINAL, Game, GameType, IllegalMove, State, Utility
 from arbiter.records.replay import verify
 from tournaments import api
 from tournaments.config import parse_config
@@ -294,13 +294,11 @@ class RaceState(State):
         self.die_value = int(outcome)
         self.step += 1
 
-    def die(self):
-        return self.die_value if self.step % 2 == 1 else None
-
     def returns(self):
-        if self.game.num_seats == 1:
+        utility = self.game.game_type.utility
+        if utility is Utility.SOLO:
             return [float(self.totals[0] - 7)]
-        if self.game.cooperative:
+        if utility is Utility.IDENTICAL:
             return [float(sum(self.totals))] * self.game.num_seats
         best = max(self.totals)
         return [1.0 if t == best else -1.0 for t in self.totals]
@@ -315,8 +313,9 @@ class RaceState(State):
 
 
 class Race(Game):
-    name: ClassVar[str] = "race3"
-    seat_roles: ClassVar[tuple[str, ...]] = ("s0", "s1", "s2")
+    game_type: ClassVar[GameType] = GameType(name="race3", min_seats=3, max_seats=3, utility=Utility.GENERAL_SUM,
+                                             chance=True, simultaneous=False, hidden_information=False)
+    seat_roles: tuple[str, ...] = ("s0", "s1", "s2")
 
     def new_initial_state(self):
         return RaceState(self)
@@ -327,20 +326,21 @@ class Race(Game):
         return s
 
     def forfeit_returns(self, seat: int) -> list[float]:
-        if self.cooperative:
+        if self.game_type.utility is Utility.IDENTICAL:
             return [-1.0] * self.num_seats
         return super().forfeit_returns(seat)
 
 
 class RaceCoop(Race):
-    name: ClassVar[str] = "race_coop"
-    seat_roles: ClassVar[tuple[str, ...]] = ("s0", "s1")
-    cooperative: ClassVar[bool] = True
+    game_type: ClassVar[GameType] = GameType(name="race_coop", min_seats=2, max_seats=2, utility=Utility.IDENTICAL,
+                                             chance=True, simultaneous=False, hidden_information=False)
+    seat_roles: tuple[str, ...] = ("s0", "s1")
 
 
 class RaceSolo(Race):
-    name: ClassVar[str] = "race_solo"
-    seat_roles: ClassVar[tuple[str, ...]] = ("solo",)
+    game_type: ClassVar[GameType] = GameType(name="race_solo", min_seats=1, max_seats=1, utility=Utility.SOLO,
+                                             chance=True, simultaneous=False, hidden_information=False)
+    seat_roles: tuple[str, ...] = ("solo",)
 
 
 @pytest.fixture

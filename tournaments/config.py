@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from arbiter.clock import DEFAULT_MARGIN_MS, parse_time_control
-from arbiter.hosting import EngineConfig
-from arbiter.games import OptionError, load_game
 from arbiter.formats.match import MatchFormat
+from arbiter.games import Game, OptionError, Utility, load_game
+from arbiter.hosting import EngineConfig
 from protocol.messages import TimeControl
 
 from .tomlpos import dotted, key_lines
@@ -114,7 +114,9 @@ class TournamentConfig:
     game: str
     game_options: dict[str, Any]
     num_seats: int
-    cooperative: bool
+    kind: str
+    """``match`` (two-seat competitive), ``table`` (3+ seats), ``team`` (cooperative), ``solo``:
+    ``game_kind`` of the game."""
     format: str
     match_text: str
     match: MatchFormat | None
@@ -139,14 +141,6 @@ class TournamentConfig:
     source_text: str = ""
     source_path: str = ""
 
-    @property
-    def kind(self) -> str:
-        """``match`` (two-seat competitive), ``table`` (3+ seats), ``team`` (cooperative), ``solo``."""
-        if self.num_seats == 1:
-            return "solo"
-        if self.cooperative:
-            return "team"
-        return "match" if self.num_seats == 2 else "table"
 
     def fingerprint(self) -> str:
         """A hash of everything that decides which games are played and how: a resume refuses a
@@ -220,6 +214,17 @@ def _type_names(types: type | tuple) -> str:
     return " or ".join(dict.fromkeys(names.get(t, t.__name__) for t in types))
 
 
+def game_kind(game: Game) -> str:
+    """How a tournament pairs engines for ``game``, read from its ``GameType``: ``solo``, ``team``
+    (cooperative: identical returns), else ``match`` (two seats) or ``table`` (3+ seats)."""
+    utility = game.game_type.utility
+    if utility is Utility.SOLO:
+        return "solo"
+    if utility is Utility.IDENTICAL:
+        return "team"
+    return "match" if game.num_seats == 2 else "table"
+
+
 def load_config(path: str | Path, text: str | None = None, check_paths: bool = True) -> TournamentConfig:
     """Read and validate a tournament file (``text`` overrides reading ``path``)."""
     path = Path(path)
@@ -260,11 +265,10 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
     fmt = c.get(doc, "format", (), str, "round_robin")
     if fmt not in FORMATS:
         raise c.error(("format",), f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
-    num_seats, cooperative = game.num_seats, bool(game.cooperative)
-    kind = "solo" if num_seats == 1 else "team" if cooperative else "match" if num_seats == 2 else "table"
+    num_seats, kind = game.num_seats, game_kind(game)
     if fmt in TWO_SEAT_ONLY and kind != "match":
         raise c.error(("format",), f"{fmt} needs a two-seat competitive game; {game_name} is "
-                                   f"{'cooperative' if cooperative else f'{num_seats}-seat'}")
+                                   f"{'cooperative' if kind == 'team' else f'{num_seats}-seat'}")
     if fmt == "double_round_robin" and kind in ("solo", "team"):
         raise c.error(("format",), f"double_round_robin is for competitive games; use 'games' for {kind} games")
 
@@ -414,7 +418,7 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
 
     return TournamentConfig(
         name=name, tid=slug(name), game=game_name, game_options=dict(game.options), num_seats=num_seats,
-        cooperative=cooperative, format=fmt, match_text=match_text, match=match, games=games, rounds=rounds,
+        kind=kind, format=fmt, match_text=match_text, match=match, games=games, rounds=rounds,
         time_control=tc, margin_ms=margin, concurrency=concurrency, seed=seed, output=output,
         duplicate_dice=duplicate, seeding=seeding, candidates=candidates, tiebreak_games=tb_games,
         tiebreak_blocks=tb_blocks, self_pairs=self_pairs, bye_points=bye_points, anchor=anchor, sprt=sprt,

@@ -1,6 +1,6 @@
 """The cooperative match format: a pair of engines plays N games of a cooperative game together.
 
-Both seats share one result (``Game.cooperative``: every seat's return is the team's score), so
+Both seats share one result (``Utility.IDENTICAL``: every seat's return is the team's score), so
 there is no winner: what a cooperative series measures is the pair's *score distribution*. Game
 ``k`` (1-based) seats engine A in seat 0 when k is odd and engine B there when k is even, so each
 engine plays each role equally often. Its dice are the stream ``coop|k`` under the series' master
@@ -29,7 +29,7 @@ from protocol.messages import TimeControl
 
 from protocol.messages import EndReason
 
-from ..games.base import Game
+from ..games.base import Game, Utility
 from ..hosting import EngineConfig, PlayerSpec
 from ..records import GameRecord
 from ..records.store import ResultsStore
@@ -168,7 +168,7 @@ def run_coop(game: Game, configs: list[PlayerSpec], tc: TimeControl, games: int,
     """Play ``games`` games between the pair ``configs`` (one config: the same engine command
     runs in both seats, as two processes); seats swap every game; game k's dice are the stream
     ``coop|k`` under ``master_seed`` (fresh random when None; the result says which)."""
-    if not game.cooperative:
+    if game.game_type.utility is not Utility.IDENTICAL:
         raise ValueError(f"the coop format is for cooperative games; {game.name} is not one")
     if game.num_seats != 2:
         raise ValueError(f"the coop format is for two-seat games; {game.name} has {game.num_seats} seats")

@@ -18,7 +18,7 @@ from typing import Callable, Iterable
 
 from protocol.messages import EndReason, TimeControl
 
-from ..games.base import Game
+from ..games.base import Game, Utility
 from ..hosting import PlayerSpec
 from ..records import GameRecord
 from ..records.store import ResultsStore
@@ -107,7 +107,7 @@ def run_suite(game: Game, config: PlayerSpec, tc: TimeControl, seeds: int | Iter
               match_id: str | None = None,
               on_game: Callable[[int, GameRecord], None] | None = None) -> SuiteResult:
     """Play ``config``'s engine on every seed through the referee; one game per seed."""
-    if game.num_seats != 1:
+    if game.game_type.utility is not Utility.SOLO:
         raise ValueError(f"the solo format is for one-seat games; {game.name} has {game.num_seats} seats")
     seed_list = _seed_list(seeds)
     series = Series(game, [config], tc, store=store, run_dir=run_dir, margin=margin, seed=master_seed,

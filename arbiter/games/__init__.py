@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import CHANCE, SIMULTANEOUS, TERMINAL, Game, IllegalMove, OptionError, State
+from .base import (CHANCE, SIMULTANEOUS, TERMINAL, ChanceError, Game, GameOptions, GameType, IllegalMove, OptionError,
+                   State, Utility)
 
 
 GAME_CLASSES = {
@@ -52,5 +53,5 @@ def load_game(name: str, **options: Any) -> Game:
     return game_class(name)(**options)
 
 
-__all__ = ["CHANCE", "SIMULTANEOUS", "TERMINAL", "Game", "IllegalMove", "OptionError", "State",
-           "load_game", "game_names", "game_class", "register_game"]
+__all__ = ["CHANCE", "SIMULTANEOUS", "TERMINAL", "ChanceError", "Game", "GameOptions", "GameType", "IllegalMove",
+           "OptionError", "State", "Utility", "load_game", "game_names", "game_class", "register_game"]

@@ -18,11 +18,21 @@ solo (one seat) games alike; ``observation`` hides what a seat may not see.
 Moves are strings in the game's documented notation: the protocol carries them as they are.
 Chance outcomes are *equally likely* by contract; a game models a weighted chance event (2d6) as
 several uniform ones, which keeps every roll a plain verifiable draw from the referee's dice.
+
+Every game declares a ``GameType`` (OpenSpiel's is the model): what kind of game it is, so that
+match formats and tournaments read it instead of guessing, and its typed options, decoded and
+checked in one place (``Game.__init__``). ``tests/test_game_contract.py`` holds every registered
+game to this contract.
 """
 from __future__ import annotations
 
 import abc
+import enum
+import typing
+from dataclasses import dataclass
 from typing import Any, ClassVar
+
+import msgspec
 
 CHANCE = -1
 """``current_player()`` when the next event is a roll of the referee's dice."""
@@ -36,8 +46,91 @@ class IllegalMove(ValueError):
     """A decision that the rules do not allow here; the message says why."""
 
 
+class ChanceError(IllegalMove):
+    """``chance_outcomes`` or ``apply_chance`` misused: no roll is due now, or the outcome is not one
+    of ``chance_outcomes()``. The one error every game raises for it (a referee or replay bug, or a
+    tampered record; never an engine's fault)."""
+
+
 class OptionError(ValueError):
-    """A game option that is unknown or has a bad value; the message names it."""
+    """A game option that is unknown or has a bad value; the message names it and the value."""
+
+
+class Utility(enum.Enum):
+    """How the seats' returns relate; formats and tournaments choose how to pair engines by it."""
+
+    ZERO_SUM = "zero_sum"
+    """Competitive, the returns sum to 0 (a win is the other's loss; a draw is 0 for all)."""
+    GENERAL_SUM = "general_sum"
+    """Competitive, the returns need not sum to 0 (several seats may share a side's win)."""
+    IDENTICAL = "identical"
+    """Cooperative: every seat gets the same return (the team's score)."""
+    SOLO = "solo"
+    """One seat plays against the game itself."""
+
+
+class GameOptions(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """A game's options as a typed Struct: one field per option with its default.
+
+    A field's type (``Annotated`` with ``msgspec.Meta`` bounds) is what a good value is; the Meta
+    ``description`` says it in words and ends the ``OptionError``. Rules a type cannot say go in
+    ``check``."""
+
+    def check(self, game: str) -> None:
+        """Raise ``OptionError`` (see ``bad_option``) for a value the field types let through."""
+
+
+def bad_option(game: str, name: str, value: Any, must: str) -> OptionError:
+    """The one shape of a bad-value error: the game, the option, what it must be, the value."""
+    return OptionError(f"{game}: option {name} must be {must}, not {value!r}")
+
+
+def _must(annotation: Any) -> str:
+    """What an option field's annotation asks for, in words (its Meta description if any)."""
+    for meta in typing.get_args(annotation)[1:] if typing.get_origin(annotation) is typing.Annotated else ():
+        if isinstance(meta, msgspec.Meta) and meta.description:
+            return meta.description
+    return f"of type {getattr(annotation, '__name__', annotation)}"
+
+
+def decode_options(game: str, options_type: type[GameOptions], given: dict[str, Any]) -> GameOptions:
+    """``given`` (names -> values, as from a tournament file or ``--option``) as ``options_type``;
+    raise ``OptionError`` naming the unknown option or the bad value. Values are checked strictly
+    (no "3" for 3) and kept as given, so records store what was asked for."""
+    fields = {f.name: f for f in msgspec.structs.fields(options_type)}
+    unknown = sorted(set(given) - set(fields))
+    if unknown:
+        raise OptionError(f"{game}: unknown option(s) {', '.join(unknown)}; "
+                          f"known: {', '.join(sorted(fields)) or 'none'}")
+    for name, value in given.items():
+        try:
+            msgspec.convert(value, fields[name].type, strict=True)
+        except msgspec.ValidationError:
+            raise bad_option(game, name, value, _must(fields[name].type)) from None
+    options = options_type(**given)
+    options.check(game)
+    return options
+
+
+@dataclass(frozen=True)
+class GameType:
+    """What kind of game a ``Game`` is, declared once per game class."""
+
+    name: str
+    min_seats: int
+    max_seats: int
+    """Seat count bounds; a game whose count depends on an option (A&A's ``seats``) spans them."""
+    utility: Utility
+    chance: bool
+    """The referee's dice take part (the game may reach CHANCE nodes)."""
+    simultaneous: bool
+    """Seats may decide at once (SIMULTANEOUS nodes), e.g. a hidden set-up."""
+    hidden_information: bool
+    """``observation`` may hide part of the position from a seat."""
+    options: type[GameOptions] = GameOptions
+    """The typed options; ``Game.options`` is this Struct as a plain dict (what records store)."""
+    enumerates_moves: bool = True
+    """False: ``legal_moves`` returns ``None`` for decisions too many to list (plans, set-ups)."""
 
 
 class State(abc.ABC):
@@ -58,15 +151,32 @@ class State(abc.ABC):
         """What the deciding seat is asked for: ``move`` unless the game says otherwise."""
         return "move"
 
+    def seat_acts(self, seat: int | None) -> bool:
+        """Whether ``seat`` decides now (``None``: whoever does)."""
+        return seat is None or seat in self.acting_seats()
+
+    def check_seat(self, seat: int | None) -> None:
+        """The one "is it this seat's turn" check: raise ``IllegalMove`` if some seat decides now
+        and ``seat`` is not one of them. (When nobody decides, the game's own check says why.)"""
+        acting = self.acting_seats()
+        if seat is not None and acting and seat not in acting:
+            who = " and ".join(str(s) for s in acting)
+            raise IllegalMove(f"it is seat {who}'s turn, not seat {seat}'s")
+
     @abc.abstractmethod
-    def legal_moves(self, seat: int | None = None) -> list[str]:
-        """Every legal decision for ``seat`` (default: the current player), in notation."""
+    def legal_moves(self, seat: int | None = None) -> list[str] | None:
+        """Every legal decision for ``seat`` (default: the current player), in notation; ``[]``
+        when ``seat`` does not decide now. ``None`` means "too many to list" (a movement plan, a
+        set-up): only games whose ``GameType.enumerates_moves`` is False return it, and they
+        override ``check_move`` to validate any decision with a reason."""
 
     def check_move(self, move: str, seat: int | None = None) -> None:
-        """Raise ``IllegalMove`` with a reason unless ``move`` is legal for ``seat`` now.
-
-        Games with huge decision spaces override this instead of enumerating ``legal_moves``."""
-        if move not in self.legal_moves(seat):
+        """Raise ``IllegalMove`` with a reason unless ``move`` is legal for ``seat`` now."""
+        self.check_seat(seat)
+        legal = self.legal_moves(seat)
+        if legal is None:
+            raise NotImplementedError(f"{type(self).__name__} cannot list its moves: it must override check_move")
+        if move not in legal:
             raise IllegalMove(f"{move!r} is not a legal {self.decision_kind(seat)} here")
 
     @abc.abstractmethod
@@ -78,11 +188,12 @@ class State(abc.ABC):
         raise NotImplementedError(f"{type(self).__name__} has no simultaneous decisions")
 
     def chance_outcomes(self) -> list[Any]:
-        """The equally likely outcomes at a CHANCE node."""
-        raise NotImplementedError(f"{type(self).__name__} has no chance events")
+        """The equally likely outcomes at a CHANCE node; ``ChanceError`` anywhere else."""
+        raise ChanceError(f"{type(self).__name__} has no chance events")
 
     def apply_chance(self, outcome: Any) -> None:
-        raise NotImplementedError(f"{type(self).__name__} has no chance events")
+        """Play one of ``chance_outcomes()``; ``ChanceError`` if no roll is due or it is not one."""
+        raise ChanceError(f"{type(self).__name__} has no chance events")
 
     def is_terminal(self) -> bool:
         return self.current_player() == TERMINAL
@@ -100,10 +211,6 @@ class State(abc.ABC):
         """Why the game ended, in the game's words ('corner reached', 'five-turn rule');
         recorded as the record's ``detail`` when the game ends normally."""
         return ""
-
-    def die(self) -> int | None:
-        """The die showing for the current decision, if the game shows one."""
-        return None
 
     @abc.abstractmethod
     def to_text(self) -> str:
@@ -129,24 +236,30 @@ class State(abc.ABC):
 
 
 class Game(abc.ABC):
-    """A game with its options fixed. Subclasses set ``name``, ``seat_roles`` and options."""
+    """A game with its options fixed. Subclasses set ``game_type`` and ``seat_roles``."""
 
+    game_type: ClassVar[GameType]
     name: ClassVar[str]
-    seat_roles: ClassVar[tuple[str, ...]]
-    """The role of each seat, e.g. ('red', 'blue'); ``len`` is the number of seats."""
-    default_options: ClassVar[dict[str, Any]] = {}
-    cooperative: ClassVar[bool] = False
+    """``game_type.name`` (set for every subclass)."""
+    seat_roles: tuple[str, ...]
+    """The role of each seat, e.g. ('red', 'blue'); ``len`` is the number of seats. A class
+    default; a game whose seats depend on its options sets its own in ``configure``."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "game_type" in cls.__dict__:
+            cls.name = cls.game_type.name
 
     def __init__(self, **options: Any):
-        unknown = sorted(set(options) - set(self.default_options))
-        if unknown:
-            raise OptionError(f"{self.name}: unknown option(s) {', '.join(unknown)}; "
-                              f"known: {', '.join(sorted(self.default_options)) or 'none'}")
-        self.options = {**self.default_options, **options}
-        self.validate_options()
+        self.settings = decode_options(self.name, self.game_type.options, options)
+        """The options, typed."""
+        self.options: dict[str, Any] = msgspec.structs.asdict(self.settings)
+        """The same as a plain dict, every option present (what records and engines see)."""
+        self.configure()
 
-    def validate_options(self) -> None:
-        """Raise ``OptionError`` naming a bad option value."""
+    def configure(self) -> None:
+        """Derive what the (already valid) options imply: load a board, set seat roles. May raise
+        ``OptionError`` for a value only loading can judge (a missing board file)."""
 
     @property
     def num_seats(self) -> int:

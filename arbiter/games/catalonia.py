@@ -38,9 +38,11 @@ Fast path for engines
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from .base import CHANCE, TERMINAL, Game, IllegalMove, OptionError, State
+import msgspec
+
+from .base import CHANCE, TERMINAL, ChanceError, Game, GameOptions, GameType, IllegalMove, State, Utility, bad_option
 from .catalonia_chains import chain_members, chain_through, longest_chain
 
 # --- board geometry --------------------------------------------------------------------------
@@ -506,7 +508,7 @@ class CataloniaState(State):
 
     def legal_moves(self, seat: int | None = None) -> list[str]:
         colour = self.deciding_colour()
-        if colour is None or (seat is not None and seat != colour):
+        if colour is None or not self.seat_acts(seat):
             return []
         step = self._step
         names = SQUARE_NAMES
@@ -541,10 +543,7 @@ class CataloniaState(State):
         err = self._phase_error()
         if err:
             raise IllegalMove(f"no decision is possible now: {err}")
-        colour = self.deciding_colour()
-        if seat is not None and seat != colour:
-            raise IllegalMove(f"it is {COLOUR_NAMES[colour]}'s (seat {colour}) {self.decision_kind()} "
-                              f"decision, not seat {seat}'s")
+        self.check_seat(seat)
         self._parse(move)
 
     def _parse(self, move: Any) -> Any:
@@ -851,13 +850,13 @@ class CataloniaState(State):
     def chance_outcomes(self) -> list[Any]:
         if self._step in (ROLL_FILE, ROLL_RANK):
             return list(_DICE)
-        raise IllegalMove("not a chance node: a decision is pending or the game is over")
+        raise ChanceError("not a chance node: a decision is pending or the game is over")
 
     def apply_chance(self, outcome: Any) -> None:
         if self._step not in (ROLL_FILE, ROLL_RANK):
-            raise IllegalMove("not a chance node: a decision is pending or the game is over")
+            raise ChanceError("not a chance node: a decision is pending or the game is over")
         if type(outcome) is not int or not 1 <= outcome <= 6:
-            raise IllegalMove(f"a die roll is an int 1..6, not {outcome!r}")
+            raise ChanceError(f"a die roll is an int 1..6, not {outcome!r}")
         if self._step == ROLL_FILE:
             self._file_die = outcome
             self._step = ROLL_RANK
@@ -997,28 +996,29 @@ class CataloniaState(State):
         return s
 
 
+class CataloniaOptions(GameOptions):
+    turns: Annotated[int, msgspec.Meta(ge=FIVE_TURN_LIMIT, le=100, description=(
+        f"an integer {FIVE_TURN_LIMIT}..100 (15 or 20 are usual)"))] = 15
+    random: Annotated[bool | str, msgspec.Meta(description="true or false")] = True
+    max_pits: Annotated[int, msgspec.Meta(ge=0, le=35, description=(
+        "an integer 0..35 (the dice pick among 36 squares and re-roll on pits)"))] = 20
+
+    def check(self, game: str) -> None:
+        if isinstance(self.random, str):  # "true"/"false" from a command line: kept as the bool
+            if self.random.lower() not in ("true", "false"):
+                raise bad_option(game, "random", self.random, "true or false")
+            self.random = self.random.lower() == "true"
+
+
 class CataloniaGame(Game):
     """Catalonia with its options: ``turns`` (15; 20 is the other common choice), ``random``
     (True: the bombers' square comes from the referee's dice; False: a chain piece is chosen)
     and ``max_pits`` (20: the original's supply of checkers)."""
 
-    name: ClassVar[str] = "catalonia"
-    seat_roles: ClassVar[tuple[str, ...]] = ("white", "black")
-    default_options: ClassVar[dict[str, Any]] = {"turns": 15, "random": True, "max_pits": 20}
-    cooperative: ClassVar[bool] = True
-
-    def validate_options(self) -> None:
-        turns, rnd, pits = self.options["turns"], self.options["random"], self.options["max_pits"]
-        if type(turns) is not int or not FIVE_TURN_LIMIT <= turns <= 100:
-            raise OptionError(f"catalonia: option turns must be an integer {FIVE_TURN_LIMIT}..100 "
-                              f"(15 or 20 are usual), not {turns!r}")
-        if isinstance(rnd, str) and rnd.lower() in ("true", "false"):
-            rnd = self.options["random"] = rnd.lower() == "true"
-        if type(rnd) is not bool:
-            raise OptionError(f"catalonia: option random must be true or false, not {rnd!r}")
-        if type(pits) is not int or not 0 <= pits <= 35:
-            raise OptionError(f"catalonia: option max_pits must be an integer 0..35 (the dice pick "
-                              f"among 36 squares and re-roll on pits), not {pits!r}")
+    game_type: ClassVar[GameType] = GameType(
+        name="catalonia", min_seats=2, max_seats=2, utility=Utility.IDENTICAL, chance=True,
+        simultaneous=False, hidden_information=False, options=CataloniaOptions)
+    seat_roles: tuple[str, ...] = ("white", "black")
 
     @property
     def turns(self) -> int:

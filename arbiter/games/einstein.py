@@ -57,9 +57,12 @@ from __future__ import annotations
 import functools
 
 import itertools
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
-from .base import CHANCE, SIMULTANEOUS, TERMINAL, Game, IllegalMove, OptionError, State
+import msgspec
+
+from .base import (CHANCE, SIMULTANEOUS, TERMINAL, ChanceError, Game, GameOptions, GameType, IllegalMove, State,
+                   Utility)
 
 # --- constants -------------------------------------------------------------------------------
 
@@ -238,36 +241,27 @@ class EinsteinState(State):
         return "setup" if self._phase == SETUP else "move"
 
     def die(self) -> int | None:
+        """The die rolled for the pending move (also the position text's third field)."""
         return self._die
 
     def legal_moves(self, seat: int | None = None) -> list[str]:
+        if not self.seat_acts(seat):
+            return []
         phase = self._phase
-        if phase == PLAY:
-            if self._die is None:
-                return []
-            if seat is not None and seat != self._turn ^ self._seat0:
-                return []
+        if phase == PLAY and self._die is not None:
             names = _MOVE_NAMES
             return [names[f][t] for f, t in self.moves_ints()]
         if phase == SETUP:
-            if seat is not None and seat not in (0, 1):
-                return []
             return list(LAYOUTS)
         return []
 
     def check_move(self, move: str, seat: int | None = None) -> None:
-        phase = self._phase
-        if phase == SETUP:
-            if seat is not None and seat not in (0, 1):
-                raise IllegalMove(f"there is no seat {seat}")
+        self.check_seat(seat)
+        if self._phase == SETUP:
             err = layout_error(move)
             if err:
                 raise IllegalMove(err)
             return
-        if phase == PLAY and self._die is not None and seat is not None:
-            mover = self._turn ^ self._seat0
-            if seat != mover:
-                raise IllegalMove(f"it is seat {mover}'s turn, not seat {seat}'s")
         self._parse_move(move)
 
     def _phase_error(self) -> str | None:
@@ -350,19 +344,19 @@ class EinsteinState(State):
             return list(_DICE)
         if phase == DEAL:
             return list(LAYOUTS)
-        raise IllegalMove(f"not a chance node: {self._phase_error() or 'a decision is pending'}")
+        raise ChanceError(f"not a chance node: {self._phase_error() or 'a decision is pending'}")
 
     def apply_chance(self, outcome: Any) -> None:
         phase = self._phase
         if phase == PLAY and self._die is None:
             if type(outcome) is not int or not 1 <= outcome <= 6:
-                raise IllegalMove(f"a die roll is an int 1..6, not {outcome!r}")
+                raise ChanceError(f"a die roll is an int 1..6, not {outcome!r}")
             self._die = outcome
             return
         if phase == DEAL:
             err = layout_error(outcome)
             if err:
-                raise IllegalMove(f"set-up draw: {err}")
+                raise ChanceError(f"set-up draw: {err}")
             if self._count[RED] == 0:
                 self._place(RED, outcome)
             else:
@@ -370,7 +364,7 @@ class EinsteinState(State):
                 self._phase = PLAY
                 self._turn = self._seat0
             return
-        raise IllegalMove(f"not a chance node: {self._phase_error() or 'a decision is pending'}")
+        raise ChanceError(f"not a chance node: {self._phase_error() or 'a decision is pending'}")
 
     def returns(self) -> list[float]:
         if self._phase != OVER:
@@ -543,23 +537,25 @@ class EinsteinState(State):
 # --- game ------------------------------------------------------------------------------------
 
 
+class EinsteinOptions(GameOptions):
+    seat0_colour: Annotated[Literal["red", "blue"], msgspec.Meta(description="'red' or 'blue'")] = "red"
+    setup: Annotated[Literal["choose", "random"], msgspec.Meta(description="'choose' or 'random'")] = "choose"
+
+
 class EinsteinGame(Game):
     """EinStein würfelt nicht! Options: ``seat0_colour`` (``red``/``blue``: the colour of seat 0,
     the first mover) and ``setup`` (``choose``: hidden simultaneous set-up; ``random``: the
     referee draws both layouts, red's first)."""
 
-    name: ClassVar[str] = "einstein"
-    seat_roles: ClassVar[tuple[str, ...]] = ("first", "second")
-    default_options: ClassVar[dict[str, Any]] = {"seat0_colour": "red", "setup": "choose"}
+    game_type: ClassVar[GameType] = GameType(
+        name="einstein", min_seats=2, max_seats=2, utility=Utility.ZERO_SUM, chance=True,
+        simultaneous=True, hidden_information=False, options=EinsteinOptions)
+    """Hidden information: none. The set-up is simultaneous, but a layout is never stored before
+    both are in (``apply_joint`` places them together), so no position hides anything."""
+    seat_roles: tuple[str, ...] = ("first", "second")
 
-    def validate_options(self) -> None:
-        c = self.options["seat0_colour"]
-        if c not in COLOUR_NAMES:
-            raise OptionError(f"einstein: option seat0_colour must be 'red' or 'blue', not {c!r}")
-        s = self.options["setup"]
-        if s not in ("choose", "random"):
-            raise OptionError(f"einstein: option setup must be 'choose' or 'random', not {s!r}")
-        self._seat0 = COLOUR_NAMES.index(c)
+    def configure(self) -> None:
+        self._seat0 = COLOUR_NAMES.index(self.settings.seat0_colour)
 
     @property
     def seat_colours(self) -> tuple[str, str]:

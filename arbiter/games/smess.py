@@ -45,9 +45,11 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
-from .base import TERMINAL, Game, IllegalMove, OptionError, State
+import msgspec
+
+from .base import TERMINAL, Game, GameOptions, GameType, IllegalMove, OptionError, State, Utility, bad_option
 
 # --- constants -------------------------------------------------------------------------------
 
@@ -515,18 +517,13 @@ class SmessState(State):
         return self._end is not None
 
     def legal_moves(self, seat: int | None = None) -> list[str]:
-        if self._end is not None:
-            return []
-        if seat is not None and seat != self._side ^ self._seat0:
+        if self._end is not None or not self.seat_acts(seat):
             return []
         names = self._rb.square_names
         return [names[f] + names[t] for f, t in generate_moves(self._board, self._side, self._rb)]
 
     def check_move(self, move: str, seat: int | None = None) -> None:
-        if self._end is None and seat is not None:
-            mover = self._side ^ self._seat0
-            if seat != mover:
-                raise IllegalMove(f"it is seat {mover}'s turn, not seat {seat}'s")
+        self.check_seat(seat)
         self._parse_move(move)
 
     def apply(self, move: str) -> None:
@@ -793,34 +790,38 @@ def _split_move(move: str, rb: SmessBoard) -> tuple[int | None, int | None]:
 # --- game ------------------------------------------------------------------------------------
 
 
+class SmessOptions(GameOptions):
+    seat0_colour: Annotated[Literal["blue", "red"], msgspec.Meta(description="'blue' or 'red'")] = "blue"
+    board: Annotated[str | dict[str, Any], msgspec.Meta(
+        description="a built-in board name, a path to a board file or a board object")] = "smess"
+    no_capture_plies: Annotated[int, msgspec.Meta(ge=0, description="an integer >= 0 (0 = off)")] = 100
+    repetitions: Annotated[int, msgspec.Meta(ge=0, description="0 (off) or an integer >= 2")] = 3
+
+    def check(self, game: str) -> None:
+        if self.repetitions == 1:
+            raise bad_option(game, "repetitions", 1, "0 (off) or an integer >= 2")
+
+
 class SmessGame(Game):
     """Smess. Options: ``seat0_colour`` (``blue``/``red``: the colour of seat 0, the first
     mover), ``board`` (a built-in board name, a path to a board file, or a board object),
     ``no_capture_plies`` (draw after that many plies without a capture; 0 = off) and
     ``repetitions`` (draw on that occurrence of a position; 0 = off)."""
 
-    name: ClassVar[str] = "smess"
-    seat_roles: ClassVar[tuple[str, ...]] = ("first", "second")
-    default_options: ClassVar[dict[str, Any]] = {
-        "seat0_colour": "blue", "board": "smess", "no_capture_plies": 100, "repetitions": 3}
+    game_type: ClassVar[GameType] = GameType(
+        name="smess", min_seats=2, max_seats=2, utility=Utility.ZERO_SUM, chance=False,
+        simultaneous=False, hidden_information=False, options=SmessOptions)
+    seat_roles: tuple[str, ...] = ("first", "second")
 
-    def validate_options(self) -> None:
-        o = self.options
-        if o["seat0_colour"] not in COLOUR_NAMES:
-            raise OptionError(f"smess: option seat0_colour must be 'blue' or 'red', not {o['seat0_colour']!r}")
-        self._seat0 = COLOUR_NAMES.index(o["seat0_colour"])
-        n = o["no_capture_plies"]
-        if type(n) is not int or n < 0:
-            raise OptionError(f"smess: option no_capture_plies must be an integer >= 0 (0 = off), not {n!r}")
-        k = o["repetitions"]
-        if type(k) is not int or k < 0 or k == 1:
-            raise OptionError(f"smess: option repetitions must be 0 (off) or an integer >= 2, not {k!r}")
+    def configure(self) -> None:
+        o = self.settings
+        self._seat0 = COLOUR_NAMES.index(o.seat0_colour)
         try:
-            self.board_def: SmessBoard = load_board(o["board"])
+            self.board_def: SmessBoard = load_board(o.board)
         except BoardError as exc:
             raise OptionError(f"smess: option board: {exc}") from None
-        self.no_capture_plies: int = n
-        self.repetitions: int = k
+        self.no_capture_plies: int = o.no_capture_plies
+        self.repetitions: int = o.repetitions
 
     @property
     def seat_colours(self) -> tuple[str, str]:

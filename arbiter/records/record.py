@@ -28,7 +28,6 @@ class Event(msgspec.Struct, kw_only=True, omit_defaults=True):
     """The decision in game notation, or the chance outcome as text."""
     roll: int | None = None
     """For chance events: the index of the roll in ``GameRecord.rolls``."""
-    die: int | None = None
     measured_ms: float | None = None
     """Referee-measured time from sending the request to receiving the reply."""
     reported_ms: int | None = None

@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from ..base import CHANCE, TERMINAL, Game, IllegalMove, OptionError, State
+import msgspec
+
+from ..base import CHANCE, TERMINAL, ChanceError, Game, GameOptions, GameType, IllegalMove, State, Utility, bad_option
 from . import combat
 from .board import Board, load_board
 
@@ -278,9 +280,11 @@ class AAChessState(State):
             return "retreat" if self.bt is not None else "battle"
         return self.phase
 
-    def legal_moves(self, seat: int | None = None) -> list[str]:
-        """Only the small decisions are listed (research, battle order, retreat); the rest is []
-        (huge)."""
+    def legal_moves(self, seat: int | None = None) -> list[str] | None:
+        """Only the small decisions are listed (research, battle order, retreat); for the rest
+        (purchases, movement plans, casualties, placements: far too many) ``None``."""
+        if not self.seat_acts(seat):
+            return []
         kind = self.decision_kind(seat)
         if kind == "research":
             dice = self.pus[self.mover] // RESEARCH_COST
@@ -291,13 +295,12 @@ class AAChessState(State):
             options = [] if self.retreat_forced else ["continue"]
             dests = self.retreat_options()
             return options + ([f"retreat {self.board.names[d]}" for d in dests] if dests else ["retreat"])
-        return []
+        return [] if kind == "none" else None
 
     def check_move(self, move: str, seat: int | None = None) -> None:
         if self.phase == "over" or self.chance is not None:
             raise IllegalMove("no decision is due now")
-        if seat is not None and seat != self.current_player():
-            raise IllegalMove(f"seat {seat} is not to decide now (seat {self.current_player()} is)")
+        self.check_seat(seat)
         self.clone()._apply(move)
 
     def apply(self, move: str) -> None:
@@ -331,15 +334,15 @@ class AAChessState(State):
 
     def chance_outcomes(self) -> list[Any]:
         if self.chance is None:
-            raise ValueError("no roll is due")
+            raise ChanceError("no roll is due")
         return list(range(1, self.chance["sides"] + 1))
 
     def apply_chance(self, outcome: Any) -> None:
         if self.chance is None:
-            raise ValueError("no roll is due")
+            raise ChanceError("no roll is due")
+        if outcome not in self.chance_outcomes():
+            raise ChanceError(f"a d{self.chance['sides']} shows 1..{self.chance['sides']}, not {outcome!r}")
         die = int(outcome)
-        if not 1 <= die <= self.chance["sides"]:
-            raise ValueError(f"a d{self.chance['sides']} shows 1..{self.chance['sides']}, not {die}")
         event, self.chance = self.chance, None
         self._rolled(event, die)
         self._advance()
@@ -1455,35 +1458,47 @@ def _units_text(units: list[Unit]) -> str:
     return _counts_text(_count([u.t for u in units]))
 
 
+_RESEARCH_WORDS = {False: (False, 0, "off", "no", "false", "0"), True: (True, 1, "on", "yes", "true", "1")}
+
+
+class AAChessOptions(GameOptions):
+    variant: Annotated[str, msgspec.Meta(description=f"one of {', '.join(combat.VARIANTS)}")] = "cof"
+    seats: Annotated[int, msgspec.Meta(ge=min(SEATINGS), le=max(SEATINGS), description="2, 3, 4 or 5")] = 2
+    max_rounds: Annotated[int, msgspec.Meta(ge=1, description="a positive integer")] = DEFAULT_MAX_ROUNDS
+    research: Annotated[bool | int | str, msgspec.Meta(description="true or false")] = False
+    """Kept as given (``"on"``, ``1``...); ``AAChessGame.research`` is the bool."""
+
+    def check(self, game: str) -> None:
+        if self.variant not in combat.VARIANTS:
+            raise bad_option(game, "variant", self.variant, f"one of {', '.join(combat.VARIANTS)}")
+        if self.research_on() is None:
+            raise bad_option(game, "research", self.research, "true or false")
+
+    def research_on(self) -> bool | None:
+        word = self.research.strip().lower() if isinstance(self.research, str) else self.research
+        return next((on for on, words in _RESEARCH_WORDS.items() if word in words), None)
+
+
 class AAChessGame(Game):
-    """A&A Chess on the classic map. Options: ``variant``, ``seats``, ``max_rounds``, ``research``."""
+    """A&A Chess on the classic map. Options: ``variant``, ``seats``, ``max_rounds``, ``research``.
 
-    name = "aachess"
-    seat_roles: ClassVar[tuple[str, ...]] = ("RU+UK+US", "GE+JP")
-    default_options = {"variant": "cof", "seats": 2, "max_rounds": DEFAULT_MAX_ROUNDS, "research": False}
+    The seats (and their roles) come from the ``seats`` option, so ``seat_roles`` is per game."""
 
-    def validate_options(self) -> None:
-        o = self.options
-        if o["variant"] not in combat.VARIANTS:
-            raise OptionError(f"aachess: variant {o['variant']!r}; choose one of {', '.join(combat.VARIANTS)}")
-        if o["seats"] not in SEATINGS:
-            raise OptionError(f"aachess: seats {o['seats']!r}; choose 2, 3, 4 or 5")
-        if not isinstance(o["max_rounds"], int) or isinstance(o["max_rounds"], bool) or o["max_rounds"] < 1:
-            raise OptionError(f"aachess: max_rounds must be a positive integer, not {o['max_rounds']!r}")
-        research = o["research"]
-        if isinstance(research, str):
-            research = research.strip().lower()
-        if research in (False, 0, "off", "no", "false", "0"):
-            self.research = False
-        elif research in (True, 1, "on", "yes", "true", "1"):
-            self.research = True
-        else:
-            raise OptionError(f"aachess: research must be true or false, not {o['research']!r}")
+    game_type: ClassVar[GameType] = GameType(
+        name="aachess", min_seats=min(SEATINGS), max_seats=max(SEATINGS), utility=Utility.GENERAL_SUM,
+        chance=True, simultaneous=False, hidden_information=False, options=AAChessOptions,
+        enumerates_moves=False)
+    """General-sum: every seat of the winning alliance gets 1, every other -1 (with 3+ seats the
+    returns need not sum to 0); a game that reaches ``max_rounds`` undecided gives 0 to all."""
+
+    def configure(self) -> None:
+        o = self.settings
+        self.research = bool(o.research_on())
         self.board = load_board()
         codes = [p.code for p in self.board.powers]
-        self.powers_of_seat = [[codes.index(c) for c in seat] for seat in SEATINGS[o["seats"]]]
+        self.powers_of_seat = [[codes.index(c) for c in seat] for seat in SEATINGS[o.seats]]
         self.seat_of_power = {p: s for s, ps in enumerate(self.powers_of_seat) for p in ps}
-        self.seat_roles = tuple("+".join(seat) for seat in SEATINGS[o["seats"]])
+        self.seat_roles = tuple("+".join(seat) for seat in SEATINGS[o.seats])
 
     def new_initial_state(self) -> AAChessState:
         return AAChessState(self)

@@ -29,9 +29,11 @@ made by the rules without asking.
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from ..base import CHANCE, TERMINAL, Game, IllegalMove, OptionError, State
+import msgspec
+
+from ..base import CHANCE, TERMINAL, ChanceError, Game, GameOptions, GameType, IllegalMove, OptionError, State, Utility
 from .edition import (AREA_NUMBERS, MAX_LEADERS_PER_AREA, MAX_UNITS_PER_AREA, Edition,
                       EditionError, load_edition)
 
@@ -254,28 +256,23 @@ class StalingradState(State):
     def decision_kind(self, seat: int | None = None) -> str:
         return DECISION_KIND.get(self.step, "none")
 
-    def legal_moves(self, seat: int | None = None) -> list[str]:
-        """The full list for ``air_strike`` and ``deplete``; for ``deploy`` and ``movement_plan``
-        (far too many to list) ONE example of a legal decision, not the list: engines must build
-        their own plans (``check_move`` validates any plan with a precise reason)."""
-        if seat not in (None, 0):
+    def legal_moves(self, seat: int | None = None) -> list[str] | None:
+        """The full list for ``air_strike`` and ``deplete``; ``None`` for ``deploy`` and
+        ``movement_plan`` (far too many to list): engines build their own plans (the library's
+        ``example_plan`` is one) and ``check_move`` validates any plan with a precise reason."""
+        if not self.seat_acts(seat):
             return []
         step = self.step
         if step == AIR:
             return ["no", "yes"]
         if step in (AMBUSH, DEPLETE):
             return [self.ed.german_ids[i] for i in self.deplete_candidates()]
-        if step == MOVE:
-            from .library import example_plan
-            return [example_plan(self)]
-        if step == DEPLOY:
-            from .library import example_deployment
-            return [example_deployment(self)]
+        if step in (MOVE, DEPLOY):
+            return None
         return []
 
     def check_move(self, move: str, seat: int | None = None) -> None:
-        if seat not in (None, 0):
-            raise IllegalMove(f"stalingrad has one seat (0, the German player), not seat {seat}")
+        self.check_seat(seat)
         self._parse(move)
 
     def apply(self, move: str) -> None:
@@ -530,20 +527,20 @@ class StalingradState(State):
         if step in (SETUP, DRAW):
             codes = self.ed.soviet_codes
             return [codes[t] for t in self.pool]
-        raise IllegalMove(f"not a chance node: the German player decides ({self.decision_kind()})"
+        raise ChanceError(f"not a chance node: the German player decides ({self.decision_kind()})"
                           if step in DECISION_KIND else "not a chance node: the game is over")
 
     def apply_chance(self, outcome: Any) -> None:
         step = self.step
         if step in (INFILTRATE, ROLL):
             if type(outcome) is not int or not 1 <= outcome <= 6:
-                raise IllegalMove(f"a die roll is an int 1..6, not {outcome!r}")
+                raise ChanceError(f"a die roll is an int 1..6, not {outcome!r}")
             self.roll(outcome)
             return
         if step in (SETUP, DRAW):
             codes = self.ed.soviet_codes
             if outcome not in codes or codes.index(outcome) not in self.pool:
-                raise IllegalMove(f"a draw is the code of a counter in the pool "
+                raise ChanceError(f"a draw is the code of a counter in the pool "
                                   f"({', '.join(self.chance_outcomes())}), not {outcome!r}")
             self.draw(codes.index(outcome))
             return
@@ -839,26 +836,27 @@ class StalingradState(State):
         return f"StalingradState({self.to_text()!r})"
 
 
+class StalingradOptions(GameOptions):
+    max_turns: Annotated[int, msgspec.Meta(ge=1, description="a whole number >= 1")] = DEFAULT_MAX_TURNS
+    map_file: Annotated[str | None, msgspec.Meta(description="a file path")] = None
+
+
 class StalingradGame(Game):
     """Stalingrad factory street fight, solitaire: seat 0 is the German player.
 
     Options: ``max_turns`` (default 20: a loss after that turn) and ``map_file`` (a TOML or JSON
     data file with the map and counters; default: the project's edition)."""
 
-    name: ClassVar[str] = "stalingrad"
-    seat_roles: ClassVar[tuple[str, ...]] = ("german",)
-    default_options: ClassVar[dict[str, Any]] = {"max_turns": DEFAULT_MAX_TURNS, "map_file": None}
+    game_type: ClassVar[GameType] = GameType(
+        name="stalingrad", min_seats=1, max_seats=1, utility=Utility.SOLO, chance=True,
+        simultaneous=False, hidden_information=True, options=StalingradOptions, enumerates_moves=False)
+    """Hidden information: the face-down Soviet counters (on the map and in the pool)."""
+    seat_roles: tuple[str, ...] = ("german",)
 
-    def validate_options(self) -> None:
-        turns = self.options["max_turns"]
-        if type(turns) is not int or turns < 1:
-            raise OptionError(f"stalingrad: option max_turns must be a whole number >= 1, not {turns!r}")
-        self.max_turns = turns
-        path = self.options["map_file"]
-        if path is not None and not isinstance(path, str):
-            raise OptionError(f"stalingrad: option map_file must be a file path, not {path!r}")
+    def configure(self) -> None:
+        self.max_turns = self.settings.max_turns
         try:
-            self.edition = load_edition(path or None)
+            self.edition = load_edition(self.settings.map_file or None)
         except EditionError as exc:
             raise OptionError(f"stalingrad: option map_file: {exc}") from None
 
