@@ -23,7 +23,7 @@ from typing import Callable, Union
 from .codec import ProtocolError
 from .messages import (PROTOCOL_VERSION, Error, ErrorCode, GameOver, Hello, Info, NewGame, Ping, Pong, Quit, Ready,
                        Reject, Reply, Request, Welcome)
-from .transport import ENDPOINT_ENV, EngineSocket
+from .transport import ENDPOINT_ENV, SECRET_ENV, EngineSocket
 
 Decision = Union[str, Reply, tuple[str, Info]]
 Decide = Callable[[Request, NewGame], Decision]
@@ -40,6 +40,17 @@ def endpoint_from_environment(argv: list[str] | None = None) -> str:
     if not endpoint:
         raise SystemExit(f"no endpoint: pass --endpoint URL or set {ENDPOINT_ENV}")
     return endpoint
+
+
+def session_secret() -> str:
+    """The secret a spawned engine must put in its hello: the text of the file named by
+    ``ARBITER_SECRET_FILE`` (empty when there is none: a remote engine, or a referee that does
+    not use secrets)."""
+    path = os.environ.get(SECRET_ENV)
+    if not path:
+        return ""
+    with open(path, encoding="ascii") as f:
+        return f.read().strip()
 
 
 def as_reply(decision: Decision, request: Request, elapsed_ms: int) -> Reply:
@@ -88,7 +99,8 @@ def run_engine(decide: Decide, *, name: str, author: str = "", version: str = ""
     parent = os.getppid()
     try:
         sock.send(Hello(name=name, author=author, version=version, protocol_version=PROTOCOL_VERSION,
-                        games=list(games or []), wants_legal_moves=wants_legal_moves, wants_state=wants_state))
+                        games=list(games or []), wants_legal_moves=wants_legal_moves, wants_state=wants_state,
+                        secret=session_secret()))
         games_by_id: dict[str, NewGame] = {}
         while True:
             try:

@@ -35,6 +35,8 @@ class EndReason(enum.StrEnum):
     """Silent far too long where no clock runs (unlimited time, handshake, between games)."""
     NOT_STARTED = "not_started"
     """The engine could not be started or did not complete its handshake; ``detail`` says why."""
+    MEMORY = "memory"
+    """The engine's process tree used more memory than its limit."""
 
 
 class TimeControlKind(enum.StrEnum):
@@ -84,6 +86,10 @@ class Hello(Message, tag="hello", kw_only=True):
     wants_state: bool = False
     """Ask the referee to attach the structured ``state`` to every decision request (the text
     ``position`` always comes; leaving ``state`` out keeps requests small and fast)."""
+    secret: str = ""
+    """The seat's session secret: the text of the file named by ``ARBITER_SECRET_FILE`` (local
+    engines started by the referee). A hello without the right secret is ignored, so no other
+    program can take the engine's seat."""
 
 
 class Welcome(Message, tag="welcome", kw_only=True):

@@ -7,6 +7,7 @@ One protocol message is one ZeroMQ frame (the ROUTER side sees [routing id, payl
 from __future__ import annotations
 
 import atexit
+import hmac
 import os
 import shutil
 import tempfile
@@ -19,6 +20,10 @@ from .messages import Message
 
 ENDPOINT_ENV = "ARBITER_ENDPOINT"
 """The environment variable through which a spawned engine learns where to connect."""
+SECRET_ENV = "ARBITER_SECRET_FILE"
+"""The environment variable naming the file that holds a spawned engine's session secret."""
+RECEIVE_HWM = 64
+"""Messages queued from one engine before ZeroMQ stops reading more: a flood costs bounded memory."""
 
 _ipc_dir: str | None = None
 
@@ -27,27 +32,40 @@ def context() -> zmq.Context:
     return zmq.Context.instance()
 
 
-def new_ipc_endpoint() -> str:
-    """A fresh ``ipc://`` path in a private directory (kept short: Unix paths max ~107 bytes)."""
+def new_ipc_endpoint(own_folder: bool = False) -> str:
+    """A fresh ``ipc://`` path in a private directory (kept short: Unix paths max ~107 bytes);
+    with ``own_folder``, in a folder of its own (so a sandbox can show an engine its socket and
+    nothing else)."""
     global _ipc_dir
     if _ipc_dir is None or not os.path.isdir(_ipc_dir):
         _ipc_dir = tempfile.mkdtemp(prefix="arb-")
+        os.chmod(_ipc_dir, 0o711)  # others may pass through to their own folder, not list it
         atexit.register(shutil.rmtree, _ipc_dir, True)
-    return f"ipc://{_ipc_dir}/{uuid.uuid4().hex[:12]}.sock"
+    name = uuid.uuid4().hex[:12]
+    if own_folder:
+        folder = os.path.join(_ipc_dir, name)
+        os.mkdir(folder, 0o700)
+        return f"ipc://{folder}/s"
+    return f"ipc://{_ipc_dir}/{name}.sock"
 
 
 class ZmqConnection:
     """The referee's end of one engine's connection over ZeroMQ: a bound ROUTER
     (a ``protocol.connection.Connection``).
 
-    The first peer that sends a message becomes *the* peer; frames from any other routing id
-    are ignored (counted in ``strangers``), so a second connection cannot impersonate the engine.
+    The peer is the first connection whose first message is a ``hello`` carrying ``secret`` (any
+    first message, when no secret is expected, as for remote engines); frames from any other
+    routing id are dropped undecoded (counted in ``strangers``), so no other connection can
+    impersonate the engine. ``seal`` removes an ``ipc://`` socket's file once the engine is in:
+    nobody can connect any more.
     """
 
-    def __init__(self, endpoint: str | None = None):
+    def __init__(self, endpoint: str | None = None, secret: str | None = None):
+        self.secret = secret
         self.socket = context().socket(zmq.ROUTER)
         self.socket.setsockopt(zmq.LINGER, 0)
         self.socket.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_SIZE)
+        self.socket.setsockopt(zmq.RCVHWM, RECEIVE_HWM)
         self.socket.setsockopt(zmq.ROUTER_MANDATORY, 1)
         self.socket.bind(endpoint or new_ipc_endpoint())
         self.endpoint: str = self.socket.getsockopt(zmq.LAST_ENDPOINT).decode()
@@ -106,6 +124,8 @@ class ZmqConnection:
         except zmq.ZMQError as exc:
             raise ConnectionError(f"cannot read from the engine: {exc}") from None
         identity, payload = frames[0], frames[1:]
+        if self.peer is None and self.secret is not None:
+            return self._introduce(identity, payload)
         if self.peer is None:
             self.peer = identity
         elif identity != self.peer:
@@ -114,6 +134,28 @@ class ZmqConnection:
         if len(payload) != 1:
             raise ProtocolError(f"expected one frame per message, got {len(payload)}")
         return decode(payload[0])
+
+    def _introduce(self, identity: bytes, payload: list[bytes]) -> Message | None:
+        """Before the engine is in: accept only a hello with the right secret; drop anything else."""
+        from .messages import Hello
+
+        try:
+            msg = decode(payload[0]) if len(payload) == 1 else None
+        except ProtocolError:
+            msg = None
+        if isinstance(msg, Hello) and hmac.compare_digest(msg.secret.encode(), self.secret.encode()):
+            self.peer = identity
+            return msg
+        self.strangers += 1
+        return None
+
+    def seal(self) -> None:
+        """Remove an ipc socket's file: the connected engine stays, nobody else can connect."""
+        if self.endpoint.startswith("ipc://"):
+            try:
+                os.unlink(self.endpoint[len("ipc://"):])
+            except OSError:
+                pass
 
     def _check_monitor(self) -> None:
         from zmq.utils.monitor import recv_monitor_message  # lazily: it imports asyncio (~80 ms)
@@ -131,10 +173,13 @@ class ZmqConnection:
         self.monitor.close(linger=0)
         self.socket.close(linger=0)
         if self.endpoint.startswith("ipc://"):
-            try:
-                os.unlink(self.endpoint[len("ipc://"):])
-            except OSError:
-                pass
+            path = self.endpoint[len("ipc://"):]
+            for remove in (os.unlink, os.rmdir):  # the socket, then its own folder if it has one
+                try:
+                    remove(path)
+                except OSError:
+                    pass
+                path = os.path.dirname(path) if os.path.basename(path) == "s" else ""
 
 
 class EngineSocket:

@@ -31,7 +31,8 @@ def misbehave(mode: str, after: int = 2) -> str:
 
 
 RUN_MARK = "ARBITER_TEST_RUN"
-os.environ[RUN_MARK] = uuid.uuid4().hex  # inherited by every engine this test run starts
+os.environ[RUN_MARK] = uuid.uuid4().hex  # passed to every engine this test run starts:
+os.environ["ARBITER_PASS_ENV"] = RUN_MARK  # the operator's way to name variables engines inherit
 
 
 def engine_processes() -> list[psutil.Process]:
@@ -166,13 +167,16 @@ def test_engine_for_another_game_is_rejected(tmp_path):
     assert record.detail.startswith("protocol_error: engine does not play einstein"), record.detail
 
 
-def test_double_forked_grandchild_is_killed(tmp_path, monkeypatch):
-    pidfile = tmp_path / "grandchild.pid"
-    monkeypatch.setenv("MISBEHAVE_PIDFILE", str(pidfile))
-    result = run_match(tmp_path, misbehave("double_fork", after=1000), RANDOM)
+def test_double_forked_grandchild_is_killed(tmp_path):
+    marker = uuid.uuid4().hex
+    result = run_match(tmp_path, misbehave("double_fork", after=1000) + f" --marker {marker}", RANDOM,
+                       match_id="fork")
     assert result.records[0].reason == "normal"
-    pid = int(pidfile.read_text())
-    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    log = next((tmp_path / "fork").glob("engine-A-*.log")).read_text()
+    assert "grandchild started" in log  # it did escape its parent's session...
+    left = [p for p in psutil.process_iter(["cmdline", "status"])
+            if marker in (p.info["cmdline"] or []) and p.info["status"] != psutil.STATUS_ZOMBIE]
+    assert not left, left  # ...and is gone all the same
 
 
 def test_engine_over_tcp(tmp_path):
@@ -238,10 +242,13 @@ def test_engines_die_when_the_referee_is_killed(tmp_path):
     referee = subprocess.Popen([PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", misbehave("hang", 0),
                                 "--engine", RANDOM, "--tc", "inf", "--db", str(tmp_path / "r.sqlite"), "--quiet"],
                                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    def engines() -> set[str]:  # an engine is a tree of processes (its sandbox too) with one token
+        return {p.environ()[TOKEN_ENV] for p in engine_processes()}
+
     deadline = time.monotonic() + 20
-    while len(engine_processes()) < 2 and time.monotonic() < deadline:
+    while len(engines()) < 2 and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert len(engine_processes()) == 2
+    assert len(engines()) == 2
     referee.send_signal(signal.SIGKILL)
     referee.wait()
     deadline = time.monotonic() + 5

@@ -50,10 +50,12 @@ def suite(tmp_path, command: str, seeds, name: str, **options):
 
 
 def test_no_request_ever_shows_a_face_down_counter(tmp_path):
-    out = tmp_path / "requests.jsonl"
-    result, records = suite(tmp_path, f"{PY} {Path(__file__)} record {out}", 6, "recorder")
+    # The recording engine prints every request it gets (its stdout is its log: the sandbox lets
+    # it write nowhere else that outlives it).
+    result, records = suite(tmp_path, f"{PY} {Path(__file__)} record", 6, "recorder")
     assert result.forfeits == 0, [r.detail for r in result.results.values()]
-    requests = [json.loads(line) for line in out.read_text().splitlines()]
+    requests = [json.loads(line[4:]) for log in tmp_path.glob("*/engine-recorder-*.log")
+                for line in log.read_text().splitlines() if line.startswith("REQ ")]
     by_game: dict[str, list] = {}
     for req in requests:
         by_game.setdefault(req["game_id"], []).append(req)
@@ -190,21 +192,19 @@ def test_paired_comparison_on_common_seeds():
 # --- the recording engine (run as a script) ------------------------------------------------------
 
 
-def _recording_engine(out_path: str) -> int:
+def _recording_engine() -> int:
     from protocol.kit import run_engine
     from sample_engines.stalingrad_random import make_decider
 
     decide_randomly = make_decider(7)
-    out = open(out_path, "a")
 
     def decide(request, new_game):
-        out.write(json.dumps({"game_id": request.game_id, "kind": request.kind, "position": request.position,
-                              "state": request.state, "legal_moves": request.legal_moves}) + "\n")
-        out.flush()
+        print("REQ " + json.dumps({"game_id": request.game_id, "kind": request.kind, "position": request.position,
+                                   "state": request.state, "legal_moves": request.legal_moves}), flush=True)
         return decide_randomly(request, new_game)
 
     return run_engine(decide, name="recorder", games=["stalingrad"], wants_legal_moves=True, wants_state=True)
 
 
-if __name__ == "__main__" and len(sys.argv) == 3 and sys.argv[1] == "record":
-    raise SystemExit(_recording_engine(sys.argv[2]))
+if __name__ == "__main__" and sys.argv[1:] == ["record"]:
+    raise SystemExit(_recording_engine())

@@ -92,10 +92,10 @@ class EngineSpec:
                 out += [f"--{key}", str(value)]
         return out
 
-    def engine_config(self) -> EngineConfig:
+    def engine_config(self, hide: tuple[str, ...] = ()) -> EngineConfig:
         return EngineConfig(command=self.argv(), name=self.name, cwd=self.cwd, env=dict(self.env),
                             restart_each_game=self.restart, handshake_timeout=self.handshake_timeout,
-                            ready_timeout=self.ready_timeout)
+                            ready_timeout=self.ready_timeout, hide=hide)
 
 
 @dataclass

@@ -115,9 +115,17 @@ class Runner:
         return WorkerSetup(parent_pid=os.getpid(), run_id=self.run_id, lock_fd=lock.fileno() if lock else None,
                            db_marker=db_marker(self.db.path), game=cfg.game, game_options=cfg.game_options,
                            game_class=arbiter_games.game_class(cfg.game),
-                           engines=[e.engine_config() for e in cfg.engines], time_control=cfg.time_control,
+                           engines=[e.engine_config(hide=self._hidden()) for e in cfg.engines],
+                           time_control=cfg.time_control,
                            margin=cfg.margin_ms / 1000, master_seed=master_seed(self.seed), tid=cfg.tid,
                            run_dir=Path(self.db.path).with_name(Path(self.db.path).stem + "-logs"))
+
+    def _hidden(self) -> tuple[str, ...]:
+        """What engines must not see: the results folder and the tournament file (its seed)."""
+        paths = [str(Path(self.db.path).resolve().parent)]
+        if self.cfg.source_path:
+            paths.append(str(Path(self.cfg.source_path).resolve()))
+        return tuple(paths)
 
     def run(self) -> RunSummary:
         me0 = resource.getrusage(resource.RUSAGE_SELF)

@@ -91,6 +91,8 @@ class Series:
         self.on_event = on_event
         self.engines: list[Session | None] = [None] * len(configs)
         self.names = [c.name or f"engine{i + 1}" for i, c in enumerate(configs)]
+        self.hidden = (str(store.path.resolve().parent),) if store is not None else ()
+        """Folders the engines must not see (the results), besides their own logs."""
         self._last_used: dict[int, int] = {}  # engine index -> when it was last seated (retire_idle)
 
     def _reusable(self, index: int) -> Session | None:
@@ -114,7 +116,7 @@ class Series:
         fresh: list[int] = []
         for index in dict.fromkeys(seating):
             if self._reusable(index) is None:
-                self.engines[index] = open_session(self.configs[index], self.run_dir)
+                self.engines[index] = open_session(self.configs[index], self.run_dir, hide=self.hidden)
                 fresh.append(index)
         failure = None
         for index in fresh:

@@ -1,25 +1,65 @@
-"""An engine's process tree: spawn it, watch it, kill all of it.
+"""An engine's process tree: spawn it, confine it, watch it, kill all of it.
 
 One implementation for every place that starts engines (matches, tournament workers). An engine
 runs in its own process group and session with a private token in its environment, and gets
-SIGKILL from the kernel if the referee dies (``PR_SET_PDEATHSIG``). ``kill`` kills the tree, the
-group, and every process still carrying the token, so even an engine that double-forks and
-calls setsid leaves nothing behind. The sandbox and resource limits of local engines belong here.
+SIGKILL from the kernel if the referee dies (``PR_SET_PDEATHSIG``). By default it also runs in a
+sandbox (``sandbox.py``: namespaces, its own uid, a control group with limits) with a clean
+environment. ``kill`` kills the sandbox, the tree, the group, and every process still carrying the
+token, so even an engine that double-forks and calls setsid leaves nothing behind. Its
+stdout/stderr go through a pipe the referee drains into a log capped at ``Limits.log_mb``.
 """
 from __future__ import annotations
 
 import os
+import resource
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 
+from .sandbox import (ControlGroup, SandboxMode, SandboxUnavailable, bwrap_argv, next_engine_uid,
+                      reachable_unprivileged, support, warn_once)
+
 TOKEN_ENV = "ARBITER_ENGINE_TOKEN"
 """Environment variable carrying a per-engine token, so stray descendants can be found."""
+PASS_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
+"""The only variables of the referee's environment an engine inherits, unless the operator
+names more in ``ARBITER_PASS_ENV`` (comma-separated) or in the engine's ``env``."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one engine may use; each breach has its own forfeit reason or documented effect."""
+
+    memory_mb: int = 4096
+    """Memory of the whole tree (control group; address space per process where there is none).
+    Exceeding it forfeits with reason ``memory``."""
+    processes: int = 256
+    """Processes and threads of the whole tree (control group ``pids``); fork fails beyond it."""
+    open_files: int = 1024
+    """Open files per process (RLIMIT_NOFILE)."""
+    log_mb: float = 10.0
+    """The engine's stdout/stderr log is cut here, with a marker; the rest is read and dropped."""
+    info_chars: int = 2000
+    """Longer ``info.pv``/``info.comment`` texts are truncated in records (marked as truncated)."""
+
+    def check(self) -> None:
+        """Raise ``ValueError`` naming an impossible value."""
+        if self.memory_mb < 64:
+            raise ValueError(f"memory_mb = {self.memory_mb}: an engine needs at least 64 MB")
+        for name in ("processes", "open_files", "info_chars"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} = {getattr(self, name)}: must be at least 1")
+        if self.open_files < 16:
+            raise ValueError(f"open_files = {self.open_files}: an engine needs at least 16")
+        if self.log_mb < 0:
+            raise ValueError(f"log_mb = {self.log_mb}: must not be negative")
 
 
 @dataclass
@@ -35,6 +75,16 @@ class EngineConfig:
     handshake_timeout: float = 10.0
     ready_timeout: float = 10.0
     restart_each_game: bool = False
+    sandbox: SandboxMode = SandboxMode.AUTO
+    network: bool = False
+    """Inside the sandbox: keep the machine's network (default: none at all)."""
+    limits: Limits = field(default_factory=Limits)
+    ponder: bool = False
+    """False: the engine's whole tree is frozen while it is not asked to decide."""
+    cpus: tuple[int, ...] | None = None
+    """Pin the engine to these CPU cores (disjoint sets per engine keep engines apart)."""
+    hide: tuple[str, ...] = ()
+    """Folders the engine must not see (the referee adds its results and logs folders)."""
 
     @property
     def remote(self) -> bool:
@@ -46,18 +96,89 @@ class EngineConfig:
         return [p.replace("{endpoint}", endpoint) for p in parts]
 
 
+def engine_environment(config: EngineConfig, protocol_env: dict[str, str]) -> dict[str, str]:
+    """A clean environment: a few harmless variables, what the operator names, the protocol's own."""
+    names = list(PASS_ENV) + [n.strip() for n in os.environ.get("ARBITER_PASS_ENV", "").split(",") if n.strip()]
+    env = {n: os.environ[n] for n in names if n in os.environ}
+    return {**env, **config.env, **protocol_env}
+
+
 class EngineProcess:
     """One spawned engine and everything it starts."""
 
-    def __init__(self, argv: list[str], *, env: dict[str, str], token: str, log_path: Path,
-                 cwd: str | None = None):
-        """Start the process now; ``OSError`` if it cannot be started."""
+    def __init__(self, config: EngineConfig, argv: list[str], *, env: dict[str, str], token: str, log_path: Path,
+                 work_dir: Path, endpoint_dir: Path | None = None):
+        """Start the process now (sandboxed as ``config.sandbox`` says); ``OSError`` if it cannot
+        be started, ``SandboxUnavailable`` if the sandbox is required and missing."""
         self.token = token
+        self.limits = config.limits
+        self.cgroup: ControlGroup | None = None
+        self.sandboxed = False
+        self.uid: int | None = None
+        self._frozen = False
+        mode = SandboxMode(config.sandbox)
+        s = support()
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(log_path, "ab") as log:
+        if mode != SandboxMode.NONE and not s.sandbox:
+            if mode == SandboxMode.REQUIRED:
+                raise SandboxUnavailable(f"engine {config.name or argv[0]!r} requires a sandbox: {s.problem}")
+            warn_once(f"engines run WITHOUT a sandbox: {s.problem}")
+        if mode != SandboxMode.NONE and s.sandbox:
+            self.sandboxed = True
+            program = shutil.which(argv[0], path=env.get("PATH")) or argv[0]
+            needed = (program, os.path.realpath(program), config.cwd or str(work_dir))
+            if s.root and reachable_unprivileged(needed):
+                self.uid = next_engine_uid()
+                for path in filter(None, (work_dir, endpoint_dir)):
+                    os.chown(path, self.uid, self.uid)
+                    for child in path.iterdir():
+                        os.chown(child, self.uid, self.uid)
+            elif s.root:
+                warn_once(f"engines run as root without capabilities in their namespaces, not under a uid of "
+                          f"their own: {' or '.join(needed[:2])} is not reachable by unprivileged users "
+                          f"(e.g. a Python in root's home); the referee's folders are hidden from them")
+            argv = bwrap_argv(argv, work_dir=work_dir, endpoint_dir=endpoint_dir, cwd=config.cwd,
+                              hide=[Path(h) for h in config.hide], network=config.network, uid=self.uid)
+        if s.cgroup and mode != SandboxMode.NONE:
+            try:
+                self.cgroup = ControlGroup(s.cgroup, config.limits.memory_mb, config.limits.processes)
+            except OSError as exc:
+                warn_once(f"no control group for engines ({exc}): memory falls back to an address-space limit")
+        self.log = LogPump(log_path, int(config.limits.log_mb * 1024 * 1024))
+        cwd = None if self.sandboxed else config.cwd
+        join_fds = self.cgroup.join_fds() if self.cgroup is not None else []
+        nofile = config.limits.open_files
+        address_space = None if self.cgroup is not None else config.limits.memory_mb * 1024 * 1024
+        cpus = config.cpus
+
+        def in_child() -> None:
+            """Before exec (async-signal-safe steps only): die with the referee, join the control
+            group, set the rlimits (address space only where no control group bounds memory)."""
+            if _prctl is not None:
+                _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: even a kill -9'd referee takes us along
+            for fd in join_fds:
+                os.write(fd, b"0")
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+            if address_space is not None:
+                resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+            if cpus:
+                os.sched_setaffinity(0, cpus)
+
+        try:
             self.popen = subprocess.Popen(argv, cwd=cwd, env={**env, TOKEN_ENV: token}, stdin=subprocess.DEVNULL,
-                                          stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                          preexec_fn=_die_with_parent)
+                                          stdout=self.log.write_end, stderr=subprocess.STDOUT, start_new_session=True,
+                                          preexec_fn=in_child, close_fds=True)
+        except BaseException:
+            self.log.close_write_end()
+            self.log.stop()
+            if self.cgroup is not None:
+                self.cgroup.remove()
+            raise
+        finally:
+            for fd in join_fds:
+                os.close(fd)
+        self.log.close_write_end()
+        self.log.start()
 
     @property
     def pid(self) -> int:
@@ -68,6 +189,36 @@ class EngineProcess:
         """None while the engine's main process runs."""
         return self.popen.poll()
 
+    def memory_exceeded(self) -> bool:
+        return self.cgroup is not None and self.cgroup.memory_exceeded()
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time the whole tree used so far (None where it cannot be measured)."""
+        if self.cgroup is not None:
+            return self.cgroup.cpu_seconds()
+        try:
+            root = psutil.Process(self.popen.pid)
+            procs = [root, *root.children(recursive=True)]
+            return sum(sum(p.cpu_times()[:2]) for p in procs)
+        except psutil.Error:
+            return None
+
+    def freeze(self, frozen: bool) -> None:
+        """Stop (or resume) every process of the engine: through its control group, else SIGSTOP/SIGCONT
+        to the whole tree. Never raises."""
+        if frozen == self._frozen:
+            return
+        self._frozen = frozen
+        try:
+            if self.cgroup is not None:
+                self.cgroup.freeze(frozen)
+                return
+            root = psutil.Process(self.popen.pid)
+            for proc in [root, *root.children(recursive=True)]:
+                proc.send_signal(signal.SIGSTOP if frozen else signal.SIGCONT)
+        except (OSError, psutil.Error):
+            pass
+
     def wait(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for the main process to exit; True if it did."""
         try:
@@ -77,7 +228,8 @@ class EngineProcess:
             return False
 
     def kill_group_now(self) -> None:
-        """SIGKILL the engine's process group without waiting (emergency exits, signal handlers)."""
+        """SIGKILL the engine's process group without waiting (emergency exits, signal handlers).
+        In a sandbox the group's leader is the namespace's first process: its death ends them all."""
         try:
             os.killpg(self.popen.pid, signal.SIGKILL)
         except OSError:
@@ -85,20 +237,76 @@ class EngineProcess:
 
     def kill(self) -> None:
         """Kill the whole tree and reap the main process. Never raises."""
+        self.freeze(False)
         kill_engine_processes(self.popen.pid, self.token)
         self.wait(2)
+        if self.cgroup is not None:
+            self.cgroup.remove()
+        self.log.stop()
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: on Linux, get SIGKILL when the referee dies (even by kill -9),
-    so an engine never outlives a crashed referee."""
-    if sys.platform.startswith("linux"):
-        import ctypes
+class LogPump:
+    """Drains an engine's stdout/stderr into its log file, keeping at most ``cap`` bytes: an
+    engine that writes without end fills neither the disk nor its pipe (it never blocks)."""
 
+    def __init__(self, path: Path, cap: int):
+        self.path, self.cap = path, cap
+        read_fd, self.write_end = os.pipe()
+        self._read = os.fdopen(read_fd, "rb", buffering=0)
+        self.dropped = 0
+        self._thread = threading.Thread(target=self._run, name=f"log-{path.name}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close_write_end(self) -> None:
+        if self.write_end >= 0:
+            os.close(self.write_end)
+            self.write_end = -1
+
+    def _run(self) -> None:
+        written = 0
+        with open(self.path, "ab") as log:
+            while True:
+                try:
+                    chunk = self._read.read(65536)
+                except (OSError, ValueError):
+                    break
+                if not chunk:
+                    break
+                if written < self.cap:
+                    part = chunk[:self.cap - written]
+                    log.write(part)
+                    log.flush()
+                    written += len(part)
+                    if written >= self.cap:
+                        log.write(f"\n[arbiter: log cut at {self.cap} bytes; the rest is dropped]\n".encode())
+                        log.flush()
+                    chunk = chunk[len(part):]
+                self.dropped += len(chunk)
+
+    def stop(self) -> None:
+        """Wait briefly for the engine's last words, then stop reading."""
+        self._thread.join(1.0) if self._thread.is_alive() else None
         try:
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+            self._read.close()
         except OSError:
             pass
+
+
+def _load_prctl():
+    """libc's prctl, resolved once here: the child must not load libraries between fork and exec."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        return ctypes.CDLL("libc.so.6", use_errno=True).prctl
+    except OSError:
+        return None
+
+
+_prctl = _load_prctl()
 
 
 def kill_engine_processes(pid: int, token: str) -> list[int]:

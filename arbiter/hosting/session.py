@@ -8,8 +8,13 @@ does can raise anything else into the referee.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
+import resource
+import secrets
+import shutil
 import sys
+import tempfile
 import time
 import traceback
 import uuid
@@ -22,9 +27,10 @@ from protocol.connection import Connection, wait_any as wait_any_connection
 from protocol.kit import Decide, as_reply
 from protocol.messages import (EndReason, Error, ErrorCode, Hello, Message, NewGame, Ping, Pong, Quit, Ready,
                                Reject, Reply, Request, Welcome)
-from protocol.transport import ENDPOINT_ENV, ZmqConnection
+from protocol.transport import ENDPOINT_ENV, SECRET_ENV, ZmqConnection, new_ipc_endpoint
 
-from .process import EngineConfig, EngineProcess
+from .process import EngineConfig, EngineProcess, engine_environment
+from .sandbox import SandboxUnavailable
 
 _POLL_SLICE_MS = 50
 """How often a wait checks whether the engine is still alive."""
@@ -102,6 +108,10 @@ class EngineSession:
         self.dropped = 0
         self._quit_sent = False
         self._pings = 0
+        self.work_dir: Path | None = None
+        self.offturn_cpu_ms: float | None = None
+        """CPU time the engine used since its previous reply (measured when it may ponder)."""
+        self._cpu_at_reply: float | None = None
 
     @property
     def name(self) -> str:
@@ -117,17 +127,36 @@ class EngineSession:
 
     def launch(self) -> None:
         """Bind the connection and spawn the process (or wait for a remote engine); no waiting
-        here, so several engines can start in parallel before their handshakes."""
-        self.connection = ZmqConnection(self.config.endpoint)
-        if self.config.remote:
+        here, so several engines can start in parallel before their handshakes.
+
+        A local engine gets a private work folder holding its session secret (its hello must
+        carry it), its own socket folder, and a clean environment; ``EngineProcess`` confines it."""
+        config = self.config
+        if config.remote:
+            self.connection = ZmqConnection(config.endpoint)
             print(f"waiting for a remote engine to connect to {self.connection.endpoint}", file=sys.stderr)
             return
-        env = {**os.environ, **self.config.env, ENDPOINT_ENV: self.connection.endpoint}
+        raise_fd_limit()
+        secret = secrets.token_hex(16)
+        self.work_dir = Path(tempfile.mkdtemp(prefix="arb-engine-"))
+        secret_file = self.work_dir / "session-secret"
+        secret_file.write_text(secret)
+        secret_file.chmod(0o400)
+        self.connection = ZmqConnection(config.endpoint or new_ipc_endpoint(own_folder=True), secret=secret)
+        endpoint = self.connection.endpoint
+        endpoint_dir = Path(endpoint[len("ipc://"):]).parent if endpoint.startswith("ipc://") else None
+        env = engine_environment(config, {ENDPOINT_ENV: endpoint, SECRET_ENV: str(secret_file),
+                                          "HOME": str(self.work_dir), "TMPDIR": "/tmp"})
+        hidden = dataclasses.replace(config, hide=(*config.hide, str(self.log_path.parent)),
+                                     cwd=config.cwd or os.getcwd(),
+                                     network=config.network or endpoint.startswith("tcp://"))
         try:
-            self.process = EngineProcess(self.config.argv(self.connection.endpoint), env=env,
-                                         token=uuid.uuid4().hex, log_path=self.log_path, cwd=self.config.cwd)
+            self.process = EngineProcess(hidden, config.argv(endpoint), env=env, token=uuid.uuid4().hex,
+                                         log_path=self.log_path, work_dir=self.work_dir, endpoint_dir=endpoint_dir)
+        except SandboxUnavailable as exc:
+            raise EngineFault(EndReason.NOT_STARTED, str(exc)) from None
         except OSError as exc:
-            raise EngineFault(EndReason.CRASH, f"cannot start {self.config.command!r}: {exc}") from None
+            raise EngineFault(EndReason.CRASH, f"cannot start {config.command!r}: {exc}") from None
 
     def handshake(self, game: str | None = None) -> None:
         """Wait for hello and answer welcome or reject (an engine whose hello lists only other
@@ -145,7 +174,20 @@ class EngineSession:
             raise EngineFault(EndReason.PROTOCOL_ERROR,
                               f"engine does not play {game} (it plays {', '.join(msg.games)})")
         self.hello = msg
+        self.connection_sealed()
         self._send(Welcome(referee="arbiter"))
+        self._rest()
+
+    def connection_sealed(self) -> None:
+        """Once the engine is in, nobody else may connect to its socket."""
+        seal = getattr(self.connection, "seal", None)
+        if seal is not None and self.process is not None:
+            seal()
+
+    def _rest(self) -> None:
+        """Between its decisions an engine that may not ponder is frozen, whole tree at once."""
+        if self.process is not None and not self.config.ponder:
+            self.process.freeze(True)
 
     def alive(self) -> bool:
         """Running (or, for a remote engine, still connected)."""
@@ -156,6 +198,8 @@ class EngineSession:
     def request_quit(self) -> None:
         """Send quit without waiting (``stop`` then finds the engine already leaving)."""
         if self.connection is not None and self.connection.connected and not self._quit_sent and self.alive():
+            if self.process is not None:
+                self.process.freeze(False)
             self._send_quietly(Quit())
             self._quit_sent = True
 
@@ -169,6 +213,9 @@ class EngineSession:
         if self.connection is not None:
             self.connection.close()
             self.connection = None
+        if self.work_dir is not None:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+            self.work_dir = None
 
     def kill_now(self) -> None:
         if self.process is not None:
@@ -189,6 +236,9 @@ class EngineSession:
 
     def ask(self, request: Request) -> float:
         self.pending = (request.game_id, request.seq)
+        if self.config.ponder and self.process is not None and self._cpu_at_reply is not None:
+            now = self.process.cpu_seconds()
+            self.offturn_cpu_ms = None if now is None else round((now - self._cpu_at_reply) * 1000, 1)
         return self._send(request)
 
     def poll_reply(self) -> Reply | None:
@@ -201,11 +251,17 @@ class EngineSession:
             if not isinstance(msg, Reply):
                 raise EngineFault(EndReason.PROTOCOL_ERROR, f"expected reply, got {_tag(msg)}")
             self.pending = None
+            self._rest()
+            if self.config.ponder and self.process is not None:
+                self._cpu_at_reply = self.process.cpu_seconds()
             return msg
         return None
 
     def check_alive(self) -> None:
         if self.process is not None and self.process.exit_code is not None:
+            if self.process.memory_exceeded():
+                raise EngineFault(EndReason.MEMORY, f"engine used more than its {self.config.limits.memory_mb} MB "
+                                                    f"(exited with code {self.process.exit_code})")
             raise EngineFault(EndReason.CRASH, f"engine process exited with code {self.process.exit_code}")
         if self.connection.disconnected:
             raise EngineFault(EndReason.DISCONNECT, "the engine's socket disconnected")
@@ -218,6 +274,8 @@ class EngineSession:
 
     def _send(self, message: Message) -> float:
         """Send a message; return the monotonic time it left. Raises ``EngineFault`` if gone."""
+        if self.process is not None:
+            self.process.freeze(False)  # thawed before it is asked anything
         try:
             self.connection.send(message)
         except (ConnectionError, ProtocolError) as exc:
@@ -278,6 +336,7 @@ class EngineSession:
             return self._receive(time.monotonic() + timeout, what)
         finally:
             self.pending = None
+            self._rest()
 
 
 @dataclass
@@ -359,11 +418,11 @@ PlayerSpec = EngineConfig | InProcessPlayer
 """How to obtain a player: an engine to start or reach, or a function to call."""
 
 
-def open_session(spec: PlayerSpec, log_dir: Path) -> Session:
-    """A new, not yet started session for ``spec``."""
+def open_session(spec: PlayerSpec, log_dir: Path, hide: tuple[str, ...] = ()) -> Session:
+    """A new, not yet started session for ``spec``; ``hide``: more folders its sandbox hides."""
     if isinstance(spec, InProcessPlayer):
         return InProcessSession(spec)
-    return EngineSession(spec, log_dir)
+    return EngineSession(dataclasses.replace(spec, hide=(*spec.hide, *hide)) if hide else spec, log_dir)
 
 
 def wait_any(sessions: Sequence[Session], timeout_ms: int) -> set[int]:
@@ -373,6 +432,20 @@ def wait_any(sessions: Sequence[Session], timeout_ms: int) -> set[int]:
         return ready  # an in-process reply is there at once
     found = wait_any_connection([s.connection for s in sessions], timeout_ms)  # type: ignore[attr-defined]
     return found
+
+
+_fd_limit_raised = False
+
+
+def raise_fd_limit() -> None:
+    """Raise the referee's own open-file soft limit to the hard limit once: engines' connections
+    cost the referee file descriptors, and running out must never be what ends a match."""
+    global _fd_limit_raised
+    if not _fd_limit_raised:
+        _fd_limit_raised = True
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft < hard:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def _tag(msg: Message) -> str:

@@ -14,7 +14,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 from protocol import encode  # noqa: E402
-from protocol.kit import endpoint_from_environment  # noqa: E402
+from protocol.kit import endpoint_from_environment, session_secret  # noqa: E402
 from protocol.messages import Hello, NewGame, Ping, Pong, Quit, Ready, Reply, Request  # noqa: E402
 from protocol.transport import EngineSocket  # noqa: E402
 
@@ -24,8 +24,7 @@ def double_fork() -> None:
     if os.fork() == 0:
         os.setsid()
         if os.fork() == 0:
-            with open(os.environ.get("MISBEHAVE_PIDFILE", os.devnull), "w") as f:
-                f.write(str(os.getpid()))
+            print("grandchild started", file=sys.stderr, flush=True)
             time.sleep(3600)
         os._exit(0)
     os.wait()
@@ -40,7 +39,7 @@ def main() -> int:
         double_fork()
     sock = EngineSocket(endpoint_from_environment([]))
     games = ["smess"] if mode == "wrong_game" else []
-    sock.send(Hello(name=f"misbehave-{mode}", wants_legal_moves=True, games=games))
+    sock.send(Hello(name=f"misbehave-{mode}", wants_legal_moves=True, games=games, secret=session_secret()))
     rng = random.Random(1)
     decisions = 0
     while True:

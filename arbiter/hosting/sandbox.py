@@ -1,0 +1,283 @@
+"""Isolation of local engines: a bubblewrap sandbox, an unprivileged uid, and a control group.
+
+Threat model (SECURITY.md): an engine may run any code an ordinary program can. So each engine
+process tree runs
+
+* in its own user, PID, mount, IPC, UTS and (by default) network namespace, made by bubblewrap
+  (``bwrap``, the tool behind Flatpak): it sees a read-only view of the system, a private ``/proc``
+  (only its own processes), fresh ``/tmp``, ``/dev``, ``/run``, its own writable work folder, and
+  of the referee's sockets only its own. The referee's folders (results, logs, other engines'
+  folders) are covered by empty file systems. When the namespace's first process dies the kernel
+  kills everything in it, so no double fork, setsid or fork-hopping outlives the engine;
+* as root, under its own unprivileged uid (``setpriv``), so it cannot signal or read anything of
+  another engine or of the referee even outside the namespaces;
+* in its own control group (v1 or v2, where the machine lets the referee create one): a memory
+  limit whose breach is detected (forfeit ``memory``), a process limit, CPU accounting; and the
+  whole tree is stopped while it is not its turn (``ponder = false``).
+
+``SandboxMode``: ``auto`` sandboxes when the machine can and says loudly when it cannot;
+``required`` refuses to start an engine without it; ``none`` is explicit trust.
+"""
+from __future__ import annotations
+
+import enum
+import functools
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+FIRST_ENGINE_UID = 300_000
+"""As root, engines run as uids from here up (one per engine the referee process starts)."""
+
+
+class SandboxMode(enum.StrEnum):
+    AUTO = "auto"
+    REQUIRED = "required"
+    NONE = "none"
+
+
+class SandboxUnavailable(RuntimeError):
+    """``required`` was asked for on a machine that cannot sandbox; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Support:
+    """What this machine offers (probed once per referee process)."""
+
+    bwrap: str | None
+    namespaces: bool
+    """bwrap could create user, PID, mount, IPC and network namespaces here."""
+    root: bool
+    setpriv: str | None
+    cgroup: str | None
+    """``v1`` or ``v2`` when the referee can create control groups, else None."""
+    problem: str = ""
+    """Why the sandbox is unavailable, and what to install or enable."""
+
+    @property
+    def sandbox(self) -> bool:
+        return self.bwrap is not None and self.namespaces
+
+
+@functools.cache
+def support() -> Support:
+    bwrap = shutil.which("bwrap")
+    setpriv = shutil.which("setpriv")
+    root = os.geteuid() == 0
+    cgroup = _probe_cgroup()
+    if bwrap is None:
+        return Support(None, False, root, setpriv, cgroup,
+                       "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)")
+    try:
+        probe = subprocess.run([bwrap, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--unshare-all",
+                                "--die-with-parent", "true"], capture_output=True, timeout=10)
+        ok, why = probe.returncode == 0, probe.stderr.decode(errors="replace").strip()
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        ok, why = False, str(exc)
+    if not ok:
+        return Support(bwrap, False, root, setpriv, cgroup,
+                       f"bubblewrap cannot create namespaces here ({why}); enable unprivileged user namespaces "
+                       f"(sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0)")
+    return Support(bwrap, True, root, setpriv, cgroup)
+
+
+def _probe_cgroup() -> str | None:
+    """``v1`` if the memory, pids and cpuacct hierarchies are writable, ``v2`` if a
+    writable unified hierarchy has those controllers, else None."""
+    v1 = [CGROUP_ROOT / c for c in ("memory", "pids", "cpuacct")]
+    if all((p / "cgroup.procs").exists() for p in v1) and all(os.access(p, os.W_OK) for p in v1):
+        return "v1"
+    unified = CGROUP_ROOT if (CGROUP_ROOT / "cgroup.controllers").exists() else CGROUP_ROOT / "unified"
+    try:
+        controllers = (unified / "cgroup.controllers").read_text().split()
+    except OSError:
+        return None
+    if {"memory", "pids", "cpu"} <= set(controllers) and os.access(unified, os.W_OK):
+        return "v2"
+    return None
+
+
+_uids = iter(range(FIRST_ENGINE_UID + (os.getpid() % 1000) * 64, 2**31))
+
+
+PROBE_UID = FIRST_ENGINE_UID - 1
+
+
+@functools.cache
+def reachable_unprivileged(paths: tuple[str, ...]) -> bool:
+    """Whether an unprivileged uid can reach every path (programs executable, folders
+    searchable): as root the referee runs an engine under its own uid only when its program
+    and folder are reachable so (a Python living in root's 0700 home is not)."""
+    s = support()
+    if not s.setpriv:
+        return False
+    test = ["test"]
+    for path in paths:
+        test += ["-x", path, "-a"]
+    probe = subprocess.run([s.setpriv, f"--reuid={PROBE_UID}", f"--regid={PROBE_UID}", "--clear-groups",
+                            *test[:-1]], capture_output=True)
+    return probe.returncode == 0
+
+
+def next_engine_uid() -> int:
+    """A uid no other engine of this referee uses (ranges per referee process, so parallel
+    referees rarely share one; sharing is harmless inside separate PID namespaces)."""
+    return next(_uids)
+
+
+class ControlGroup:
+    """One engine's control group: limits, accounting, freezing. Created empty; the engine's
+    first process joins it before exec (``join`` in the child)."""
+
+    def __init__(self, kind: str, memory_mb: int | None, processes: int | None):
+        self.kind = kind
+        name = f"arbiter-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        if kind == "v1":
+            self.dirs = {c: CGROUP_ROOT / c / name for c in ("memory", "pids", "cpuacct")}
+        else:
+            unified = CGROUP_ROOT if (CGROUP_ROOT / "cgroup.controllers").exists() else CGROUP_ROOT / "unified"
+            self.dirs = {c: unified / name for c in ("memory", "pids", "cpuacct")}
+        for d in set(self.dirs.values()):
+            d.mkdir()
+        if memory_mb:
+            limit = str(memory_mb * 1024 * 1024)
+            self._write("memory", "memory.limit_in_bytes" if kind == "v1" else "memory.max", limit)
+            if kind == "v2":
+                self._write("memory", "memory.swap.max", "0", optional=True)
+        if processes:
+            self._write("pids", "pids.max", str(processes))
+
+    def _write(self, controller: str, name: str, value: str, optional: bool = False) -> None:
+        try:
+            (self.dirs[controller] / name).write_text(value)
+        except OSError:
+            if not optional:
+                raise
+
+    def join_fds(self) -> list[int]:
+        """Open ``cgroup.procs`` of each hierarchy for writing: the engine's child process writes
+        ``0`` (itself) to each before exec (no allocation there; the caller closes them after)."""
+        return [os.open(d / "cgroup.procs", os.O_WRONLY) for d in set(self.dirs.values())]
+
+    def freeze(self, frozen: bool) -> None:
+        """Stop or resume every process in the group. v2: the freezer (a frozen task still dies
+        of SIGKILL). v1's freezer would keep killed tasks frozen for ever if the referee died, so
+        there every process gets SIGSTOP/SIGCONT instead, repeated until no new one appears."""
+        import signal
+
+        if self.kind == "v2":
+            self._write("pids", "cgroup.freeze", "1" if frozen else "0")
+            return
+        sig, done = (signal.SIGSTOP if frozen else signal.SIGCONT), set()
+        for _ in range(100):
+            todo = [p for p in self.pids() if p not in done]
+            if not todo:
+                return
+            for pid in todo:
+                try:
+                    os.kill(pid, sig)
+                except OSError:
+                    pass
+                done.add(pid)
+
+    def cpu_seconds(self) -> float:
+        """CPU time used by everything the engine ever ran in this group."""
+        try:
+            if self.kind == "v1":
+                return int((self.dirs["cpuacct"] / "cpuacct.usage").read_text()) / 1e9
+            for line in (self.dirs["cpuacct"] / "cpu.stat").read_text().splitlines():
+                if line.startswith("usage_usec"):
+                    return int(line.split()[1]) / 1e6
+        except (OSError, ValueError):
+            pass
+        return 0.0
+
+    def memory_exceeded(self) -> bool:
+        """The engine hit its memory limit (the kernel refused it memory or killed it)."""
+        try:
+            if self.kind == "v1":
+                return int((self.dirs["memory"] / "memory.failcnt").read_text()) > 0
+            events = (self.dirs["memory"] / "memory.events").read_text().split()
+            counts = dict(zip(events[::2], map(int, events[1::2])))
+            return counts.get("oom_kill", 0) > 0 or counts.get("max", 0) > 0
+        except (OSError, ValueError):
+            return False
+
+    def pids(self) -> list[int]:
+        try:
+            return [int(p) for p in (self.dirs["pids"] / "cgroup.procs").read_text().split()]
+        except (OSError, ValueError):
+            return []
+
+    def remove(self) -> None:
+        """Kill whatever is left in the group and delete it. Never raises."""
+        import signal
+
+        try:
+            self.freeze(False)
+        except OSError:
+            pass
+        for _ in range(50):
+            left = self.pids()
+            if not left:
+                break
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            import time
+
+            time.sleep(0.01)
+        for d in set(self.dirs.values()):
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+
+
+def bwrap_argv(argv: list[str], *, work_dir: Path, endpoint_dir: Path | None, cwd: str | None, hide: list[Path],
+               network: bool, uid: int | None) -> list[str]:
+    """The command line that runs ``argv`` inside a fresh sandbox (see the module docstring)."""
+    s = support()
+    cmd: list[str] = []
+    if uid is not None and s.setpriv:
+        cmd += [s.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all"]
+    cmd += [s.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+            "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/run", "--tmpfs", "/dev/shm",
+            "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--die-with-parent", "--new-session", "--hostname", "engine"]
+    if uid is None and s.root:
+        cmd += ["--cap-drop", "ALL"]  # root in its own user namespace, with no capability at all
+    if not network:
+        cmd.append("--unshare-net")
+    for path in hide:  # the referee's own folders and files: results, logs, keys, seeds
+        if path.is_dir():
+            cmd += ["--tmpfs", str(path)]
+        elif path.exists():
+            cmd += ["--ro-bind", "/dev/null", str(path)]
+    cmd += ["--bind", str(work_dir), str(work_dir)]
+    if endpoint_dir is not None:
+        cmd += ["--bind", str(endpoint_dir), str(endpoint_dir)]
+    cmd += ["--chdir", cwd or str(work_dir), "--"]
+    return cmd + argv
+
+
+def describe_unavailable() -> str:
+    s = support()
+    return s.problem or "the sandbox is unavailable"
+
+
+def warn_once(message: str) -> None:
+    """Say loudly, once per referee process, that engines run without a sandbox."""
+    if message not in _warned:
+        _warned.add(message)
+        print(f"WARNING: {message}", file=sys.stderr)
+
+
+_warned: set[str] = set()
