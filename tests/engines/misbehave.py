@@ -2,7 +2,10 @@
 
 Usage: python tests/engines/misbehave.py MODE [--after N]
 MODE: hang | crash | illegal | garbage | no_hello | double_fork | stale | wrong_type | oversize | wrong_game
-The misbehaviour happens at the engine's (N+1)-th decision request (default N=2).
+      | exit_after_reply | close_after_reply | not_ready | slow
+The misbehaviour happens at the engine's (N+1)-th decision request (default N=2); ``not_ready``
+answers new_game with a pong; ``slow`` plays legally but takes 0.3 s per decision (an opponent that
+gives the referee time to notice a peer that left).
 """
 from __future__ import annotations
 
@@ -48,6 +51,9 @@ def main() -> int:
         if isinstance(msg, Quit):
             return 0
         if isinstance(msg, NewGame):
+            if mode == "not_ready":
+                sock.send(Pong(game_id=msg.game_id, seq=msg.seq))
+                continue
             sock.send(Ready(game_id=msg.game_id, seq=msg.seq))
         elif isinstance(msg, Ping):
             sock.send(Pong(game_id=msg.game_id, seq=msg.seq))
@@ -73,7 +79,16 @@ def main() -> int:
                 elif mode == "stale":
                     sock.send(Reply(game_id=msg.game_id, seq=msg.seq - 1, move="zz99"))
                     sock.send(Reply(game_id="other-game", seq=msg.seq, move="zz99"))
+            if mode == "slow":
+                time.sleep(0.3)
             sock.send(Reply(game_id=msg.game_id, seq=msg.seq, move=move))
+            if decisions > after and mode == "exit_after_reply":
+                sock.socket.close(linger=2000)  # the reply leaves first; then the process is gone
+                sock.socket.context.term()
+                os._exit(0)
+            if decisions > after and mode == "close_after_reply":
+                sock.socket.close(linger=2000)  # the connection is gone; the process lives on
+                time.sleep(3600)
 
 
 if __name__ == "__main__":
