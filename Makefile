@@ -13,8 +13,17 @@ $(BIN)/arbiter: pyproject.toml
 demo: $(BIN)/arbiter
 	$(BIN)/arbiter demo
 
+# The suite runs under coverage (engine subprocesses and tournament workers included; see
+# [tool.coverage.*] in pyproject.toml); the report ends with the line and branch totals.
 test: $(BIN)/arbiter
-	$(BIN)/pytest -q
+	rm -f .coverage .coverage.* coverage.json
+	$(BIN)/coverage run -m pytest -q
+	$(BIN)/coverage combine -q
+	$(BIN)/coverage report
+	$(BIN)/coverage json -q -o coverage.json
+	@$(BIN)/python -c 'import json; t = json.load(open("coverage.json"))["totals"]; \
+	print("coverage: lines %.1f %%, branches %.1f %%" % (100 * t["covered_lines"] / t["num_statements"], \
+	      100 * t["covered_branches"] / t["num_branches"]))'
 
 bench: $(BIN)/arbiter
 	$(BIN)/python bench/bench_foundation.py

@@ -79,3 +79,9 @@ def test_verify_rolls_names_a_renumbered_roll():
     dropped = rolls[:2] + rolls[3:]  # a roll left out of the record
     problems = verify_rolls(SPEC_SEED.hex(), commitment(SPEC_SEED), "m6|1", dropped)
     assert "roll 2 is recorded with index 3" in problems
+
+
+def test_a_roll_needs_an_outcome():
+    with pytest.raises(ValueError, match="at least one outcome"):
+        derive_roll(SPEC_SEED, "m|1", 0, 0)
+    assert derive_roll(SPEC_SEED, "m|1", 0, 1) == 0

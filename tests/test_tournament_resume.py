@@ -196,3 +196,33 @@ def test_committed_games_missing_from_the_export_are_appended(tmp_path, played):
     jsonl.unlink()  # the whole export lost
     resume_and_close(db_path)
     assert jsonl.read_bytes() == b"".join(committed_lines(db_path))
+
+
+# --- what resume refuses to open -----------------------------------------------------------------
+
+def test_resume_refuses_what_is_not_a_tournament(tmp_path):
+    with pytest.raises(TournamentStateError, match="no such file"):
+        api.resume(tmp_path / "nothing.sqlite")
+    plain = tmp_path / "results.sqlite"
+    from arbiter.store import ResultsStore
+
+    ResultsStore(plain).close()  # an `arbiter match` results file: SQLite, but no tournament in it
+    with pytest.raises(TournamentStateError, match="is not a tournament database"):
+        api.resume(plain)
+    TournamentDB(plain).close()  # the refusal released the lock
+
+
+def test_resume_of_a_file_never_started_starts_it_and_a_held_database_is_refused(tmp_path):
+    from tournaments.db import TournamentLocked
+
+    toml = write_toml(tmp_path)
+    opened = api.resume(toml)  # killed before its database existed: resume starts it
+    try:
+        assert opened.db.meta()["seed"] == "resume-tests"
+        with pytest.raises(TournamentLocked, match="in use by another tournament process"):
+            api.resume(toml)
+        with pytest.raises(TournamentLocked):
+            api.resume(tmp_path / "t.sqlite")
+    finally:
+        opened.db.close()
+    resume_and_close(tmp_path / "t.sqlite")

@@ -222,3 +222,69 @@ def test_an_illegal_simultaneous_setup_is_named(results_db):
     event.move = "111111"
     (problem,) = verify(record)
     assert problem.startswith(f"event 0: seat {event.seat} setup '111111' is illegal"), problem
+
+
+# --- the same through `arbiter verify` / `arbiter show` and every record file format ----------
+
+def said(capsys) -> str:
+    """What the command printed, with rich's line wrapping undone."""
+    return " ".join(capsys.readouterr().out.split())
+
+
+def test_arbiter_verify_reads_sqlite_jsonl_and_json_and_names_the_tampered_game(results_db, tmp_path, capsys):
+    from arbiter.cli import EXIT_OK, EXIT_USAGE, EXIT_VERIFY_FAILED, main
+    from arbiter.records import to_json
+
+    assert main(["verify", str(results_db), "-v"]) == EXIT_OK
+    assert "4 of 4 records consistent" in said(capsys)
+    records_ = load_records(results_db)
+    records_[1].returns = records_[1].returns[::-1]
+    jsonl = tmp_path / "games.jsonl"
+    jsonl.write_bytes(b"".join(to_json(r) + b"\n" for r in records_) + b"\n")  # a blank line is allowed
+    assert main(["verify", str(jsonl)]) == EXIT_VERIFY_FAILED
+    out = said(capsys)
+    assert f"INCONSISTENT {records_[1].game_id}" in out and "recorded returns" in out
+    assert "3 of 4 records consistent" in out
+    single = tmp_path / "one.json"
+    single.write_bytes(to_json(records_[0]))
+    assert main(["verify", str(single)]) == EXIT_OK
+    assert [r.game_id for r in load_records(jsonl, records_[2].game_id)] == [records_[2].game_id]
+    assert main(["verify", str(jsonl), "--game-id", "no-such-game"]) == EXIT_VERIFY_FAILED  # nothing verified
+    capsys.readouterr()
+    (tmp_path / "bad.jsonl").write_text('{"not": "a record"}\n')
+    assert main(["verify", str(tmp_path / "bad.jsonl")]) == EXIT_USAGE
+    assert "bad.jsonl:1: not a game record" in said(capsys)
+    assert main(["verify", str(tmp_path / "missing.jsonl")]) == EXIT_USAGE
+    assert "no such file" in said(capsys)
+
+
+def test_arbiter_show_replays_and_reports_an_inconsistent_record(results_db, tmp_path, capsys):
+    from arbiter.cli import EXIT_OK, EXIT_USAGE, main
+    from arbiter.records import to_json
+
+    record = one(results_db)
+    assert main(["show", str(results_db), "--game-id", record.game_id]) == EXIT_OK
+    out = said(capsys)
+    assert "roll →" in out and f"result {record.returns}" in out
+    event = next(e for e in record.events if e.seat >= 0)
+    event.move = "a1a1"
+    path = tmp_path / "tampered.json"
+    path.write_bytes(to_json(record))
+    assert main(["show", str(path)]) == EXIT_OK
+    assert "record inconsistent:" in said(capsys)
+    assert main(["show", str(results_db), "--all"]) == EXIT_OK
+    assert said(capsys).count("result [") == 4
+    assert main(["show", str(results_db), "--game-id", "nope"]) == EXIT_USAGE
+    assert main(["show"]) == EXIT_USAGE
+
+
+def test_the_results_store_reads_back_by_match_and_by_game(results_db):
+    store = ResultsStore(results_db)
+    try:
+        assert [r.game_number for r in store.games("random-setup")] == [1, 2]
+        assert len(list(store.games())) == 4
+        first = next(store.games("chosen-setup"))
+        assert store.game(first.game_id) == first
+        assert store.game("no-such-game") is None
+    finally:
+        store.close()
