@@ -75,3 +75,26 @@ def test_an_answer_other_than_ready_to_new_game_is_a_protocol_error(tmp_path, se
     assert record.detail == "expected ready, got pong"
     assert record.events == []
     assert verify(record) == []
+
+
+def test_an_engine_speaking_another_protocol_version_loses_every_game_unstarted(tmp_path):
+    """The handshake refuses it (reject), the series records each game as lost before it began."""
+    from arbiter.match import Match, MatchFormat
+
+    configs = (EngineConfig(misbehave("old_protocol"), name="old", cwd=str(ROOT)),
+               EngineConfig(RANDOM, name="random", cwd=str(ROOT)))
+    result = Match(load_game("einstein"), configs, parse_time_control("60"), MatchFormat.parse("games=2"),
+                   run_dir=tmp_path, seed=b"old").play()
+    assert result.points == [0.0, 2.0]
+    for record in result.records:
+        assert (record.reason, record.players[record.forfeit_seat]) == ("protocol_error", "old")
+        assert record.detail == "engine did not start: engine speaks protocol version 999"
+        assert record.events == [] and verify(record) == []
+
+
+def test_errors_and_pings_from_an_engine_are_not_answers(tmp_path):
+    record, _ = play(tmp_path, [misbehave("chatty", after=0), RANDOM])
+    assert record.reason == "normal", record.detail
+    decisions = sum(1 for e in record.events if e.seat == 0)
+    assert record.dropped_messages == decisions  # each error noted and dropped; each ping answered
+    assert verify(record) == []

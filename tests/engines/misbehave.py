@@ -2,9 +2,10 @@
 
 Usage: python tests/engines/misbehave.py MODE [--after N]
 MODE: hang | crash | illegal | garbage | no_hello | double_fork | stale | wrong_type | oversize | wrong_game
-      | exit_after_reply | close_after_reply | not_ready | slow
+      | exit_after_reply | close_after_reply | not_ready | slow | old_protocol | chatty
 The misbehaviour happens at the engine's (N+1)-th decision request (default N=2); ``not_ready``
-answers new_game with a pong; ``slow`` plays legally but takes 0.3 s per decision (an opponent that
+answers new_game with a pong; ``old_protocol`` says hello with another protocol version;
+``chatty`` sends an ``error`` message and a ping before every reply; ``slow`` plays legally but takes 0.3 s per decision (an opponent that
 gives the referee time to notice a peer that left).
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 from protocol import encode  # noqa: E402
 from protocol.kit import endpoint_from_environment  # noqa: E402
-from protocol.messages import Hello, NewGame, Ping, Pong, Quit, Ready, Reply, Request  # noqa: E402
+from protocol.messages import Error, Hello, NewGame, Ping, Pong, Quit, Ready, Reply, Request  # noqa: E402
 from protocol.transport import EngineSocket  # noqa: E402
 
 
@@ -43,7 +44,8 @@ def main() -> int:
         double_fork()
     sock = EngineSocket(endpoint_from_environment([]))
     games = ["smess"] if mode == "wrong_game" else []
-    sock.send(Hello(name=f"misbehave-{mode}", wants_legal_moves=True, games=games))
+    version = {"protocol_version": 999} if mode == "old_protocol" else {}
+    sock.send(Hello(name=f"misbehave-{mode}", wants_legal_moves=True, games=games, **version))
     rng = random.Random(1)
     decisions = 0
     while True:
@@ -81,6 +83,9 @@ def main() -> int:
                     sock.send(Reply(game_id="other-game", seq=msg.seq, move="zz99"))
             if mode == "slow":
                 time.sleep(0.3)
+            if mode == "chatty":  # neither is an answer: the referee notes the error, answers the ping
+                sock.send(Error(code="unexpected", message="just saying"))
+                sock.send(Ping(game_id=msg.game_id, seq=10_000 + decisions))
             sock.send(Reply(game_id=msg.game_id, seq=msg.seq, move=move))
             if decisions > after and mode == "exit_after_reply":
                 sock.socket.close(linger=2000)  # the reply leaves first; then the process is gone
