@@ -226,3 +226,52 @@ def test_resume_of_a_file_never_started_starts_it_and_a_held_database_is_refused
     finally:
         opened.db.close()
     resume_and_close(tmp_path / "t.sqlite")
+
+
+# --- the same through the command line ------------------------------------------------------------
+
+def said(capsys) -> str:
+    """What the command printed, with rich's line wrapping undone."""
+    return " ".join(capsys.readouterr().out.split())
+
+
+def test_the_command_line_checks_runs_refuses_and_reports(tmp_path, capsys):
+    from tournaments.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
+
+    toml = write_toml(tmp_path)
+    assert main(["check", str(toml)]) == EXIT_OK
+    out = said(capsys)
+    assert "ok — resume-test: einstein" in out and out.count("round ") == 3 and "r1 vs r2" in out
+    # Not a terminal: one line per finished game, then the summary and the report.
+    assert main(["run", str(toml), "--concurrency", "1"]) == EXIT_OK
+    out = said(capsys)
+    assert out.count("[") >= 6 and "game 2:" in out and "6 games played in this run (6 in all)" in out
+    assert "Standings" in out
+    db = tmp_path / "t.sqlite"
+    assert main(["report", str(db), "--json", "-"]) == EXIT_OK
+    assert json.loads(capsys.readouterr().out)["tournament"]["games_played"] == 6
+    assert main(["report", str(db), "--text", str(tmp_path / "r.txt"), "--quiet"]) == EXIT_OK
+    assert "Standings" in (tmp_path / "r.txt").read_text() and "wrote" in said(capsys)
+    # Not a tournament database: an error message, not a traceback.
+    assert main(["report", str(tmp_path / "none.sqlite")]) == EXIT_USAGE
+    assert "none.sqlite: no such file" in said(capsys)
+    assert main(["report", str(toml)]) == EXIT_USAGE
+    assert "is not a tournament database" in said(capsys)
+    from arbiter.store import ResultsStore
+
+    ResultsStore(tmp_path / "match.sqlite").close()
+    assert main(["report", str(tmp_path / "match.sqlite")]) == EXIT_USAGE
+    assert "is not a tournament database (no such table: tournament_meta)" in said(capsys)
+    # A contradicted pairing: the run stops with the reason, and nothing is played.
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE tournament_pairings SET round = round + 5")
+        conn.execute("DELETE FROM games WHERE game_number = 2")
+    conn.close()
+    assert main(["resume", str(db), "--quiet"]) == EXIT_FAILED
+    assert "tournament failed: the schedule differs" in said(capsys)
+    toml.write_text(toml.read_text().replace('time_control = "60"', 'time_control = "30"'))
+    assert main(["resume", str(toml), "--quiet"]) == EXIT_USAGE
+    assert "does not describe the tournament" in said(capsys)
+    (tmp_path / "broken.toml").write_text("game = \n")
+    assert main(["check", str(tmp_path / "broken.toml")]) == EXIT_USAGE
