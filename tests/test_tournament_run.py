@@ -1,8 +1,9 @@
 """End to end: tournaments with real engine subprocesses, workers and SQLite.
 
-* kill -9 of the tournament process at random moments, then ``resume``, ends with exactly the
-  games (seats, dice, moves, results) of an uninterrupted run, each committed once, and leaves no
-  engine process behind;
+* kill -9 of the tournament process at random moments (seeded, the seed printed) and twice on
+  purpose between a game's SQLite commit and its export line, then ``resume``, ends with exactly
+  the games (seats, dice, moves, results) of an uninterrupted run, each committed once and
+  exported once, and leaves no engine process behind;
 * duplicate dice: the two games of a pair really get the same rolls, seats swapped;
 * three-seat, cooperative and solo games run through the same machinery (a small test game
   defined here is handed to the workers by its module path);
@@ -190,6 +191,7 @@ def test_kill_9_at_random_moments_then_resume_equals_an_uninterrupted_run(tmp_pa
         except subprocess.TimeoutExpired:
             os.kill(proc.pid, signal.SIGKILL)  # kill -9: no cleanup in the tournament process itself
             proc.communicate()
+            assert delay is not None, f"attempt {attempt} did not end by itself: {log}"
             log.append(f"killed after {delay:.2f}s with {len(games_of(killed_db)) if killed_db.exists() else 0} games")
             wait_none_left(killed_db)  # the workers died with it and took their engines along
             continue
