@@ -163,3 +163,12 @@ def test_bad_input_is_refused_with_reasons():
         fire(3, "red")
     with pytest.raises(ValueError, match="negative"):
         aa_fire(-1)
+
+
+def test_plane_passes_do_not_count_the_start_space():
+    """A plane taking off from an AA-defended space has not flown over or into it."""
+    assert plane_passes([["X", "Y"]], {"X"}) == 0
+    assert plane_passes([["X", "Y"]], {"X", "Y"}) == 1
+    assert plane_passes([["X", "Y", "X"]], {"X"}) == 1  # back into it later: that counts
+    assert plane_passes([["X"]], {"X"}) == 0  # a plane that stays put
+    assert plane_passes([["X", "Y", "Z"], ["Y", "Z"]], {"X", "Y", "Z"}) == 3

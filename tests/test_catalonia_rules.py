@@ -322,22 +322,63 @@ def test_a_pit_rolled_again_means_rolling_again():
     assert s.pits() == (1 << SQUARE_INDEX["d5"]) | (1 << SQUARE_INDEX["d6"])
 
 
+def slider_chain_escapes(pieces: dict[str, str], pits: set[str], frm: str) -> set[str]:
+    """Escape squares of the Lady on ``frm`` (now a pit) among Bishops and Ladies only, from the
+    rules as written (docs/games/catalonia.md, rule 11 and 'Chain'), by brute force: a square on
+    one of her 8 lines at any distance, empty and no pit, where some directed cycle of >= 4
+    pieces, both colours, each defending the next, passes through her."""
+    lines = {"B": [(1, 1), (1, -1), (-1, 1), (-1, -1)]}
+    lines["L"] = lines["B"] + [(1, 0), (-1, 0), (0, 1), (0, -1)]
+
+    def xy(sq):
+        return "abcdefgh".index(sq[0]), int(sq[1]) - 1
+
+    def sq_at(x, y):
+        return f"{'abcdefgh'[x]}{y + 1}" if 0 <= x < 8 and 0 <= y < 8 else None
+
+    def defended(board, sq):
+        out = []
+        for dx, dy in lines[board[sq].upper()]:
+            x, y = xy(sq)
+            while (nxt := sq_at(x + dx, y + dy)) is not None and nxt not in pits:
+                x, y = x + dx, y + dy
+                if nxt in board:
+                    out.append(nxt)
+                    break
+        return out
+
+    def in_a_chain(board, start):
+        def walk(path):
+            for nxt in defended(board, path[-1]):
+                if nxt == start and len(path) >= 4 and {board[s].isupper() for s in path} == {True, False}:
+                    return True
+                if nxt not in path and walk(path + [nxt]):
+                    return True
+            return False
+        return walk([start])
+
+    found = set()
+    for dx, dy in lines["L"]:
+        x, y = xy(frm)
+        while (to := sq_at(x + dx, y + dy)) is not None:
+            x, y = x + dx, y + dy
+            others = {s: p for s, p in pieces.items() if s != frm}
+            if to not in others and to not in pits and in_a_chain({**others, to: pieces[frm]}, to):
+                found.add(to)
+    return found
+
+
 def test_a_bombed_piece_escapes_into_a_chain_or_is_removed():
-    # The Lady on d6 is hit (dice 3, 5). Escape squares are its lines as leaps; the chain needs
-    # it back on a square from which it defends and is defended.
-    pieces = dict(DIAMOND)
-    s = rolled(pieces, 3, 5)
+    # The Lady on d6 is hit (dice 3, 5). Escape squares are her lines as leaps; the chain needs
+    # her back on a square from which she defends and is defended.
+    s = rolled(dict(DIAMOND), 3, 5)
     assert (s.pits() >> SQUARE_INDEX["d6"]) & 1
-    board, pits = s.board(), s.pits()
-    if s.step == "escape":
-        assert s.current_player() == 0 and s.decision_kind() == "escape"  # the owner chooses
-        options = [m[2:] for m in s.legal_moves()]
-        assert all(m[:2] == "d6" for m in s.legal_moves())
-        for sq in options:
-            b = board[:]
-            b[SQUARE_INDEX[sq]] = LADY
-            assert SQUARE_INDEX[sq] in longest_chain_squares(b, pits) or True
-        assert set(options) == set(names(escape_destinations(board, pits, SQUARE_INDEX["d6"], LADY)))
+    assert s.step == "escape"  # two qualifying squares: her owner (White) chooses
+    assert s.current_player() == 0 and s.decision_kind() == "escape"
+    expected = slider_chain_escapes(DIAMOND, {"d6"}, "d6")
+    assert expected == {"d4", "h2"}  # worked by hand: d4 closes d4>f4>d2>b4, h2 closes h2>d2>b4>f4
+    assert sorted(s.legal_moves()) == sorted(f"d6{sq}" for sq in expected)
+    assert set(names(escape_destinations(s.board(), s.pits(), SQUARE_INDEX["d6"], LADY))) == expected
     # A lonely knight has nowhere to escape into a chain: removed.
     s = rolled({"d5": "N", "h8": "n", "a1": "G"}, 3, 4)
     assert s.board()[SQUARE_INDEX["d5"]] == 0 and (s.pits() >> SQUARE_INDEX["d5"]) & 1

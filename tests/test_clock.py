@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import msgspec
 import pytest
@@ -374,3 +375,62 @@ def test_allowance_ms_of_an_empty_limited_clock_is_not_unlimited():
     assert c.charge(10.1, margin=0.5)
     assert c.remaining_ms() == 0
     assert c.allowance_ms() == 1
+
+
+def byo_yomi_model(main: Fraction, periods: int, period: Fraction, decisions: list[Fraction]):
+    """Japanese byo-yomi written out in exact arithmetic, independently of ``Clock``: after each
+    decision, (allowance, periods left) or None once the flag fell. A decision that ends exactly
+    at the end of a period finishes *in* that period and keeps it."""
+    out = []
+    for elapsed in decisions:
+        allowance = main + periods * period
+        if elapsed > allowance:
+            out.append(None)
+            break
+        if elapsed > main:
+            overrun = elapsed - main
+            finishing_in = -(-overrun // period)  # ceil: the period (1-based) the decision ends in
+            periods -= finishing_in - 1
+            main = Fraction(0)
+        else:
+            main -= elapsed
+        out.append((main + periods * period, periods))
+    return out
+
+
+@pytest.mark.parametrize("tc, decisions", [
+    ("0+3x10", ["10", "20", "10", "10"]),        # exactly one, then two periods
+    ("0+3x10", ["30"]),                            # exactly the whole allowance at once
+    ("0+3x10", ["20", "20", "10"]),               # ends exactly at the last period's end, twice
+    ("0+3x10", ["20", "20", "10.001"]),            # ... and a hair past it
+    ("60+3x10", ["60", "10", "70"]),               # main time used exactly, then a boundary
+    ("60+3x10", ["50", "30", "20", "20.25"]),      # main time left over, then boundaries
+    ("5+5x10", ["45", "20", "20", "10"]),
+    ("1.5+2x0.25", ["1.75", "0.25", "0.5"]),       # binary fractions: exact in floats too
+    ("0+1x30", ["30", "30", "30.5"]),
+])
+def test_byo_yomi_allowance_at_period_boundaries(tc, decisions):
+    c = clock(tc)
+    t = c.tc
+    model = byo_yomi_model(Fraction(t.base_ms, 1000), t.periods, Fraction(t.period_ms, 1000),
+                           [Fraction(d) for d in decisions])
+    for elapsed, want in zip(decisions, model):
+        ok = c.charge(float(elapsed))
+        if want is None:
+            assert not ok and c.flagged
+            break
+        allowance, periods = want
+        assert ok, (elapsed, c)
+        assert (c.allowance(), c.periods_left) == (float(allowance), periods), (elapsed, c)
+        assert c.allowance_ms() == int(allowance * 1000)
+
+
+def test_byo_yomi_allowance_is_what_the_referee_waits_for():
+    """The allowance sent to the engine is the whole time it may take: a decision of exactly that
+    length stands, and keeps the last period."""
+    c = clock("2+3x10")
+    assert c.allowance() == 32.0 and c.allowance_ms() == 32_000
+    assert c.charge(32.0)
+    assert (c.remaining, c.periods_left, c.allowance()) == (0.0, 1, 10.0)
+    assert c.charge(10.0) and c.periods_left == 1
+    assert not c.charge(10.0 + 1e-6)

@@ -19,6 +19,7 @@ import msgspec
 import msgspec.inspect as mi
 import pytest
 
+from arbiter import dice, games
 from protocol import schema
 from protocol.codec import MAX_MESSAGE_SIZE, ProtocolError, decode, encode
 from protocol.messages import (ALL_MESSAGES, PROTOCOL_VERSION, EndReason, ErrorCode, Hello, Reply, Request,
@@ -285,9 +286,8 @@ def test_example_session_is_a_consistent_game():
 
 def test_example_session_is_real_einstein():
     """The example's options, position, state, ply and move are what the EinStein rules give."""
-    games = pytest.importorskip("arbiter.games")
     _, _, (_, new_game), _, (_, request), (_, reply), _ = schema.example_session()
-    game = games.load_game(new_game.game)
+    game = games.load_game(new_game.game)  # the example is checked against the real rules, never skipped
     assert new_game.options == game.options
     assert new_game.seat_roles == list(game.seat_roles)
     state = game.new_initial_state()
@@ -339,12 +339,8 @@ def test_spec_dice_test_vector():
 
 
 def test_spec_dice_algorithm_is_the_referees():
-    dice = pytest.importorskip("arbiter.dice")
-
-    def referee_roll(index: int, n: int) -> int:
-        if hasattr(dice, "stream_name"):  # dice streams; a game's default stream is "match_id|game_number"
-            return dice.derive_roll(SEED, dice.stream_name(MATCH, GAME), index, n)
-        return dice.derive_roll(SEED, MATCH, GAME, index, n)
+    def referee_roll(index: int, n: int) -> int:  # a game's default stream is "match_id|game_number"
+        return dice.derive_roll(SEED, dice.stream_name(MATCH, GAME), index, n)
 
     for index in range(50):
         for n in (2, 6, 720, 2**63 + 1):

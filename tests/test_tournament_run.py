@@ -1,8 +1,9 @@
 """End to end: tournaments with real engine subprocesses, workers and SQLite.
 
-* kill -9 of the tournament process at random moments, then ``resume``, ends with exactly the
-  games (seats, dice, moves, results) of an uninterrupted run, each committed once, and leaves no
-  engine process behind;
+* kill -9 of the tournament process at random moments (seeded, the seed printed) and twice on
+  purpose between a game's SQLite commit and its export line, then ``resume``, ends with exactly
+  the games (seats, dice, moves, results) of an uninterrupted run, each committed once and
+  exported once, and leaves no engine process behind;
 * duplicate dice: the two games of a pair really get the same rolls, seats swapped;
 * three-seat, cooperative and solo games run through the same machinery (a small test game
   defined here is handed to the workers by its module path);
@@ -92,6 +93,45 @@ def decide(request, game):
 run_engine(decide, name="det-" + sys.argv[1], wants_legal_moves=True)
 """
 
+KILL_IN_EXPORT = """
+# Run the tournament command line, but SIGKILL the process inside ResultsStore.save_game after
+# the SQLite commit of its N-th game: before its export line is written ("commit") or half-way
+# through writing it ("torn").
+import builtins, os, signal, sys
+from arbiter.records import store
+
+mode, after = sys.argv[1], int(sys.argv[2])
+exports = 0
+
+class Torn:
+    def __init__(self, f):
+        self.f = f
+    def __enter__(self):
+        return self
+    def __exit__(self, *exc):
+        self.f.close()
+    def write(self, data):
+        self.f.write(data[: len(data) // 2])
+        self.f.flush()
+        os.fsync(self.f.fileno())
+        os.kill(os.getpid(), signal.SIGKILL)
+
+def opener(path, *args, **kwargs):
+    global exports
+    f = builtins.open(path, *args, **kwargs)
+    if str(path).endswith(".jsonl") and args and args[0] == "ab":
+        exports += 1
+        if exports == after:
+            if mode == "commit":
+                os.kill(os.getpid(), signal.SIGKILL)
+            return Torn(f)
+    return f
+
+store.open = opener  # the module's own name: shadows the builtin inside arbiter.records.store only
+from tournaments.cli import main
+sys.exit(main(sys.argv[3:]))
+"""
+
 KILL_TOML = """\
 name = "kill-test"
 game = "einstein"
@@ -127,22 +167,47 @@ def test_kill_9_at_random_moments_then_resume_equals_an_uninterrupted_run(tmp_pa
     killed_db = tmp_path / "killed.sqlite"
     toml = tmp_path / "killed.toml"
     toml.write_text(KILL_TOML.format(db=killed_db, engine=engine))
-    rng = random.Random()
-    log = []
-    for attempt in range(8):
+    hook = tmp_path / "kill_in_export.py"
+    hook.write_text(KILL_IN_EXPORT)
+    seed = int(os.environ.get("KILL_TEST_SEED", random.randrange(2**32)))
+    print(f"kill test seed: {seed} (rerun with KILL_TEST_SEED={seed})")
+    rng = random.Random(seed)
+    log = [f"seed {seed}"]
+    # First two deterministic kills inside the window between a game's SQLite commit and its
+    # export line (the line never written; half of it written), then kills at random moments.
+    windows = [("commit", 2), ("torn", 2)]
+    for attempt in range(10):
         # Resume by database or by file (the file also starts it if it was killed before it existed).
         args = ["run", str(toml)] if attempt == 0 else \
             ["resume", str(killed_db) if attempt % 2 and killed_db.exists() else str(toml)]
-        proc = subprocess.Popen([PY, "-m", "tournaments", *args, "--quiet", "--no-report"], cwd=ROOT,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        delay = rng.uniform(0.3, 2.5) if attempt < 4 else None
+        args += ["--quiet", "--no-report"]
+        argv = [PY, str(hook), windows[attempt][0], str(windows[attempt][1]), *args] if attempt < len(windows) else \
+            [PY, "-m", "tournaments", *args]
+        before = len(games_of(killed_db)) if killed_db.exists() else 0
+        proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        delay = None if attempt < len(windows) else rng.uniform(0.3, 2.5) if attempt < 6 else None
         try:
-            out, _ = proc.communicate(timeout=delay)
+            out, _ = proc.communicate(timeout=delay or 120)
         except subprocess.TimeoutExpired:
             os.kill(proc.pid, signal.SIGKILL)  # kill -9: no cleanup in the tournament process itself
             proc.communicate()
+            assert delay is not None, f"attempt {attempt} did not end by itself: {log}"
             log.append(f"killed after {delay:.2f}s with {len(games_of(killed_db)) if killed_db.exists() else 0} games")
             wait_none_left(killed_db)  # the workers died with it and took their engines along
+            continue
+        if attempt < len(windows):
+            # The hook killed the process itself, right after the SQLite commit of its 2nd game.
+            assert proc.returncode == -signal.SIGKILL, out
+            committed = len(games_of(killed_db))
+            exported = (tmp_path / "killed.jsonl").read_bytes()
+            assert committed == before + 2, (committed, before, out)
+            lines = exported.split(b"\n")
+            if windows[attempt][0] == "commit":
+                assert exported.endswith(b"\n") and len(lines) - 1 == committed - 1  # the last line is missing
+            else:
+                assert not exported.endswith(b"\n") and len(lines) - 1 == committed - 1  # ... and half written
+            log.append(f"killed in the export window ({windows[attempt][0]}) with {committed} games")
+            wait_none_left(killed_db)
             continue
         assert proc.returncode == 0, out
         log.append("finished")

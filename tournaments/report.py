@@ -26,9 +26,14 @@ from .sprt import pentanomial, sprt, trinomial
 
 
 def _load(db_path: str | Path) -> tuple[TournamentConfig, dict, list[dict]]:
+    if not Path(db_path).is_file():
+        raise FileNotFoundError(f"{db_path}: no such file")
     conn = sqlite3.connect(f"file:{Path(db_path)}?mode=ro", uri=True)
     try:
-        meta = dict(conn.execute("SELECT key, value FROM tournament_meta"))
+        try:
+            meta = dict(conn.execute("SELECT key, value FROM tournament_meta"))
+        except sqlite3.Error as exc:  # not SQLite, or SQLite without the tournament's tables
+            raise ValueError(f"{db_path} is not a tournament database ({exc})") from None
         if "config_text" not in meta:
             raise ValueError(f"{db_path} is not a tournament database")
         cfg = parse_config(meta["config_text"], meta.get("config_source", str(db_path)), check_paths=False)

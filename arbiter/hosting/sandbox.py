@@ -15,6 +15,10 @@ process tree runs
   limit whose breach is detected (forfeit ``memory``), a process limit, CPU accounting; and the
   whole tree is stopped while it is not its turn (``ponder = false``).
 
+The operator may name more writable folders in ``ARBITER_SANDBOX_WRITABLE`` (comma-separated; the
+test suite's coverage run uses it for its data files) and more inherited environment variables in
+``ARBITER_PASS_ENV``.
+
 ``SandboxMode``: ``auto`` sandboxes when the machine can and says loudly when it cannot;
 ``required`` refuses to start an engine without it; ``none`` is explicit trust.
 """
@@ -262,6 +266,9 @@ def bwrap_argv(argv: list[str], *, work_dir: Path, endpoint_dir: Path | None, cw
         elif path.exists():
             cmd += ["--ro-bind", "/dev/null", str(path)]
     cmd += ["--bind", str(work_dir), str(work_dir)]
+    for extra in os.environ.get("ARBITER_SANDBOX_WRITABLE", "").split(","):  # the operator's own choice
+        if extra.strip() and Path(extra.strip()).is_dir():
+            cmd += ["--bind", extra.strip(), extra.strip()]
     if endpoint_dir is not None:
         cmd += ["--bind", str(endpoint_dir), str(endpoint_dir)]
     cmd += ["--chdir", cwd or str(work_dir), "--"]

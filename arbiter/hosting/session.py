@@ -259,12 +259,23 @@ class EngineSession:
 
     def check_alive(self) -> None:
         if self.process is not None and self.process.exit_code is not None:
-            if self.process.memory_exceeded():
-                raise EngineFault(EndReason.MEMORY, f"engine used more than its {self.config.limits.memory_mb} MB "
-                                                    f"(exited with code {self.process.exit_code})")
-            raise EngineFault(EndReason.CRASH, f"engine process exited with code {self.process.exit_code}")
+            raise self._exit_fault()
         if self.connection.disconnected:
-            raise EngineFault(EndReason.DISCONNECT, "the engine's socket disconnected")
+            raise self._lost_fault("the engine's socket disconnected")
+
+    def _exit_fault(self) -> EngineFault:
+        if self.process.memory_exceeded():
+            return EngineFault(EndReason.MEMORY, f"engine used more than its {self.config.limits.memory_mb} MB "
+                                                 f"(exited with code {self.process.exit_code})")
+        return EngineFault(EndReason.CRASH, f"engine process exited with code {self.process.exit_code}")
+
+    def _lost_fault(self, detail: str) -> EngineFault:
+        """The connection is gone: a crash if the process ends too (its sandbox takes a moment to
+        follow its exit), else a disconnect."""
+        if self.process is not None and self.process.wait(0.2):
+            fault = self._exit_fault()
+            return EngineFault(fault.reason, f"{detail}; {fault.detail}")
+        return EngineFault(EndReason.DISCONNECT if self.alive() else EndReason.CRASH, detail)
 
     def tell(self, message: Message) -> None:
         self.pending = None
@@ -279,7 +290,7 @@ class EngineSession:
         try:
             self.connection.send(message)
         except (ConnectionError, ProtocolError) as exc:
-            raise EngineFault(EndReason.DISCONNECT if self.alive() else EndReason.CRASH, str(exc)) from None
+            raise self._lost_fault(str(exc)) from None
         return time.monotonic()
 
     def _send_quietly(self, message: Message) -> None:

@@ -85,7 +85,7 @@ def verify(record: GameRecord) -> list[str]:
         elif list(state.returns()) != list(record.returns):
             problems.append(f"recorded returns {record.returns} differ from the rules' {state.returns()}")
     elif record.forfeit_seat is None:
-        problems.append(f"reason {record.reason!r} without a forfeiting seat")
+        problems.append(f"reason '{record.reason}' without a forfeiting seat")
     if state.to_text() != record.final_position and record.final_position:
         problems.append("the replayed final position differs from the recorded one")
     return problems

@@ -2,7 +2,11 @@
 
 Usage: python tests/engines/misbehave.py MODE [--after N]
 MODE: hang | crash | illegal | garbage | no_hello | double_fork | stale | wrong_type | oversize | wrong_game
-The misbehaviour happens at the engine's (N+1)-th decision request (default N=2).
+      | exit_after_reply | close_after_reply | not_ready | slow | old_protocol | chatty
+The misbehaviour happens at the engine's (N+1)-th decision request (default N=2); ``not_ready``
+answers new_game with a pong; ``old_protocol`` says hello with another protocol version;
+``chatty`` sends an ``error`` message and a ping before every reply; ``slow`` plays legally but takes 0.3 s per decision (an opponent that
+gives the referee time to notice a peer that left).
 """
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 from protocol import encode  # noqa: E402
 from protocol.kit import endpoint_from_environment, session_secret  # noqa: E402
-from protocol.messages import Hello, NewGame, Ping, Pong, Quit, Ready, Reply, Request  # noqa: E402
+from protocol.messages import Error, Hello, NewGame, Ping, Pong, Quit, Ready, Reply, Request  # noqa: E402
 from protocol.transport import EngineSocket  # noqa: E402
 
 
@@ -39,7 +43,8 @@ def main() -> int:
         double_fork()
     sock = EngineSocket(endpoint_from_environment([]))
     games = ["smess"] if mode == "wrong_game" else []
-    sock.send(Hello(name=f"misbehave-{mode}", wants_legal_moves=True, games=games, secret=session_secret()))
+    version = {"protocol_version": 999} if mode == "old_protocol" else {}
+    sock.send(Hello(name=f"misbehave-{mode}", wants_legal_moves=True, games=games, secret=session_secret(), **version))
     rng = random.Random(1)
     decisions = 0
     while True:
@@ -47,6 +52,9 @@ def main() -> int:
         if isinstance(msg, Quit):
             return 0
         if isinstance(msg, NewGame):
+            if mode == "not_ready":
+                sock.send(Pong(game_id=msg.game_id, seq=msg.seq))
+                continue
             sock.send(Ready(game_id=msg.game_id, seq=msg.seq))
         elif isinstance(msg, Ping):
             sock.send(Pong(game_id=msg.game_id, seq=msg.seq))
@@ -72,7 +80,19 @@ def main() -> int:
                 elif mode == "stale":
                     sock.send(Reply(game_id=msg.game_id, seq=msg.seq - 1, move="zz99"))
                     sock.send(Reply(game_id="other-game", seq=msg.seq, move="zz99"))
+            if mode == "slow":
+                time.sleep(0.3)
+            if mode == "chatty":  # neither is an answer: the referee notes the error, answers the ping
+                sock.send(Error(code="unexpected", message="just saying"))
+                sock.send(Ping(game_id=msg.game_id, seq=10_000 + decisions))
             sock.send(Reply(game_id=msg.game_id, seq=msg.seq, move=move))
+            if decisions > after and mode == "exit_after_reply":
+                sock.socket.close(linger=2000)  # the reply leaves first; then the process is gone
+                sock.socket.context.term()
+                os._exit(0)
+            if decisions > after and mode == "close_after_reply":
+                sock.socket.close(linger=2000)  # the connection is gone; the process lives on
+                time.sleep(3600)
 
 
 if __name__ == "__main__":

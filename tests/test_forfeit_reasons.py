@@ -1,0 +1,102 @@
+"""Forfeit reasons the integration tests do not reach: a failed send (engine gone: ``crash``;
+connection gone but process alive: ``disconnect``), silence under an unlimited clock (``stall``)
+and a wrong answer to ``new_game`` (``protocol_error``). Real engine subprocesses, real sockets."""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from arbiter import referee as referee_module
+from arbiter.clock import parse_time_control
+from arbiter.dice import Dice
+from arbiter.hosting import EngineConfig, EngineSession
+from arbiter.games import load_game
+from arbiter.referee import Referee
+from arbiter.records.replay import verify
+
+ROOT = Path(__file__).resolve().parent.parent
+RANDOM = f"{sys.executable} -m sample_engines.random_engine"
+
+
+def misbehave(mode: str, after: int = 2) -> str:
+    return f"{sys.executable} {ROOT / 'tests' / 'engines' / 'misbehave.py'} {mode} --after {after}"
+
+
+def play(tmp_path, commands: list[str], tc: str = "60"):
+    """One EinStein game between engines started from ``commands``; (record, seconds it took)."""
+    engines = [EngineSession(EngineConfig(cmd, name=f"e{i}", cwd=str(ROOT)), tmp_path)
+               for i, cmd in enumerate(commands)]
+    try:
+        for e in engines:
+            e.launch()
+            e.handshake()
+        t0 = time.monotonic()
+        record = Referee(load_game("einstein"), engines, parse_time_control(tc), Dice(b"forfeits", "f|1"),
+                         match_id="f", game_number=1).play()
+        return record, time.monotonic() - t0
+    finally:
+        for e in engines:
+            e.stop()
+
+
+def test_send_to_an_engine_that_exited_is_a_crash(tmp_path):
+    # Seat 0 replies to its first move request, then exits; the slow opponent gives the referee
+    # time to see the peer leave, so the next request to seat 0 cannot be sent.
+    record, _ = play(tmp_path, [misbehave("exit_after_reply", after=1), misbehave("slow", after=99)])
+    assert (record.reason, record.forfeit_seat) == ("crash", 0), record.detail
+    assert "cannot send to the engine" in record.detail
+    assert record.returns == [-1.0, 1.0]
+    assert verify(record) == []
+
+
+def test_send_to_a_live_engine_that_closed_its_connection_is_a_disconnect(tmp_path):
+    record, _ = play(tmp_path, [misbehave("close_after_reply", after=1), misbehave("slow", after=99)])
+    assert (record.reason, record.forfeit_seat) == ("disconnect", 0), record.detail
+    assert "cannot send to the engine" in record.detail
+    assert verify(record) == []
+
+
+def test_silence_under_an_unlimited_clock_is_a_stall(tmp_path, monkeypatch):
+    monkeypatch.setattr(referee_module, "UNLIMITED_STALL", 0.4)
+    record, took = play(tmp_path, [RANDOM, misbehave("hang", after=1)], tc="inf")
+    assert (record.reason, record.forfeit_seat) == ("stall", 1), record.detail
+    assert "no reply within 400 ms" in record.detail
+    assert took < 5, took  # the stall timeout, not the clock (there is none), ended the game
+    assert verify(record) == []
+
+
+@pytest.mark.parametrize("seat", [0, 1])
+def test_an_answer_other_than_ready_to_new_game_is_a_protocol_error(tmp_path, seat):
+    commands = [RANDOM, RANDOM]
+    commands[seat] = misbehave("not_ready")
+    record, _ = play(tmp_path, commands)
+    assert (record.reason, record.forfeit_seat) == ("protocol_error", seat), record.detail
+    assert record.detail == "expected ready, got pong"
+    assert record.events == []
+    assert verify(record) == []
+
+
+def test_an_engine_speaking_another_protocol_version_loses_every_game_unstarted(tmp_path):
+    """The handshake refuses it (reject), the series records each game as lost before it began."""
+    from arbiter.formats.match import Match, MatchFormat
+
+    configs = (EngineConfig(misbehave("old_protocol"), name="old", cwd=str(ROOT)),
+               EngineConfig(RANDOM, name="random", cwd=str(ROOT)))
+    result = Match(load_game("einstein"), configs, parse_time_control("60"), MatchFormat.parse("games=2"),
+                   run_dir=tmp_path, seed=b"old").play()
+    assert result.points == [0.0, 2.0]
+    for record in result.records:
+        assert (record.reason, record.players[record.forfeit_seat]) == ("not_started", "old")
+        assert record.detail == "protocol_error: engine speaks protocol version 999"
+        assert record.events == [] and verify(record) == []
+
+
+def test_errors_and_pings_from_an_engine_are_not_answers(tmp_path):
+    record, _ = play(tmp_path, [misbehave("chatty", after=0), RANDOM])
+    assert record.reason == "normal", record.detail
+    decisions = sum(1 for e in record.events if e.seat == 0)
+    assert record.dropped_messages == decisions  # each error noted and dropped; each ping answered
+    assert verify(record) == []

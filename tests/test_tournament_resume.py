@@ -1,0 +1,277 @@
+"""Resuming a tournament: what ``resume`` must refuse, detect and repair.
+
+A changed tournament file is refused; a stored pairing that the re-derived schedule contradicts
+stops the run; the JSON Lines export is repaired exactly (a torn last line cut, committed games
+missing from it appended, nothing else touched). Real games through real workers and engines,
+a real SQLite file.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tournaments import api
+from tournaments.api import TournamentStateError
+from tournaments.config import load_config
+from tournaments.db import TournamentDB
+from tournaments.runner import Runner, TournamentError
+
+TOML = """\
+name = "resume-test"
+game = "einstein"
+format = "round_robin"
+match = "games=2"
+time_control = "60"
+seed = "resume-tests"
+concurrency = 2
+output = "{db}"
+
+[[engines]]
+name = "r1"
+command = "{{python}} -m sample_engines.random_engine --seed 1"
+
+[[engines]]
+name = "r2"
+command = "{{python}} -m sample_engines.random_engine --seed 2"
+
+[[engines]]
+name = "r3"
+command = "{{python}} -m sample_engines.random_engine --seed 3"
+"""
+
+
+def write_toml(tmp_path: Path, text: str = TOML) -> Path:
+    db = tmp_path / "t.sqlite"
+    path = tmp_path / "t.toml"
+    path.write_text(text.format(db=db))
+    return path
+
+
+@pytest.fixture(scope="module")
+def played(tmp_path_factory) -> Path:
+    """A finished tournament (3 engines, 3 pairings x 2 games); tests work on copies of it."""
+    tmp = tmp_path_factory.mktemp("played")
+    opened = api.start(load_config(write_toml(tmp)))
+    try:
+        _, summary = api.play(opened)
+    finally:
+        opened.db.close()
+    assert summary.finished and summary.committed == 6
+    return tmp
+
+
+def copy_of(played: Path, tmp_path: Path) -> Path:
+    for name in ("t.sqlite", "t.jsonl"):
+        shutil.copy(played / name, tmp_path / name)
+    return tmp_path / "t.sqlite"
+
+
+def committed_lines(db: Path) -> list[bytes]:
+    """Each committed record's JSON line, in commit order: what the export must hold."""
+    conn = sqlite3.connect(db)
+    try:
+        return [rec.encode() + b"\n" for (rec,) in conn.execute("SELECT record FROM games ORDER BY ended_at")]
+    finally:
+        conn.close()
+
+
+def exported_lines(db: Path) -> list[bytes]:
+    """The export as the run wrote it (commit order), checked to hold every committed game once."""
+    lines = TournamentDB.jsonl_path(db).read_bytes().splitlines(keepends=True)
+    assert sorted(lines) == sorted(committed_lines(db))
+    return lines
+
+
+def resume_and_close(target: Path) -> None:
+    api.resume(target).db.close()
+
+
+# --- a changed file is refused -------------------------------------------------------------------
+
+@pytest.mark.parametrize("old, new", [
+    ('time_control = "60"', 'time_control = "30"'),
+    ('match = "games=2"', 'match = "games=4"'),
+    ('name = "r3"', 'name = "r4"'),
+    ('format = "round_robin"', 'format = "double_round_robin"'),
+    ('seed = "resume-tests"', 'seed = "another-seed"'),
+])
+def test_a_changed_tournament_file_is_refused(tmp_path, old, new):
+    toml = write_toml(tmp_path)
+    api.start(load_config(toml)).db.close()
+    resume_and_close(toml)  # unchanged: fine
+    toml.write_text(toml.read_text().replace(old, new))
+    with pytest.raises(TournamentStateError, match="does not describe the tournament stored in"):
+        api.resume(toml)
+    # The refusal released the database: the unchanged file still resumes.
+    toml.write_text(toml.read_text().replace(new, old))
+    resume_and_close(toml)
+
+
+def test_what_may_change_between_runs_is_accepted(tmp_path):
+    toml = write_toml(tmp_path)
+    api.start(load_config(toml)).db.close()
+    toml.write_text(toml.read_text().replace("concurrency = 2", "concurrency = 1")
+                    .replace("--seed 3", "--seed 3 "))
+    opened = api.resume(toml)
+    try:
+        assert opened.cfg.concurrency == 1 and opened.seed == "resume-tests"
+    finally:
+        opened.db.close()
+
+
+# --- a contradicted pairing is detected ---------------------------------------------------------
+
+def test_a_stored_pairing_that_the_schedule_contradicts_stops_the_run(tmp_path, played):
+    db_path = copy_of(played, tmp_path)
+    opened = api.resume(db_path)
+    try:
+        runner = Runner(opened.cfg, opened.db, opened.seed)
+        assert runner.load().finished  # as stored: consistent
+        pairings = opened.db.pairings()
+        assert len(pairings) == 3
+        key, (_, _, _, engines) = sorted(pairings.items())[0]
+        with opened.db.db:
+            opened.db.db.execute("UPDATE tournament_pairings SET engines = ? WHERE pairing = ?",
+                                 (json.dumps(engines[::-1]), key))
+        with pytest.raises(TournamentError, match=f"the schedule differs .*pairings {key}"):
+            Runner(opened.cfg, opened.db, opened.seed).load()
+        with opened.db.db:
+            opened.db.db.execute("UPDATE tournament_pairings SET round = round + 1 WHERE pairing = ?", (key,))
+            opened.db.db.execute("UPDATE tournament_pairings SET engines = ? WHERE pairing = ?",
+                                 (json.dumps(engines), key))
+        with pytest.raises(TournamentError, match="the schedule differs"):
+            Runner(opened.cfg, opened.db, opened.seed).load()
+    finally:
+        opened.db.close()
+
+
+# --- the JSON Lines export is repaired exactly ---------------------------------------------------
+
+def test_a_torn_last_line_is_cut_and_its_game_appended_whole(tmp_path, played):
+    """A crash in the middle of appending the last game: half its line (game id included) is in
+    the file. Repair cuts exactly that half and appends the whole line again."""
+    db_path = copy_of(played, tmp_path)
+    jsonl = TournamentDB.jsonl_path(db_path)
+    want = exported_lines(db_path)
+    torn = want[-1][: len(want[-1]) // 2]
+    assert b'"game_id"' in torn
+    jsonl.write_bytes(b"".join(want[:-1]) + torn)
+    db = TournamentDB(db_path)
+    try:
+        assert db.repair_export() == (True, 1)
+        assert jsonl.read_bytes() == b"".join(want)
+        assert db.repair_export() == (False, 0)  # repaired: nothing more to do
+    finally:
+        db.close()
+    jsonl.write_bytes(b"".join(want[:-1]) + torn)
+    resume_and_close(db_path)  # resume repairs on open
+    assert jsonl.read_bytes() == b"".join(want)
+
+
+def test_a_torn_line_of_a_game_already_exported_is_only_cut(tmp_path, played):
+    db_path = copy_of(played, tmp_path)
+    jsonl = TournamentDB.jsonl_path(db_path)
+    want = exported_lines(db_path)
+    jsonl.write_bytes(b"".join(want) + want[2][:40])  # e.g. a duplicate append cut short
+    resume_and_close(db_path)
+    assert jsonl.read_bytes() == b"".join(want)
+
+
+def test_committed_games_missing_from_the_export_are_appended(tmp_path, played):
+    db_path = copy_of(played, tmp_path)
+    jsonl = TournamentDB.jsonl_path(db_path)
+    want = exported_lines(db_path)
+    jsonl.write_bytes(b"".join(want[:2] + want[3:5]))  # two lines lost
+    db = TournamentDB(db_path)
+    try:
+        assert db.repair_export() == (False, 2)
+    finally:
+        db.close()
+    lost = sorted([want[2], want[5]], key=lambda line: json.loads(line)["ended_at"])  # appended in end order
+    assert jsonl.read_bytes() == b"".join(want[:2] + want[3:5] + lost)
+    jsonl.unlink()  # the whole export lost
+    resume_and_close(db_path)
+    assert jsonl.read_bytes() == b"".join(committed_lines(db_path))
+
+
+# --- what resume refuses to open -----------------------------------------------------------------
+
+def test_resume_refuses_what_is_not_a_tournament(tmp_path):
+    with pytest.raises(TournamentStateError, match="no such file"):
+        api.resume(tmp_path / "nothing.sqlite")
+    plain = tmp_path / "results.sqlite"
+    from arbiter.records.store import ResultsStore
+
+    ResultsStore(plain).close()  # an `arbiter match` results file: SQLite, but no tournament in it
+    with pytest.raises(TournamentStateError, match="is not a tournament database"):
+        api.resume(plain)
+    TournamentDB(plain).close()  # the refusal released the lock
+
+
+def test_resume_of_a_file_never_started_starts_it_and_a_held_database_is_refused(tmp_path):
+    from tournaments.db import TournamentLocked
+
+    toml = write_toml(tmp_path)
+    opened = api.resume(toml)  # killed before its database existed: resume starts it
+    try:
+        assert opened.db.meta()["seed"] == "resume-tests"
+        with pytest.raises(TournamentLocked, match="in use by another tournament process"):
+            api.resume(toml)
+        with pytest.raises(TournamentLocked):
+            api.resume(tmp_path / "t.sqlite")
+    finally:
+        opened.db.close()
+    resume_and_close(tmp_path / "t.sqlite")
+
+
+# --- the same through the command line ------------------------------------------------------------
+
+def said(capsys) -> str:
+    """What the command printed, with rich's line wrapping undone."""
+    return " ".join(capsys.readouterr().out.split())
+
+
+def test_the_command_line_checks_runs_refuses_and_reports(tmp_path, capsys):
+    from tournaments.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
+
+    toml = write_toml(tmp_path)
+    assert main(["check", str(toml)]) == EXIT_OK
+    out = said(capsys)
+    assert "ok — resume-test: einstein" in out and out.count("round ") == 3 and "r1 vs r2" in out
+    # Not a terminal: one line per finished game, then the summary and the report.
+    assert main(["run", str(toml), "--concurrency", "1"]) == EXIT_OK
+    out = said(capsys)
+    assert out.count("[") >= 6 and "game 2:" in out and "6 games played in this run (6 in all)" in out
+    assert "Standings" in out
+    db = tmp_path / "t.sqlite"
+    assert main(["report", str(db), "--json", "-"]) == EXIT_OK
+    assert json.loads(capsys.readouterr().out)["tournament"]["games_played"] == 6
+    assert main(["report", str(db), "--text", str(tmp_path / "r.txt"), "--quiet"]) == EXIT_OK
+    assert "Standings" in (tmp_path / "r.txt").read_text() and "wrote" in said(capsys)
+    # Not a tournament database: an error message, not a traceback.
+    assert main(["report", str(tmp_path / "none.sqlite")]) == EXIT_USAGE
+    assert "none.sqlite: no such file" in said(capsys)
+    assert main(["report", str(toml)]) == EXIT_USAGE
+    assert "is not a tournament database" in said(capsys)
+    from arbiter.records.store import ResultsStore
+
+    ResultsStore(tmp_path / "match.sqlite").close()
+    assert main(["report", str(tmp_path / "match.sqlite")]) == EXIT_USAGE
+    assert "is not a tournament database (no such table: tournament_meta)" in said(capsys)
+    # A contradicted pairing: the run stops with the reason, and nothing is played.
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE tournament_pairings SET round = round + 5")
+        conn.execute("DELETE FROM games WHERE game_number = 2")
+    conn.close()
+    assert main(["resume", str(db), "--quiet"]) == EXIT_FAILED
+    assert "tournament failed: the schedule differs" in said(capsys)
+    toml.write_text(toml.read_text().replace('time_control = "60"', 'time_control = "30"'))
+    assert main(["resume", str(toml), "--quiet"]) == EXIT_USAGE
+    assert "does not describe the tournament" in said(capsys)
+    (tmp_path / "broken.toml").write_text("game = \n")
+    assert main(["check", str(tmp_path / "broken.toml")]) == EXIT_USAGE
