@@ -55,6 +55,9 @@ class RunSummary:
     worker_restarts: int = 0
     killed_leftovers: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    storage_error: str = ""
+    """Set when a game could not be committed: the run stopped (the database's store keeps the
+    game and writes it to a fallback file on close)."""
 
     @property
     def cpu_engines(self) -> float:
@@ -64,6 +67,10 @@ class RunSummary:
     def referee_cpu_share(self) -> float:
         total = self.cpu_parent + self.cpu_children
         return (self.cpu_parent + self.cpu_workers) / total if total > 0 else 0.0
+
+
+class _StorageFailed(Exception):
+    pass
 
 
 class Runner:
@@ -135,6 +142,8 @@ class Runner:
             s.finished = True
         except KeyboardInterrupt:
             s.interrupted = True
+        except _StorageFailed as exc:  # stop rather than play games nobody can record
+            s.storage_error = str(exc)
         finally:
             try:
                 pool.stop(graceful=s.finished)
@@ -204,7 +213,8 @@ class Runner:
         del self.in_flight[key]
         if key in self.results:  # cannot happen: a key is handed out once per run
             raise TournamentError(f"game {key} was played twice")
-        self.db.commit(record)
+        if not self.db.commit(record):
+            raise _StorageFailed(self.db.store.error or "cannot save")
         self.results[key] = GameResult(spec.seating, tuple(record.returns), record.reason, record.forfeit_seat)
         self.summary.committed += 1
         self.replan()
