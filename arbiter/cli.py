@@ -114,7 +114,7 @@ def open_store(args: argparse.Namespace) -> ResultsStore:
 def storage_exit(store: ResultsStore, code: int) -> int:
     """``code``, or EXIT_STORAGE with one clear message when games could not be saved."""
     if store.problem:
-        console.print(f"[bold red]error: results not saved:[/] {escape(store.problem)}")
+        console.print(f"[bold red]error: results not saved:[/] {escape(store.problem)}", soft_wrap=True)
         return EXIT_STORAGE
     return code
 

@@ -259,10 +259,10 @@ class ResultsStore:
         if self.fallback or self.pending:
             n = self.fallback_count or len(self.pending)
             where = f"they were written to {self.fallback}" if self.fallback else "they could not be written anywhere"
-            parts.append(f"{n} game(s) could not be saved in {self.path} ({self.error}); {where}")
+            parts.append(f"{n} game(s) could not be saved ({self.error}); {where}")
         if self.unexported:
-            parts.append(f"{len(self.unexported)} committed game(s) are missing from the export {self.export_path} "
-                         f"({self.error})")
+            parts.append(f"{len(self.unexported)} committed game(s) are missing from the export ({self.error}); "
+                         f"the database has them")
         return "; ".join(parts)
 
     def games(self, match_id: str | None = None) -> Iterator[GameRecord]:
