@@ -363,3 +363,37 @@ def test_a_locked_database_is_retried_then_saved_in_order(tmp_path):
     assert store.save_game(third) is True and not store.pending
     store.close()
     assert [r.match_seq for r in ResultsStore(db).games()] == [1, 2, 3]
+
+
+def test_a_tournament_whose_disk_fills_stops_with_the_unsaved_game_in_a_fallback(tiny_disk, tmp_path, monkeypatch):
+    from tournaments import api
+    from tournaments.config import parse_config
+
+    mnt, fill, _ = tiny_disk
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    cfg = parse_config(f"""
+name = "full"
+game = "einstein"
+match = "games=2"
+time_control = "60"
+seed = "s"
+concurrency = 1
+output = "{mnt / 'full.sqlite'}"
+""" + "".join(f'[[engines]]\nname = "e{i}"\ncommand = "{{python}} -m sample_engines.random_engine"\n'
+              for i in range(3)), "full.toml")
+    opened = api.start(cfg)
+    played = []
+
+    def on_game(runner, spec, record):
+        played.append(record.game_id)
+        fill()  # the first game is saved; the next one cannot be
+
+    _, summary = api.play(opened, on_game=on_game)
+    opened.db.close()
+    assert summary.storage_error and "full" in summary.storage_error and not summary.finished
+    assert len(played) == 1 and summary.committed == 1
+    problem = opened.db.store.problem
+    assert problem and "1 game(s) could not be saved" in problem, problem
+    (fallback,) = tmp_path.glob("full.sqlite.unsaved-*.jsonl")
+    (record,) = [from_json(line) for line in fallback.read_bytes().splitlines()]
+    assert record.event_id == "full" and record.event_seq == 2

@@ -27,6 +27,7 @@ import pytest
 from arbiter import games as arbiter_games
 from arbiter.games.base import CHANCE, TERMINAL, Game, GameType, IllegalMove, State, Utility
 from arbiter.records.replay import verify
+from arbiter.records.signing import keygen
 from tournaments import api
 from tournaments.config import parse_config
 from tournaments.report import build_report, plot, render_text, to_json, write_csv
@@ -103,6 +104,7 @@ seed = "resume-me"
 duplicate_dice = true
 concurrency = 2
 output = "{db}"
+key_file = "{key}"      # every record signed; resume must continue the match and event chains
 
 [game_options]
 setup = "random"
@@ -116,8 +118,9 @@ command = "{{{{python}}}} {{engine}} {i}"
 def test_kill_9_at_random_moments_then_resume_equals_an_uninterrupted_run(tmp_path):
     engine = tmp_path / "det_engine.py"
     engine.write_text(DETERMINISTIC_ENGINE)
+    key, public = keygen(tmp_path / "keys")
     straight_db = tmp_path / "straight.sqlite"
-    (tmp_path / "straight.toml").write_text(KILL_TOML.format(db=straight_db, engine=engine))
+    (tmp_path / "straight.toml").write_text(KILL_TOML.format(db=straight_db, engine=engine, key=key))
     run = cli("run", str(tmp_path / "straight.toml"), "--quiet", "--no-report")
     assert run.returncode == 0, run.stdout + run.stderr
     wait_none_left(straight_db)
@@ -126,7 +129,7 @@ def test_kill_9_at_random_moments_then_resume_equals_an_uninterrupted_run(tmp_pa
 
     killed_db = tmp_path / "killed.sqlite"
     toml = tmp_path / "killed.toml"
-    toml.write_text(KILL_TOML.format(db=killed_db, engine=engine))
+    toml.write_text(KILL_TOML.format(db=killed_db, engine=engine, key=key))
     rng = random.Random()
     log = []
     for attempt in range(8):
@@ -161,6 +164,13 @@ def test_kill_9_at_random_moments_then_resume_equals_an_uninterrupted_run(tmp_pa
     again = cli("resume", str(killed_db), "--quiet", "--no-report")
     assert again.returncode == 0 and "0 games played in this run" in again.stdout, again.stdout
     assert len(games_of(killed_db)) == len(expected)
+    # However often it was killed, every match chain and the event chain run unbroken through all
+    # the games, each signed: in the database and in the export.
+    for path in (killed_db, tmp_path / "killed.jsonl"):
+        checked = subprocess.run([PY, "-m", "arbiter.cli", "verify", str(path), "--public-key", str(public)],
+                                 cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "300"})
+        assert checked.returncode == 0 and f"event kill-test: {len(expected)} record(s)" in checked.stdout, \
+            checked.stdout
 
 
 def test_seeded_random_engines_restarted_every_game_are_reproducible(tmp_path):

@@ -25,6 +25,7 @@ from typing import Callable
 
 from arbiter import games as arbiter_games
 from arbiter.records import GameRecord
+from arbiter.records.store import STORAGE_ERRORS
 
 from .config import TournamentConfig
 from .db import TournamentDB
@@ -129,8 +130,12 @@ class Runner:
     def run(self) -> RunSummary:
         me0 = resource.getrusage(resource.RUSAGE_SELF)
         kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        plan = self.load()
         s = self.summary
+        try:
+            plan = self.load()
+        except STORAGE_ERRORS as exc:
+            s.storage_error = f"{self.db.path}: {exc}"
+            return s
         if plan.finished:
             s.finished = True
             s.played_total = plan.played
@@ -144,6 +149,8 @@ class Runner:
             s.interrupted = True
         except _StorageFailed as exc:  # stop rather than play games nobody can record
             s.storage_error = str(exc)
+        except STORAGE_ERRORS as exc:  # the pairings could not be written
+            s.storage_error = f"{self.db.path}: {exc}"
         finally:
             try:
                 pool.stop(graceful=s.finished)
