@@ -138,6 +138,20 @@ def test_reordered_export_lines_are_named(copy):
     path.write_bytes(b"".join(lines))
     out = verify_cli(path)
     assert out.returncode == 1 and "reordered" in out.stdout and f"game {ids[1]}" in out.stdout, out.stdout
+    # In the database the stored order is the commit order: a row taken out and put back last moves.
+    db = folder / "results.sqlite"
+    sql(db, "CREATE TABLE moved AS SELECT * FROM games WHERE game_id = ?", (ids[1],))
+    sql(db, "DELETE FROM games WHERE game_id = ?", (ids[1],))
+    sql(db, "INSERT INTO games SELECT * FROM moved")
+    out = verify_cli(db)
+    assert out.returncode == 1 and "reordered" in out.stdout and f"game {ids[1]}" in out.stdout, out.stdout
+
+
+def test_results_files_are_readable_by_their_owner_only(copy, signed):
+    base, _, _ = signed
+    for name in ("results.sqlite", "results.sqlite-wal", "games.jsonl"):
+        if (base / name).exists():
+            assert (base / name).stat().st_mode & 0o077 == 0, name
 
 
 def test_an_edited_record_is_named_by_its_signature_and_by_the_chain(copy):

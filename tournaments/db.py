@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from arbiter.records import GameRecord
-from arbiter.records.store import ResultsStore
+from arbiter.records.store import ResultsStore, open_private
 
 from .director import GameResult, PairingState
 
@@ -189,7 +189,7 @@ class TournamentDB:
         missing = [(gid, rec) for gid, rec in self.db.execute("SELECT game_id, record FROM games ORDER BY rowid")
                    if gid not in ids]
         if missing:
-            with open(path, "ab") as f:
+            with open_private(path) as f:
                 for _, rec in missing:
                     f.write(rec.encode() + b"\n")
                 f.flush()

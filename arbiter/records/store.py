@@ -67,6 +67,12 @@ def chain_statement(kind: str, ident: str, count: int, head: str) -> bytes:
 STORAGE_ERRORS = (sqlite3.Error, OSError)
 
 
+def open_private(path: Path):
+    """Open ``path`` for appending, creating it readable and writable by its owner only (SQLite
+    gives the database's -wal and -shm files the database file's mode)."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab")
+
+
 class ResultsStore:
     """The results database and its export. Saving never raises: a game that cannot be saved is
     kept (``pending``) and retried with the next save and at ``close``; what is still unsaved then
@@ -83,6 +89,8 @@ class ResultsStore:
                  event_id: str = "", retries: int = 3, retry_delay: float = 0.1):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.path.exists():  # results (and a tournament's seed) readable by the operator only
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
         self.db = sqlite3.connect(self.path, timeout=30)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
@@ -211,7 +219,7 @@ class ResultsStore:
 
     def _export(self, data: bytes) -> None:
         """Append one line; on failure cut the file back so a retry does not leave a torn line."""
-        with open(self.export_path, "ab") as f:
+        with open_private(self.export_path) as f:
             size = f.tell()
             try:
                 f.write(data + b"\n")
@@ -241,7 +249,7 @@ class ResultsStore:
         name = f"{self.path.name}.unsaved-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.jsonl"
         for folder in (self.path.parent, Path(tempfile.gettempdir())):
             try:
-                with open(folder / name, "ab") as f:
+                with open_private(folder / name) as f:
                     f.write(b"".join(lines))
                     f.flush()
                     os.fsync(f.fileno())
