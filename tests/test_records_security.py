@@ -411,3 +411,17 @@ output = "{mnt / 'full.sqlite'}"
     (fallback,) = tmp_path.glob("full.sqlite.unsaved-*.jsonl")
     (record,) = [from_json(line) for line in fallback.read_bytes().splitlines()]
     assert record.event_id == "full" and record.event_seq == 2
+
+
+def test_keygen_command_and_a_key_others_may_read_is_refused_before_any_engine_starts(tmp_path, capsys):
+    assert cli.main(["keygen", "--out", str(tmp_path / "k")]) == 0
+    out = capsys.readouterr().out
+    assert load_signer(tmp_path / "k" / "referee.key").key_id in out
+    assert cli.main(["keygen", "--out", str(tmp_path / "k")]) == cli.EXIT_USAGE  # never overwrites a key
+    (tmp_path / "k" / "referee.key").chmod(0o644)
+    capsys.readouterr()
+    code = cli.main(["match", "--game", "einstein", "--engine", "/nonexistent/engine", "--engine",
+                     "/nonexistent/engine", "--key", str(tmp_path / "k" / "referee.key"), "--db",
+                     str(tmp_path / "r.sqlite")])
+    assert code == cli.EXIT_USAGE and "chmod 600" in capsys.readouterr().out
+    assert not (tmp_path / "r.sqlite").exists()
