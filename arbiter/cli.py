@@ -1,7 +1,9 @@
 """The ``arbiter`` command line.
 
 Exit codes: 0 success; 1 a record failed verification; 2 bad usage or configuration;
-3 an engine could not be used at all (e.g. never started); 130 interrupted.
+3 an engine could not be used at all (e.g. never started); 4 a game could not be saved in the
+results database or its export (the message names the file, the error and the fallback file
+holding the unsaved records); 130 interrupted.
 """
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import argparse
 from collections import Counter
 import math
 import os
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -27,10 +30,15 @@ from .formats.solo import SuiteResult, compare, run_suite
 from .games import OptionError, Utility, game_class, game_names, load_game
 from .hosting import EngineConfig
 from .records import GameRecord
+from .records.audit import audit, load_stored
 from .records.replay import replay, verify
+from .records.signing import KeyFileError, key_id, keygen, load_public_key, load_signer
 from .records.store import ResultsStore, load_records
 
-EXIT_OK, EXIT_VERIFY_FAILED, EXIT_USAGE, EXIT_ENGINE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_OK, EXIT_VERIFY_FAILED, EXIT_USAGE, EXIT_ENGINE, EXIT_STORAGE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+
+SEED_ENV = "ARBITER_SEED"
+"""The environment variable a master seed may come from (removed from the environment once read)."""
 
 console = Console()
 
@@ -57,6 +65,71 @@ def _fmt_clock(ms: int | float | None) -> str:
     return f"{tenths // 600}:{tenths % 600 // 10:02d}.{tenths % 10}"
 
 
+def read_seed(args: argparse.Namespace) -> tuple[bytes | None, str]:
+    """The master seed and where it came from: ``--seed-file FILE`` (``-``: stdin), else
+    ``--seed HEX`` (visible to every process in /proc/PID/cmdline: warned about), else the
+    ``ARBITER_SEED`` variable, else None (fresh randomness). A seed file that group or others
+    may read is refused: an engine running as another user could read it (pipe it on stdin
+    instead: ``--seed-file - < FILE``). Raises ValueError with the reason."""
+    seed_file, seed_hex = getattr(args, "seed_file", None), getattr(args, "seed", None)
+    env_hex = os.environ.pop(SEED_ENV, None)  # never passed on to anything started later
+    if seed_file and seed_hex:
+        raise ValueError("give --seed or --seed-file, not both")
+    if seed_file == "-":
+        text, source = sys.stdin.read(), "stdin"
+    elif seed_file:
+        try:
+            mode = os.stat(seed_file).st_mode
+            if mode & 0o044:
+                raise ValueError(f"--seed-file {seed_file}: readable by group or others (mode {mode & 0o777:o}); "
+                                 f"chmod 600 it, or give it on stdin with --seed-file - < {seed_file}")
+            text = Path(seed_file).read_text()
+        except OSError as exc:
+            raise ValueError(f"--seed-file {seed_file}: {exc.strerror or exc}") from None
+        source = seed_file
+    elif seed_hex:
+        console.print("[bold yellow]warning:[/] --seed puts the master seed on the command line, where every "
+                      "process on this machine can read it (/proc/PID/cmdline): use it only for "
+                      "non-competitive runs; use --seed-file or the ARBITER_SEED variable otherwise")
+        text, source = seed_hex, "--seed"
+    elif env_hex is not None:
+        text, source = env_hex, SEED_ENV
+    else:
+        return None, "fresh randomness"
+    try:
+        seed = bytes.fromhex(text.strip())
+    except ValueError:
+        raise ValueError(f"the seed from {source} is not hex") from None
+    if not seed:
+        raise ValueError(f"the seed from {source} is empty")
+    return seed, source
+
+
+def open_store(args: argparse.Namespace) -> ResultsStore:
+    """The results store, signing with ``--key`` when given. Raises KeyFileError or a storage error."""
+    signer = load_signer(args.key) if getattr(args, "key", None) else None
+    return ResultsStore(args.db, signer=signer)
+
+
+def storage_exit(store: ResultsStore, code: int) -> int:
+    """``code``, or EXIT_STORAGE with one clear message when games could not be saved."""
+    if store.problem:
+        console.print(f"[bold red]error: results not saved:[/] {escape(store.problem)}", soft_wrap=True)
+        return EXIT_STORAGE
+    return code
+
+
+def _prepare(args: argparse.Namespace) -> tuple[ResultsStore | None, int]:
+    try:
+        return open_store(args), EXIT_OK
+    except KeyFileError as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}")
+        return None, EXIT_USAGE
+    except (OSError, sqlite3.Error) as exc:
+        console.print(f"[red]error:[/] cannot open the results database {args.db}: {exc}")
+        return None, EXIT_STORAGE
+
+
 def cmd_match(args: argparse.Namespace) -> int:
     try:
         game = load_game(args.game, **_parse_options(args.option))
@@ -65,13 +138,15 @@ def cmd_match(args: argparse.Namespace) -> int:
         if len(args.engine) != 2:
             raise ValueError(f"give exactly two --engine commands (got {len(args.engine)})")
         names = (args.name or []) + [None, None]
-        seed = bytes.fromhex(args.seed) if args.seed else None
+        seed, _ = read_seed(args)
     except (OptionError, ValueError) as exc:
         console.print(f"[red]error:[/] {exc}")
         return EXIT_USAGE
     configs = tuple(_engine_config(cmd, names[i] or f"{'AB'[i]}:{_guess_name(cmd)}", args.restart)
                     for i, cmd in enumerate(args.engine))
-    store = ResultsStore(args.db)
+    store, code = _prepare(args)
+    if store is None:
+        return code
     status = {"text": ""}
 
     def on_event(record, state, event, clocks):
@@ -111,12 +186,12 @@ def cmd_match(args: argparse.Namespace) -> int:
             console.print()
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: finished games are saved")
-        return EXIT_INTERRUPTED
-    finally:
         store.close()
+        return storage_exit(store, EXIT_INTERRUPTED)
+    store.close()
     _print_summary(result)
     not_started = [r for r in result.records if r.reason == EndReason.NOT_STARTED]
-    return EXIT_ENGINE if not_started and len(not_started) == len(result.records) else EXIT_OK
+    return storage_exit(store, EXIT_ENGINE if not_started and len(not_started) == len(result.records) else EXIT_OK)
 
 
 def _engine_config(command: str, name: str, restart: bool):
@@ -164,7 +239,8 @@ def _print_summary(result) -> None:
 def cmd_demo(args: argparse.Namespace) -> int:
     py = sys.executable
     ns = argparse.Namespace(
-        game="einstein", option=[], tc="180", format="olympiad", margin=DEFAULT_MARGIN_MS, seed=None, restart=False,
+        game="einstein", option=[], tc="180", format="olympiad", margin=DEFAULT_MARGIN_MS, seed=None, seed_file=None,
+        key=None, restart=False,
         quiet=args.quiet, db=args.db,
         engine=[f"{py} -m sample_engines.einstein_expectimax", f"{py} -m sample_engines.random_engine"],
         name=["expectimax", "random"])
@@ -229,23 +305,57 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    """Replay every record (rules and dice), then check the file as a whole: chains, signatures,
+    indexed columns (``arbiter.records.audit``)."""
     try:
-        records = load_records(args.record, args.game_id)
-    except (OSError, ValueError) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        public = load_public_key(args.public_key) if args.public_key else None
+        if not Path(args.record).exists():
+            raise FileNotFoundError(f"{args.record}: no such file")
+        stored, heads, broken = load_stored(args.record)
+        if broken and not stored:  # not one record in it: the wrong file, not a tampered one
+            raise ValueError(broken[0])
+    except (OSError, ValueError, KeyFileError) as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
     bad = 0
-    for record in records:
+    for s in stored:
+        record = s.record
+        if args.game_id and record.game_id != args.game_id:
+            continue
         problems = verify(record)
         if problems:
             bad += 1
             console.print(f"[red]INCONSISTENT[/] {record.game_id}")
             for p in problems:
-                console.print(f"  - {p}")
+                console.print(f"  - {escape(p)}")
         elif args.verbose:
             console.print(f"[green]ok[/] {record.game_id}: {len(record.rolls)} rolls, {len(record.events)} events")
-    console.print(f"{len(records) - bad} of {len(records)} records consistent")
-    return EXIT_VERIFY_FAILED if bad or not records else EXIT_OK
+    checked = [s for s in stored if not args.game_id or s.record.game_id == args.game_id]
+    console.print(f"{len(checked) - bad} of {len(checked)} records consistent")
+    report = audit(stored, heads, public)
+    for p in broken + report.problems:
+        console.print(f"[red]TAMPERED[/] {escape(p)}", highlight=False)
+    for note in report.notes:
+        console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
+    for (kind, ident), (count, last) in sorted(report.chains.items()):
+        if kind == "event" or args.verbose:
+            console.print(f"{kind} {ident}: {count} record(s), last hash {last}", highlight=False)
+    tampered = len(broken) + len(report.problems)
+    if public is not None and not tampered:
+        console.print(f"signatures checked against key {key_id(public)}")
+    console.print(f"{len(heads) or len(report.chains)} chain(s), {tampered} tamper problem(s)")
+    return EXIT_VERIFY_FAILED if bad or tampered or not checked else EXIT_OK
+
+
+def cmd_keygen(args: argparse.Namespace) -> int:
+    try:
+        secret, public = keygen(args.out)
+    except (KeyFileError, OSError) as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}")
+        return EXIT_USAGE
+    console.print(f"key {load_signer(secret).key_id}: secret key {secret} (mode 600: keep it on the referee machine, "
+                  f"readable only by the operator), public key {public} (publish it)")
+    return EXIT_OK
 
 
 def cmd_coop(args: argparse.Namespace) -> int:
@@ -260,10 +370,11 @@ def cmd_coop(args: argparse.Namespace) -> int:
             raise ValueError(f"give one --engine (it plays both seats) or two (a pair), not {len(args.engine)}")
         if args.count < 1:
             raise ValueError(f"--games must be at least 1, not {args.count}")
-        master = bytes.fromhex(args.seed) if args.seed else os.urandom(16)
+        master, source = read_seed(args)
     except (OptionError, ValueError) as exc:
         console.print(f"[red]error:[/] {exc}")
         return EXIT_USAGE
+    master = master or os.urandom(16)
     names = list(args.name or []) + [None, None]
     if len(args.engine) == 1:
         base = names[0] or _guess_name(args.engine[0])
@@ -274,10 +385,12 @@ def cmd_coop(args: argparse.Namespace) -> int:
         if labels[0] == labels[1]:
             labels = [f"{labels[0]}#1", f"{labels[1]}#2"]
         configs = [_engine_config(cmd, labels[i], False) for i, cmd in enumerate(args.engine)]
-    store = ResultsStore(args.db)
+    store, code = _prepare(args)
+    if store is None:
+        return code
     console.print(f"coop series: {game.name} {game.options}, {configs[0].name} + {configs[1].name}, "
-                  f"{args.count} games, tc {tc.text}, master seed [bold]{master.hex()}[/] (give --seed "
-                  f"{master.hex()} to replay the same dice), results → {args.db}")
+                  f"{args.count} games, tc {tc.text}, master seed from {source} (revealed at the end), "
+                  f"results → {args.db}")
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TextColumn("{task.fields[mean]}"), TimeElapsedColumn(), console=console,
@@ -295,13 +408,13 @@ def cmd_coop(args: argparse.Namespace) -> int:
                               run_dir=Path(args.db).parent, margin=args.margin / 1000, on_game=on_game)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: finished games are saved")
-        return EXIT_INTERRUPTED
-    finally:
         store.close()
+        return storage_exit(store, EXIT_INTERRUPTED)
+    store.close()
     console.print(coop_summary_table(result))
     console.print(coop_distribution_table(result))
     not_started = [g for g in result.games if g.reason == EndReason.NOT_STARTED]
-    return EXIT_ENGINE if not_started and len(not_started) == result.count else EXIT_OK
+    return storage_exit(store, EXIT_ENGINE if not_started and len(not_started) == result.count else EXIT_OK)
 
 
 def coop_game_line(g: CoopGame, total: int) -> str:
@@ -372,18 +485,21 @@ def cmd_solo(args: argparse.Namespace) -> int:
             raise ValueError(f"--seeds must be at least 1, not {args.count}")
         if game.game_type.utility is not Utility.SOLO:
             raise ValueError(f"the solo format is for one-seat games; {game.name} has {game.num_seats} seats")
-        master = bytes.fromhex(args.seed) if args.seed else os.urandom(16)
+        master, source = read_seed(args)
     except (OptionError, ValueError) as exc:
         console.print(f"[red]error:[/] {exc}")
         return EXIT_USAGE
+    master = master or os.urandom(16)
     names = list(args.name or [])
     names += [None] * (len(args.engine) - len(names))
     names = [n or _guess_name(cmd) for n, cmd in zip(names, args.engine)]
     names = [f"{n}#{i + 1}" if names.count(n) > 1 else n for i, n in enumerate(names)]
     configs = [_engine_config(cmd, names[i], False) for i, cmd in enumerate(args.engine)]
-    store = ResultsStore(args.db)
-    console.print(f"solo suite: {game.name}, {args.count} seeds, tc {tc.text}, master seed [bold]{master.hex()}[/] "
-                  f"(give --seed {master.hex()} to replay the same dice), results → {args.db}")
+    store, code = _prepare(args)
+    if store is None:
+        return code
+    console.print(f"solo suite: {game.name}, {args.count} seeds, tc {tc.text}, master seed from {source} "
+                  f"(revealed at the end), results → {args.db}")
     suites: list[SuiteResult] = []
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[score]}"),
@@ -403,14 +519,14 @@ def cmd_solo(args: argparse.Namespace) -> int:
                                         run_dir=Path(args.db).parent, margin=args.margin / 1000, on_game=on_game))
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: finished games are saved")
-        return EXIT_INTERRUPTED
-    finally:
         store.close()
+        return storage_exit(store, EXIT_INTERRUPTED)
+    store.close()
     console.print(solo_summary_table(suites))
     if len(suites) > 1:
         console.print(solo_comparison_table(suites))
     not_started = [s for s in suites if all(r.reason == EndReason.NOT_STARTED for r in s.results.values())]
-    return EXIT_ENGINE if not_started else EXIT_OK
+    return storage_exit(store, EXIT_ENGINE if not_started else EXIT_OK)
 
 
 def solo_summary_table(suites: list[SuiteResult]):
@@ -439,6 +555,14 @@ def solo_comparison_table(suites: list[SuiteResult]):
     return table
 
 
+def _seed_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seed-file", help="file holding the hex master seed (mode 600; '-': read it from stdin); "
+                                       f"or set {SEED_ENV}. Default: fresh randomness")
+    p.add_argument("--seed", help="hex master seed ON THE COMMAND LINE, visible to every process: for "
+                                  "non-competitive runs only")
+    p.add_argument("--key", help="the referee's secret key (arbiter keygen): sign every record")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="arbiter", description="Referee matches between game engines.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -453,7 +577,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--format", default="olympiad", help="olympiad | boN[:ABBA..] | games=N")
     m.add_argument("--margin", type=int, default=DEFAULT_MARGIN_MS,
                    help="ms an engine may overrun before losing on time")
-    m.add_argument("--seed", help="hex master seed: makes the dice reproducible (default: fresh randomness)")
+    _seed_arguments(m)
     m.add_argument("--restart", action="store_true", help="restart engines for every game")
     m.add_argument("--db", default="runs/results.sqlite", help="SQLite results file (games.jsonl beside it)")
     m.add_argument("--quiet", action="store_true", help="no live display")
@@ -477,6 +601,7 @@ def build_parser() -> argparse.ArgumentParser:
             s.add_argument("--option", action="append", default=[], help="game option KEY=VALUE")
         else:
             s.add_argument("-v", "--verbose", action="store_true")
+            s.add_argument("--public-key", help="check the records' signatures against this public key")
         s.set_defaults(func=func)
 
     for name, func, text, count in (
@@ -490,10 +615,14 @@ def build_parser() -> argparse.ArgumentParser:
         c.add_argument("--tc", default="180", help="time control")
         c.add_argument(count, dest="count", type=int, default=100, help="number of games")
         c.add_argument("--margin", type=int, default=DEFAULT_MARGIN_MS)
-        c.add_argument("--seed", help="hex master seed (default: fresh randomness)")
+        _seed_arguments(c)
         c.add_argument("--db", default="runs/results.sqlite")
         c.add_argument("--quiet", action="store_true")
         c.set_defaults(func=func)
+
+    k = sub.add_parser("keygen", help="make the referee's Ed25519 key pair for signing records")
+    k.add_argument("--out", default="keys", help="folder for referee.key (mode 600) and referee.pub")
+    k.set_defaults(func=cmd_keygen)
 
     g = sub.add_parser("games", help="list the games the referee knows")
     g.set_defaults(func=lambda a: (print("\n".join(__import__("arbiter.games", fromlist=["x"]).game_names())), 0)[1])

@@ -44,10 +44,12 @@ def play(tmp_path, commands: list[str], tc: str = "60"):
 
 def test_send_to_an_engine_that_exited_is_a_crash(tmp_path):
     # Seat 0 replies to its first move request, then exits; the slow opponent gives the referee
-    # time to see the peer leave, so the next request to seat 0 cannot be sent.
+    # time to see the peer leave, so the next request to seat 0 usually cannot be sent. (In a
+    # sandbox the exit reaches the referee's socket a moment later, and the request may be
+    # accepted and lost; then the referee finds the process gone while it waits: a crash too.)
     record, _ = play(tmp_path, [misbehave("exit_after_reply", after=1), misbehave("slow", after=99)])
     assert (record.reason, record.forfeit_seat) == ("crash", 0), record.detail
-    assert "cannot send to the engine" in record.detail
+    assert "engine process exited with code 0" in record.detail
     assert record.returns == [-1.0, 1.0]
     assert verify(record) == []
 

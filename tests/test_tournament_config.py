@@ -166,3 +166,20 @@ def test_key_lines_scanner():
     assert lines[("engines", 0, "options", "name")] == line_of(text, 'options = { name = "x" }')
     assert lines[("sprt", "elo0")] == line_of(text, "elo0")
     assert dotted(("engines", 3, "options", "depth")) == "engines[3].options.depth"
+
+
+def test_seed_file_is_read_and_a_file_others_may_read_is_refused(tmp_path):
+    seed = tmp_path / "seed"
+    seed.write_text("olympiad-secret\n")
+    seed.chmod(0o600)
+    text = GOOD.replace("seed = 42", f'seed_file = "{seed}"')
+    cfg = parse_config(text, "t.toml")
+    assert cfg.seed == "olympiad-secret" and cfg.seed_file == seed
+    assert cfg.fingerprint() == parse_config(GOOD, "t.toml").fingerprint()  # the seed is not in it
+    seed.chmod(0o640)
+    with pytest.raises(ConfigError, match=r"t.toml:\d+: seed_file: .*chmod 600"):
+        parse_config(text, "t.toml")
+    with pytest.raises(ConfigError, match="seed_file: give 'seed' or 'seed_file', not both"):
+        parse_config(text.replace("duplicate_dice", "seed = 1\nduplicate_dice"), "t.toml")
+    with pytest.raises(ConfigError, match="key_file: .*arbiter keygen"):
+        parse_config(GOOD.replace("seed = 42", f'key_file = "{tmp_path / "nokey"}"'), "t.toml")

@@ -8,8 +8,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from arbiter.records.signing import KeyFileError, Signer, load_signer
+
 from .config import ConfigError, TournamentConfig, load_config, parse_config
 from .db import TournamentDB
+from arbiter.records.store import STORAGE_ERRORS
+
 from .runner import Runner, RunSummary
 
 FORMAT_VERSION = "arbiter-tournament/1"
@@ -40,6 +44,17 @@ def remove_database(path: Path) -> None:
             p.unlink()
 
 
+def _signer(cfg: TournamentConfig, workdir: str | None = None) -> Signer | None:
+    """The tournament's signing key (``key_file``; relative to where it first started)."""
+    if cfg.key_file is None:
+        return None
+    path = cfg.key_file if cfg.key_file.is_absolute() or not workdir else Path(workdir) / cfg.key_file
+    try:
+        return load_signer(path)
+    except KeyFileError as exc:
+        raise ConfigError(f"{cfg.source_path}: key_file: {exc}") from None
+
+
 def start(cfg: TournamentConfig, *, overwrite: bool = False) -> Opened:
     """Create the tournament database for ``cfg`` (refusing to start over an existing one unless
     ``overwrite``); the seed is the file's, or a fresh random one stored with the tournament.
@@ -47,6 +62,7 @@ def start(cfg: TournamentConfig, *, overwrite: bool = False) -> Opened:
     The database appears atomically, complete with its metadata: it is built under a temporary
     name and renamed into place, so a crash during the start leaves no half-made tournament."""
     path = Path(cfg.output)
+    signer = _signer(cfg)
     if path.exists():
         probe = TournamentDB(path)
         try:
@@ -75,6 +91,7 @@ def start(cfg: TournamentConfig, *, overwrite: bool = False) -> Opened:
         leftover.unlink(missing_ok=True)
     db = TournamentDB(path)
     db.lock()
+    db.sign_with(signer, cfg.tid)
     return Opened(cfg, db, seed)
 
 
@@ -124,6 +141,11 @@ def resume(target: str | Path, *, check_paths: bool = True) -> Opened:
                 e.cwd = workdir
             elif not Path(e.cwd).is_absolute():
                 e.cwd = str(Path(workdir) / e.cwd)
+    try:
+        db.sign_with(_signer(cfg, workdir), cfg.tid)
+    except BaseException:
+        db.close()
+        raise
     db.repair_export()
     return Opened(cfg, db, meta["seed"])
 
@@ -140,7 +162,10 @@ def play(opened: Opened, *, concurrency: int | None = None, on_progress=None,
                  "finished": summary.finished, "interrupted": summary.interrupted,
                  "concurrency": runner.concurrency})
     extra = {"finished_at": str(time.time())} if summary.finished else {}
-    opened.db.set_meta(runs=runs, **extra)
+    try:
+        opened.db.set_meta(runs=runs, **extra)
+    except STORAGE_ERRORS as exc:  # the storage failure is reported with the unsaved games
+        summary.storage_error = summary.storage_error or f"{opened.db.path}: {exc}"
     return runner, summary
 
 

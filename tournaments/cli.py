@@ -7,7 +7,9 @@
 
 Exit codes: 0 finished (or report written); 1 the tournament failed (a worker error, a changed
 schedule); 2 bad usage, a bad tournament file, or a database in the wrong state (already
-started, missing, locked by a running process); 130 interrupted (every finished game is saved:
+started, missing, locked by a running process); 4 a game could not be saved (disk full, unwritable
+database...: the run stops, the unsaved games go to a fallback file named in the message, and
+``resume`` plays them again once the storage is fixed); 130 interrupted (every finished game is saved:
 ``resume`` continues).
 """
 from __future__ import annotations
@@ -17,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STORAGE, EXIT_INTERRUPTED = 0, 1, 2, 4, 130
 
 
 def _console():
@@ -146,7 +148,7 @@ def cmd_run(args, resume: bool) -> int:
     cfg = opened.cfg
     mode = "quiet" if args.quiet else ("live" if console.is_terminal else "lines")
     console.print(f"{'resuming' if resume else 'starting'} tournament [bold]{cfg.name}[/] → {opened.db.path} "
-                  f"(seed {opened.seed})")
+                  f"(seed {'from ' + str(cfg.seed_file) if cfg.seed_file else opened.seed})")
     display = Display(console, mode)
     try:
         with display:
@@ -158,7 +160,11 @@ def cmd_run(args, resume: bool) -> int:
         return EXIT_FAILED
     db_path = opened.db.path
     opened.db.close()
-    if summary.killed_leftovers:
+    problem = opened.db.store.problem or summary.storage_error
+    if problem:
+        console.print(f"[bold red]error: results not saved:[/] {problem}; the tournament stopped "
+                      f"(fix the storage, then `arbiter-tournament resume {db_path}` replays unsaved games)")
+        return EXIT_STORAGE
         console.print(f"killed {len(summary.killed_leftovers)} engine process(es) left behind by an earlier run")
     if summary.interrupted and not summary.finished:
         console.print(f"[yellow]interrupted[/]: {summary.played_total} games saved; continue with "

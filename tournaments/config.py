@@ -40,6 +40,8 @@ TOP_KEYS = {
     "margin_ms": "ms an engine may overrun before losing on time",
     "concurrency": "games played in parallel (default: the number of cores)",
     "seed": "tournament seed (string or integer): schedule and dice derive from it",
+    "seed_file": "file holding the tournament seed instead of 'seed' (mode 600: engines must not read it)",
+    "key_file": "the referee's secret key (arbiter keygen): every record is signed with it",
     "output": "SQLite results database",
     "duplicate_dice": "play games in pairs on the same dice with seats swapped",
     "seeding": "order | random: initial ranking for swiss and knockout",
@@ -140,6 +142,9 @@ class TournamentConfig:
     sprt_given: bool = False
     source_text: str = ""
     source_path: str = ""
+    seed_file: Path | None = None
+    """Where ``seed`` was read from (then the seed is secret: not printed)."""
+    key_file: Path | None = None
 
 
     def fingerprint(self) -> str:
@@ -223,6 +228,21 @@ def game_kind(game: Game) -> str:
     if utility is Utility.IDENTICAL:
         return "team"
     return "match" if game.num_seats == 2 else "table"
+
+
+def read_seed_file(path: Path, error) -> str:
+    """The tournament seed from ``path``; refused (``error(message)`` is raised) when group or
+    others may read it: engines run as other users and must not learn the dice."""
+    try:
+        mode = path.stat().st_mode
+        text = path.read_text().strip()
+    except OSError as exc:
+        raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if mode & 0o044:
+        raise error(f"{path}: readable by group or others (mode {mode & 0o777:o}); chmod 600 it")
+    if not text:
+        raise error(f"{path}: empty")
+    return text
 
 
 def load_config(path: str | Path, text: str | None = None, check_paths: bool = True) -> TournamentConfig:
@@ -309,6 +329,17 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
         raise c.error(("concurrency",), "must be at least 1")
     seed = c.get(doc, "seed", (), (str, int), None)
     seed = None if seed is None else str(seed)
+    seed_file = c.get(doc, "seed_file", (), str, None)
+    if seed_file is not None:
+        if seed is not None:
+            raise c.error(("seed_file",), "give 'seed' or 'seed_file', not both")
+        seed_file = Path(seed_file)
+        if check_paths:
+            seed = read_seed_file(seed_file, lambda msg: c.error(("seed_file",), msg))
+    key_file = c.get(doc, "key_file", (), str, None)
+    key_file = Path(key_file) if key_file is not None else None
+    if key_file is not None and check_paths and not key_file.is_file():
+        raise c.error(("key_file",), f"{key_file}: no such file (make one with `arbiter keygen`)")
     output = Path(c.get(doc, "output", (), str, f"runs/{slug(name)}.sqlite"))
     duplicate = c.get(doc, "duplicate_dice", (), bool, False)
     seeding = c.get(doc, "seeding", (), str, "order")
@@ -422,5 +453,5 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
         time_control=tc, margin_ms=margin, concurrency=concurrency, seed=seed, output=output,
         duplicate_dice=duplicate, seeding=seeding, candidates=candidates, tiebreak_games=tb_games,
         tiebreak_blocks=tb_blocks, self_pairs=self_pairs, bye_points=bye_points, anchor=anchor, sprt=sprt,
-        engines=engines, sprt_given="sprt" in doc, source_text=text,
+        engines=engines, sprt_given="sprt" in doc, source_text=text, seed_file=seed_file, key_file=key_file,
         source_path=str(Path(source).resolve()) if source[:1] != "<" else source)

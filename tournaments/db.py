@@ -2,16 +2,19 @@
 
 One SQLite file (WAL, ``synchronous=FULL``) holds
 
-* ``games`` and ``matches`` — exactly the tables of ``arbiter.records.store.ResultsStore`` (so
-  ``arbiter show`` / ``arbiter verify`` work on a tournament database); a game's tournament key
-  is its ``(match_id, game_number)``, made unique by an index;
+* ``games``, ``matches`` and ``events`` — exactly the tables of ``arbiter.records.store.ResultsStore``
+  (so ``arbiter show`` / ``arbiter verify`` work on a tournament database); a game's tournament key
+  is its ``(match_id, game_number)``, made unique by an index; every game is chained into its
+  match and into the tournament's event chain (``events`` row: the tournament id), and signed
+  when the tournament names a ``key_file``;
 * ``tournament_meta`` — the tournament file's text, its fingerprint, the seed, timestamps;
 * ``tournament_pairings`` — every pairing as the director released it (an audit trail: a
   resumed tournament re-derives its pairings and checks they are the same).
 
 A game counts once its row is committed (one transaction, by the parent process only); resume
 reads the committed keys and plays the rest. ``<db>.jsonl`` beside it is the JSON Lines export,
-repaired on open (a torn last line is cut, committed games missing from it are appended).
+repaired on open (a torn last line is cut, committed games missing from it are appended in
+commit order).
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from arbiter.records import GameRecord
-from arbiter.records.store import ResultsStore
+from arbiter.records.store import ResultsStore, open_private
 
 from .director import GameResult, PairingState
 
@@ -107,9 +110,16 @@ class TournamentDB:
             out[(mid, num)] = GameResult(seating, tuple(returns), reason, fseat)
         return out
 
-    def commit(self, record: GameRecord) -> None:
-        """Save one finished game (one transaction), then append it to the JSON Lines export."""
-        self.store.save_game(record)
+    def sign_with(self, signer, event_id: str) -> None:
+        """Chain every game committed from now on into the event ``event_id`` (besides its
+        match) and sign it with ``signer`` (None: unsigned)."""
+        self.store.signer, self.store.event_id = signer, event_id
+
+    def commit(self, record: GameRecord) -> bool:
+        """Save one finished game (one transaction: the record, its match's and the event's
+        chain rows), then append it to the JSON Lines export. False: not saved (the store keeps
+        it and says why in ``store.problem``)."""
+        return self.store.save_game(record)
 
     def record(self, match_id: str, number: int) -> GameRecord | None:
         from arbiter.records import from_json
@@ -176,10 +186,10 @@ class TournamentDB:
                 data = data[:keep]
                 cut = True
             ids = set(m.decode() for m in re.findall(rb'"game_id":"([^"]*)"', data))
-        missing = [(gid, rec) for gid, rec in self.db.execute("SELECT game_id, record FROM games ORDER BY ended_at")
+        missing = [(gid, rec) for gid, rec in self.db.execute("SELECT game_id, record FROM games ORDER BY rowid")
                    if gid not in ids]
         if missing:
-            with open(path, "ab") as f:
+            with open_private(path) as f:
                 for _, rec in missing:
                     f.write(rec.encode() + b"\n")
                 f.flush()

@@ -25,6 +25,7 @@ from typing import Callable
 
 from arbiter import games as arbiter_games
 from arbiter.records import GameRecord
+from arbiter.records.store import STORAGE_ERRORS
 
 from .config import TournamentConfig
 from .db import TournamentDB
@@ -55,6 +56,9 @@ class RunSummary:
     worker_restarts: int = 0
     killed_leftovers: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    storage_error: str = ""
+    """Set when a game could not be committed: the run stopped (the database's store keeps the
+    game and writes it to a fallback file on close)."""
 
     @property
     def cpu_engines(self) -> float:
@@ -64,6 +68,10 @@ class RunSummary:
     def referee_cpu_share(self) -> float:
         total = self.cpu_parent + self.cpu_children
         return (self.cpu_parent + self.cpu_workers) / total if total > 0 else 0.0
+
+
+class _StorageFailed(Exception):
+    pass
 
 
 class Runner:
@@ -130,8 +138,12 @@ class Runner:
     def run(self) -> RunSummary:
         me0 = resource.getrusage(resource.RUSAGE_SELF)
         kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        plan = self.load()
         s = self.summary
+        try:
+            plan = self.load()
+        except STORAGE_ERRORS as exc:
+            s.storage_error = f"{self.db.path}: {exc}"
+            return s
         if plan.finished:
             s.finished = True
             s.played_total = plan.played
@@ -143,6 +155,10 @@ class Runner:
             s.finished = True
         except KeyboardInterrupt:
             s.interrupted = True
+        except _StorageFailed as exc:  # stop rather than play games nobody can record
+            s.storage_error = str(exc)
+        except STORAGE_ERRORS as exc:  # the pairings could not be written
+            s.storage_error = f"{self.db.path}: {exc}"
         finally:
             try:
                 pool.stop(graceful=s.finished)
@@ -212,7 +228,8 @@ class Runner:
         del self.in_flight[key]
         if key in self.results:  # cannot happen: a key is handed out once per run
             raise TournamentError(f"game {key} was played twice")
-        self.db.commit(record)
+        if not self.db.commit(record):
+            raise _StorageFailed(self.db.store.error or "cannot save")
         self.results[key] = GameResult(spec.seating, tuple(record.returns), record.reason, record.forfeit_seat)
         self.summary.committed += 1
         self.replan()

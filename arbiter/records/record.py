@@ -6,6 +6,7 @@ JSON per game beside indexed columns.
 """
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import msgspec
@@ -67,6 +68,21 @@ class GameRecord(msgspec.Struct, kw_only=True):
     dice_seed: str = ""
     dropped_messages: int = 0
     """Late or stray engine messages recognised by seq / game id and ignored."""
+    # Tamper evidence (docs/records.md, "Chains and signatures"); set by the results store when the
+    # record is saved. Records written before chaining have the defaults and stay loadable.
+    match_seq: int = 0
+    """1-based position of this record in its match's chain (commit order); 0: not chained."""
+    prev_hash: str = ""
+    """SHA-256 (hex) of the stored JSON of the match's previous record; empty for the first."""
+    event_id: str = ""
+    """The event (tournament) whose chain this record is also in; empty outside tournaments."""
+    event_seq: int = 0
+    event_prev_hash: str = ""
+    """Like ``match_seq``/``prev_hash``, over every game of the event in commit order."""
+    key_id: str = ""
+    """Id of the referee key that signed the record (``arbiter keygen``); empty: unsigned."""
+    signature: str = ""
+    """Ed25519 signature (hex) of ``signed_bytes(record)``."""
 
     def winner(self) -> int | None:
         """The seat with the strictly highest return, if there is one."""
@@ -87,3 +103,14 @@ def to_json(record: GameRecord) -> bytes:
 
 def from_json(data: bytes | str) -> GameRecord:
     return _json_decoder.decode(data)
+
+
+def record_hash(stored: bytes) -> str:
+    """The chain hash of a record: SHA-256 of its JSON exactly as stored (``to_json``)."""
+    return hashlib.sha256(stored).hexdigest()
+
+
+def signed_bytes(record: GameRecord) -> bytes:
+    """What a record's signature covers: its JSON with ``signature`` empty (every other field,
+    the chain links and ``key_id`` included)."""
+    return to_json(msgspec.structs.replace(record, signature=""))

@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from .record import GameRecord, from_json, to_json
+from .record import GameRecord, from_json, record_hash, signed_bytes, to_json
+from .signing import Signer
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS matches (
@@ -25,7 +27,10 @@ CREATE TABLE IF NOT EXISTS matches (
     format     TEXT NOT NULL,
     started_at REAL NOT NULL,
     ended_at   REAL,
-    points     TEXT                    -- JSON list, player A first
+    points     TEXT,                   -- JSON list, player A first
+    chain_count INTEGER,               -- records in the match's chain
+    chain_head TEXT,                   -- hash of its last record
+    chain_signature TEXT               -- signature of chain_statement('match', ...)
 );
 CREATE TABLE IF NOT EXISTS games (
     game_id     TEXT PRIMARY KEY,
@@ -41,43 +46,232 @@ CREATE TABLE IF NOT EXISTS games (
     record      TEXT NOT NULL          -- the whole GameRecord as JSON
 );
 CREATE INDEX IF NOT EXISTS games_by_match ON games(match_id, game_number);
+CREATE TABLE IF NOT EXISTS events (
+    event_id    TEXT PRIMARY KEY,      -- a tournament's chain over all its games
+    chain_count INTEGER NOT NULL,
+    chain_head  TEXT NOT NULL,
+    chain_signature TEXT
+);
 """
 
 
+CHAIN_FORMAT = "arbiter-chain/1"
+
+
+def chain_statement(kind: str, ident: str, count: int, head: str) -> bytes:
+    """What a chain row's signature covers: the chain (``match`` or ``event``), its id, how many
+    records it holds and the hash of the last one."""
+    return f"{CHAIN_FORMAT}|{kind}|{ident}|{count}|{head}".encode()
+
+
+STORAGE_ERRORS = (sqlite3.Error, OSError)
+
+
+def open_private(path: Path):
+    """Open ``path`` for appending, creating it readable and writable by its owner only (SQLite
+    gives the database's -wal and -shm files the database file's mode)."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab")
+
+
 class ResultsStore:
-    def __init__(self, path: str | Path, export_jsonl: str | Path | None = None):
+    """The results database and its export. Saving never raises: a game that cannot be saved is
+    kept (``pending``) and retried with the next save and at ``close``; what is still unsaved then
+    goes to a fallback JSON Lines file and ``problem`` says so (the CLI exits with
+    ``EXIT_STORAGE``). An engine must not be able to stop a match by filling the disk.
+
+    Every saved record is chained (``prev_hash``: the previous record of its match; with
+    ``event_id`` also the event's previous record) and, with a ``signer``, signed. The chain heads
+    live in ``matches`` and ``events`` (count, last hash, signature of both), read inside the
+    saving transaction, so a resumed run continues each chain where it stopped.
+    """
+
+    def __init__(self, path: str | Path, export_jsonl: str | Path | None = None, *, signer: Signer | None = None,
+                 event_id: str = "", retries: int = 3, retry_delay: float = 0.1):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.path.exists():  # results (and a tournament's seed) readable by the operator only
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
         self.db = sqlite3.connect(self.path, timeout=30)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.executescript(SCHEMA)
+        have = {row[1] for row in self.db.execute("PRAGMA table_info(matches)")}
+        for column, kind in (("chain_count", "INTEGER"), ("chain_head", "TEXT"), ("chain_signature", "TEXT")):
+            if column not in have:  # a database made before chaining
+                self.db.execute(f"ALTER TABLE matches ADD COLUMN {column} {kind}")
+        self.db.commit()
         self.export_path = Path(export_jsonl) if export_jsonl else self.path.with_name("games.jsonl")
+        self.signer, self.event_id = signer, event_id
+        self.retries, self.retry_delay = retries, retry_delay
+        self.pending: list[GameRecord] = []
+        """Finished games not committed to the database yet (oldest first)."""
+        self.unexported: list[bytes] = []
+        """Committed games not appended to the export yet."""
+        self.error: str | None = None
+        """The last storage error: which file, what went wrong."""
+        self.fallback: Path | None = None
+        self.fallback_count = 0
+        self._heads: dict[tuple[str, str], tuple[int, str]] = {}  # (kind, id) -> last committed (count, hash)
 
     def begin_match(self, match_id: str, game: str, players: list[str], time_control: str, fmt: Any) -> None:
-        with self.db:
-            self.db.execute("INSERT OR REPLACE INTO matches(match_id, game, players, time_control, format, started_at)"
-                            " VALUES (?, ?, ?, ?, ?, ?)",
-                            (match_id, game, json.dumps(players), time_control, repr(fmt), time.time()))
+        self._try(self.path, lambda: self._write(
+            "INSERT INTO matches(match_id, game, players, time_control, format, started_at) VALUES (?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT(match_id) DO UPDATE SET game = excluded.game, players = excluded.players,"
+            " time_control = excluded.time_control, format = excluded.format, started_at = excluded.started_at",
+            (match_id, game, json.dumps(players), time_control, repr(fmt), time.time())))
 
     def end_match(self, match_id: str, points: list[float]) -> None:
-        with self.db:
-            self.db.execute("UPDATE matches SET ended_at = ?, points = ? WHERE match_id = ?",
-                            (time.time(), json.dumps(points), match_id))
+        self._try(self.path, lambda: self._write("UPDATE matches SET ended_at = ?, points = ? WHERE match_id = ?",
+                                                 (time.time(), json.dumps(points), match_id)))
 
-    def save_game(self, record: GameRecord) -> None:
-        data = to_json(record)
+    def _write(self, sql: str, args: tuple) -> None:
         with self.db:
-            self.db.execute(
+            self.db.execute(sql, args)
+
+    def _try(self, where: Path, action) -> bool:
+        for attempt in range(self.retries):
+            try:
+                action()
+                return True
+            except STORAGE_ERRORS as exc:
+                self.error = f"{where}: {exc}"
+                if attempt + 1 < self.retries:
+                    time.sleep(self.retry_delay * (attempt + 1))
+        return False
+
+    def save_game(self, record: GameRecord) -> bool:
+        """Commit ``record`` (after any earlier unsaved ones) and export it; False if something
+        is still unsaved after the retries (it stays in ``pending`` / ``unexported``)."""
+        self.pending.append(record)
+        return self.flush()
+
+    def flush(self) -> bool:
+        while self.pending:
+            if not self._try(self.path, lambda: self._commit(self.pending[0])):
+                return False
+            self.pending.pop(0)
+        while self.unexported:
+            if not self._try(self.export_path, lambda: self._export(self.unexported[0])):
+                return False
+            self.unexported.pop(0)
+        return True
+
+    def _chain(self, record: GameRecord, match_head: tuple[int, str], event_head: tuple[int, str]) -> bytes:
+        """Link ``record`` after the given chain heads, sign it, and return its stored JSON."""
+        record.match_seq, record.prev_hash = match_head[0] + 1, match_head[1]
+        if self.event_id:
+            record.event_id = self.event_id
+            record.event_seq, record.event_prev_hash = event_head[0] + 1, event_head[1]
+        if self.signer:
+            record.key_id = self.signer.key_id
+            record.signature = self.signer.sign(signed_bytes(record))
+        return to_json(record)
+
+    def _sign_head(self, kind: str, ident: str, count: int, head: str) -> str | None:
+        return self.signer.sign(chain_statement(kind, ident, count, head)) if self.signer else None
+
+    def _commit(self, record: GameRecord) -> None:
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            row = db.execute("SELECT chain_count, chain_head FROM matches WHERE match_id = ?",
+                             (record.match_id,)).fetchone()
+            match_head = (row[0] or 0, row[1] or "") if row else (0, "")
+            event_head = (0, "")
+            if self.event_id:
+                erow = db.execute("SELECT chain_count, chain_head FROM events WHERE event_id = ?",
+                                  (self.event_id,)).fetchone()
+                event_head = tuple(erow) if erow else (0, "")
+            data = self._chain(record, match_head, event_head)
+            digest = record_hash(data)
+            db.execute(
                 "INSERT OR REPLACE INTO games(game_id, match_id, game_number, game, players, returns, reason,"
                 " forfeit_seat, plies, ended_at, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (record.game_id, record.match_id, record.game_number, record.game, json.dumps(record.players),
                  json.dumps(record.returns), record.reason, record.forfeit_seat, len(record.events),
                  record.ended_at, data.decode()))
-        with open(self.export_path, "ab") as f:
-            f.write(data + b"\n")
-            f.flush()
-            os.fsync(f.fileno())
+            msig = self._sign_head("match", record.match_id, record.match_seq, digest)
+            if row:
+                db.execute("UPDATE matches SET chain_count = ?, chain_head = ?, chain_signature = ? WHERE match_id = ?",
+                           (record.match_seq, digest, msig, record.match_id))
+            else:  # a game saved without begin_match (a tournament, a lone Series)
+                db.execute("INSERT INTO matches(match_id, game, players, time_control, format, started_at,"
+                           " chain_count, chain_head, chain_signature) VALUES (?, ?, ?, ?, '', ?, ?, ?, ?)",
+                           (record.match_id, record.game, json.dumps(record.players), record.time_control,
+                            record.started_at, record.match_seq, digest, msig))
+            if self.event_id:
+                db.execute("INSERT INTO events(event_id, chain_count, chain_head, chain_signature) VALUES (?, ?, ?, ?)"
+                           " ON CONFLICT(event_id) DO UPDATE SET chain_count = excluded.chain_count,"
+                           " chain_head = excluded.chain_head, chain_signature = excluded.chain_signature",
+                           (self.event_id, record.event_seq, digest,
+                            self._sign_head("event", self.event_id, record.event_seq, digest)))
+            db.commit()
+        except BaseException:
+            try:
+                db.rollback()
+            except sqlite3.Error:
+                pass
+            raise
+        self._heads[("match", record.match_id)] = (record.match_seq, digest)
+        if self.event_id:
+            self._heads[("event", self.event_id)] = (record.event_seq, digest)
+        self.unexported.append(data)
+
+    def _export(self, data: bytes) -> None:
+        """Append one line; on failure cut the file back so a retry does not leave a torn line."""
+        with open_private(self.export_path) as f:
+            size = f.tell()
+            try:
+                f.write(data + b"\n")
+                f.flush()
+                os.fsync(f.fileno())
+            except OSError:
+                try:
+                    f.truncate(size)
+                except OSError:
+                    pass
+                raise
+
+    def _write_fallback(self) -> None:
+        """Chain the unsaved records after the last committed ones and write them, one JSON per
+        line, beside the database (else in the temporary directory)."""
+        lines = []
+        for record in self.pending:
+            mkey = ("match", record.match_id)
+            ekey = ("event", self.event_id)
+            match_head = self._heads.get(mkey, (record.match_seq - 1, record.prev_hash) if record.match_seq else (0, ""))
+            event_head = self._heads.get(ekey, (0, ""))
+            data = self._chain(record, match_head, event_head)
+            self._heads[mkey] = (record.match_seq, record_hash(data))
+            if self.event_id:
+                self._heads[ekey] = (record.event_seq, record_hash(data))
+            lines.append(data + b"\n")
+        name = f"{self.path.name}.unsaved-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.jsonl"
+        for folder in (self.path.parent, Path(tempfile.gettempdir())):
+            try:
+                with open_private(folder / name) as f:
+                    f.write(b"".join(lines))
+                    f.flush()
+                    os.fsync(f.fileno())
+                self.fallback, self.fallback_count = folder / name, len(lines)
+                return
+            except OSError:
+                continue
+
+    @property
+    def problem(self) -> str | None:
+        """One message for the operator if games are unsaved (after ``close``), else None."""
+        if not self.pending and not self.unexported and not self.fallback:
+            return None
+        parts = []
+        if self.fallback or self.pending:
+            n = self.fallback_count or len(self.pending)
+            where = f"they were written to {self.fallback}" if self.fallback else "they could not be written anywhere"
+            parts.append(f"{n} game(s) could not be saved ({self.error}); {where}")
+        if self.unexported:
+            parts.append(f"{len(self.unexported)} committed game(s) are missing from the export ({self.error}); "
+                         f"the database has them")
+        return "; ".join(parts)
 
     def games(self, match_id: str | None = None) -> Iterator[GameRecord]:
         sql = "SELECT record FROM games"
@@ -93,7 +287,16 @@ class ResultsStore:
         return from_json(row[0]) if row else None
 
     def close(self) -> None:
-        self.db.close()
+        """Retry what is unsaved, write the rest to the fallback file, close the database."""
+        if self.pending or self.unexported:
+            self.flush()
+        if self.pending:
+            self._write_fallback()
+            self.pending = []
+        try:
+            self.db.close()
+        except sqlite3.Error:
+            pass
 
 
 def load_records(path: str | Path, game_id: str | None = None) -> list[GameRecord]:

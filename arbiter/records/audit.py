@@ -1,0 +1,202 @@
+"""Checking a results file against tampering: chains, signatures and the indexed columns.
+
+``replay.verify`` checks that one record is a legal game with honest dice; this module checks that
+the *set* of records is the one the referee wrote: no record removed, reordered or edited (each
+links to the hash of its predecessor, and the ``matches``/``events`` rows hold each chain's count
+and last hash), each signed by the expected key, and every indexed SQLite column equal to what
+the record says (reports and ratings read those columns). docs/records.md defines the format.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from .record import GameRecord, from_json, record_hash, signed_bytes
+from .signing import check_signature, key_id
+from .store import chain_statement
+
+INDEXED = ("game_id", "match_id", "game_number", "game", "players", "returns", "reason", "forfeit_seat", "plies",
+           "ended_at")
+
+
+@dataclass
+class Stored:
+    """One record as found in the file: its exact bytes, the record, its row's indexed columns."""
+
+    raw: bytes
+    record: GameRecord
+    columns: dict | None = None
+
+    @property
+    def label(self) -> str:
+        r = self.record
+        return f"game {r.game_id} ({r.match_id} game {r.game_number})"
+
+
+@dataclass
+class Head:
+    count: int
+    head: str
+    signature: str | None
+
+
+@dataclass
+class Audit:
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    chains: dict[tuple[str, str], tuple[int, str]] = field(default_factory=dict)
+    """Every chain found: (kind, id) -> (records, last hash), for publishing."""
+
+
+def load_stored(path: str | Path) -> tuple[list[Stored], dict[tuple[str, str], Head], list[str]]:
+    """The records of a results file in stored order (database: commit order; JSON Lines: line
+    order), the chain heads (database only) and the rows that are not records at all."""
+    path = Path(path)
+    with open(path, "rb") as f:
+        head = f.read(16)
+    stored, heads, broken = [], {}, []
+    if not head.startswith(b"SQLite format 3"):
+        for lineno, line in enumerate(path.read_bytes().splitlines(), 1):
+            if line.strip():
+                try:
+                    stored.append(Stored(line, from_json(line)))
+                except Exception as exc:
+                    broken.append(f"{path}:{lineno}: not a game record: {exc}")
+        return stored, heads, broken
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        rows = db.execute(f"SELECT {', '.join(INDEXED)}, record FROM games ORDER BY rowid").fetchall()
+        match_cols = {r[1] for r in db.execute("PRAGMA table_info(matches)")}
+        if "chain_count" in match_cols:
+            for mid, count, last, sig in db.execute(
+                    "SELECT match_id, chain_count, chain_head, chain_signature FROM matches WHERE chain_count > 0"):
+                heads[("match", mid)] = Head(count, last or "", sig)
+        if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'").fetchone():
+            for eid, count, last, sig in db.execute("SELECT event_id, chain_count, chain_head, chain_signature "
+                                                    "FROM events"):
+                heads[("event", eid)] = Head(count, last, sig)
+    finally:
+        db.close()
+    for row in rows:
+        columns = dict(zip(INDEXED, row))
+        raw = row[-1].encode() if isinstance(row[-1], str) else bytes(row[-1])
+        try:
+            stored.append(Stored(raw, from_json(raw), columns))
+        except Exception as exc:
+            broken.append(f"game {columns['game_id']}: the record column is not a game record: {exc}")
+    return stored, heads, broken
+
+
+def _column_problems(s: Stored) -> list[str]:
+    r, cols = s.record, s.columns
+    expected = dict(game_id=r.game_id, match_id=r.match_id, game_number=r.game_number, game=r.game,
+                    players=r.players, returns=r.returns, reason=str(r.reason), forfeit_seat=r.forfeit_seat,
+                    plies=len(r.events), ended_at=r.ended_at)
+    out = []
+    for name, want in expected.items():
+        have = cols[name]
+        if name in ("players", "returns"):
+            try:
+                have = json.loads(have)
+            except (TypeError, ValueError):
+                pass
+        if have != want:
+            out.append(f"{s.label}: indexed column {name} says {cols[name]!r}, the record says "
+                       f"{json.dumps(want) if name in ('players', 'returns') else repr(want)}")
+    return out
+
+
+def _walk(kind: str, ident: str, members: list[Stored], head: Head | None, audit: Audit) -> None:
+    """Check one chain: stored order, links, positions, and its count and last hash."""
+    seq = (lambda s: s.record.match_seq) if kind == "match" else (lambda s: s.record.event_seq)
+    prev = (lambda s: s.record.prev_hash) if kind == "match" else (lambda s: s.record.event_prev_hash)
+    name = f"{kind} {ident}"
+    for a, b in zip(members, members[1:]):
+        if seq(b) < seq(a):
+            audit.problems.append(f"{name}: {b.label} (chain position {seq(b)}) is stored after {a.label} "
+                                  f"(position {seq(a)}): the records were reordered")
+    ordered = sorted(members, key=seq)
+    expect, link, before = 1, "", None
+    for s in ordered:
+        label = s.label
+        if seq(s) < expect:
+            audit.problems.append(f"{name}: {label} claims chain position {seq(s)}, already taken by {before.label}")
+            continue
+        if seq(s) > expect:
+            after = f" after {before.label}" if before else " at the start"
+            audit.problems.append(f"{name}: {seq(s) - expect} record(s) missing{after}, before {label} "
+                                  f"(chain positions {expect}–{seq(s) - 1})")
+        elif prev(s) != link:
+            audit.problems.append(f"{name}: {before.label} was edited: its hash no longer matches the link in {label}"
+                                  if before else f"{name}: {label} is first in the chain but links to a predecessor")
+        expect, link, before = seq(s) + 1, record_hash(s.raw), s
+    have = expect - 1
+    if head is None:
+        audit.chains[(kind, ident)] = (have, link)
+        return
+    audit.chains[(kind, ident)] = (head.count, head.head)
+    row = "matches" if kind == "match" else "events"
+    if head.count > have:
+        audit.problems.append(f"{name}: the last {head.count - have} record(s) are missing: the {row} row says "
+                              f"{head.count} ending with hash {head.head[:16]}…, the file has {have}"
+                              + (f" ending with {before.label}" if before else ""))
+    elif head.count < have:
+        audit.problems.append(f"{name}: the {row} row says {head.count} record(s), the file has {have}")
+    elif head.head != link:
+        audit.problems.append(f"{name}: {before.label} was edited: its hash differs from the last hash "
+                              f"in the {row} row")
+
+
+def audit(stored: list[Stored], heads: dict[tuple[str, str], Head],
+          public_key: Ed25519PublicKey | None = None) -> Audit:
+    out = Audit()
+    kid = key_id(public_key) if public_key is not None else None
+    signed_by: set[str] = set()
+    unsigned = unchained = 0
+    chains: dict[tuple[str, str], list[Stored]] = {}
+    for s in stored:
+        r = s.record
+        if s.columns is not None:
+            out.problems += _column_problems(s)
+        if r.signature:
+            signed_by.add(r.key_id)
+            if kid is not None:
+                if r.key_id != kid:
+                    out.problems.append(f"{s.label}: signed with key {r.key_id or '(none)'}, not with {kid}")
+                elif not check_signature(public_key, signed_bytes(r), r.signature):
+                    out.problems.append(f"{s.label}: the signature does not match: the record was edited")
+        else:
+            unsigned += 1
+            if kid is not None:
+                out.problems.append(f"{s.label}: not signed")
+        if r.match_seq:
+            chains.setdefault(("match", r.match_id), []).append(s)
+        else:
+            unchained += 1
+        if r.event_seq:
+            chains.setdefault(("event", r.event_id), []).append(s)
+    for key in sorted(set(chains) | set(heads)):
+        _walk(key[0], key[1], chains.get(key, []), heads.get(key), out)
+        h = heads.get(key)
+        if h is not None and kid is not None:
+            if not h.signature or not check_signature(public_key, chain_statement(key[0], key[1], h.count, h.head),
+                                                      h.signature):
+                out.problems.append(f"{key[0]} {key[1]}: the chain row's count and last hash are not signed by {kid}")
+    if unchained:
+        out.notes.append(f"{unchained} record(s) carry no chain (written before chaining): missing or reordered "
+                         f"games cannot be detected among them")
+    if kid is None:
+        if signed_by:
+            out.notes.append(f"signatures not checked (signed by key {', '.join(sorted(signed_by))}): "
+                             f"give --public-key to check them")
+        if unsigned:
+            out.notes.append(f"{unsigned} record(s) are hash-chained but unsigned: anyone able to write the file "
+                             f"could rewrite a whole chain")
+    if stored and all(s.columns is None for s in stored):
+        out.notes.append("no chain rows (a JSON Lines file): missing games at the end of a chain cannot be detected "
+                         "here; compare the counts and last hashes below with the published ones")
+    return out
