@@ -1,11 +1,11 @@
 """A test engine that plays randomly until told to misbehave in one specific way.
 
-Usage: python tests/engines/misbehave.py MODE [--after N]
+Usage: python tests/engines/misbehave.py MODE [--after N] [--delay SECONDS]
 MODE: hang | crash | illegal | garbage | no_hello | double_fork | stale | wrong_type | oversize | wrong_game
       | exit_after_reply | close_after_reply | not_ready | slow | old_protocol | chatty
 The misbehaviour happens at the engine's (N+1)-th decision request (default N=2); ``not_ready``
 answers new_game with a pong; ``old_protocol`` says hello with another protocol version;
-``chatty`` sends an ``error`` message and a ping before every reply; ``slow`` plays legally but takes 0.3 s per decision (an opponent that
+``chatty`` sends an ``error`` message and a ping before every reply; ``slow`` plays legally but takes 0.3 s (``--delay``) per decision (an opponent that
 gives the referee time to notice a peer that left).
 """
 from __future__ import annotations
@@ -37,6 +37,7 @@ def double_fork() -> None:
 def main() -> int:
     mode = sys.argv[1]
     after = int(sys.argv[sys.argv.index("--after") + 1]) if "--after" in sys.argv else 2
+    delay = float(sys.argv[sys.argv.index("--delay") + 1]) if "--delay" in sys.argv else 0.3
     if mode == "no_hello":
         time.sleep(3600)
     if mode == "double_fork":
@@ -81,7 +82,7 @@ def main() -> int:
                     sock.send(Reply(game_id=msg.game_id, seq=msg.seq - 1, move="zz99"))
                     sock.send(Reply(game_id="other-game", seq=msg.seq, move="zz99"))
             if mode == "slow":
-                time.sleep(0.3)
+                time.sleep(delay)
             if mode == "chatty":  # neither is an answer: the referee notes the error, answers the ping
                 sock.send(Error(code="unexpected", message="just saying"))
                 sock.send(Ping(game_id=msg.game_id, seq=10_000 + decisions))

@@ -1,0 +1,357 @@
+"""A hostile engine: plays randomly with the protocol kit's pieces until it attacks, in one way.
+
+Usage: python tests/engines/hostile.py MODE [--marker TEXT] [--after N]
+
+It reports what its attack found or did on stderr (the engine log), one ``HOSTILE key=value``
+line each, so the tests can tell "the sandbox hid it" from "the attack code is broken" (the
+control test runs some modes without a sandbox, where they must find their targets).
+
+Attacks on others (see issue 11): ``recon`` (look for the referee, read its command line,
+environment and memory for the dice seed), ``hijack`` (say hello on every other ipc endpoint it
+can find, before its own hello), ``kill``/``stop`` (SIGKILL/SIGSTOP every other engine it can
+see), ``db`` (delete rows from every results database it can find, before every game),
+``escape`` (double fork + setsid + closed fds + exec with an empty environment, and a grandchild
+that re-forks every 5 ms), ``fdflood`` (~20k connections to its own endpoint before hello),
+``stranger`` (a second connection to its own endpoint that sends 2000 x 1 MB frames),
+``tcpflood`` (1100 tcp connections to its own tcp endpoint), ``memory`` (allocate 3 GB),
+``stderr`` (write 200 MB to stderr), ``info`` (1 MB of info on every reply), ``busy`` (4 threads
+spinning for ever). Protocol abuse: ``no_hello``, ``hello_exit``, ``crash``, ``hang``,
+``garbage``, ``oversize``, ``flood``, ``illegal``, ``stale``, ``reply_twice``, ``multi_frame``,
+``after_game_over``, ``reconnect``, ``children``. Everything happens at the (N+1)-th decision
+(default N=0) unless the mode must act before its hello.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import random
+import signal
+import socket
+import sqlite3
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+
+from protocol import encode  # noqa: E402
+from protocol.kit import endpoint_from_environment, session_secret  # noqa: E402
+from protocol.messages import (GameOver, Hello, Info, NewGame, Ping, Pong, Quit, Ready, Reply,  # noqa: E402
+                               Request)
+from protocol.transport import EngineSocket  # noqa: E402
+
+ME = os.getpid()
+TOKEN = os.environ.get("ARBITER_ENGINE_TOKEN", "")
+
+
+def report(key: str, value) -> None:
+    print(f"HOSTILE {key}={value}", file=sys.stderr, flush=True)
+
+
+def processes() -> dict[int, tuple[str, dict[str, str]]]:
+    """Every process this one can see: pid -> (command line, environment or {} if unreadable)."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == ME:
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        env = {}
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                for item in f.read().split(b"\0"):
+                    key, _, value = item.decode(errors="replace").partition("=")
+                    if key:
+                        env[key] = value
+        except OSError:
+            pass
+        found[int(entry)] = (cmdline, env)
+    return found
+
+
+def foreign(procs) -> dict[int, tuple[str, dict[str, str]]]:
+    """The referee and other engines: anything with our programs' names that is not of our own tree."""
+    names = ("arbiter", "pytest", "random_engine", "misbehave", "hostile.py")
+    return {pid: (cmd, env) for pid, (cmd, env) in procs.items()
+            if any(n in cmd for n in names) and not (TOKEN and env.get("ARBITER_ENGINE_TOKEN") == TOKEN)
+            and "bwrap" not in cmd.split(" ")[0]}
+
+
+def recon() -> None:
+    procs = processes()
+    others = foreign(procs)
+    report("visible", len(procs))
+    report("foreign", len(others))
+    seeds = []
+    mem_bytes = 0
+    for pid, (cmd, env) in others.items():
+        words = cmd.split()
+        for flag in ("--seed", "--seed-file"):
+            if flag in words and words.index(flag) + 1 < len(words):
+                seeds.append(f"{flag}:{words[words.index(flag) + 1]}")
+        if "ARBITER_SEED" in env:
+            seeds.append("env:" + env["ARBITER_SEED"])
+        try:  # the referee's memory: the first readable mapping
+            with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb") as mem:
+                for line in maps:
+                    start, end = (int(x, 16) for x in line.split()[0].split("-"))
+                    if "r" in line.split()[1]:
+                        mem.seek(start)
+                        mem_bytes += len(mem.read(min(end - start, 4096)))
+                        break
+        except (OSError, ValueError, OverflowError):
+            pass
+    report("seeds", ",".join(seeds) or "none")
+    report("mem_read", mem_bytes)
+    report("canary", ",".join(k for k in os.environ if "CANARY" in k) or "none")
+    report("env", ",".join(sorted(os.environ)))
+
+
+def other_endpoints(own: str) -> set[str]:
+    endpoints = {env["ARBITER_ENDPOINT"] for _, env in foreign(processes()).values() if "ARBITER_ENDPOINT" in env}
+    for pattern in ("/tmp/arb-*/*/s", "/tmp/arb-*/*.sock", "/tmp/*/arb-*/*/s"):
+        endpoints |= {"ipc://" + p for p in glob.glob(pattern)}
+    endpoints.discard(own)
+    return endpoints
+
+
+def hijack(own: str) -> list:
+    """Say hello (without the secret: it cannot know it) on every other endpoint it can find."""
+    import zmq
+
+    sockets = []
+    targets = other_endpoints(own)
+    for endpoint in targets:
+        s = zmq.Context.instance().socket(zmq.DEALER)
+        s.connect(endpoint)
+        for secret in ("", session_secret()):
+            s.send(encode(Hello(name="hijacker", wants_legal_moves=True, secret=secret)))
+        sockets.append(s)
+    report("hijack_targets", len(targets))
+    return sockets
+
+
+def signal_others(sig: int) -> None:
+    victims = [pid for pid, (cmd, env) in foreign(processes()).items()
+               if "ARBITER_ENGINE_TOKEN" in env or "random_engine" in cmd or "misbehave" in cmd]
+    hit = 0
+    for pid in victims:
+        try:
+            os.kill(pid, sig)
+            hit += 1
+        except OSError:
+            pass
+    report("signalled", hit)
+
+
+def delete_games() -> None:
+    """Delete rows from every results database it can find: by path (HOSTILE_DB) or open in /proc."""
+    paths = {os.environ["HOSTILE_DB"]} if os.environ.get("HOSTILE_DB") else set()
+    for pid in foreign(processes()):
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if target.endswith((".sqlite", ".db")):
+                    paths.add(target)
+        except OSError:
+            pass
+    deleted = 0
+    for path in paths:
+        try:
+            db = sqlite3.connect(path, timeout=1)
+            deleted += db.execute("DELETE FROM games WHERE game_number > 0").rowcount
+            db.commit()
+            db.close()
+        except sqlite3.Error as exc:
+            report("db_error", f"{path}: {exc}")
+    report("db_paths", len(paths))
+    report("db_deleted", deleted)
+
+
+def escape(marker: str) -> None:
+    """A grandchild in its own session with no fds and an empty environment, and a fork-hopper."""
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.closerange(0, 4096)
+            os.execve(sys.executable, [sys.executable, "-c", "import time; time.sleep(3600)", marker], {})
+        if os.fork() == 0:  # re-forks every 5 ms: its pid never stays the same
+            os.closerange(0, 4096)
+            while True:
+                time.sleep(0.005)
+                if os.fork() != 0:
+                    os._exit(0)
+        os._exit(0)
+    os.wait()
+    report("escaped", 2)
+
+
+def fd_flood(own: str, total: int = 20_000) -> None:
+    """~20k connections to its own socket, from children (one process may hold ~1000 fds)."""
+    path = own[len("ipc://"):] if own.startswith("ipc://") else None
+    host, port = (own[len("tcp://"):].rsplit(":", 1) if path is None else (None, None))
+    per_child = 900
+    read_end, write_end = os.pipe()
+    children = 0
+    for _ in range((total + per_child - 1) // per_child):
+        pid = os.fork()
+        if pid == 0:
+            opened = []
+            for _ in range(per_child):
+                try:
+                    s = socket.socket(socket.AF_UNIX if path else socket.AF_INET)
+                    s.connect(path if path else (host, int(port)))
+                    opened.append(s)
+                except OSError:
+                    break
+            os.write(write_end, len(opened).to_bytes(4, "little"))
+            time.sleep(3600)
+            os._exit(0)
+        children += 1
+    count = 0
+    for _ in range(children):
+        count += int.from_bytes(os.read(read_end, 4), "little")
+    report("connections", count)
+
+
+def stranger(own: str) -> None:
+    """A second connection to its own endpoint (made before the socket is sealed) that floods."""
+    import zmq
+
+    if os.fork() == 0:
+        s = zmq.Context().socket(zmq.DEALER)
+        s.connect(own)
+        time.sleep(1.0)
+        junk = b"\x00" * (1 << 20)
+        for _ in range(2000):
+            s.send(junk)
+        report("stranger_sent", 2000)
+        time.sleep(3600)
+        os._exit(0)
+    time.sleep(0.2)
+
+
+def spin() -> None:
+    while True:
+        pass
+
+
+def main() -> int:
+    mode = sys.argv[1]
+    after = int(sys.argv[sys.argv.index("--after") + 1]) if "--after" in sys.argv else 0
+    marker = sys.argv[sys.argv.index("--marker") + 1] if "--marker" in sys.argv else "hostile"
+    own = endpoint_from_environment([])
+    keep = []
+    if mode == "no_hello":
+        time.sleep(3600)
+    if mode == "hijack":
+        keep = hijack(own)
+    if mode in ("fdflood", "tcpflood"):
+        fd_flood(own, 20_000 if mode == "fdflood" else 1100)
+    if mode == "stranger":
+        stranger(own)
+    if mode == "recon":
+        recon()
+    sock = EngineSocket(own)
+    sock.send(Hello(name=f"hostile-{mode}", wants_legal_moves=True, secret=session_secret()))
+    if mode == "hello_exit":
+        time.sleep(0.2)
+        os._exit(0)
+    if mode == "children":
+        for _ in range(200):
+            if os.fork() == 0:
+                time.sleep(3600)
+                os._exit(0)
+        report("children", 200)
+    rng = random.Random(1)
+    decisions = 0
+    cpu_at_reply = wall_at_reply = None
+    game = None
+    while True:
+        msg = sock.recv()
+        if isinstance(msg, Quit):
+            return 0
+        if isinstance(msg, NewGame):
+            game = msg.game_id
+            if mode == "db":
+                delete_games()
+            sock.send(Ready(game_id=msg.game_id, seq=msg.seq))
+            continue
+        if isinstance(msg, Ping):
+            sock.send(Pong(game_id=msg.game_id, seq=msg.seq))
+            continue
+        if isinstance(msg, GameOver):
+            if mode == "after_game_over":
+                for seq in range(100):
+                    sock.send(Reply(game_id=msg.game_id, seq=seq, move="zz99"))
+                sock.socket.send(b"\xc1 garbage after the game")
+                sock.send(Ping(game_id=game, seq=1))
+            continue
+        if not isinstance(msg, Request):
+            continue
+        if cpu_at_reply is not None:
+            t = os.times()
+            report("offturn", f"{(t.user + t.system - cpu_at_reply) * 1000:.1f}/{(time.monotonic() - wall_at_reply) * 1000:.1f}")
+        decisions += 1
+        move = rng.choice(msg.legal_moves)
+        reply = Reply(game_id=msg.game_id, seq=msg.seq, move=move)
+        if decisions == after + 1:
+            if mode == "kill":
+                signal_others(signal.SIGKILL)
+            elif mode == "stop":
+                signal_others(signal.SIGSTOP)
+            elif mode == "escape":
+                escape(marker)
+            elif mode == "memory":
+                hog = []
+                for i in range(30):
+                    hog.append(b"\x01" * (100 << 20))
+                    report("allocated_mb", (i + 1) * 100)
+            elif mode == "stderr":
+                chunk = "x" * (1 << 20) + "\n"
+                for _ in range(200):
+                    sys.stderr.write(chunk)
+                sys.stderr.flush()
+            elif mode == "busy":
+                for _ in range(4):
+                    threading.Thread(target=spin, daemon=True).start()
+            elif mode == "crash":
+                os._exit(7)
+            elif mode == "hang":
+                time.sleep(3600)
+            elif mode == "illegal":
+                reply.move = "zz99"
+            elif mode == "garbage":
+                sock.socket.send(b"\xc1\x00garbage")
+                continue
+            elif mode == "oversize":
+                sock.socket.send(b"\x00" * (2 << 20))
+                continue
+            elif mode == "multi_frame":
+                sock.socket.send_multipart([encode(reply), encode(reply)])
+                continue
+        if mode == "info":
+            reply.info = Info(pv=["a1b2"] * (1 << 17), comment="c" * (1 << 20))
+        if mode == "flood":
+            for seq in range(2000):
+                sock.send(Reply(game_id=msg.game_id, seq=msg.seq + 1 + seq, move="zz99"))
+        if mode == "stale":
+            sock.send(Reply(game_id=msg.game_id, seq=msg.seq - 1, move="zz99"))
+            sock.send(Reply(game_id="other-game", seq=msg.seq, move="zz99"))
+        sock.send(reply)
+        if mode == "reply_twice":
+            sock.send(Reply(game_id=msg.game_id, seq=msg.seq, move="zz99"))
+        if mode == "reconnect" and decisions == after + 1:
+            sock.socket.close(linger=1000)
+            sock = EngineSocket(own)
+            sock.send(Hello(name="hostile-again", wants_legal_moves=True, secret=session_secret()))
+        t = os.times()
+        cpu_at_reply, wall_at_reply = t.user + t.system, time.monotonic()
+        del keep[:0]
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,387 @@
+"""The hostile-engine suite (issue 11, item 8): every attack an entrant could try, played for real.
+
+Each test runs ``tests/engines/hostile.py`` (or the protocol-abuse modes of it) against an honest
+engine, with real sandboxes, sockets, SQLite files and clocks, and asserts the exact forfeit reason
+(or that nothing happened to the honest side), that a parallel match is unaffected where the attack
+aims at it, that no engine process is left, that the referee lived, and that ``verify`` passes.
+Attacks that can crash a referee run it as a separate ``arbiter match`` process, so a failure
+shows as its exit status instead of taking pytest down. The engine reports what its attack found
+in its log (``HOSTILE key=value``); ``test_attacks_find_their_targets_without_a_sandbox`` shows
+that those reports would say otherwise if the sandbox were not there.
+
+The fast subset runs in ``make test``; ``@pytest.mark.hostile`` tests run with ``make hostile``.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+
+from arbiter.clock import parse_time_control
+from arbiter.formats.match import Match, MatchFormat
+from arbiter.games import load_game
+from arbiter.hosting import EngineConfig
+from arbiter.hosting.process import Limits
+from arbiter.hosting.sandbox import support
+from arbiter.records.replay import verify
+from arbiter.records.store import ResultsStore, load_records
+from test_integration import engine_processes, no_engines_left_behind  # noqa: F401  (autouse fixture)
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+RANDOM = f"{PY} -m sample_engines.random_engine"
+HOSTILE = ROOT / "tests" / "engines" / "hostile.py"
+
+SANDBOX = support()
+needs_sandbox = pytest.mark.skipif(not SANDBOX.sandbox, reason=f"needs the sandbox: {SANDBOX.problem}")
+needs_cgroup = pytest.mark.skipif(not (SANDBOX.sandbox and SANDBOX.cgroup),
+                                  reason="needs the sandbox: no writable control group (cgroup v1/v2) here")
+hostile = pytest.mark.hostile
+
+
+def hostile_cmd(mode: str, *extra: str) -> str:
+    return " ".join([PY, str(HOSTILE), mode, *extra])
+
+
+def slow(delay: float = 0.05) -> str:
+    return f"{PY} {ROOT / 'tests' / 'engines' / 'misbehave.py'} slow --after 999 --delay {delay}"
+
+
+def reports(log_dir: Path, name: str = "H") -> dict[str, list[str]]:
+    """The ``HOSTILE key=value`` lines of an engine's logs."""
+    found: dict[str, list[str]] = {}
+    for log in sorted(log_dir.rglob(f"engine-{name}-*.log")):
+        for key, value in re.findall(r"^HOSTILE (\w+)=(.*)$", log.read_text(errors="replace"), re.M):
+            found.setdefault(key, []).append(value)
+    return found
+
+
+def run_match(tmp_path, cmd_h, cmd_o=RANDOM, *, fmt="games=2", tc="60", match_id="m", limits=None,
+              ponder=False, env=None, **config):
+    """A match in this process (the referee is pytest): hostile engine "H" against "O"."""
+    store = ResultsStore(tmp_path / "results.sqlite")
+    configs = (EngineConfig(cmd_h, name="H", cwd=str(ROOT), limits=limits or Limits(), ponder=ponder,
+                            env=env or {}, **config),
+               EngineConfig(cmd_o, name="O", cwd=str(ROOT)))
+    try:
+        return Match(load_game("einstein"), configs, parse_time_control(tc), MatchFormat.parse(fmt), store=store,
+                     run_dir=tmp_path, seed=b"hostile", match_id=match_id).play()
+    finally:
+        store.close()
+
+
+def cli_match(folder: Path, cmd_h: str, cmd_o: str = RANDOM, *, fmt="games=2", tc="60", extra=(), env=None,
+              wait=True, name_h="H", name_o="O"):
+    """A match run by a separate referee process (``arbiter match``); returns the Popen."""
+    folder.mkdir(parents=True, exist_ok=True)
+    argv = [PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", cmd_h, "--engine", cmd_o,
+            "--name", name_h, "--name", name_o, "--tc", tc, "--format", fmt, "--db", str(folder / "results.sqlite"),
+            "--quiet", *extra]
+    proc = subprocess.Popen(argv, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    if wait:
+        proc.output = proc.communicate(timeout=240)[0]
+    return proc
+
+
+def cli_verify(db: Path) -> str:
+    run = subprocess.run([PY, "-m", "arbiter.cli", "verify", str(db)], cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "TAMPERED" not in run.stdout and "INCONSISTENT" not in run.stdout, run.stdout
+    return run.stdout
+
+
+def stored(db: Path):
+    return load_records(db)
+
+
+def assert_referee_finished(proc) -> None:
+    assert proc.returncode == 0, f"referee exited with {proc.returncode}:\n{proc.output[-3000:]}"
+
+
+def assert_honest(records, honest="O") -> None:
+    """The honest engine never forfeited, and every record replays."""
+    for r in records:
+        assert verify(r) == [], r.game_id
+        if r.forfeit_seat is not None:
+            assert r.players[r.forfeit_seat] != honest, (r.reason, r.detail)
+
+
+class Parallel:
+    """A second match, run by its own referee process, between two honest (slow) engines, that
+    must come through any attack untouched."""
+
+    def __init__(self, folder: Path, games: int = 2):
+        self.folder, self.games = folder, games
+        self.proc = cli_match(folder, slow(), slow(), fmt=f"games={games}", wait=False, name_h="P1", name_o="P2")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # its engines are up (both run the slow misbehave engine)
+            if sum("misbehave.py" in " ".join(p.cmdline()) for p in engine_processes()) >= 2:
+                return
+            time.sleep(0.1)
+        raise AssertionError("the parallel match did not start its engines")
+
+    def check(self) -> None:
+        self.proc.output = self.proc.communicate(timeout=240)[0]
+        assert_referee_finished(self.proc)
+        records = stored(self.folder / "results.sqlite")
+        assert [r.reason for r in records] == ["normal"] * self.games, [(r.reason, r.detail) for r in records]
+        cli_verify(self.folder / "results.sqlite")
+
+
+@pytest.fixture
+def parallel(tmp_path):
+    p = Parallel(tmp_path / "parallel")
+    yield p
+    if p.proc.poll() is None:
+        p.proc.kill()
+        p.proc.wait()
+
+
+# --- attacks on other seats, other matches and the referee ---------------------------------------
+
+
+@needs_sandbox
+def test_hello_on_the_opponents_endpoint_does_not_take_its_seat(tmp_path, parallel):
+    proc = cli_match(tmp_path / "m", hostile_cmd("hijack"))
+    assert_referee_finished(proc)
+    records = stored(tmp_path / "m" / "results.sqlite")
+    assert [r.reason for r in records] == ["normal", "normal"], [(r.reason, r.detail) for r in records]
+    assert_honest(records)
+    assert set(reports(tmp_path / "m")["hijack_targets"]) == {"0"}  # the sandbox shows it no other socket
+    cli_verify(tmp_path / "m" / "results.sqlite")
+    parallel.check()
+
+
+@needs_sandbox
+@pytest.mark.parametrize("mode", ["kill", "stop"])
+def test_signalling_other_engines_reaches_none(tmp_path, parallel, mode):
+    proc = cli_match(tmp_path / "m", hostile_cmd(mode))
+    assert_referee_finished(proc)
+    records = stored(tmp_path / "m" / "results.sqlite")
+    assert [r.reason for r in records] == ["normal", "normal"], [(r.reason, r.detail) for r in records]
+    assert_honest(records)
+    assert set(reports(tmp_path / "m")["signalled"]) == {"0"}
+    cli_verify(tmp_path / "m" / "results.sqlite")
+    parallel.check()
+
+
+@needs_sandbox
+def test_the_dice_seed_cannot_be_read_from_the_referee(tmp_path):
+    """Even the (warned about) --seed on the referee's command line, and its memory, are out of reach."""
+    seed = uuid.uuid4().hex
+    proc = cli_match(tmp_path / "m", hostile_cmd("recon"), extra=("--seed", seed), fmt="games=1",
+                     env={"ARBITER_SEED": ""})
+    assert_referee_finished(proc)
+    found = reports(tmp_path / "m")
+    assert found["seeds"] == ["none"] and found["foreign"] == ["0"] and found["mem_read"] == ["0"], found
+    assert not any(seed in log.read_text(errors="replace") for log in (tmp_path / "m").rglob("engine-H-*.log"))
+    records = stored(tmp_path / "m" / "results.sqlite")
+    assert [r.reason for r in records] == ["normal"]
+    assert_honest(records)
+
+
+@needs_sandbox
+def test_the_results_database_cannot_be_touched(tmp_path):
+    """It knows the path (HOSTILE_DB) and looks in /proc too: the sandbox hides the folder."""
+    db = tmp_path / "results.sqlite"
+    result = run_match(tmp_path, hostile_cmd("db"), fmt="games=4", env={"HOSTILE_DB": str(db)})
+    found = reports(tmp_path)
+    assert set(found["db_deleted"]) == {"0"}, found
+    assert len(result.records) == 4
+    assert [r.game_id for r in stored(db)] == [r.game_id for r in result.records]
+    assert_honest(result.records)
+    out = cli_verify(db)
+    assert "4 of 4 records consistent" in out, out
+
+
+@needs_sandbox
+def test_double_fork_setsid_empty_environment_and_fork_hopping_leave_nothing(tmp_path):
+    marker = f"hostile-{uuid.uuid4().hex}"
+    result = run_match(tmp_path, hostile_cmd("escape", "--marker", marker), fmt="games=1")
+    assert [r.reason for r in result.records] == ["normal"], [(r.reason, r.detail) for r in result.records]
+    assert reports(tmp_path)["escaped"] == ["2"]
+    assert_honest(result.records)
+    time.sleep(0.3)  # a fork-hopper between two forks would show up now
+    left = [p.pid for p in psutil.process_iter(["cmdline", "status"])
+            if any(marker in a for a in (p.info["cmdline"] or [])) and p.info["status"] != psutil.STATUS_ZOMBIE]
+    assert not left, left
+
+
+@needs_sandbox
+@hostile
+def test_twenty_thousand_connections_do_not_bring_the_referee_down(tmp_path, parallel):
+    proc = cli_match(tmp_path / "m", hostile_cmd("fdflood"))
+    print(proc.output[-2000:])
+    assert_referee_finished(proc)
+    records = stored(tmp_path / "m" / "results.sqlite")
+    assert len(records) == 2
+    assert_honest(records)
+    cli_verify(tmp_path / "m" / "results.sqlite")
+    parallel.check()
+
+
+@needs_sandbox
+@hostile
+def test_a_tcp_stranger_with_a_thousand_connections_does_not_bring_the_referee_down(tmp_path):
+    proc = cli_match(tmp_path / "m", hostile_cmd("tcpflood") + " --endpoint {endpoint}",
+                     extra=())  # {endpoint}: the referee's own substitution
+    assert_referee_finished(proc)
+
+
+@needs_sandbox
+@hostile
+def test_a_stranger_flooding_the_endpoint_costs_bounded_memory_and_no_ones_time(tmp_path):
+    before = psutil.Process().memory_info().rss
+    result = run_match(tmp_path, hostile_cmd("stranger"), slow(0.02), fmt="games=1", tc="60")
+    grown = psutil.Process().memory_info().rss - before
+    assert reports(tmp_path).get("stranger_sent") == ["2000"], reports(tmp_path)
+    record = result.records[0]
+    assert record.reason == "normal", record.detail
+    assert_honest(result.records)
+    assert grown < 400 << 20, f"referee grew by {grown >> 20} MB"
+    honest = record.players.index("O")
+    worst = max(e.measured_ms for e in record.events if e.seat == honest)
+    assert worst < 1000, worst  # the opponent answers in ~20 ms; reading the flood is not its time
+
+
+# --- limits ---------------------------------------------------------------------------------------
+
+
+@needs_cgroup
+def test_allocating_3_gb_forfeits_memory(tmp_path):
+    result = run_match(tmp_path, hostile_cmd("memory"), fmt="games=1", limits=Limits(memory_mb=256))
+    record = result.records[0]
+    assert (record.reason, record.players[record.forfeit_seat]) == ("memory", "H"), record.detail
+    assert "256 MB" in record.detail
+    assert record.returns[record.forfeit_seat] == -1.0
+    assert verify(record) == []
+
+
+@hostile
+def test_200_mb_on_stderr_is_cut_at_the_log_cap(tmp_path):
+    result = run_match(tmp_path, hostile_cmd("stderr"), fmt="games=1", limits=Limits(log_mb=1))
+    assert [r.reason for r in result.records] == ["normal"], [(r.reason, r.detail) for r in result.records]
+    log = next(tmp_path.rglob("engine-H-*.log"))
+    assert log.stat().st_size < (1 << 20) + 4096
+    assert "log cut at" in log.read_text(errors="replace")
+    assert_honest(result.records)
+
+
+def test_a_megabyte_of_info_on_every_reply_is_recorded_truncated(tmp_path):
+    result = run_match(tmp_path, hostile_cmd("info"), fmt="games=1")
+    record = result.records[0]
+    assert record.reason == "normal", record.detail
+    mine = [e for e in record.events if e.seat >= 0 and record.players[e.seat] == "H"]
+    assert mine
+    for e in mine:
+        assert e.info is not None
+        assert len(e.info.comment or "") <= 2000 and len(" ".join(e.info.pv or [])) <= 2000, \
+            (len(e.info.comment or ""), len(e.info.pv or []))
+        assert getattr(e, "info_truncated", None) is True
+    assert verify(record) == []
+
+
+def _offturn(tmp_path) -> tuple[float, float]:
+    """(CPU ms, wall ms) the hostile engine itself measured between its replies and its next requests."""
+    cpu = wall = 0.0
+    for value in reports(tmp_path)["offturn"]:
+        c, w = map(float, value.split("/"))
+        cpu, wall = cpu + c, wall + w
+    return cpu, wall
+
+
+def test_busy_threads_are_frozen_off_turn(tmp_path):
+    """With ponder=false the whole tree stops after each reply: 4 spinning threads burn
+    (nearly) nothing while the opponent thinks."""
+    result = run_match(tmp_path, hostile_cmd("busy"), slow(0.1), fmt="games=1")
+    assert result.records[0].reason == "normal", result.records[0].detail
+    cpu, wall = _offturn(tmp_path)
+    assert wall > 500, wall  # the opponent took its time
+    assert cpu < 0.15 * wall, (cpu, wall)
+
+
+@hostile
+def test_busy_threads_when_pondering_is_allowed_are_measured(tmp_path):
+    """The control for the test above: with ponder=true the same threads do burn off-turn CPU
+    (so the measurement above can fail), and the referee records it per decision."""
+    result = run_match(tmp_path, hostile_cmd("busy"), slow(0.1), fmt="games=1", ponder=True)
+    assert result.records[0].reason == "normal", result.records[0].detail
+    cpu, wall = _offturn(tmp_path)
+    assert cpu > 0.5 * wall, (cpu, wall)
+
+
+def test_the_operators_environment_does_not_reach_the_engine(tmp_path, monkeypatch):
+    canary = uuid.uuid4().hex
+    monkeypatch.setenv("ARBITER_CANARY", canary)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY_CANARY", canary)
+    result = run_match(tmp_path, hostile_cmd("recon"), fmt="games=1")
+    found = reports(tmp_path)
+    assert found["canary"] == ["none"], found
+    names = set(found["env"][0].split(","))
+    assert names <= {"PATH", "LANG", "LC_ALL", "TZ", "ARBITER_TEST_RUN", "ARBITER_ENDPOINT", "ARBITER_SECRET_FILE",
+                     "HOME", "TMPDIR", "ARBITER_ENGINE_TOKEN", "PWD"}, names
+    assert [r.reason for r in result.records] == ["normal"]
+
+
+@needs_sandbox
+def test_attacks_find_their_targets_without_a_sandbox(tmp_path):
+    """The control for the attack tests: unsandboxed (explicit trust), the same recon sees the
+    referee and reads its memory, so "found nothing" above is the sandbox's doing."""
+    result = run_match(tmp_path, hostile_cmd("recon"), fmt="games=1", sandbox="none")
+    found = reports(tmp_path)
+    assert int(found["foreign"][0]) >= 2 and int(found["mem_read"][0]) > 0, found
+    assert [r.reason for r in result.records] == ["normal"]
+
+
+# --- protocol abuse (already handled before the sandbox) ----------------------------------------
+
+HANDLED = [
+    # mode, time control, expected (reason, detail fragment) of the hostile engine's games
+    ("hello_exit", "60", ("crash", "")),
+    ("crash", "60", ("crash", "exited with code 7")),
+    ("hang", "2", ("time", "")),
+    ("garbage", "60", ("protocol_error", "not msgpack")),
+    ("oversize", "60", ("disconnect", "disconnected")),
+    ("illegal", "60", ("illegal_move", "zz99")),
+    ("multi_frame", "60", ("protocol_error", "one frame per message")),
+    ("reconnect", "60", ("disconnect", "")),
+    ("flood", "60", ("normal", "")),
+    ("stale", "60", ("normal", "")),
+    ("reply_twice", "60", ("normal", "")),
+    ("after_game_over", "60", ("normal", "")),
+    ("children", "60", ("normal", "")),
+]
+FAST = {"crash", "garbage", "illegal", "stale", "reply_twice"}
+
+
+@pytest.mark.parametrize("mode, tc, expected", [
+    pytest.param(m, tc, e, marks=() if m in FAST else hostile, id=m) for m, tc, e in HANDLED])
+def test_protocol_abuse_gets_its_exact_reason(tmp_path, mode, tc, expected):
+    result = run_match(tmp_path, hostile_cmd(mode), fmt="games=2", tc=tc)
+    reason, detail = expected
+    for record in result.records:
+        assert record.reason == reason, (record.reason, record.detail)
+        assert detail in (record.detail or "")
+        if reason != "normal":
+            assert record.players[record.forfeit_seat] == "H"
+        assert verify(record) == []
+    assert_honest(result.records)
+    cli_verify(tmp_path / "results.sqlite")
+
+
+@hostile
+def test_an_engine_that_never_connects_loses_unstarted(tmp_path):
+    result = run_match(tmp_path, hostile_cmd("no_hello"), fmt="games=1", handshake_timeout=1.0)
+    record = result.records[0]
+    assert record.reason == "not_started" and record.detail.startswith("stall: no hello"), record.detail
+    assert record.players[record.forfeit_seat] == "H"
+    cli_verify(tmp_path / "results.sqlite")
