@@ -218,6 +218,9 @@ def test_double_fork_setsid_empty_environment_and_fork_hopping_leave_nothing(tmp
 
 @needs_sandbox
 @hostile
+@pytest.mark.xfail(strict=False, reason="UNDEFENDED: ~20k connections made before hello exhaust the referee's fds "
+                                        "(hard limit 20000 here); libzmq asserts 'Too many open files "
+                                        "(src/ipc_listener.cpp:297)' and the referee dies of SIGABRT, 0 games saved")
 def test_twenty_thousand_connections_do_not_bring_the_referee_down(tmp_path, parallel):
     proc = cli_match(tmp_path / "m", hostile_cmd("fdflood"))
     print(proc.output[-2000:])
@@ -276,6 +279,8 @@ def test_200_mb_on_stderr_is_cut_at_the_log_cap(tmp_path):
     assert_honest(result.records)
 
 
+@pytest.mark.xfail(strict=False, reason="not on main yet: the referee does not cap info (Limits.info_chars, "
+                                        "being added by the lead); written against the intended behaviour")
 def test_a_megabyte_of_info_on_every_reply_is_recorded_truncated(tmp_path):
     result = run_match(tmp_path, hostile_cmd("info"), fmt="games=1")
     record = result.records[0]
@@ -284,8 +289,8 @@ def test_a_megabyte_of_info_on_every_reply_is_recorded_truncated(tmp_path):
     assert mine
     for e in mine:
         assert e.info is not None
-        assert len(e.info.comment or "") <= 2000 and len(" ".join(e.info.pv or [])) <= 2000, \
-            (len(e.info.comment or ""), len(e.info.pv or []))
+        sizes = (len(e.info.comment or ""), len(" ".join(e.info.pv or [])))
+        assert max(sizes) <= 2000, sizes
         assert getattr(e, "info_truncated", None) is True
     assert verify(record) == []
 
@@ -302,18 +307,21 @@ def _offturn(tmp_path) -> tuple[float, float]:
 def test_busy_threads_are_frozen_off_turn(tmp_path):
     """With ponder=false the whole tree stops after each reply: 4 spinning threads burn
     (nearly) nothing while the opponent thinks."""
-    result = run_match(tmp_path, hostile_cmd("busy"), slow(0.1), fmt="games=1")
+    result = run_match(tmp_path, hostile_cmd("busy"), slow(0.25), fmt="games=1")
     assert result.records[0].reason == "normal", result.records[0].detail
     cpu, wall = _offturn(tmp_path)
-    assert wall > 500, wall  # the opponent took its time
-    assert cpu < 0.15 * wall, (cpu, wall)
+    assert wall > 1000, wall  # the opponent took its time
+    # Unfrozen, the threads burn about one core (they share the GIL) the whole time: cpu ~ wall
+    # (see the ponder test). Frozen, only the moments between the reply and the freeze and between
+    # the thaw and the request count (a few ms each, in 10 ms clock ticks).
+    assert cpu < 0.25 * wall, (cpu, wall)
 
 
 @hostile
 def test_busy_threads_when_pondering_is_allowed_are_measured(tmp_path):
     """The control for the test above: with ponder=true the same threads do burn off-turn CPU
     (so the measurement above can fail), and the referee records it per decision."""
-    result = run_match(tmp_path, hostile_cmd("busy"), slow(0.1), fmt="games=1", ponder=True)
+    result = run_match(tmp_path, hostile_cmd("busy"), slow(0.25), fmt="games=1", ponder=True)
     assert result.records[0].reason == "normal", result.records[0].detail
     cpu, wall = _offturn(tmp_path)
     assert cpu > 0.5 * wall, (cpu, wall)

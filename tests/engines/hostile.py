@@ -14,7 +14,7 @@ see), ``db`` (delete rows from every results database it can find, before every 
 that re-forks every 5 ms), ``fdflood`` (~20k connections to its own endpoint before hello),
 ``stranger`` (a second connection to its own endpoint that sends 2000 x 1 MB frames),
 ``tcpflood`` (1100 tcp connections to its own tcp endpoint), ``memory`` (allocate 3 GB),
-``stderr`` (write 200 MB to stderr), ``info`` (1 MB of info on every reply), ``busy`` (4 threads
+``stderr`` (write 200 MB to stderr), ``info`` (~0.8 MB of info on every reply: the most a 1 MiB frame holds), ``busy`` (4 threads
 spinning for ever). Protocol abuse: ``no_hello``, ``hello_exit``, ``crash``, ``hang``,
 ``garbage``, ``oversize``, ``flood``, ``illegal``, ``stale``, ``reply_twice``, ``multi_frame``,
 ``after_game_over``, ``reconnect``, ``children``. Everything happens at the (N+1)-th decision
@@ -334,7 +334,7 @@ def main() -> int:
                 sock.socket.send_multipart([encode(reply), encode(reply)])
                 continue
         if mode == "info":
-            reply.info = Info(pv=["a1b2"] * (1 << 17), comment="c" * (1 << 20))
+            reply.info = Info(pv=["a1b2"] * 40_000, comment="c" * 600_000)  # ~0.8 MB: just under the frame limit
         if mode == "flood":
             for seq in range(2000):
                 sock.send(Reply(game_id=msg.game_id, seq=msg.seq + 1 + seq, move="zz99"))
