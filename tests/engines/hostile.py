@@ -18,7 +18,7 @@ that re-forks every 5 ms), ``fdflood`` (~20k connections to its own endpoint bef
 spinning for ever). Protocol abuse: ``no_hello``, ``hello_exit``, ``crash``, ``hang``,
 ``garbage``, ``oversize``, ``flood``, ``illegal``, ``stale``, ``reply_twice``, ``multi_frame``,
 ``after_game_over``, ``reconnect``, ``children``. Everything happens at the (N+1)-th decision
-(default N=0) unless the mode must act before its hello.
+of every game (default N=0) unless the mode must act before its hello.
 """
 from __future__ import annotations
 
@@ -224,11 +224,11 @@ def stranger(own: str) -> None:
     if os.fork() == 0:
         s = zmq.Context().socket(zmq.DEALER)
         s.connect(own)
-        time.sleep(1.0)
+        time.sleep(0.3)
         junk = b"\x00" * (1 << 20)
-        for _ in range(2000):
-            s.send(junk)
-        report("stranger_sent", 2000)
+        for i in range(2000):
+            s.send(junk)  # blocks when the referee stops reading (its receive high-water mark)
+            report("stranger_sent", i + 1)
         time.sleep(3600)
         os._exit(0)
     time.sleep(0.2)
@@ -275,7 +275,7 @@ def main() -> int:
         if isinstance(msg, Quit):
             return 0
         if isinstance(msg, NewGame):
-            game = msg.game_id
+            game, decisions = msg.game_id, 0  # every game is attacked the same way
             if mode == "db":
                 delete_games()
             sock.send(Ready(game_id=msg.game_id, seq=msg.seq))
