@@ -42,8 +42,8 @@ HOSTILE = ROOT / "tests" / "engines" / "hostile.py"
 
 SANDBOX = support()
 needs_sandbox = pytest.mark.skipif(not SANDBOX.sandbox, reason=f"needs the sandbox: {SANDBOX.problem}")
-needs_cgroup = pytest.mark.skipif(not (SANDBOX.sandbox and SANDBOX.cgroup),
-                                  reason="needs the sandbox: no writable control group (cgroup v1/v2) here")
+needs_cgroup = pytest.mark.skipif(not (SANDBOX.sandbox and SANDBOX.cgroup), reason="needs the sandbox: " + (
+    SANDBOX.problem if not SANDBOX.sandbox else "no writable control group (cgroup v1 or v2) for the referee here"))
 hostile = pytest.mark.hostile
 
 
@@ -259,7 +259,7 @@ def test_a_stranger_flooding_the_endpoint_costs_bounded_memory_and_no_ones_time(
     assert grown < 400 << 20, f"referee grew by {grown >> 20} MB"
     honest = record.players.index("O")
     worst = max(e.measured_ms for e in record.events if e.seat == honest)
-    assert worst < 1000, worst  # the opponent answers in ~20 ms; reading the flood is not its time
+    assert worst < 250, worst  # the opponent answers in ~20-35 ms; reading the flood is not its time
 
 
 # --- limits ---------------------------------------------------------------------------------------
