@@ -262,6 +262,48 @@ def test_a_stranger_flooding_the_endpoint_costs_bounded_memory_and_no_ones_time(
     assert worst < 250, worst  # the opponent answers in ~20-35 ms; reading the flood is not its time
 
 
+@needs_sandbox
+def test_the_operators_key_and_seed_file_cannot_be_read(tmp_path):
+    """The signing key and the seed file (both mode 600, the operator's) at paths the engine knows:
+    the sandbox must not let it read them (with the key it could sign forged records; with the
+    seed it predicts every roll)."""
+    keys = tmp_path / "keys"
+    subprocess.run([PY, "-m", "arbiter.cli", "keygen", "--out", str(keys)], cwd=ROOT, check=True,
+                   capture_output=True)
+    seed_file = tmp_path / "seed.hex"
+    seed_file.write_text(uuid.uuid4().hex)
+    seed_file.chmod(0o600)
+    key = next(keys.glob("*.key"))
+    proc = cli_match(tmp_path / "m", hostile_cmd("readfiles", "--files", f"{key},{seed_file}"), fmt="games=1",
+                     extra=("--key", str(key), "--seed-file", str(seed_file)))
+    assert_referee_finished(proc)
+    found = reports(tmp_path / "m")
+    assert found["leaked"] == ["none"], found
+    assert_honest(stored(tmp_path / "m" / "results.sqlite"))
+
+
+@needs_cgroup
+def test_an_engine_cannot_leave_its_control_group(tmp_path):
+    """Out of its control group an engine escapes its memory limit and, where the freezer works
+    through the group, being frozen off-turn: it must not be able to move or lift them."""
+    result = run_match(tmp_path, hostile_cmd("cgroup"), slow(0.25), fmt="games=1")
+    found = reports(tmp_path)
+    assert result.records[0].reason == "normal", result.records[0].detail
+    assert found["cgroup_left"] == ["0"] and found["memory_limit_lifted"] == ["0"], found
+    cpu, wall = _offturn(tmp_path)
+    assert cpu < 0.25 * wall, (cpu, wall)
+
+
+@needs_sandbox
+@hostile
+def test_an_engine_cannot_fill_the_referees_disk(tmp_path):
+    """Its work folder is on the referee's disk: 600 MB written there (more than its whole memory
+    limit) should be refused by a size limit, or end in a forfeit."""
+    result = run_match(tmp_path, hostile_cmd("disk"), fmt="games=1", limits=Limits(memory_mb=256))
+    found = reports(tmp_path)
+    assert int(found["disk_mb"][0]) < 600 or result.records[0].reason != "normal", found
+
+
 # --- limits ---------------------------------------------------------------------------------------
 
 

@@ -15,7 +15,9 @@ that re-forks every 5 ms), ``fdflood`` (~20k connections to its own endpoint bef
 ``stranger`` (a second connection to its own endpoint that sends 2000 x 1 MB frames),
 ``tcpflood`` (1100 tcp connections to its own tcp endpoint), ``memory`` (allocate 3 GB),
 ``stderr`` (write 200 MB to stderr), ``info`` (~0.8 MB of info on every reply: the most a 1 MiB frame holds), ``busy`` (4 threads
-spinning for ever). Protocol abuse: ``no_hello``, ``hello_exit``, ``crash``, ``hang``,
+spinning for ever), ``readfiles`` (read the operator's signing key, seed file and other root-only
+files: ``--files A,B``), ``cgroup`` (leave its control group, lift its memory limit, then spin
+like ``busy``), ``disk`` (write 600 MB into its work folder). Protocol abuse: ``no_hello``, ``hello_exit``, ``crash``, ``hang``,
 ``garbage``, ``oversize``, ``flood``, ``illegal``, ``stale``, ``reply_twice``, ``multi_frame``,
 ``after_game_over``, ``reconnect``, ``children``. Everything happens at the (N+1)-th decision
 of every game (default N=0) unless the mode must act before its hello.
@@ -234,6 +236,60 @@ def stranger(own: str) -> None:
     time.sleep(0.2)
 
 
+def read_files(paths: list[str]) -> None:
+    """The operator's secrets at paths it knows or guesses (the signing key, the seed file)."""
+    leaked = []
+    for path in paths + ["keys/referee.key", os.path.expanduser("~root/.ssh/id_rsa"), "/etc/shadow"]:
+        try:
+            with open(path, "rb") as f:
+                if f.read(64):
+                    leaked.append(path)
+        except OSError:
+            pass
+    report("leaked", ",".join(leaked) or "none")
+
+
+def leave_cgroup() -> None:
+    """Move itself to the root of every control group hierarchy it can write (out of reach of the
+    memory limit, the process limit and the freezer), and lift its own memory limit."""
+    moved = 0
+    for controller in ("memory", "pids", "cpuacct", "freezer", "unified", ""):
+        procs = os.path.join("/sys/fs/cgroup", controller, "cgroup.procs")
+        try:
+            with open(procs, "w") as f:
+                f.write(str(os.getpid()))
+            moved += 1
+        except OSError:
+            pass
+    report("cgroup_left", moved)
+    lifted = 0
+    for line in open("/proc/self/cgroup"):
+        _, controllers, path = line.strip().split(":", 2)
+        if "memory" in controllers.split(","):
+            for name in ("memory.limit_in_bytes", "memory.max"):
+                try:
+                    with open(f"/sys/fs/cgroup/memory{path}/{name}", "w") as f:
+                        f.write("-1" if name.endswith("bytes") else "max")
+                    lifted += 1
+                except OSError:
+                    pass
+    report("memory_limit_lifted", lifted)
+
+
+def fill_disk(megabytes: int) -> None:
+    """Write to its own (writable) work folder until refused or ``megabytes`` are written."""
+    written = 0
+    chunk = b"\x01" * (1 << 20)
+    try:
+        with open(os.path.join(os.environ.get("HOME", "/tmp"), "fill"), "wb") as f:
+            for _ in range(megabytes):
+                f.write(chunk)
+                written += 1
+    except OSError as exc:
+        report("disk_error", exc.strerror)
+    report("disk_mb", written)
+
+
 def spin() -> None:
     while True:
         pass
@@ -305,6 +361,14 @@ def main() -> int:
                 signal_others(signal.SIGSTOP)
             elif mode == "escape":
                 escape(marker)
+            elif mode == "readfiles":
+                read_files(sys.argv[sys.argv.index("--files") + 1].split(","))
+            elif mode == "cgroup":
+                leave_cgroup()
+                for _ in range(4):
+                    threading.Thread(target=spin, daemon=True).start()
+            elif mode == "disk":
+                fill_disk(600)
             elif mode == "memory":
                 hog = []
                 for i in range(30):
