@@ -321,6 +321,25 @@ def test_an_engine_cannot_fill_the_referees_disk(tmp_path):
     assert int(found["disk_mb"][0]) < 600 or result.records[0].reason != "normal", found
 
 
+@needs_cgroup
+def test_a_tmpfs_file_counts_against_the_memory_limit(tmp_path):
+    """600 MB in the sandbox's /dev/shm (memory, not disk) with a 256 MB limit: refused or forfeit."""
+    result = run_match(tmp_path, hostile_cmd("tmpfs"), fmt="games=1", limits=Limits(memory_mb=256))
+    found = reports(tmp_path)
+    record = result.records[0]
+    assert int(found.get("disk_mb", ["0"])[0]) < 600 or record.reason == "memory", (found, record.detail)
+    assert_honest(result.records)
+
+
+@needs_cgroup
+def test_a_fork_bomb_stops_at_the_process_limit(tmp_path):
+    result = run_match(tmp_path, hostile_cmd("forkbomb"), fmt="games=1", limits=Limits(processes=64))
+    found = reports(tmp_path)
+    assert int(found["forks"][0]) < 64, found
+    assert result.records[0].reason == "normal", result.records[0].detail
+    assert_honest(result.records)
+
+
 # --- limits ---------------------------------------------------------------------------------------
 
 

@@ -17,7 +17,8 @@ that re-forks every 5 ms), ``fdflood`` (~20k connections to its own endpoint bef
 ``stderr`` (write 200 MB to stderr), ``info`` (~0.8 MB of info on every reply: the most a 1 MiB frame holds), ``busy`` (4 threads
 spinning for ever), ``readfiles`` (read the operator's signing key, seed file and other root-only
 files: ``--files A,B``), ``cgroup`` (leave its control group, lift its memory limit, then spin
-like ``busy``), ``disk`` (write 600 MB into its work folder). Protocol abuse: ``no_hello``, ``hello_exit``, ``crash``, ``hang``,
+like ``busy``), ``disk`` (write 600 MB into its work folder), ``tmpfs`` (600 MB into /dev/shm, memory),
+``forkbomb`` (fork until refused). Protocol abuse: ``no_hello``, ``hello_exit``, ``crash``, ``hang``,
 ``garbage``, ``oversize``, ``flood``, ``illegal``, ``stale``, ``reply_twice``, ``multi_frame``,
 ``after_game_over``, ``reconnect``, ``children``. Everything happens at the (N+1)-th decision
 of every game (default N=0) unless the mode must act before its hello.
@@ -276,12 +277,12 @@ def leave_cgroup() -> None:
     report("memory_limit_lifted", lifted)
 
 
-def fill_disk(megabytes: int) -> None:
-    """Write to its own (writable) work folder until refused or ``megabytes`` are written."""
+def fill_disk(megabytes: int, folder: str) -> None:
+    """Write to a writable folder until refused or ``megabytes`` are written."""
     written = 0
     chunk = b"\x01" * (1 << 20)
     try:
-        with open(os.path.join(os.environ.get("HOME", "/tmp"), "fill"), "wb") as f:
+        with open(os.path.join(folder, "fill"), "wb") as f:
             for _ in range(megabytes):
                 f.write(chunk)
                 written += 1
@@ -368,7 +369,20 @@ def main() -> int:
                 for _ in range(4):
                     threading.Thread(target=spin, daemon=True).start()
             elif mode == "disk":
-                fill_disk(600)
+                fill_disk(600, os.environ.get("HOME", "/tmp"))
+            elif mode == "tmpfs":
+                fill_disk(600, "/dev/shm")
+            elif mode == "forkbomb":
+                forks = 0
+                try:
+                    while forks < 5000:
+                        if os.fork() == 0:
+                            time.sleep(3600)
+                            os._exit(0)
+                        forks += 1
+                except OSError as exc:
+                    report("fork_error", exc.strerror)
+                report("forks", forks)
             elif mode == "memory":
                 hog = []
                 for i in range(30):
