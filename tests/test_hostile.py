@@ -162,7 +162,7 @@ def test_hello_on_the_opponents_endpoint_does_not_take_its_seat(tmp_path, parall
 
 
 @needs_sandbox
-@pytest.mark.parametrize("mode", ["kill", "stop"])
+@pytest.mark.parametrize("mode", ["kill", pytest.param("stop", marks=hostile)])
 def test_signalling_other_engines_reaches_none(tmp_path, parallel, mode):
     proc = cli_match(tmp_path / "m", hostile_cmd(mode))
     assert_referee_finished(proc)
@@ -183,10 +183,12 @@ def test_the_dice_seed_cannot_be_read_from_the_referee(tmp_path):
     assert_referee_finished(proc)
     found = reports(tmp_path / "m")
     assert found["seeds"] == ["none"] and found["foreign"] == ["0"] and found["mem_read"] == ["0"], found
+    assert found["endpoints"] == ["0"], found
     assert not any(seed in log.read_text(errors="replace") for log in (tmp_path / "m").rglob("engine-H-*.log"))
     records = stored(tmp_path / "m" / "results.sqlite")
     assert [r.reason for r in records] == ["normal"]
     assert_honest(records)
+    cli_verify(tmp_path / "m" / "results.sqlite")
 
 
 @needs_sandbox
@@ -298,6 +300,7 @@ def test_the_operators_key_and_seed_file_cannot_be_read(tmp_path, operator_folde
 
 
 @needs_cgroup
+@hostile
 def test_an_engine_cannot_leave_its_control_group(tmp_path):
     """Out of its control group an engine escapes its memory limit and, where the freezer works
     through the group, being frozen off-turn: it must not be able to move or lift them."""
@@ -391,10 +394,10 @@ def _offturn(tmp_path) -> tuple[float, float]:
 def test_busy_threads_are_frozen_off_turn(tmp_path):
     """With ponder=false the whole tree stops after each reply: 4 spinning threads burn
     (nearly) nothing while the opponent thinks."""
-    result = run_match(tmp_path, hostile_cmd("busy"), slow(0.25), fmt="games=1")
+    result = run_match(tmp_path, hostile_cmd("busy"), slow(0.15), fmt="games=1")
     assert result.records[0].reason == "normal", result.records[0].detail
     cpu, wall = _offturn(tmp_path)
-    assert wall > 1000, wall  # the opponent took its time
+    assert wall > 600, wall  # the opponent took its time
     # Unfrozen, the threads burn about one core (they share the GIL) the whole time: cpu ~ wall
     # (see the ponder test). Frozen, only the moments between the reply and the freeze and between
     # the thaw and the request count (a few ms each, in 10 ms clock ticks).
@@ -405,10 +408,10 @@ def test_busy_threads_are_frozen_off_turn(tmp_path):
 def test_busy_threads_when_pondering_is_allowed_are_measured(tmp_path):
     """The control for the test above: with ponder=true the same threads do burn off-turn CPU
     (so the measurement above can fail), and the referee records it per decision."""
-    result = run_match(tmp_path, hostile_cmd("busy"), slow(0.25), fmt="games=1", ponder=True)
+    result = run_match(tmp_path, hostile_cmd("busy"), slow(0.15), fmt="games=1", ponder=True)
     assert result.records[0].reason == "normal", result.records[0].detail
     cpu, wall = _offturn(tmp_path)
-    assert cpu > 0.3 * wall, (cpu, wall)  # ~0.6 on an idle 2-core machine
+    assert cpu > 0.5 * wall, (cpu, wall)  # ~0.85 measured (the 10-15 % above when frozen)
 
 
 def test_the_operators_environment_does_not_reach_the_engine(tmp_path, monkeypatch):
@@ -431,6 +434,7 @@ def test_attacks_find_their_targets_without_a_sandbox(tmp_path):
     result = run_match(tmp_path, hostile_cmd("recon"), fmt="games=1", sandbox="none")
     found = reports(tmp_path)
     assert int(found["foreign"][0]) >= 2 and int(found["mem_read"][0]) > 0, found
+    assert int(found["endpoints"][0]) >= 1, found  # the opponent's socket
     assert [r.reason for r in result.records] == ["normal"]
 
 
@@ -452,7 +456,7 @@ HANDLED = [
     ("after_game_over", "60", ("normal", "")),
     ("children", "60", ("normal", "")),
 ]
-FAST = {"crash", "garbage", "illegal", "stale", "reply_twice"}
+FAST = {"crash", "garbage", "illegal"}
 
 
 @pytest.mark.parametrize("mode, tc, expected", [

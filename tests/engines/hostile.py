@@ -83,7 +83,8 @@ def foreign(procs) -> dict[int, tuple[str, dict[str, str]]]:
             and "bwrap" not in cmd.split(" ")[0]}
 
 
-def recon() -> None:
+def recon(own: str) -> None:
+    report("endpoints", len(other_endpoints(own)))
     procs = processes()
     others = foreign(procs)
     report("visible", len(procs))
@@ -311,7 +312,7 @@ def main() -> int:
     if mode == "stranger":
         stranger(own)
     if mode == "recon":
-        recon()
+        recon(own)
     sock = EngineSocket(own)
     sock.send(Hello(name=f"hostile-{mode}", wants_legal_moves=True, secret=session_secret()))
     if mode == "hello_exit":
@@ -394,6 +395,7 @@ def main() -> int:
                     sys.stderr.write(chunk)
                 sys.stderr.flush()
             elif mode == "busy":
+                sys.setswitchinterval(0.0005)  # the main thread gets the GIL back soon after a thaw
                 for _ in range(4):
                     threading.Thread(target=spin, daemon=True).start()
             elif mode == "crash":
