@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import sqlite3
 import subprocess
 import sys
 import time
@@ -99,10 +98,6 @@ def cli_verify(db: Path) -> str:
     return run.stdout
 
 
-def stored(db: Path):
-    return load_records(db)
-
-
 def assert_referee_finished(proc) -> None:
     assert proc.returncode == 0, f"referee exited with {proc.returncode}:\n{proc.output[-3000:]}"
 
@@ -132,7 +127,7 @@ class Parallel:
     def check(self) -> None:
         self.proc.output = self.proc.communicate(timeout=240)[0]
         assert_referee_finished(self.proc)
-        records = stored(self.folder / "results.sqlite")
+        records = load_records(self.folder / "results.sqlite")
         assert [r.reason for r in records] == ["normal"] * self.games, [(r.reason, r.detail) for r in records]
         cli_verify(self.folder / "results.sqlite")
 
@@ -153,7 +148,7 @@ def parallel(tmp_path):
 def test_hello_on_the_opponents_endpoint_does_not_take_its_seat(tmp_path, parallel):
     proc = cli_match(tmp_path / "m", hostile_cmd("hijack"))
     assert_referee_finished(proc)
-    records = stored(tmp_path / "m" / "results.sqlite")
+    records = load_records(tmp_path / "m" / "results.sqlite")
     assert [r.reason for r in records] == ["normal", "normal"], [(r.reason, r.detail) for r in records]
     assert_honest(records)
     assert set(reports(tmp_path / "m")["hijack_targets"]) == {"0"}  # the sandbox shows it no other socket
@@ -166,7 +161,7 @@ def test_hello_on_the_opponents_endpoint_does_not_take_its_seat(tmp_path, parall
 def test_signalling_other_engines_reaches_none(tmp_path, parallel, mode):
     proc = cli_match(tmp_path / "m", hostile_cmd(mode))
     assert_referee_finished(proc)
-    records = stored(tmp_path / "m" / "results.sqlite")
+    records = load_records(tmp_path / "m" / "results.sqlite")
     assert [r.reason for r in records] == ["normal", "normal"], [(r.reason, r.detail) for r in records]
     assert_honest(records)
     assert set(reports(tmp_path / "m")["signalled"]) == {"0"}
@@ -185,7 +180,7 @@ def test_the_dice_seed_cannot_be_read_from_the_referee(tmp_path):
     assert found["seeds"] == ["none"] and found["foreign"] == ["0"] and found["mem_read"] == ["0"], found
     assert found["endpoints"] == ["0"], found
     assert not any(seed in log.read_text(errors="replace") for log in (tmp_path / "m").rglob("engine-H-*.log"))
-    records = stored(tmp_path / "m" / "results.sqlite")
+    records = load_records(tmp_path / "m" / "results.sqlite")
     assert [r.reason for r in records] == ["normal"]
     assert_honest(records)
     cli_verify(tmp_path / "m" / "results.sqlite")
@@ -199,7 +194,7 @@ def test_the_results_database_cannot_be_touched(tmp_path):
     found = reports(tmp_path)
     assert set(found["db_deleted"]) == {"0"}, found
     assert len(result.records) == 4
-    assert [r.game_id for r in stored(db)] == [r.game_id for r in result.records]
+    assert [r.game_id for r in load_records(db)] == [r.game_id for r in result.records]
     assert_honest(result.records)
     out = cli_verify(db)
     assert "4 of 4 records consistent" in out, out
@@ -227,7 +222,7 @@ def test_twenty_thousand_connections_do_not_bring_the_referee_down(tmp_path, par
     proc = cli_match(tmp_path / "m", hostile_cmd("fdflood"))
     print(proc.output[-2000:])
     assert_referee_finished(proc)
-    records = stored(tmp_path / "m" / "results.sqlite")
+    records = load_records(tmp_path / "m" / "results.sqlite")
     assert len(records) == 2
     assert_honest(records)
     cli_verify(tmp_path / "m" / "results.sqlite")
@@ -241,7 +236,7 @@ def test_a_tcp_stranger_with_a_thousand_connections_does_not_bring_the_referee_d
     connections to it before its hello. The referee must save every game all the same."""
     result = run_match(tmp_path, hostile_cmd("tcpflood"), endpoint="tcp://127.0.0.1:*")
     assert int(reports(tmp_path)["connections"][0]) >= 1000, reports(tmp_path)
-    assert len(result.records) == 2 and len(stored(tmp_path / "results.sqlite")) == 2
+    assert len(result.records) == 2 and len(load_records(tmp_path / "results.sqlite")) == 2
     assert_honest(result.records)
     cli_verify(tmp_path / "results.sqlite")
 
@@ -294,7 +289,7 @@ def test_the_operators_key_and_seed_file_cannot_be_read(tmp_path, operator_folde
     proc = cli_match(tmp_path / "m", hostile_cmd("readfiles", "--files", f"{key},{seed_file}"), fmt="games=1",
                      extra=("--key", str(key), "--seed-file", str(seed_file)))
     assert_referee_finished(proc)
-    assert_honest(stored(tmp_path / "m" / "results.sqlite"))
+    assert_honest(load_records(tmp_path / "m" / "results.sqlite"))
     found = reports(tmp_path / "m")
     assert found["leaked"] == ["none"], found
 

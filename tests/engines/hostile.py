@@ -302,7 +302,7 @@ def main() -> int:
     after = int(sys.argv[sys.argv.index("--after") + 1]) if "--after" in sys.argv else 0
     marker = sys.argv[sys.argv.index("--marker") + 1] if "--marker" in sys.argv else "hostile"
     own = endpoint_from_environment([])
-    keep = []
+    keep = []  # the hijacker's sockets stay open while it plays
     if mode == "no_hello":
         time.sleep(3600)
     if mode == "hijack":
@@ -430,7 +430,6 @@ def main() -> int:
             sock.send(Hello(name="hostile-again", wants_legal_moves=True, secret=session_secret()))
         t = os.times()
         cpu_at_reply, wall_at_reply = t.user + t.system, time.monotonic()
-        del keep[:0]
 
 
 if __name__ == "__main__":
