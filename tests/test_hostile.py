@@ -88,7 +88,15 @@ def cli_match(folder: Path, cmd_h: str, cmd_o: str = RANDOM, *, fmt="games=2", t
                             stderr=subprocess.STDOUT, text=True)
     if wait:
         proc.output = proc.communicate(timeout=240)[0]
+        if proc.returncode != 0:
+            engines_gone()  # a referee that died takes its engines along, a moment later
     return proc
+
+
+def engines_gone(timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while engine_processes() and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 def cli_verify(db: Path) -> str:
@@ -139,6 +147,7 @@ def parallel(tmp_path):
     if p.proc.poll() is None:
         p.proc.kill()
         p.proc.wait()
+        engines_gone()
 
 
 # --- attacks on other seats, other matches and the referee ---------------------------------------
@@ -220,13 +229,12 @@ def test_double_fork_setsid_empty_environment_and_fork_hopping_leave_nothing(tmp
                                         "(src/ipc_listener.cpp:297)' and the referee dies of SIGABRT, 0 games saved")
 def test_twenty_thousand_connections_do_not_bring_the_referee_down(tmp_path, parallel):
     proc = cli_match(tmp_path / "m", hostile_cmd("fdflood"))
-    print(proc.output[-2000:])
+    parallel.check()  # another referee process: untouched even when this one dies
     assert_referee_finished(proc)
     records = load_records(tmp_path / "m" / "results.sqlite")
     assert len(records) == 2
     assert_honest(records)
     cli_verify(tmp_path / "m" / "results.sqlite")
-    parallel.check()
 
 
 @needs_sandbox
@@ -304,7 +312,7 @@ def test_an_engine_cannot_leave_its_control_group(tmp_path):
     assert result.records[0].reason == "normal", result.records[0].detail
     assert found["cgroup_left"] == ["0"] and found["memory_limit_lifted"] == ["0"], found
     cpu, wall = _offturn(tmp_path)
-    assert cpu < 0.25 * wall, (cpu, wall)
+    assert cpu < 0.4 * wall, (cpu, wall)
 
 
 @needs_sandbox
@@ -395,8 +403,9 @@ def test_busy_threads_are_frozen_off_turn(tmp_path):
     assert wall > 600, wall  # the opponent took its time
     # Unfrozen, the threads burn about one core (they share the GIL) the whole time: cpu ~ wall
     # (see the ponder test). Frozen, only the moments between the reply and the freeze and between
-    # the thaw and the request count (a few ms each, in 10 ms clock ticks).
-    assert cpu < 0.25 * wall, (cpu, wall)
+    # the thaw and the request count: 10-15 % measured on an idle machine, up to 25 % with a load of
+    # 6 on 2 cores (the referee, starved, freezes later), ~85 % unfrozen.
+    assert cpu < 0.4 * wall, (cpu, wall)
 
 
 @hostile
