@@ -245,9 +245,15 @@ class ControlGroup:
                 pass
 
 
+FRESH = ("/tmp", "/var/tmp", "/run", "/dev/shm")
+"""Folders the sandbox replaces with empty ones."""
+
+
 def bwrap_argv(argv: list[str], *, work_dir: Path, endpoint_dir: Path | None, cwd: str | None, hide: list[Path],
-               network: bool, uid: int | None) -> list[str]:
-    """The command line that runs ``argv`` inside a fresh sandbox (see the module docstring)."""
+               network: bool, uid: int | None, visible: list[Path] = ()) -> list[str]:
+    """The command line that runs ``argv`` inside a fresh sandbox (see the module docstring).
+    ``visible``: folders the engine needs (its folder, its interpreter's) shown read-only even
+    where they lie under one of the fresh folders (a checkout in /tmp)."""
     s = support()
     cmd: list[str] = []
     if uid is not None and s.setpriv:
@@ -260,6 +266,9 @@ def bwrap_argv(argv: list[str], *, work_dir: Path, endpoint_dir: Path | None, cw
         cmd += ["--cap-drop", "ALL"]  # root in its own user namespace, with no capability at all
     if not network:
         cmd.append("--unshare-net")
+    for path in dict.fromkeys(visible):
+        if path.is_dir() and any(path.is_relative_to(f) and path != Path(f) for f in FRESH):
+            cmd += ["--ro-bind", str(path), str(path)]
     for path in hide:  # the referee's own folders and files: results, logs, keys, seeds
         if path.is_dir():
             cmd += ["--tmpfs", str(path)]
