@@ -114,3 +114,20 @@ def test_the_engine_environment_is_clean(tmp_path, monkeypatch):
     out = run_shell(tmp_path, "env")
     assert "operator-secret" not in out and "PATH=" in out
     assert "ARBITER_NAMED=passed-on" in out  # what the operator names does reach it
+
+
+@needs_sandbox
+def test_a_hidden_file_reads_as_empty(tmp_path):
+    key = tmp_path / "referee.key"
+    key.write_text("SECRET-KEY")
+    key.chmod(0o600)
+    out = run_shell(tmp_path, f"cat {key}; echo END", hide=(str(key),))
+    assert "SECRET-KEY" not in out and "END" in out
+
+
+def test_the_cli_hides_the_key_and_the_seed_file_from_engines(tmp_path):
+    from arbiter.cli import _hosting, build_parser
+
+    args = build_parser().parse_args(["match", "--game", "einstein", "--engine", "a", "--engine", "b",
+                                      "--key", str(tmp_path / "k.key"), "--seed-file", str(tmp_path / "seed")])
+    assert set(_hosting(args)["hide"]) == {str((tmp_path / "k.key").resolve()), str((tmp_path / "seed").resolve())}
