@@ -596,7 +596,7 @@ def _hosting_arguments(p: argparse.ArgumentParser) -> None:
                         "required: refuse to start without it, exit 3; none: trust the engines)")
     p.add_argument("--limit", action="append", default=[], metavar="KEY=VALUE",
                    help="an engine limit: memory_mb (4096), processes (256), open_files (1024), log_mb (10), "
-                        "info_chars (2000)")
+                        "info_chars (2000), disk_mb (1024)")
     p.add_argument("--ponder", action="store_true",
                    help="let engines think on the opponent's time (default: stopped while it is not their turn; "
                         "with --ponder the CPU they use off-turn is recorded)")

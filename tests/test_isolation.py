@@ -131,3 +131,10 @@ def test_the_cli_hides_the_key_and_the_seed_file_from_engines(tmp_path):
     args = build_parser().parse_args(["match", "--game", "einstein", "--engine", "a", "--engine", "b",
                                       "--key", str(tmp_path / "k.key"), "--seed-file", str(tmp_path / "seed")])
     assert set(_hosting(args)["hide"]) == {str((tmp_path / "k.key").resolve()), str((tmp_path / "seed").resolve())}
+
+
+@needs_sandbox
+def test_an_engine_cannot_fill_the_disk(tmp_path):
+    out = run_shell(tmp_path, "dd if=/dev/zero of=$HOME/big bs=1M count=8 2>&1; dd if=/dev/zero of=/tmp/big bs=1M "
+                              "count=8 2>&1; ls $HOME", limits=Limits(disk_mb=2))
+    assert out.count("No space left on device") == 2, out

@@ -53,7 +53,7 @@ TOP_KEYS = {
     "restart": "default for engines: start a fresh engine process for every game",
     "sandbox": "default for engines: auto | required | none (SECURITY.md)",
     "ponder": "default for engines: may they think on the opponent's time (default false: stopped)",
-    "limits": "default engine limits: memory_mb, processes, open_files, log_mb, info_chars",
+    "limits": "default engine limits: memory_mb, processes, open_files, log_mb, info_chars, disk_mb",
     "anchor": "rating anchor: 'engine name' or {engine = 'name', elo = 1500}",
     "sprt": "table: elo0, elo1, alpha, beta (logistic Elo)",
     "engines": "array of tables [[engines]]",
@@ -69,7 +69,7 @@ ENGINE_KEYS = {
     "ready_timeout": "seconds to wait for ready",
     "sandbox": "auto | required | none",
     "ponder": "may it think on the opponent's time",
-    "limits": "table: memory_mb, processes, open_files, log_mb, info_chars (over the event's defaults)",
+    "limits": "table: memory_mb, processes, open_files, log_mb, info_chars, disk_mb (over the event's defaults)",
 }
 SPRT_KEYS = {"elo0": "", "elo1": "", "alpha": "", "beta": ""}
 

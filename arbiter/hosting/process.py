@@ -48,12 +48,15 @@ class Limits:
     """The engine's stdout/stderr log is cut here, with a marker; the rest is read and dropped."""
     info_chars: int = 2000
     """Longer ``info.pv``/``info.comment`` texts are truncated in records (marked as truncated)."""
+    disk_mb: int = 1024
+    """In the sandbox every writable folder (its work folder, ``/tmp``...) is a file system in
+    memory of at most this size, charged to the engine's memory: it cannot fill the referee's disk."""
 
     def check(self) -> None:
         """Raise ``ValueError`` naming an impossible value."""
         if self.memory_mb < 64:
             raise ValueError(f"memory_mb = {self.memory_mb}: an engine needs at least 64 MB")
-        for name in ("processes", "open_files", "info_chars"):
+        for name in ("processes", "open_files", "info_chars", "disk_mb"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} = {getattr(self, name)}: must be at least 1")
         if self.open_files < 16:
@@ -168,7 +171,7 @@ class EngineProcess:
                        Path(os.path.realpath(program)).parent.parent]
             argv = bwrap_argv(argv, work_dir=work_dir, endpoint_dir=endpoint_dir, cwd=config.cwd,
                               hide=[Path(h) for h in config.hide], network=config.network, uid=self.uid,
-                              visible=visible)
+                              visible=visible, disk_mb=config.limits.disk_mb)
         if s.cgroup and mode != SandboxMode.NONE:
             try:
                 self.cgroup = ControlGroup(s.cgroup, config.limits.memory_mb, config.limits.processes)
