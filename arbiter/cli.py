@@ -28,7 +28,9 @@ from .formats.coop import CoopGame, CoopResult, run_coop
 from .formats.match import Match, MatchFormat
 from .formats.solo import SuiteResult, compare, run_suite
 from .games import OptionError, Utility, game_class, game_names, load_game
-from .hosting import EngineConfig
+from .hosting import EngineConfig, Limits
+from .hosting.sandbox import SandboxMode
+from .hosting.sandbox import support as sandbox_support
 from .records import GameRecord
 from .records.audit import audit, load_stored
 from .records.replay import replay, verify
@@ -139,11 +141,14 @@ def cmd_match(args: argparse.Namespace) -> int:
             raise ValueError(f"give exactly two --engine commands (got {len(args.engine)})")
         names = (args.name or []) + [None, None]
         seed, _ = read_seed(args)
+        configs = tuple(_engine_config(cmd, names[i] or f"{'AB'[i]}:{_guess_name(cmd)}", args, args.restart)
+                        for i, cmd in enumerate(args.engine))
     except (OptionError, ValueError) as exc:
         console.print(f"[red]error:[/] {exc}")
         return EXIT_USAGE
-    configs = tuple(_engine_config(cmd, names[i] or f"{'AB'[i]}:{_guess_name(cmd)}", args.restart)
-                    for i, cmd in enumerate(args.engine))
+    if missing := _sandbox_missing(configs):
+        console.print(f"[red]error:[/] {escape(missing)}")
+        return EXIT_ENGINE
     store, code = _prepare(args)
     if store is None:
         return code
@@ -194,11 +199,35 @@ def cmd_match(args: argparse.Namespace) -> int:
     return storage_exit(store, EXIT_ENGINE if not_started and len(not_started) == len(result.records) else EXIT_OK)
 
 
-def _engine_config(command: str, name: str, restart: bool):
-    """An engine command line, or ``tcp://HOST:PORT`` to wait there for a remote engine."""
+def _engine_config(command: str, name: str, args: argparse.Namespace, restart: bool = False):
+    """An engine command line, or ``tcp://HOST:PORT`` to wait there for a remote engine; the
+    hosting options (sandbox, limits, pondering) from ``args``."""
     if command.startswith(("tcp://", "ipc://")):
         return EngineConfig(command=None, endpoint=command, name=name, handshake_timeout=300.0)
-    return EngineConfig(command=command, name=name, restart_each_game=restart)
+    return EngineConfig(command=command, name=name, restart_each_game=restart, **_hosting(args))
+
+
+def _hosting(args: argparse.Namespace) -> dict:
+    """``--sandbox``, ``--limit KEY=VALUE``, ``--ponder`` as EngineConfig fields; ``ValueError``
+    names a bad one."""
+    limits = {}
+    for pair in getattr(args, "limit", None) or []:
+        if "=" not in pair:
+            raise ValueError(f"--limit {pair!r}: expected KEY=VALUE (e.g. memory_mb=2048)")
+        key, value = pair.split("=", 1)
+        limits[key.strip()] = value.strip()
+    secrets_ = [getattr(args, name, None) for name in ("key", "seed_file")]  # what engines must never read
+    hide = tuple(str(Path(p).resolve()) for p in secrets_ if p and p != "-")
+    return dict(sandbox=SandboxMode(getattr(args, "sandbox", None) or "auto"), limits=Limits.from_mapping(limits),
+                ponder=bool(getattr(args, "ponder", False)), hide=hide)
+
+
+def _sandbox_missing(configs) -> str | None:
+    """Why engines that require a sandbox cannot have one here (exit 3), or None."""
+    if any(getattr(c, "sandbox", None) == SandboxMode.REQUIRED and not c.remote for c in configs) \
+            and not sandbox_support().sandbox:
+        return f"--sandbox required, but this machine cannot sandbox engines: {sandbox_support().problem}"
+    return None
 
 
 def _guess_name(command: str) -> str:
@@ -240,7 +269,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     py = sys.executable
     ns = argparse.Namespace(
         game="einstein", option=[], tc="180", format="olympiad", margin=DEFAULT_MARGIN_MS, seed=None, seed_file=None,
-        key=None, restart=False,
+        key=None, restart=False, sandbox="auto", limit=[], ponder=False,
         quiet=args.quiet, db=args.db,
         engine=[f"{py} -m sample_engines.einstein_expectimax", f"{py} -m sample_engines.random_engine"],
         name=["expectimax", "random"])
@@ -371,20 +400,23 @@ def cmd_coop(args: argparse.Namespace) -> int:
         if args.count < 1:
             raise ValueError(f"--games must be at least 1, not {args.count}")
         master, source = read_seed(args)
+        names = list(args.name or []) + [None, None]
+        if len(args.engine) == 1:
+            base = names[0] or _guess_name(args.engine[0])
+            configs = [_engine_config(args.engine[0], f"{base}#1", args),
+                       _engine_config(args.engine[0], f"{base}#2", args)]
+        else:
+            labels = [names[i] or _guess_name(cmd) for i, cmd in enumerate(args.engine)]
+            if labels[0] == labels[1]:
+                labels = [f"{labels[0]}#1", f"{labels[1]}#2"]
+            configs = [_engine_config(cmd, labels[i], args) for i, cmd in enumerate(args.engine)]
     except (OptionError, ValueError) as exc:
         console.print(f"[red]error:[/] {exc}")
         return EXIT_USAGE
+    if missing := _sandbox_missing(configs):
+        console.print(f"[red]error:[/] {escape(missing)}")
+        return EXIT_ENGINE
     master = master or os.urandom(16)
-    names = list(args.name or []) + [None, None]
-    if len(args.engine) == 1:
-        base = names[0] or _guess_name(args.engine[0])
-        configs = [_engine_config(args.engine[0], f"{base}#1", False),
-                   _engine_config(args.engine[0], f"{base}#2", False)]
-    else:
-        labels = [names[i] or _guess_name(cmd) for i, cmd in enumerate(args.engine)]
-        if labels[0] == labels[1]:
-            labels = [f"{labels[0]}#1", f"{labels[1]}#2"]
-        configs = [_engine_config(cmd, labels[i], False) for i, cmd in enumerate(args.engine)]
     store, code = _prepare(args)
     if store is None:
         return code
@@ -486,15 +518,18 @@ def cmd_solo(args: argparse.Namespace) -> int:
         if game.game_type.utility is not Utility.SOLO:
             raise ValueError(f"the solo format is for one-seat games; {game.name} has {game.num_seats} seats")
         master, source = read_seed(args)
+        names = list(args.name or [])
+        names += [None] * (len(args.engine) - len(names))
+        names = [n or _guess_name(cmd) for n, cmd in zip(names, args.engine)]
+        names = [f"{n}#{i + 1}" if names.count(n) > 1 else n for i, n in enumerate(names)]
+        configs = [_engine_config(cmd, names[i], args) for i, cmd in enumerate(args.engine)]
     except (OptionError, ValueError) as exc:
         console.print(f"[red]error:[/] {exc}")
         return EXIT_USAGE
+    if missing := _sandbox_missing(configs):
+        console.print(f"[red]error:[/] {escape(missing)}")
+        return EXIT_ENGINE
     master = master or os.urandom(16)
-    names = list(args.name or [])
-    names += [None] * (len(args.engine) - len(names))
-    names = [n or _guess_name(cmd) for n, cmd in zip(names, args.engine)]
-    names = [f"{n}#{i + 1}" if names.count(n) > 1 else n for i, n in enumerate(names)]
-    configs = [_engine_config(cmd, names[i], False) for i, cmd in enumerate(args.engine)]
     store, code = _prepare(args)
     if store is None:
         return code
@@ -555,6 +590,18 @@ def solo_comparison_table(suites: list[SuiteResult]):
     return table
 
 
+def _hosting_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--sandbox", choices=[m.value for m in SandboxMode], default="auto",
+                   help="confine each engine (auto: when the machine can, saying so loudly when it cannot; "
+                        "required: refuse to start without it, exit 3; none: trust the engines)")
+    p.add_argument("--limit", action="append", default=[], metavar="KEY=VALUE",
+                   help="an engine limit: memory_mb (4096), processes (256), open_files (1024), log_mb (10), "
+                        "info_chars (2000), disk_mb (1024)")
+    p.add_argument("--ponder", action="store_true",
+                   help="let engines think on the opponent's time (default: stopped while it is not their turn; "
+                        "with --ponder the CPU they use off-turn is recorded)")
+
+
 def _seed_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed-file", help="file holding the hex master seed (mode 600; '-': read it from stdin); "
                                        f"or set {SEED_ENV}. Default: fresh randomness")
@@ -578,6 +625,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--margin", type=int, default=DEFAULT_MARGIN_MS,
                    help="ms an engine may overrun before losing on time")
     _seed_arguments(m)
+    _hosting_arguments(m)
     m.add_argument("--restart", action="store_true", help="restart engines for every game")
     m.add_argument("--db", default="runs/results.sqlite", help="SQLite results file (games.jsonl beside it)")
     m.add_argument("--quiet", action="store_true", help="no live display")
@@ -616,6 +664,7 @@ def build_parser() -> argparse.ArgumentParser:
         c.add_argument(count, dest="count", type=int, default=100, help="number of games")
         c.add_argument("--margin", type=int, default=DEFAULT_MARGIN_MS)
         _seed_arguments(c)
+        _hosting_arguments(c)
         c.add_argument("--db", default="runs/results.sqlite")
         c.add_argument("--quiet", action="store_true")
         c.set_defaults(func=func)

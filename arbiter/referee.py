@@ -11,7 +11,7 @@ import time
 import uuid
 from typing import Callable
 
-from protocol.messages import EndReason, GameOver, NewGame, Reply, Request, TimeControl
+from protocol.messages import EndReason, GameOver, Info, NewGame, Reply, Request, TimeControl
 
 from .clock import DEFAULT_MARGIN_MS, Clock
 from .dice import Dice
@@ -25,6 +25,26 @@ UNLIMITED_STALL = 3600.0
 """Without a time limit, an engine silent this long (seconds) forfeits with reason ``stall``."""
 
 EventHook = Callable[[GameRecord, State, Event, list[Clock]], None]
+
+
+def cap_info(info: Info | None, limit: int) -> tuple[Info | None, bool]:
+    """``info`` with ``pv`` and ``comment`` cut to ``limit`` characters each (so an engine cannot
+    bloat the records), and whether anything was cut."""
+    if info is None:
+        return None, False
+    cut = False
+    if info.comment is not None and len(info.comment) > limit:
+        info.comment, cut = info.comment[:limit], True
+    if info.pv is not None:
+        kept, used = [], 0
+        for move in info.pv:
+            used += len(move) + 1
+            if used > limit:
+                cut = True
+                break
+            kept.append(move)
+        info.pv = kept
+    return info, cut
 
 
 class _Forfeit(Exception):
@@ -163,11 +183,13 @@ class Referee:
             self.state.apply_joint(moves)
         for seat in seats:
             reply, elapsed = replies[seat]
-            info = reply.info
+            engine = self.engines[seat]
+            info, truncated = cap_info(reply.info, engine.limits.info_chars)
             self._add(Event(ply=len(self.record.events), seat=seat, kind=requests[seat].kind, move=reply.move,
                             measured_ms=round(elapsed * 1000, 3),
                             reported_ms=info.time_ms if info else None,
-                            clock_ms=self.clocks[seat].remaining_ms(), info=info))
+                            clock_ms=self.clocks[seat].remaining_ms(), info=info, info_truncated=truncated,
+                            offturn_cpu_ms=engine.offturn_cpu_ms))
 
     def _collect(self, sent: dict[int, float]) -> dict[int, tuple[Reply, float]]:
         """Wait for every seat's reply; forfeit the first seat that overruns or misbehaves."""

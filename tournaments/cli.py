@@ -7,7 +7,8 @@
 
 Exit codes: 0 finished (or report written); 1 the tournament failed (a worker error, a changed
 schedule); 2 bad usage, a bad tournament file, or a database in the wrong state (already
-started, missing, locked by a running process); 4 a game could not be saved (disk full, unwritable
+started, missing, locked by a running process); 3 an engine requires a sandbox this machine cannot
+give (the message says what to install or enable); 4 a game could not be saved (disk full, unwritable
 database...: the run stops, the unsaved games go to a fallback file named in the message, and
 ``resume`` plays them again once the storage is fixed); 130 interrupted (every finished game is saved:
 ``resume`` continues).
@@ -19,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STORAGE, EXIT_INTERRUPTED = 0, 1, 2, 4, 130
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ENGINE, EXIT_STORAGE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
 
 def _console():
@@ -146,6 +147,15 @@ def cmd_run(args, resume: bool) -> int:
         console.print(f"[red]error:[/] {exc}")
         return EXIT_USAGE
     cfg = opened.cfg
+    from arbiter.hosting import SandboxMode
+    from arbiter.hosting.sandbox import support
+
+    strict = [e.name for e in cfg.engines if e.sandbox == SandboxMode.REQUIRED]
+    if strict and not support().sandbox:
+        console.print(f"[red]error:[/] engine(s) {', '.join(strict)} require a sandbox, and this machine cannot "
+                      f"sandbox engines: {support().problem}")
+        opened.db.close()
+        return EXIT_ENGINE
     mode = "quiet" if args.quiet else ("live" if console.is_terminal else "lines")
     console.print(f"{'resuming' if resume else 'starting'} tournament [bold]{cfg.name}[/] → {opened.db.path} "
                   f"(seed {'from ' + str(cfg.seed_file) if cfg.seed_file else opened.seed})")

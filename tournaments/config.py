@@ -20,7 +20,7 @@ from typing import Any
 from arbiter.clock import DEFAULT_MARGIN_MS, parse_time_control
 from arbiter.formats.match import MatchFormat
 from arbiter.games import Game, OptionError, Utility, load_game
-from arbiter.hosting import EngineConfig
+from arbiter.hosting import EngineConfig, Limits, SandboxMode
 from protocol.messages import TimeControl
 
 from .tomlpos import dotted, key_lines
@@ -51,6 +51,9 @@ TOP_KEYS = {
     "self_pairs": "cooperative games: also pair each engine with a copy of itself",
     "bye_points": "swiss: match points for a bye",
     "restart": "default for engines: start a fresh engine process for every game",
+    "sandbox": "default for engines: auto | required | none (SECURITY.md)",
+    "ponder": "default for engines: may they think on the opponent's time (default false: stopped)",
+    "limits": "default engine limits: memory_mb, processes, open_files, log_mb, info_chars, disk_mb",
     "anchor": "rating anchor: 'engine name' or {engine = 'name', elo = 1500}",
     "sprt": "table: elo0, elo1, alpha, beta (logistic Elo)",
     "engines": "array of tables [[engines]]",
@@ -64,6 +67,9 @@ ENGINE_KEYS = {
     "restart": "start a fresh process for every game",
     "handshake_timeout": "seconds to wait for hello",
     "ready_timeout": "seconds to wait for ready",
+    "sandbox": "auto | required | none",
+    "ponder": "may it think on the opponent's time",
+    "limits": "table: memory_mb, processes, open_files, log_mb, info_chars, disk_mb (over the event's defaults)",
 }
 SPRT_KEYS = {"elo0": "", "elo1": "", "alpha": "", "beta": ""}
 
@@ -82,6 +88,9 @@ class EngineSpec:
     restart: bool = False
     handshake_timeout: float = 10.0
     ready_timeout: float = 10.0
+    sandbox: SandboxMode = SandboxMode.AUTO
+    ponder: bool = False
+    limits: Limits = field(default_factory=Limits)
 
     def argv(self) -> list[str]:
         out = [sys.executable if p == "{python}" else p.replace("{python}", sys.executable) for p in self.command]
@@ -97,7 +106,8 @@ class EngineSpec:
     def engine_config(self, hide: tuple[str, ...] = ()) -> EngineConfig:
         return EngineConfig(command=self.argv(), name=self.name, cwd=self.cwd, env=dict(self.env),
                             restart_each_game=self.restart, handshake_timeout=self.handshake_timeout,
-                            ready_timeout=self.ready_timeout, hide=hide)
+                            ready_timeout=self.ready_timeout, hide=hide, sandbox=self.sandbox, ponder=self.ponder,
+                            limits=self.limits)
 
 
 @dataclass
@@ -210,6 +220,28 @@ class _Checker:
         if not isinstance(value, types):
             raise self.error(path + (key,), f"expected {what or _type_names(types)}, got {value!r}")
         return value
+
+
+def _sandbox(c: "_Checker", table: dict, path: tuple, default: SandboxMode = SandboxMode.AUTO) -> SandboxMode:
+    value = c.get(table, "sandbox", path, str, default.value)
+    try:
+        return SandboxMode(value)
+    except ValueError:
+        raise c.error(path + ("sandbox",), f"expected one of {', '.join(m.value for m in SandboxMode)}, "
+                                           f"got {value!r}") from None
+
+
+def _limits(c: "_Checker", table: dict, path: tuple, base: Limits) -> Limits:
+    raw = c.get(table, "limits", path, dict, {})
+    for key, value in raw.items():
+        try:
+            Limits.from_mapping({key: value}, base)
+        except ValueError as exc:
+            raise c.error(path + ("limits", key), str(exc)) from None
+    try:
+        return Limits.from_mapping(raw, base)
+    except ValueError as exc:
+        raise c.error(path + ("limits",), str(exc)) from None
 
 
 def _type_names(types: type | tuple) -> str:
@@ -354,6 +386,9 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
         raise c.error(("self_pairs",), "only cooperative games pair an engine with itself")
     bye_points = float(c.get(doc, "bye_points", (), (int, float), 1.0))
     default_restart = c.get(doc, "restart", (), bool, False)
+    default_sandbox = _sandbox(c, doc, ())
+    default_ponder = c.get(doc, "ponder", (), bool, False)
+    default_limits = _limits(c, doc, (), Limits())
 
     sprt_table = c.get(doc, "sprt", (), dict, {})
     c.unknown_keys(sprt_table, SPRT_KEYS, ("sprt",))
@@ -406,7 +441,9 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
             name=ename, command=argv, cwd=cwd, options=dict(options), env={k: str(v) for k, v in env.items()},
             restart=c.get(e, "restart", p, bool, default_restart),
             handshake_timeout=float(c.get(e, "handshake_timeout", p, (int, float), 10.0)),
-            ready_timeout=float(c.get(e, "ready_timeout", p, (int, float), 10.0))))
+            ready_timeout=float(c.get(e, "ready_timeout", p, (int, float), 10.0)),
+            sandbox=_sandbox(c, e, p, default_sandbox), ponder=c.get(e, "ponder", p, bool, default_ponder),
+            limits=_limits(c, e, p, default_limits)))
 
     n = len(engines)
     need = {"solo": 1, "team": 1 if self_pairs else 2, "match": 2, "table": num_seats}[kind]

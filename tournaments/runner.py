@@ -129,11 +129,13 @@ class Runner:
                            run_dir=Path(self.db.path).with_name(Path(self.db.path).stem + "-logs"))
 
     def _hidden(self) -> tuple[str, ...]:
-        """What engines must not see: the results folder and the tournament file (its seed)."""
-        paths = [str(Path(self.db.path).resolve().parent)]
-        if self.cfg.source_path:
-            paths.append(str(Path(self.cfg.source_path).resolve()))
-        return tuple(paths)
+        """What engines must not see: the results folder, the tournament file (its seed), the seed
+        and key files."""
+        paths = [Path(self.db.path).resolve().parent]
+        for path in (self.cfg.source_path, self.cfg.seed_file, self.cfg.key_file):
+            if path and not str(path).startswith("<"):
+                paths.append(Path(path).resolve())
+        return tuple(str(p) for p in paths)
 
     def run(self) -> RunSummary:
         me0 = resource.getrusage(resource.RUSAGE_SELF)

@@ -1,7 +1,10 @@
-"""Engine hosting: an engine's process tree (``process``) and the conversation with it (``session``)."""
-from .process import TOKEN_ENV, EngineConfig, EngineProcess, kill_engine_processes, kill_marked
+"""Engine hosting: an engine's process tree and its confinement (``process``, ``sandbox``) and the
+conversation with it (``session``)."""
+from .process import TOKEN_ENV, EngineConfig, EngineProcess, Limits, kill_engine_processes, kill_marked
+from .sandbox import SandboxMode
 from .session import (EngineFault, EngineSession, InProcessPlayer, InProcessSession, PlayerSpec, Session,
                       open_session, wait_any)
 
-__all__ = ["TOKEN_ENV", "EngineConfig", "EngineProcess", "kill_engine_processes", "kill_marked", "EngineFault", "EngineSession",
-           "InProcessPlayer", "InProcessSession", "PlayerSpec", "Session", "open_session", "wait_any"]
+__all__ = ["TOKEN_ENV", "EngineConfig", "EngineProcess", "Limits", "kill_engine_processes", "kill_marked",
+           "SandboxMode", "EngineFault", "EngineSession", "InProcessPlayer", "InProcessSession", "PlayerSpec",
+           "Session", "open_session", "wait_any"]

@@ -48,18 +48,45 @@ class Limits:
     """The engine's stdout/stderr log is cut here, with a marker; the rest is read and dropped."""
     info_chars: int = 2000
     """Longer ``info.pv``/``info.comment`` texts are truncated in records (marked as truncated)."""
+    disk_mb: int = 1024
+    """In the sandbox every writable folder (its work folder, ``/tmp``...) is a file system in
+    memory of at most this size, charged to the engine's memory: it cannot fill the referee's disk."""
 
     def check(self) -> None:
         """Raise ``ValueError`` naming an impossible value."""
         if self.memory_mb < 64:
             raise ValueError(f"memory_mb = {self.memory_mb}: an engine needs at least 64 MB")
-        for name in ("processes", "open_files", "info_chars"):
+        for name in ("processes", "open_files", "info_chars", "disk_mb"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} = {getattr(self, name)}: must be at least 1")
         if self.open_files < 16:
             raise ValueError(f"open_files = {self.open_files}: an engine needs at least 16")
         if self.log_mb < 0:
             raise ValueError(f"log_mb = {self.log_mb}: must not be negative")
+
+    @classmethod
+    def from_mapping(cls, values: dict[str, object], base: "Limits | None" = None) -> "Limits":
+        """Limits from ``{key: value}`` (a TOML table, ``--limit KEY=VALUE``); ``ValueError``
+        naming the key for an unknown key, a wrong type or an impossible value."""
+        import dataclasses
+
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        changes = {}
+        for key, value in values.items():
+            if key not in fields:
+                raise ValueError(f"unknown limit {key!r}; known: {', '.join(fields)}")
+            kind = float if key == "log_mb" else int
+            if isinstance(value, str):
+                try:
+                    value = kind(value)
+                except ValueError:
+                    raise ValueError(f"limit {key} = {value!r}: expected a number") from None
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and value != int(value)):
+                raise ValueError(f"limit {key} = {value!r}: expected {'a number' if kind is float else 'a whole number'}")
+            changes[key] = kind(value)
+        limits = dataclasses.replace(base or cls(), **changes)
+        limits.check()
+        return limits
 
 
 @dataclass
@@ -116,6 +143,9 @@ class EngineProcess:
         self.sandboxed = False
         self.uid: int | None = None
         self._frozen = False
+        if not argv or (shutil.which(argv[0], path=env.get("PATH")) is None and not os.access(
+                os.path.join(config.cwd or "", argv[0]), os.X_OK)):
+            raise FileNotFoundError(f"no such program: {argv[0] if argv else '(empty command)'!r}")
         mode = SandboxMode(config.sandbox)
         s = support()
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -137,8 +167,11 @@ class EngineProcess:
                 warn_once(f"engines run as root without capabilities in their namespaces, not under a uid of "
                           f"their own: {' or '.join(needed[:2])} is not reachable by unprivileged users "
                           f"(e.g. a Python in root's home); the referee's folders are hidden from them")
+            visible = [Path(config.cwd or os.getcwd()).resolve(), Path(program).parent.parent,
+                       Path(os.path.realpath(program)).parent.parent]
             argv = bwrap_argv(argv, work_dir=work_dir, endpoint_dir=endpoint_dir, cwd=config.cwd,
-                              hide=[Path(h) for h in config.hide], network=config.network, uid=self.uid)
+                              hide=[Path(h) for h in config.hide], network=config.network, uid=self.uid,
+                              visible=visible, disk_mb=config.limits.disk_mb)
         if s.cgroup and mode != SandboxMode.NONE:
             try:
                 self.cgroup = ControlGroup(s.cgroup, config.limits.memory_mb, config.limits.processes)

@@ -245,27 +245,39 @@ class ControlGroup:
                 pass
 
 
+FRESH = ("/tmp", "/var/tmp", "/run", "/dev/shm")
+"""Folders the sandbox replaces with empty ones."""
+
+
 def bwrap_argv(argv: list[str], *, work_dir: Path, endpoint_dir: Path | None, cwd: str | None, hide: list[Path],
-               network: bool, uid: int | None) -> list[str]:
-    """The command line that runs ``argv`` inside a fresh sandbox (see the module docstring)."""
+               network: bool, uid: int | None, visible: list[Path] = (), disk_mb: int = 1024) -> list[str]:
+    """The command line that runs ``argv`` inside a fresh sandbox (see the module docstring).
+    ``visible``: folders the engine needs (its folder, its interpreter's) shown read-only even
+    where they lie under one of the fresh folders (a checkout in /tmp)."""
     s = support()
     cmd: list[str] = []
     if uid is not None and s.setpriv:
         cmd += [s.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all"]
+    size = ["--size", str(disk_mb * 1024 * 1024)]  # every writable place is a tmpfs this big at most
     cmd += [s.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/run", "--tmpfs", "/dev/shm",
+            *size, "--tmpfs", "/tmp", *size, "--tmpfs", "/var/tmp", *size, "--tmpfs", "/run", *size, "--tmpfs", "/dev/shm",
             "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--die-with-parent", "--new-session", "--hostname", "engine"]
     if uid is None and s.root:
         cmd += ["--cap-drop", "ALL"]  # root in its own user namespace, with no capability at all
     if not network:
         cmd.append("--unshare-net")
+    for path in dict.fromkeys(visible):
+        if path.is_dir() and any(path.is_relative_to(f) and path != Path(f) for f in FRESH):
+            cmd += ["--ro-bind", str(path), str(path)]
     for path in hide:  # the referee's own folders and files: results, logs, keys, seeds
         if path.is_dir():
             cmd += ["--tmpfs", str(path)]
         elif path.exists():
             cmd += ["--ro-bind", "/dev/null", str(path)]
-    cmd += ["--bind", str(work_dir), str(work_dir)]
+    cmd += [*size, "--tmpfs", str(work_dir)]  # its own folder: in memory (charged to it), never the referee's disk
+    for keep in sorted(work_dir.iterdir()):  # what the referee put there (the session secret), read-only
+        cmd += ["--ro-bind", str(keep), str(keep)]
     for extra in os.environ.get("ARBITER_SANDBOX_WRITABLE", "").split(","):  # the operator's own choice
         if extra.strip() and Path(extra.strip()).is_dir():
             cmd += ["--bind", extra.strip(), extra.strip()]

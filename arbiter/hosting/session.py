@@ -29,7 +29,7 @@ from protocol.messages import (EndReason, Error, ErrorCode, Hello, Message, NewG
                                Reject, Reply, Request, Welcome)
 from protocol.transport import ENDPOINT_ENV, SECRET_ENV, ZmqConnection, new_ipc_endpoint
 
-from .process import EngineConfig, EngineProcess, engine_environment
+from .process import EngineConfig, EngineProcess, Limits, engine_environment
 from .sandbox import SandboxUnavailable
 
 _POLL_SLICE_MS = 50
@@ -54,6 +54,9 @@ class Session(Protocol):
     hello: Hello | None
     dropped: int
     """Late or stray answers recognised by game id / seq and dropped."""
+    limits: Limits
+    offturn_cpu_ms: float | None
+    """CPU time used since the previous reply (engines allowed to ponder), for the record."""
 
     @property
     def reusable(self) -> bool:
@@ -122,6 +125,10 @@ class EngineSession:
     @property
     def reusable(self) -> bool:
         return not self.config.restart_each_game and self.alive()
+
+    @property
+    def limits(self) -> Limits:
+        return self.config.limits
 
     # --- life cycle -------------------------------------------------------------------------
 
@@ -371,6 +378,8 @@ class InProcessSession:
         self.name = player.name
         self.hello: Hello | None = None
         self.dropped = 0
+        self.limits = Limits()
+        self.offturn_cpu_ms: float | None = None
         self._game: NewGame | None = None
         self._reply: Reply | None = None
 

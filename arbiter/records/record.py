@@ -38,6 +38,11 @@ class Event(msgspec.Struct, kw_only=True, omit_defaults=True):
     info: Info | None = None
     note: str | None = None
     """What the step did beyond its notation, in the game's words (``State.event_note``)."""
+    info_truncated: bool = False
+    """The engine's ``info`` (``pv``, ``comment``) was longer than its limit and is cut here."""
+    offturn_cpu_ms: float | None = None
+    """CPU time the engine used since its previous reply, while it was not asked anything
+    (measured for engines allowed to ponder; others are stopped off-turn)."""
 
 
 class GameRecord(msgspec.Struct, kw_only=True):

@@ -1,0 +1,140 @@
+"""The engine sandbox's own parts: uid separation, hidden folders, limits as configuration, info
+caps, the sandbox modes. (Whole attacks by hostile engines: tests/test_hostile.py.)"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from arbiter.hosting import EngineConfig, EngineFault, EngineSession, Limits, SandboxMode
+from arbiter.hosting import sandbox as sandbox_module
+from arbiter.hosting.process import EngineProcess, engine_environment
+from arbiter.referee import cap_info
+from protocol.messages import EndReason, Info
+
+SANDBOX = sandbox_module.support().sandbox
+needs_sandbox = pytest.mark.skipif(not SANDBOX, reason=f"no sandbox here: {sandbox_module.support().problem}")
+
+
+def run_shell(tmp_path: Path, script: str, **config) -> str:
+    """Run ``/bin/sh -c script`` as an engine process (it need not speak the protocol); its log."""
+    work = Path(tempfile.mkdtemp(prefix="arb-test-"))  # as the referee makes them: reachable by any uid
+    log = tmp_path / "logs" / "engine.log"
+    cfg = EngineConfig(["/bin/sh", "-c", script], name="sh", cwd="/", **config)
+    env = engine_environment(cfg, {"HOME": str(work)})  # what EngineSession gives an engine
+    proc = EngineProcess(cfg, cfg.argv(""), env=env, token="t" * 8, log_path=log, work_dir=work)
+    try:
+        assert proc.wait(10), "the shell did not finish"
+    finally:
+        proc.kill()
+        shutil.rmtree(work, ignore_errors=True)
+    return log.read_text()
+
+
+@needs_sandbox
+def test_a_sandboxed_engine_sees_only_its_own_processes_and_no_referee_folder(tmp_path):
+    secret_dir = tmp_path / "results"
+    secret_dir.mkdir()
+    (secret_dir / "results.sqlite").write_text("the referee's")
+    out = run_shell(tmp_path, f"ls /proc | grep -c '^[0-9]'; ls {secret_dir} | wc -l; echo $HOSTNAME; "
+                              f"touch /etc/x 2>/dev/null && echo WROTE || echo read-only",
+                    hide=(str(secret_dir),))
+    processes, files, *rest = out.split()
+    assert int(processes) <= 4, out  # bwrap's init, the shell, ls, grep: nothing of the machine
+    assert files == "0", out  # the results folder is an empty tmpfs inside
+    assert "read-only" in out and "WROTE" not in out
+
+
+@needs_sandbox
+@pytest.mark.skipif(os.geteuid() != 0 or not sandbox_module.support().setpriv, reason="needs root and setpriv")
+def test_as_root_an_engine_whose_program_is_reachable_runs_under_its_own_uid(tmp_path):
+    out = run_shell(tmp_path, "id -u; cat /proc/self/status | grep CapEff")
+    uid = int(out.split()[0])
+    assert uid >= sandbox_module.FIRST_ENGINE_UID, out
+    assert "0000000000000000" in out  # and with no capability
+
+
+def test_no_sandbox_means_none(tmp_path):
+    out = run_shell(tmp_path, "ls /proc | grep -c '^[0-9]'", sandbox=SandboxMode.NONE)
+    assert int(out.split()[0]) > 4  # it sees the machine's processes: explicit trust
+
+
+def test_required_sandbox_on_a_machine_without_one_is_not_started(tmp_path, monkeypatch):
+    missing = sandbox_module.Support(None, False, os.geteuid() == 0, None, None,
+                                     "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)")
+    monkeypatch.setattr(sandbox_module, "support", lambda: missing)
+    import arbiter.hosting.process as process_module
+
+    monkeypatch.setattr(process_module, "support", lambda: missing)
+    session = EngineSession(EngineConfig(f"{sys.executable} -c pass", name="x", sandbox=SandboxMode.REQUIRED), tmp_path)
+    with pytest.raises(EngineFault) as fault:
+        session.launch()
+    session.stop()
+    assert fault.value.reason == EndReason.NOT_STARTED and "apt-get install bubblewrap" in fault.value.detail
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"memory_mb": 10}, "at least 64 MB"),
+    ({"memry_mb": 100}, "unknown limit 'memry_mb'"),
+    ({"processes": "many"}, "expected a number"),
+    ({"open_files": 2.5}, "expected a whole number"),
+    ({"log_mb": -1}, "must not be negative"),
+])
+def test_impossible_limits_are_refused_naming_the_key(values, message):
+    with pytest.raises(ValueError, match=message):
+        Limits.from_mapping(values)
+
+
+def test_limits_from_text_and_over_a_base():
+    base = Limits.from_mapping({"memory_mb": 2048})
+    limits = Limits.from_mapping({"processes": "32", "log_mb": "0.5"}, base)
+    assert (limits.memory_mb, limits.processes, limits.log_mb) == (2048, 32, 0.5)
+
+
+def test_long_info_is_cut_and_marked():
+    info, cut = cap_info(Info(pv=["a1b2"] * 1000, comment="x" * 5000, nodes=7), 100)
+    assert cut and len(info.comment) == 100 and sum(len(m) + 1 for m in info.pv) <= 100 and info.nodes == 7
+    assert cap_info(Info(pv=["a1b2"], comment="ok"), 100) == (Info(pv=["a1b2"], comment="ok"), False)
+    assert cap_info(None, 100) == (None, False)
+
+
+def test_an_engine_log_is_capped(tmp_path):
+    out = run_shell(tmp_path, "head -c 3000000 /dev/zero | tr '\\0' x", limits=Limits(log_mb=0.1))
+    assert len(out) < 110_000 and "log cut at" in out
+
+
+def test_the_engine_environment_is_clean(tmp_path, monkeypatch):
+    monkeypatch.setenv("ARBITER_CANARY", "operator-secret")
+    monkeypatch.setenv("ARBITER_PASS_ENV", "ARBITER_NAMED")
+    monkeypatch.setenv("ARBITER_NAMED", "passed-on")
+    out = run_shell(tmp_path, "env")
+    assert "operator-secret" not in out and "PATH=" in out
+    assert "ARBITER_NAMED=passed-on" in out  # what the operator names does reach it
+
+
+@needs_sandbox
+def test_a_hidden_file_reads_as_empty(tmp_path):
+    key = tmp_path / "referee.key"
+    key.write_text("SECRET-KEY")
+    key.chmod(0o600)
+    out = run_shell(tmp_path, f"cat {key}; echo END", hide=(str(key),))
+    assert "SECRET-KEY" not in out and "END" in out
+
+
+def test_the_cli_hides_the_key_and_the_seed_file_from_engines(tmp_path):
+    from arbiter.cli import _hosting, build_parser
+
+    args = build_parser().parse_args(["match", "--game", "einstein", "--engine", "a", "--engine", "b",
+                                      "--key", str(tmp_path / "k.key"), "--seed-file", str(tmp_path / "seed")])
+    assert set(_hosting(args)["hide"]) == {str((tmp_path / "k.key").resolve()), str((tmp_path / "seed").resolve())}
+
+
+@needs_sandbox
+def test_an_engine_cannot_fill_the_disk(tmp_path):
+    out = run_shell(tmp_path, "dd if=/dev/zero of=$HOME/big bs=1M count=8 2>&1; dd if=/dev/zero of=/tmp/big bs=1M "
+                              "count=8 2>&1; ls $HOME", limits=Limits(disk_mb=2))
+    assert out.count("No space left on device") == 2, out
