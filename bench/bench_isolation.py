@@ -267,18 +267,43 @@ def freeze_loop(cycles: int) -> dict:
                     t2 = pc()
                     reads.append((t1 - t) / 1000)
                     kills.append((t2 - t1) / 1000 / max(1, len(pids)))
+            alt: dict[str, list[float]] = {"os.open+read+close": [], "pread on a kept fd": [], "killpg": []}
+            if proc.cgroup is not None:  # cheaper ways to do the same, for reference
+                path = str(proc.cgroup.dirs["pids"] / "cgroup.procs")
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    for _ in range(cycles):
+                        t = pc()
+                        f = os.open(path, os.O_RDONLY)
+                        a = os.read(f, 65536)
+                        os.close(f)
+                        t1 = pc()
+                        b = os.pread(fd, 65536, 0)
+                        t2 = pc()
+                        os.killpg(proc.pid, signal.SIGCONT)
+                        os.killpg(proc.pid, signal.SIGSTOP)
+                        t3 = pc()
+                        alt["os.open+read+close"].append((t1 - t) / 1000)
+                        alt["pread on a kept fd"].append((t2 - t1) / 1000)
+                        alt["killpg"].append((t3 - t2) / 2000)
+                    assert a == b, (a, b)
+                finally:
+                    os.close(fd)
             npids = len(proc.cgroup.pids()) if proc.cgroup is not None else 0
         finally:
             s.stop()
     out = {"freeze_us": median(fr), "thaw_us": median(th), "freeze_p90_us": pct(fr, 0.9),
            "thaw_p90_us": pct(th, 0.9), "read_procs_us": median(reads) if reads else None,
-           "kill_us": median(kills) if kills else None, "processes": npids}
+           "kill_us": median(kills) if kills else None, "processes": npids,
+           "alternatives_us": {k: median(v) for k, v in alt.items() if v}}
     print(f"idle sandboxed engine, {cycles} freeze/thaw cycles in a loop: freeze median {out['freeze_us']:.1f} us "
           f"(p90 {out['freeze_p90_us']:.1f}), thaw median {out['thaw_us']:.1f} us (p90 {out['thaw_p90_us']:.1f}); "
           f"the engine has {npids} processes in its control group")
     if reads:
         print(f"  of which: one read of cgroup.procs {out['read_procs_us']:.1f} us (each freeze/thaw reads it twice: "
               f"once to signal, once to see that no process appeared), one kill() {out['kill_us']:.1f} us per process")
+        print("  for reference, per call: " + ", ".join(f"{k} {v:.1f} us" for k, v in out["alternatives_us"].items())
+              + " (killpg: one signal to the engine's process group)")
     return out
 
 
