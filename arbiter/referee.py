@@ -153,9 +153,10 @@ class Referee:
                 self.state.check_move(reply.move, seat)
             except IllegalMove as exc:
                 raise _Forfeit(seat, EndReason.ILLEGAL_MOVE, f"{kind} {reply.move!r}: {exc}") from None
+            allowed_ms = self.clocks[seat].allowance_ms()  # before charging: a fallen flag allows nothing
             if not self.clocks[seat].charge(elapsed, self.margin):  # the watchdog's twin, for races
                 raise _Forfeit(seat, EndReason.TIME, f"took {elapsed * 1000:.0f} ms; allowed "
-                                           f"{self.clocks[seat].allowance_ms()} ms + {self.margin * 1000:.0f} ms margin")
+                                           f"{allowed_ms} ms + {self.margin * 1000:.0f} ms margin")
             moves[seat] = reply.move
         if len(seats) == 1:
             self.state.apply(moves[seats[0]])
