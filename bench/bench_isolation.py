@@ -410,8 +410,8 @@ def part_nodes(size: dict) -> dict:
 # --- part 4: spurious forfeits ----------------------------------------------------------------------
 
 
-def forfeit_worker(games: int, index: int, per_match: int) -> int:
-    """Play ``games`` games at st=0.05, sandboxed random engines, in matches of ``per_match``."""
+def forfeit_worker(games: int, index: int, per_match: int, sandbox: str = "auto") -> int:
+    """Play ``games`` games at st=0.05 between random engines, in matches of ``per_match``."""
     game = load_game("einstein")
     tc = parse_time_control("st=0.05")
     reasons: Counter = Counter()
@@ -420,7 +420,7 @@ def forfeit_worker(games: int, index: int, per_match: int) -> int:
         m = 0
         while played < games:
             n = min(per_match, games - played)
-            cfgs = tuple(cfg(RANDOM_ENGINE + ["--seed", str(1000 * index + 2 * m + i)], n_, sandbox="auto")
+            cfgs = tuple(cfg(RANDOM_ENGINE + ["--seed", str(1000 * index + 2 * m + i)], n_, sandbox=sandbox)
                          for i, n_ in enumerate("AB"))
             result = Match(game, cfgs, tc, MatchFormat.parse(f"games={n}"), run_dir=Path(d),
                            seed=f"forfeit{index}.{m}".encode()).play()
@@ -441,12 +441,15 @@ def forfeit_worker(games: int, index: int, per_match: int) -> int:
     return 0
 
 
-def part_forfeits(n: int, workers: int = 4, per_match: int = 250) -> dict:
-    header(f"4. Spurious forfeits: {n} games at st=0.05, random engines, sandboxed, {workers} matches in parallel")
+def part_forfeits(n: int, workers: int = 4, per_match: int = 250, sandbox: str = "auto") -> dict:
+    """``sandbox="mixed"``: half the workers sandboxed, half not, side by side under the same load."""
+    header(f"4. Spurious forfeits: {n} games at st=0.05, random engines, sandbox={sandbox}, {workers} matches in "
+           f"parallel")
     t0 = time.time()
     share = [n // workers + (1 if i < n % workers else 0) for i in range(workers)]
-    procs = [subprocess.Popen([PY, SELF, "--forfeit-worker", str(share[i]), str(i), str(per_match)], cwd=str(ROOT),
-                              stdout=subprocess.PIPE, text=True) for i in range(workers)]
+    modes = [("auto", "none")[i % 2] if sandbox == "mixed" else sandbox for i in range(workers)]
+    procs = [subprocess.Popen([PY, SELF, "--forfeit-worker", str(share[i]), str(i), str(per_match), modes[i]],
+                              cwd=str(ROOT), stdout=subprocess.PIPE, text=True) for i in range(workers)]
     outs = []
     for p in procs:
         out, _ = p.communicate()
@@ -454,25 +457,31 @@ def part_forfeits(n: int, workers: int = 4, per_match: int = 250) -> dict:
             raise RuntimeError(f"forfeit worker failed ({p.returncode})")
         outs.append(json.loads(out.strip().splitlines()[-1]))
     wall = time.time() - t0
-    reasons: Counter = Counter()
-    for o in outs:
-        reasons.update(o["reasons"])
-    games = sum(o["games"] for o in outs)
-    worst = max(o["worst_ms"] for o in outs)
-    forfeits = games - reasons.get("normal", 0)
     allowed = 50 + DEFAULT_MARGIN_MS
-    print(f"{games} games in {wall:.0f} s ({games / wall:.1f} games/s), {sum(o['decisions'] for o in outs)} decisions; "
-          f"endings: {dict(reasons)}")
-    print(f"time forfeits: {reasons.get('time', 0)}; other abnormal endings: {forfeits - reasons.get('time', 0)} "
-          f"(target 0: {verdict(forfeits == 0)})")
-    if forfeits:
-        print("  details: " + "; ".join(x for o in outs for x in o["details"]))
-    print(f"worst decision (referee-measured, request sent -> reply read): {worst:.1f} ms; the flag falls after "
-          f"{allowed} ms (50 ms + {DEFAULT_MARGIN_MS} ms margin): margin left {allowed - worst:.1f} ms; "
-          f"p99.9 (worst worker) {max(o['p999_ms'] for o in outs):.1f} ms; decisions over 50 ms: "
-          f"{sum(o['over_50_ms'] for o in outs)}")
-    return {"games": games, "seconds": wall, "reasons": dict(reasons), "forfeits": forfeits, "worst_ms": worst,
-            "margin_left_ms": allowed - worst, "over_50_ms": sum(o["over_50_ms"] for o in outs)}
+    print(f"{n} games in {wall:.0f} s ({n / wall:.1f} games/s)")
+    res = {"seconds": wall}
+    for mode in dict.fromkeys(modes):
+        mine = [o for o, m in zip(outs, modes) if m == mode]
+        reasons: Counter = Counter()
+        for o in mine:
+            reasons.update(o["reasons"])
+        games = sum(o["games"] for o in mine)
+        worst = max(o["worst_ms"] for o in mine)
+        forfeits = games - reasons.get("normal", 0)
+        over = sum(o["over_50_ms"] for o in mine)
+        decisions = sum(o["decisions"] for o in mine)
+        print(f"sandbox={mode}: {games} games, {decisions} decisions; endings {dict(reasons)}; time forfeits "
+              f"{reasons.get('time', 0)}, other abnormal {forfeits - reasons.get('time', 0)} (target 0: "
+              f"{verdict(forfeits == 0)})")
+        if forfeits:
+            print("  first details per worker: " + "; ".join(x for o in mine for x in o["details"]))
+        print(f"  worst completed decision (referee-measured, request sent -> reply read): {worst:.1f} ms; the flag "
+              f"falls past {allowed} ms (50 ms + {DEFAULT_MARGIN_MS} ms margin): margin left {allowed - worst:.1f} ms; "
+              f"p99.9 (worst worker) {max(o['p999_ms'] for o in mine):.1f} ms; decisions over 50 ms: {over} "
+              f"({over / decisions:.2%})")
+        res[mode] = {"games": games, "reasons": dict(reasons), "forfeits": forfeits, "worst_ms": worst,
+                     "margin_left_ms": allowed - worst, "over_50_ms": over, "decisions": decisions}
+    return res
 
 
 # --- main ------------------------------------------------------------------------------------------
@@ -481,11 +490,13 @@ def part_forfeits(n: int, workers: int = 4, per_match: int = 250) -> dict:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--forfeit-worker"]:
-        return forfeit_worker(int(argv[1]), int(argv[2]), int(argv[3]))
+        return forfeit_worker(int(argv[1]), int(argv[2]), int(argv[3]), argv[4])
     parser = argparse.ArgumentParser(description="Engine isolation benchmark (see the module docstring).")
     parser.add_argument("--quick", action="store_true", help="small sizes, smoke run (< 1 min)")
     parser.add_argument("--parts", default="1234", help="which parts to run, e.g. 12 (default 1234)")
     parser.add_argument("--forfeit-games", type=int, default=None, help="games in part 4")
+    parser.add_argument("--forfeit-sandbox", default="auto", choices=("auto", "none", "mixed"),
+                        help="part 4: default sandbox (auto), none, or mixed (half the matches each, side by side)")
     parser.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
     args = parser.parse_args(argv)
     size = dict(SIZES["quick" if args.quick else "full"])
@@ -502,7 +513,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'load average':<15} {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1/5/15 min, at start)")
     results: dict = {"machine": facts, "quick": args.quick}
     parts = {"1": ("startup", lambda: part_startup(size)), "2": ("referee", lambda: part_referee(size)),
-             "3": ("nodes", lambda: part_nodes(size)), "4": ("forfeits", lambda: part_forfeits(size["forfeit_games"]))}
+             "3": ("nodes", lambda: part_nodes(size)), "4": ("forfeits", lambda: part_forfeits(size["forfeit_games"],
+                                                                    sandbox=args.forfeit_sandbox))}
     for key in args.parts:
         name, fn = parts[key]
         with load_note(results, name):
