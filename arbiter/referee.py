@@ -188,13 +188,14 @@ class Referee:
             timeout_ms = max(0, min(50, int((min(deadlines[s] for s in waiting) - now) * 1000) + 1))
             seats = sorted(waiting)
             ready = {seats[i] for i in wait_any([self.engines[s] for s in seats], timeout_ms)}
+            arrived = time.monotonic()  # the replies were there; reading them and freezing is the referee's time
             for seat in seats:
                 engine = self.engines[seat]
                 try:
                     if seat in ready:
                         reply = engine.poll_reply()
                         if reply is not None:
-                            replies[seat] = (reply, time.monotonic() - sent[seat])
+                            replies[seat] = (reply, arrived - sent[seat])
                             waiting.discard(seat)
                     elif not ready:
                         engine.check_alive()

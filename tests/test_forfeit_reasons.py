@@ -90,6 +90,25 @@ def test_a_reply_read_after_the_deadline_forfeits_on_time_naming_the_real_allowa
     assert verify(record) == []
 
 
+def test_the_referees_own_freezing_is_not_charged_to_the_engine(tmp_path, monkeypatch):
+    # Freezing an engine after its reply is the referee's work (a psutil tree walk, or a control
+    # group sweep, slower on a loaded machine); made slow here, it must not flag a fast engine.
+    from arbiter.hosting.process import EngineProcess
+
+    orig = EngineProcess.freeze
+
+    def slow_freeze(self, frozen):
+        if frozen and not self._frozen:
+            time.sleep(0.12)
+        orig(self, frozen)
+
+    monkeypatch.setattr(EngineProcess, "freeze", slow_freeze)
+    record, _ = play(tmp_path, [RANDOM, RANDOM], tc="st=0.05")
+    assert record.reason == "normal", record.detail
+    assert max(e.measured_ms for e in record.events if e.seat >= 0) < 100
+    assert verify(record) == []
+
+
 @pytest.mark.parametrize("seat", [0, 1])
 def test_an_answer_other_than_ready_to_new_game_is_a_protocol_error(tmp_path, seat):
     commands = [RANDOM, RANDOM]
