@@ -441,7 +441,7 @@ def forfeit_worker(games: int, index: int, per_match: int, sandbox: str = "auto"
     return 0
 
 
-def part_forfeits(n: int, workers: int = 4, per_match: int = 250, sandbox: str = "auto") -> dict:
+def part_forfeits(n: int, workers: int = 4, per_match: int = 250, sandbox: str = "auto", setsid: bool = False) -> dict:
     """``sandbox="mixed"``: half the workers sandboxed, half not, side by side under the same load."""
     header(f"4. Spurious forfeits: {n} games at st=0.05, random engines, sandbox={sandbox}, {workers} matches in "
            f"parallel")
@@ -449,7 +449,8 @@ def part_forfeits(n: int, workers: int = 4, per_match: int = 250, sandbox: str =
     share = [n // workers + (1 if i < n % workers else 0) for i in range(workers)]
     modes = [("auto", "none")[i % 2] if sandbox == "mixed" else sandbox for i in range(workers)]
     procs = [subprocess.Popen([PY, SELF, "--forfeit-worker", str(share[i]), str(i), str(per_match), modes[i]],
-                              cwd=str(ROOT), stdout=subprocess.PIPE, text=True) for i in range(workers)]
+                              cwd=str(ROOT), stdout=subprocess.PIPE, text=True, start_new_session=setsid)
+             for i in range(workers)]
     outs = []
     for p in procs:
         out, _ = p.communicate()
@@ -457,6 +458,8 @@ def part_forfeits(n: int, workers: int = 4, per_match: int = 250, sandbox: str =
             raise RuntimeError(f"forfeit worker failed ({p.returncode})")
         outs.append(json.loads(out.strip().splitlines()[-1]))
     wall = time.time() - t0
+    if setsid:
+        print("(each match process in its own session: its own scheduler autogroup, like each engine)")
     allowed = 50 + DEFAULT_MARGIN_MS
     print(f"{n} games in {wall:.0f} s ({n / wall:.1f} games/s)")
     res = {"seconds": wall}
@@ -497,6 +500,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--forfeit-games", type=int, default=None, help="games in part 4")
     parser.add_argument("--forfeit-sandbox", default="auto", choices=("auto", "none", "mixed"),
                         help="part 4: default sandbox (auto), none, or mixed (half the matches each, side by side)")
+    parser.add_argument("--forfeit-setsid", action="store_true",
+                        help="part 4: start each match process in its own session (own autogroup)")
     parser.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
     args = parser.parse_args(argv)
     size = dict(SIZES["quick" if args.quick else "full"])
@@ -514,7 +519,8 @@ def main(argv: list[str] | None = None) -> int:
     results: dict = {"machine": facts, "quick": args.quick}
     parts = {"1": ("startup", lambda: part_startup(size)), "2": ("referee", lambda: part_referee(size)),
              "3": ("nodes", lambda: part_nodes(size)), "4": ("forfeits", lambda: part_forfeits(size["forfeit_games"],
-                                                                    sandbox=args.forfeit_sandbox))}
+                                                                    sandbox=args.forfeit_sandbox,
+                                                                    setsid=args.forfeit_setsid))}
     for key in args.parts:
         name, fn = parts[key]
         with load_note(results, name):
