@@ -173,9 +173,10 @@ class Referee:
                 self.state.check_move(reply.move, seat)
             except IllegalMove as exc:
                 raise _Forfeit(seat, EndReason.ILLEGAL_MOVE, f"{kind} {reply.move!r}: {exc}") from None
+            allowed_ms = self.clocks[seat].allowance_ms()  # before charging: a fallen flag allows nothing
             if not self.clocks[seat].charge(elapsed, self.margin):  # the watchdog's twin, for races
                 raise _Forfeit(seat, EndReason.TIME, f"took {elapsed * 1000:.0f} ms; allowed "
-                                           f"{self.clocks[seat].allowance_ms()} ms + {self.margin * 1000:.0f} ms margin")
+                                           f"{allowed_ms} ms + {self.margin * 1000:.0f} ms margin")
             moves[seat] = reply.move
         if len(seats) == 1:
             self.state.apply(moves[seats[0]])
@@ -209,13 +210,14 @@ class Referee:
             timeout_ms = max(0, min(50, int((min(deadlines[s] for s in waiting) - now) * 1000) + 1))
             seats = sorted(waiting)
             ready = {seats[i] for i in wait_any([self.engines[s] for s in seats], timeout_ms)}
+            arrived = time.monotonic()  # the replies were there; reading them and freezing is the referee's time
             for seat in seats:
                 engine = self.engines[seat]
                 try:
                     if seat in ready:
                         reply = engine.poll_reply()
                         if reply is not None:
-                            replies[seat] = (reply, time.monotonic() - sent[seat])
+                            replies[seat] = (reply, arrived - sent[seat])
                             waiting.discard(seat)
                     elif not ready:
                         engine.check_alive()

@@ -70,6 +70,45 @@ def test_silence_under_an_unlimited_clock_is_a_stall(tmp_path, monkeypatch):
     assert verify(record) == []
 
 
+def test_a_reply_read_after_the_deadline_forfeits_on_time_naming_the_real_allowance(tmp_path, monkeypatch):
+    # The referee is descheduled between its deadline check and reading the replies (as on an
+    # overloaded machine): the replies arrive in time but are read too late, so the clock's own
+    # check, not the watchdog, drops the flag, and the record must say what was allowed.
+    orig, delayed = referee_module.wait_any, []
+
+    def late_wait_any(sessions, timeout_ms):
+        if not delayed:
+            delayed.append(True)
+            time.sleep(0.25)
+        return orig(sessions, timeout_ms)
+
+    monkeypatch.setattr(referee_module, "wait_any", late_wait_any)
+    record, _ = play(tmp_path, [RANDOM, RANDOM], tc="st=0.05")
+    assert record.reason == "time", record.detail
+    assert record.detail.startswith("took "), record.detail
+    assert "allowed 50 ms + 50 ms margin" in record.detail
+    assert verify(record) == []
+
+
+def test_the_referees_own_freezing_is_not_charged_to_the_engine(tmp_path, monkeypatch):
+    # Freezing an engine after its reply is the referee's work (a psutil tree walk, or a control
+    # group sweep, slower on a loaded machine); made slow here, it must not flag a fast engine.
+    from arbiter.hosting.process import EngineProcess
+
+    orig = EngineProcess.freeze
+
+    def slow_freeze(self, frozen):
+        if frozen and not self._frozen:
+            time.sleep(0.12)
+        orig(self, frozen)
+
+    monkeypatch.setattr(EngineProcess, "freeze", slow_freeze)
+    record, _ = play(tmp_path, [RANDOM, RANDOM], tc="st=0.05")
+    assert record.reason == "normal", record.detail
+    assert max(e.measured_ms for e in record.events if e.seat >= 0) < 100
+    assert verify(record) == []
+
+
 @pytest.mark.parametrize("seat", [0, 1])
 def test_an_answer_other_than_ready_to_new_game_is_a_protocol_error(tmp_path, seat):
     commands = [RANDOM, RANDOM]
