@@ -165,6 +165,8 @@ class Referee:
             except EngineFault as fault:
                 raise _Forfeit(seat, fault.reason, fault.detail) from None
         replies = self._collect(sent)
+        for seat in seats:
+            self.engines[seat].rest()
         moves: dict[int, str] = {}
         for seat in seats:
             reply, elapsed = replies[seat]

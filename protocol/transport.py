@@ -9,6 +9,8 @@ from __future__ import annotations
 import atexit
 import hmac
 import os
+import struct
+import threading
 import shutil
 import tempfile
 import uuid
@@ -22,6 +24,8 @@ ENDPOINT_ENV = "ARBITER_ENDPOINT"
 """The environment variable through which a spawned engine learns where to connect."""
 SECRET_ENV = "ARBITER_SECRET_FILE"
 """The environment variable naming the file that holds a spawned engine's session secret."""
+MAX_CONNECTIONS = 8
+"""Connections to one engine's socket beyond which the engine is stopped (it needs one)."""
 RECEIVE_HWM = 64
 """Messages queued from one engine before ZeroMQ stops reading more: a flood costs bounded memory."""
 
@@ -56,8 +60,10 @@ class ZmqConnection:
     The peer is the first connection whose first message is a ``hello`` carrying ``secret`` (any
     first message, when no secret is expected, as for remote engines); frames from any other
     routing id are dropped undecoded (counted in ``strangers``), so no other connection can
-    impersonate the engine. ``seal`` removes an ``ipc://`` socket's file once the engine is in:
-    nobody can connect any more.
+    impersonate the engine. ``seal`` removes an ``ipc://`` socket's file: with a secret (a spawned
+    engine) that happens as soon as the first connection is accepted, by a watcher thread that
+    follows ZeroMQ's socket monitor, so an engine cannot flood the referee with connections (each
+    would cost it a file descriptor); ``flooded`` reports any that got through the race.
     """
 
     def __init__(self, endpoint: str | None = None, secret: str | None = None):
@@ -69,7 +75,13 @@ class ZmqConnection:
         self.socket.setsockopt(zmq.ROUTER_MANDATORY, 1)
         self.socket.bind(endpoint or new_ipc_endpoint())
         self.endpoint: str = self.socket.getsockopt(zmq.LAST_ENDPOINT).decode()
-        self.monitor = self.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+        self.accepted = 0
+        """Connections ever accepted: an engine needs one; ``MAX_CONNECTIONS`` makes it a flood."""
+        monitor = self.socket.get_monitor_socket(zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED
+                                                 | zmq.EVENT_MONITOR_STOPPED)
+        self._watcher = threading.Thread(target=self._watch, args=(monitor, secret is not None),
+                                         name="zmq-monitor", daemon=True)
+        self._watcher.start()
         self.peer: bytes | None = None
         self._disconnected = False
         self.strangers = 0
@@ -97,10 +109,14 @@ class ZmqConnection:
         return self.peer is not None
 
     @property
+    def flooded(self) -> bool:
+        """More connections than any engine needs were made to this socket (each costs the
+        referee a file descriptor): the engine is to be stopped, which frees them all."""
+        return self.accepted > MAX_CONNECTIONS
+
+    @property
     def disconnected(self) -> bool:
         """ZeroMQ's socket monitor reported the peer's disconnection (or a send found it gone)."""
-        if not self._disconnected:
-            self._check_monitor()
         return self._disconnected
 
     def send(self, message: Message) -> None:
@@ -157,20 +173,32 @@ class ZmqConnection:
             except OSError:
                 pass
 
-    def _check_monitor(self) -> None:
-        from zmq.utils.monitor import recv_monitor_message  # lazily: it imports asyncio (~80 ms)
-
-        while self.monitor.poll(0):
-            event = recv_monitor_message(self.monitor)
-            if event["event"] == zmq.EVENT_DISCONNECTED:
-                self._disconnected = True
+    def _watch(self, monitor: zmq.Socket, seal_on_accept: bool) -> None:
+        """The monitor's own thread (it alone uses the monitor socket): counts connections, notes
+        disconnections, seals the socket file at the first accepted connection."""
+        try:
+            while True:
+                frames = monitor.recv_multipart()
+                (event,) = struct.unpack_from("=H", frames[0])
+                if event == zmq.EVENT_ACCEPTED:
+                    self.accepted += 1
+                    if seal_on_accept and self.accepted == 1:
+                        self.seal()
+                elif event == zmq.EVENT_DISCONNECTED:
+                    self._disconnected = True
+                elif event == zmq.EVENT_MONITOR_STOPPED:
+                    return
+        except zmq.ZMQError:
+            return
+        finally:
+            monitor.close(linger=0)
 
     def close(self) -> None:
         try:
-            self.socket.disable_monitor()
+            self.socket.disable_monitor()  # the watcher sees MONITOR_STOPPED, closes its socket, ends
         except zmq.ZMQError:
             pass
-        self.monitor.close(linger=0)
+        self._watcher.join(1.0)
         self.socket.close(linger=0)
         if self.endpoint.startswith("ipc://"):
             path = self.endpoint[len("ipc://"):]

@@ -224,13 +224,11 @@ def test_double_fork_setsid_empty_environment_and_fork_hopping_leave_nothing(tmp
 
 @needs_sandbox
 @hostile
-@pytest.mark.xfail(strict=False, reason="UNDEFENDED: ~20k connections made before hello exhaust the referee's fds "
-                                        "(hard limit 20000 here); libzmq asserts 'Too many open files "
-                                        "(src/ipc_listener.cpp:297)' and the referee dies of SIGABRT, 0 games saved")
 def test_twenty_thousand_connections_do_not_bring_the_referee_down(tmp_path, parallel):
     proc = cli_match(tmp_path / "m", hostile_cmd("fdflood"))
     parallel.check()  # another referee process: untouched even when this one dies
-    assert_referee_finished(proc)
+    assert proc.returncode == 3, proc.output[-3000:]  # alive; "the engine never started" (EXIT_ENGINE)
+    assert "connections to its socket" in proc.output or "no hello" in proc.output
     records = load_records(tmp_path / "m" / "results.sqlite")
     assert len(records) == 2
     assert_honest(records)
@@ -241,10 +239,13 @@ def test_twenty_thousand_connections_do_not_bring_the_referee_down(tmp_path, par
 @hostile
 def test_a_tcp_stranger_with_a_thousand_connections_does_not_bring_the_referee_down(tmp_path):
     """The engine's endpoint is tcp (so its sandbox keeps the network): it opens 1100 more
-    connections to it before its hello. The referee must save every game all the same."""
+    connections to it before its hello. The referee sees the flood (each connection costs it a
+    file descriptor), stops the engine (which frees them), and saves every game."""
     result = run_match(tmp_path, hostile_cmd("tcpflood"), endpoint="tcp://127.0.0.1:*")
-    assert int(reports(tmp_path)["connections"][0]) >= 1000, reports(tmp_path)
     assert len(result.records) == 2 and len(load_records(tmp_path / "results.sqlite")) == 2
+    for record in result.records:
+        assert record.players[record.forfeit_seat] == "H", record.detail
+        assert "connections to its socket" in record.detail or "no hello" in record.detail, record.detail
     assert_honest(result.records)
     cli_verify(tmp_path / "results.sqlite")
 
@@ -252,19 +253,17 @@ def test_a_tcp_stranger_with_a_thousand_connections_does_not_bring_the_referee_d
 @needs_sandbox
 @hostile
 def test_a_stranger_flooding_the_endpoint_costs_bounded_memory_and_no_ones_time(tmp_path):
+    """A second connection to its own socket that floods 1 MB frames. The socket is sealed at its
+    first connection, so the flooder is the only one in and the engine proper never gets its
+    hello through: it loses unstarted, the flood read undecoded costs bounded memory."""
     before = psutil.Process().memory_info().rss
     # ponder=True: a frozen engine could flood only during its own turns; this one may run on.
     result = run_match(tmp_path, hostile_cmd("stranger"), slow(0.02), fmt="games=1", tc="60", ponder=True)
     grown = psutil.Process().memory_info().rss - before
-    sent = max(map(int, reports(tmp_path).get("stranger_sent", ["0"])))
-    assert sent >= 100, sent  # the flood did reach the referee's socket
     record = result.records[0]
-    assert record.reason == "normal", record.detail
+    assert (record.reason, record.players[record.forfeit_seat]) == ("not_started", "H"), record.detail
     assert_honest(result.records)
     assert grown < 400 << 20, f"referee grew by {grown >> 20} MB"
-    honest = record.players.index("O")
-    worst = max(e.measured_ms for e in record.events if e.seat == honest)
-    assert worst < 250, worst  # the opponent answers in ~20-35 ms; reading the flood is not its time
 
 
 @pytest.fixture

@@ -101,6 +101,13 @@ def worker_main(conn: Any, setup: WorkerSetup) -> None:
         kill_marked(WORKER_ENV, marker)  # and whatever carries this worker's marker
 
     _cleanup_hooks[:] = [emergency_cleanup]
+    try:
+        # A session of its own: Linux shares CPU between sessions first (autogroup), and every
+        # engine has its own, so workers left in the tournament's one session would together get
+        # one share against their engines' many, and lose games on time (bench/isolation.md).
+        os.setsid()
+    except OSError:
+        pass
     signal.signal(signal.SIGTERM, _on_term)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if setup.lock_fd is not None:  # forked: the database lock must go with the parent alone

@@ -155,6 +155,8 @@ class ControlGroup:
                 self._write("memory", "memory.swap.max", "0", optional=True)
         if processes:
             self._write("pids", "pids.max", str(processes))
+        self._procs_fd = os.open(self.dirs["pids"] / "cgroup.procs", os.O_RDONLY)
+        """Kept open: freezing reads it twice per decision, and pread is ~15x cheaper than opening."""
 
     def _write(self, controller: str, name: str, value: str, optional: bool = False) -> None:
         try:
@@ -214,7 +216,7 @@ class ControlGroup:
 
     def pids(self) -> list[int]:
         try:
-            return [int(p) for p in (self.dirs["pids"] / "cgroup.procs").read_text().split()]
+            return [int(p) for p in os.pread(self._procs_fd, 1 << 20, 0).split()]
         except (OSError, ValueError):
             return []
 
@@ -238,6 +240,10 @@ class ControlGroup:
             import time
 
             time.sleep(0.01)
+        try:
+            os.close(self._procs_fd)
+        except OSError:
+            pass
         for d in set(self.dirs.values()):
             try:
                 d.rmdir()

@@ -79,6 +79,10 @@ class Session(Protocol):
     def poll_reply(self) -> Reply | None:
         """The answer to the last ``ask`` if it has arrived; raises ``EngineFault``."""
 
+    def rest(self) -> None:
+        """The decision is over: stop the player until it is asked again (unless it may ponder).
+        Called once every reply of a step is in, so freezing one never delays reading another."""
+
     def check_alive(self) -> None:
         """Raise ``EngineFault`` (crash or disconnect) if the player is gone."""
 
@@ -124,7 +128,8 @@ class EngineSession:
 
     @property
     def reusable(self) -> bool:
-        return not self.config.restart_each_game and self.alive()
+        flooded = self.process is not None and getattr(self.connection, "flooded", False)
+        return not self.config.restart_each_game and self.alive() and not flooded
 
     @property
     def limits(self) -> Limits:
@@ -190,6 +195,9 @@ class EngineSession:
         seal = getattr(self.connection, "seal", None)
         if seal is not None and self.process is not None:
             seal()
+
+    def rest(self) -> None:
+        self._rest()
 
     def _rest(self) -> None:
         """Between its decisions an engine that may not ponder is frozen, whole tree at once."""
@@ -258,7 +266,6 @@ class EngineSession:
             if not isinstance(msg, Reply):
                 raise EngineFault(EndReason.PROTOCOL_ERROR, f"expected reply, got {_tag(msg)}")
             self.pending = None
-            self._rest()
             if self.config.ponder and self.process is not None:
                 self._cpu_at_reply = self.process.cpu_seconds()
             return msg
@@ -267,6 +274,9 @@ class EngineSession:
     def check_alive(self) -> None:
         if self.process is not None and self.process.exit_code is not None:
             raise self._exit_fault()
+        if self.process is not None and getattr(self.connection, "flooded", False):
+            raise EngineFault(EndReason.PROTOCOL_ERROR, f"{self.connection.accepted} connections to its socket "
+                                                        f"(an engine needs one)")
         if self.connection.disconnected:
             raise self._lost_fault("the engine's socket disconnected")
 
@@ -415,6 +425,9 @@ class InProcessSession:
         reply, self._reply = self._reply, None
         return reply
 
+    def rest(self) -> None:
+        pass
+
     def check_alive(self) -> None:
         pass
 
@@ -458,14 +471,24 @@ _fd_limit_raised = False
 
 
 def raise_fd_limit() -> None:
-    """Raise the referee's own open-file soft limit to the hard limit once: engines' connections
-    cost the referee file descriptors, and running out must never be what ends a match."""
+    """Raise the referee's own open-file limit once, as far as allowed (as root: to the kernel's
+    ``nr_open``, so that even an engine's every process and file used on connections cannot
+    exhaust it): engines' connections cost the referee file descriptors, and running out must
+    never be what ends a match."""
     global _fd_limit_raised
     if not _fd_limit_raised:
         _fd_limit_raised = True
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if soft < hard:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        try:
+            ceiling = int(Path("/proc/sys/fs/nr_open").read_text()) if os.geteuid() == 0 else hard
+        except (OSError, ValueError):
+            ceiling = hard
+        for target in (max(hard, ceiling), hard):
+            try:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (target, target))
+                return
+            except (ValueError, OSError):
+                continue
 
 
 def _tag(msg: Message) -> str:
