@@ -57,7 +57,8 @@ def test_send_to_an_engine_that_exited_is_a_crash(tmp_path):
 def test_send_to_a_live_engine_that_closed_its_connection_is_a_disconnect(tmp_path):
     record, _ = play(tmp_path, [misbehave("close_after_reply", after=1), misbehave("slow", after=99)])
     assert (record.reason, record.forfeit_seat) == ("disconnect", 0), record.detail
-    assert "cannot send to the engine" in record.detail
+    # found by the failed send, or first by the socket monitor's watcher: a disconnect either way
+    assert "cannot send to the engine" in record.detail or "socket disconnected" in record.detail
     assert verify(record) == []
 
 

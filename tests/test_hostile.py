@@ -300,10 +300,10 @@ def test_the_operators_key_and_seed_file_cannot_be_read(tmp_path, operator_folde
 
 @needs_sandbox
 @hostile
-@pytest.mark.xfail(strict=False, reason="UNDEFENDED: as root with a Python under /root, engines run as uid 0 "
-                                        "without capabilities; files only root may read stay readable through "
-                                        "their owner bits (/etc/shadow, root's ssh keys, any 600 file not hidden)")
 def test_files_only_root_may_read_stay_unreadable(tmp_path):
+    """/etc/shadow and people's homes are covered in every sandbox (as root without a uid of its
+    own an engine would read them through their owner bits). Other root-only files elsewhere
+    stay readable in that mode: SECURITY.md says so."""
     result = run_match(tmp_path, hostile_cmd("readfiles", "--files", "/etc/shadow"), fmt="games=1")
     assert reports(tmp_path)["leaked"] == ["none"], reports(tmp_path)
     assert_honest(result.records)

@@ -253,6 +253,10 @@ class ControlGroup:
 
 FRESH = ("/tmp", "/var/tmp", "/run", "/dev/shm")
 """Folders the sandbox replaces with empty ones."""
+PRIVATE = ("/root", "/home", "/etc/ssh")
+"""People's homes and the host's keys: replaced with empty folders too (an engine's own program
+and folder inside them are shown again, read-only)."""
+SECRET_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-")
 
 
 def bwrap_argv(argv: list[str], *, work_dir: Path, endpoint_dir: Path | None, cwd: str | None, hide: list[Path],
@@ -273,8 +277,14 @@ def bwrap_argv(argv: list[str], *, work_dir: Path, endpoint_dir: Path | None, cw
         cmd += ["--cap-drop", "ALL"]  # root in its own user namespace, with no capability at all
     if not network:
         cmd.append("--unshare-net")
+    for private in PRIVATE:
+        if Path(private).is_dir():
+            cmd += ["--tmpfs", private]
+    for secret in SECRET_FILES:
+        if Path(secret).exists():
+            cmd += ["--ro-bind", "/dev/null", secret]
     for path in dict.fromkeys(visible):
-        if path.is_dir() and any(path.is_relative_to(f) and path != Path(f) for f in FRESH):
+        if path.is_dir() and any(path.is_relative_to(f) and path != Path(f) for f in FRESH + PRIVATE):
             cmd += ["--ro-bind", str(path), str(path)]
     for path in hide:  # the referee's own folders and files: results, logs, keys, seeds
         if path.is_dir():
