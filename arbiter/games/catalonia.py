@@ -1,6 +1,6 @@
 """Catalonia (François Tremblay, 2010): a cooperative chess-like game of production chains.
 
-Rules: ``/work/shared/rules/catalonia.md``; the full notation reference, every project rule and
+Rules: ``docs/games/catalonia.md``; the full notation reference, every project rule and
 the ``state`` sent on the wire are in ``docs/games/catalonia.md``. In short:
 
 Seats

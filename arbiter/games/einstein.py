@@ -1,6 +1,6 @@
 """EinStein würfelt nicht! (Ingo Althöfer, 2004): rules, notation and a fast state.
 
-Rules: ``/work/shared/rules/einstein.md``; the full notation reference is
+Rules: ``docs/games/einstein.md``; the full notation reference is
 ``docs/games/einstein.md``. In short:
 
 Seats and colours

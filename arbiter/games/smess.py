@@ -1,6 +1,6 @@
 """Smess ("The Ninny's Chess", Parker Brothers 1970): rules, arrow boards, notation, a fast state.
 
-Rules: ``/work/shared/rules/smess.md``; the full notation reference is ``docs/games/smess.md``.
+Rules: ``docs/games/smess.md``; the full notation reference is ``docs/games/smess.md``.
 In short:
 
 Board as data

@@ -1,6 +1,6 @@
 """A&A Chess combat arithmetic: every die of Axis & Allies replaced by division by 6.
 
-Rules: ``/work/shared/rules/aa-chess.md`` §3-§6. This module is pure arithmetic with no game state,
+Rules: ``docs/games/aachess.md`` §3-§6. This module is pure arithmetic with no game state,
 so the rules file's worked examples can be checked directly. Random parts (the rolled fractions
 of ``ryof``/``ryof6``/``cofr``) are *inputs*: a function says whether a roll is needed and what
 it needs, and the game asks the referee's dice (a CHANCE node) for the value.

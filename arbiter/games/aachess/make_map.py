@@ -1,14 +1,15 @@
 """Generate ``classic_map.json``, the project's own A&A Chess map data file, once.
 
-Run: ``python -m arbiter.games.aachess.make_map [/work/shared/aa_classic/classic_summary.json]``
+Run: ``python -m arbiter.games.aachess.make_map PATH/TO/classic_summary.json``
 
 The facts (spaces, adjacency, production, owners, capitals, original complexes, canals, starting
 units and PUs) come from ``classic_summary.json``, the flattened form of TripleA's community
 encoding of the Milton Bradley classic board (``triplea-maps/world_war_ii_classic``,
 ``map/games/classic.xml``). Those are facts; this script only re-expresses them in the project's
 format (powers and unit types by short codes, one list of spaces with their adjacency), adds the
-rule constants of ``/work/shared/rules/aa-chess.md`` §1 (unit values, the neutral entry cost) and
-writes the file. The generated file is committed; the game never reads the shared source.
+rule constants of the rules (``docs/games/aachess.md``) (unit values, the neutral entry cost) and
+writes the file. The generated file is committed; the game never reads the source, which is not
+part of this repository.
 """
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ import json
 import sys
 from pathlib import Path
 
-SOURCE = Path("/work/shared/aa_classic/classic_summary.json")
 TARGET = Path(__file__).with_name("classic_map.json")
 
 POWERS = {"Russians": ("RU", "Russia"), "Germans": ("GE", "Germany"), "British": ("UK", "United Kingdom"),
@@ -83,7 +83,10 @@ def dumps(document: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    source = Path(argv[0]) if argv else SOURCE
+    if len(argv) != 1:
+        print("usage: python -m arbiter.games.aachess.make_map PATH/TO/classic_summary.json", file=sys.stderr)
+        return 2
+    source = Path(argv[0])
     document = convert(json.loads(source.read_text()))
     TARGET.write_text(dumps(document))
     print(f"wrote {TARGET} ({len(document['spaces'])} spaces, "

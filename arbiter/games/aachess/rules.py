@@ -1,6 +1,6 @@
 """A&A Chess: diceless Axis & Allies (classic board) for 2-5 seats.
 
-Rules: ``/work/shared/rules/aa-chess.md``; notation, options, seats and project rules:
+Rules: ``docs/games/aachess.md``; notation, options, seats and project rules:
 ``docs/games/aachess.md``. Combat arithmetic lives in ``combat.py``, the map in ``board.py``.
 
 Flow. Each round every power (Russia, Germany, United Kingdom, Japan, United States) takes a

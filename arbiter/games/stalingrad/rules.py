@@ -1,6 +1,6 @@
 """Stalingrad factory street fight: a solitaire game whose Soviets are run by the referee's dice.
 
-Rules: ``/work/shared/rules/stalingrad.md``; notation, options and rule choices:
+Rules: ``docs/games/stalingrad.md``; notation, options and rule choices:
 ``docs/games/stalingrad.md``. One seat (0, the German player). The map and counters come from an
 ``Edition`` (``edition.py``): the project's own by default, or a user's file (option
 ``map_file``).
