@@ -121,7 +121,12 @@ def storage_exit(store: ResultsStore, code: int) -> int:
     return code
 
 
-def _prepare(args: argparse.Namespace) -> tuple[ResultsStore | None, int]:
+def _prepare(args: argparse.Namespace, configs) -> tuple[ResultsStore | None, int]:
+    """The results store, once the engines' configuration is known to be usable here; or the exit
+    code that says why not."""
+    if missing := _sandbox_missing(configs):
+        console.print(f"[red]error:[/] {escape(missing)}")
+        return None, EXIT_ENGINE
     try:
         return open_store(args), EXIT_OK
     except KeyFileError as exc:
@@ -146,10 +151,7 @@ def cmd_match(args: argparse.Namespace) -> int:
     except (OptionError, ValueError) as exc:
         console.print(f"[red]error:[/] {exc}")
         return EXIT_USAGE
-    if missing := _sandbox_missing(configs):
-        console.print(f"[red]error:[/] {escape(missing)}")
-        return EXIT_ENGINE
-    store, code = _prepare(args)
+    store, code = _prepare(args, configs)
     if store is None:
         return code
     status = {"text": ""}
@@ -413,11 +415,8 @@ def cmd_coop(args: argparse.Namespace) -> int:
     except (OptionError, ValueError) as exc:
         console.print(f"[red]error:[/] {exc}")
         return EXIT_USAGE
-    if missing := _sandbox_missing(configs):
-        console.print(f"[red]error:[/] {escape(missing)}")
-        return EXIT_ENGINE
     master = master or os.urandom(16)
-    store, code = _prepare(args)
+    store, code = _prepare(args, configs)
     if store is None:
         return code
     console.print(f"coop series: {game.name} {game.options}, {configs[0].name} + {configs[1].name}, "
@@ -526,11 +525,8 @@ def cmd_solo(args: argparse.Namespace) -> int:
     except (OptionError, ValueError) as exc:
         console.print(f"[red]error:[/] {exc}")
         return EXIT_USAGE
-    if missing := _sandbox_missing(configs):
-        console.print(f"[red]error:[/] {escape(missing)}")
-        return EXIT_ENGINE
     master = master or os.urandom(16)
-    store, code = _prepare(args)
+    store, code = _prepare(args, configs)
     if store is None:
         return code
     console.print(f"solo suite: {game.name}, {args.count} seeds, tc {tc.text}, master seed from {source} "

@@ -303,11 +303,6 @@ def bwrap_argv(argv: list[str], *, work_dir: Path, endpoint_dir: Path | None, cw
     return cmd + argv
 
 
-def describe_unavailable() -> str:
-    s = support()
-    return s.problem or "the sandbox is unavailable"
-
-
 def warn_once(message: str) -> None:
     """Say loudly, once per referee process, that engines run without a sandbox."""
     if message not in _warned:

@@ -186,20 +186,10 @@ class EngineSession:
             raise EngineFault(EndReason.PROTOCOL_ERROR,
                               f"engine does not play {game} (it plays {', '.join(msg.games)})")
         self.hello = msg
-        self.connection_sealed()
         self._send(Welcome(referee="arbiter"))
-        self._rest()
-
-    def connection_sealed(self) -> None:
-        """Once the engine is in, nobody else may connect to its socket."""
-        seal = getattr(self.connection, "seal", None)
-        if seal is not None and self.process is not None:
-            seal()
+        self.rest()
 
     def rest(self) -> None:
-        self._rest()
-
-    def _rest(self) -> None:
         """Between its decisions an engine that may not ponder is frozen, whole tree at once."""
         if self.process is not None and not self.config.ponder:
             self.process.freeze(True)
@@ -364,7 +354,7 @@ class EngineSession:
             return self._receive(time.monotonic() + timeout, what)
         finally:
             self.pending = None
-            self._rest()
+            self.rest()
 
 
 @dataclass
