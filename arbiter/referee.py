@@ -73,6 +73,8 @@ class Referee:
         self.seq = 0
         self.state = game.new_initial_state()
         self.seen_events = [0] * len(engines)
+        self._unrested: list[int] = []
+        """Seats that answered the last step and are not frozen yet (see ``_rest_earlier_deciders``)."""
         self.record = GameRecord(
             game_id=self.game_id, match_id=match_id, game_number=game_number, game=game.name,
             options=dict(game.options), players=players or [e.name for e in engines],
@@ -116,6 +118,7 @@ class Referee:
         self.record.rolls = list(self.dice.rolls)
         self.record.dice_seed = self.dice.seed.hex()
         self.record.dropped_messages = sum(e.dropped for e in self.engines if e is not None)
+        self._rest_earlier_deciders()
         self._announce_result()
         return self.record
 
@@ -164,9 +167,10 @@ class Referee:
                 sent[seat] = self.engines[seat].ask(request)
             except EngineFault as fault:
                 raise _Forfeit(seat, fault.reason, fault.detail) from None
-        replies = self._collect(sent)
-        for seat in seats:
-            self.engines[seat].rest()
+        resting_since = time.monotonic() if self._unrested else None
+        self._rest_earlier_deciders(keep=seats)
+        replies = self._collect(sent, resting_since)
+        self._unrested = list(seats)
         moves: dict[int, str] = {}
         for seat in seats:
             reply, elapsed = replies[seat]
@@ -194,8 +198,20 @@ class Referee:
                             clock_ms=self.clocks[seat].remaining_ms(), info=info, info_truncated=truncated,
                             offturn_cpu_ms=engine.offturn_cpu_ms))
 
-    def _collect(self, sent: dict[int, float]) -> dict[int, tuple[Reply, float]]:
-        """Wait for every seat's reply; forfeit the first seat that overruns or misbehaves."""
+    def _rest_earlier_deciders(self, keep: list[int] = ()) -> None:
+        """Freeze the engines that answered the previous step, except those asked again. Done
+        only once the next requests are out, so freezing is off the path between a reply and
+        the next request (the engine runs a few microseconds longer; nobody is waiting on it)."""
+        for seat in self._unrested:
+            if seat not in keep:
+                self.engines[seat].rest()
+        self._unrested = []
+
+    def _collect(self, sent: dict[int, float], busy_since: float | None = None) -> dict[int, tuple[Reply, float]]:
+        """Wait for every seat's reply; forfeit the first seat that overruns or misbehaves.
+        ``busy_since``: the referee was busy with other work (freezing) from then until now; a
+        reply found waiting at the first look is taken to have come then (never charge the
+        referee's own time to an engine)."""
         deadlines = {}
         for seat, t0 in sent.items():
             allowance = self.clocks[seat].allowance()
@@ -205,14 +221,18 @@ class Referee:
         while waiting:
             now = time.monotonic()
             for seat in sorted(waiting):
-                if now >= deadlines[seat]:
+                if now >= deadlines[seat] and busy_since is None:  # look once before judging
                     reason = EndReason.STALL if self.clocks[seat].allowance() is None else EndReason.TIME
                     raise _Forfeit(seat, reason, f"no reply within {(deadlines[seat] - sent[seat]) * 1000:.0f} ms "
                                                  f"(allowance + {self.margin * 1000:.0f} ms margin)")
             timeout_ms = max(0, min(50, int((min(deadlines[s] for s in waiting) - now) * 1000) + 1))
+            if busy_since is not None:
+                timeout_ms = 0
             seats = sorted(waiting)
             ready = {seats[i] for i in wait_any([self.engines[s] for s in seats], timeout_ms)}
             arrived = time.monotonic()  # the replies were there; reading them and freezing is the referee's time
+            if busy_since is not None:
+                arrived, busy_since = busy_since, None
             for seat in seats:
                 engine = self.engines[seat]
                 try:

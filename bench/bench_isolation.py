@@ -174,50 +174,13 @@ def timed_freeze(samples: dict[str, list[float]], accounting: list[bool]):
 
 
 REF_VARIANTS = {
-    # name: (sandbox, ponder, ponder CPU accounting, ControlGroup.pids through pread: a what-if)
-    "sandbox+freeze": ("auto", False, True, False),
-    "none+ponder": ("none", True, True, False),
-    "sandbox+ponder": ("auto", True, True, False),
-    "sandbox only": ("auto", True, False, False),
-    "bare": ("none", True, False, False),
-    "what-if: pread": ("auto", False, True, True),
+    # name: (sandbox, ponder, ponder CPU accounting)
+    "sandbox+freeze": ("auto", False, True),
+    "none+ponder": ("none", True, True),
+    "sandbox+ponder": ("auto", True, True),
+    "sandbox only": ("auto", True, False),
+    "bare": ("none", True, False),
 }
-
-
-@contextmanager
-def pread_pids(on: bool):
-    """What-if (bench only, product code untouched): ControlGroup.pids re-reads one kept-open
-    ``cgroup.procs`` descriptor with pread instead of Path.read_text each time."""
-    from arbiter.hosting.sandbox import ControlGroup
-
-    if not on:
-        yield
-        return
-    orig_pids, orig_remove = ControlGroup.pids, ControlGroup.remove
-
-    def pids(self):
-        fd = self.__dict__.get("_procs_fd")
-        if fd == -1:
-            return orig_pids(self)
-        try:
-            if fd is None:
-                fd = self._procs_fd = os.open(self.dirs["pids"] / "cgroup.procs", os.O_RDONLY)
-            return [int(p) for p in os.pread(fd, 1 << 16, 0).split()]
-        except (OSError, ValueError):
-            return []
-
-    def remove(self):
-        fd = self.__dict__.get("_procs_fd")
-        self._procs_fd = -1
-        if fd not in (None, -1):
-            os.close(fd)
-        orig_remove(self)
-
-    ControlGroup.pids, ControlGroup.remove = pids, remove
-    try:
-        yield
-    finally:
-        ControlGroup.pids, ControlGroup.remove = orig_pids, orig_remove
 
 
 def part_referee(size: dict) -> dict:
@@ -231,13 +194,12 @@ def part_referee(size: dict) -> dict:
         for r in range(size["ref_rounds"]):
             order = list(REF_VARIANTS.items())
             order = order if r % 2 == 0 else order[::-1]
-            for name, (sandbox, ponder, accounting, fast) in order:
+            for name, (sandbox, ponder, accounting) in order:
                 cfgs = tuple(cfg(RANDOM_ENGINE + ["--seed", str(i + 2 * r)], n, sandbox=sandbox, ponder=ponder)
                              for i, n in enumerate("AB"))
                 match = Match(game, cfgs, tc, MatchFormat.parse(f"games={size['ref_games']}"), run_dir=Path(d),
                               seed=f"iso{r}".encode())
-                with timed_freeze(fz[name], [accounting]), pread_pids(fast), \
-                        instrumented_referee() as (timeline, _games):
+                with timed_freeze(fz[name], [accounting]), instrumented_referee() as (timeline, _games):
                     result = match.play()
                 bad = [rec.reason for rec in result.records if rec.reason != "normal"]
                 if bad:
@@ -266,14 +228,16 @@ def part_referee(size: dict) -> dict:
     print(f"sandbox+freeze minus bare (unsandboxed, nothing per decision): {d_bare:+.1f} us median (target <= +15 us: "
           f"{verdict(d_bare <= 15)}); the sandbox alone (no freezing, no accounting): {d_sandbox:+.1f} us; "
           f"sandbox+freeze minus none+ponder: {d_off:+.1f} us (none+ponder pays psutil CPU accounting instead)")
-    print("  per decision = start of reading the reply -> end of sending the next request; it contains one freeze "
-          "(after the reply) and one thaw (before the request) of the deciding engine when not pondering, and "
-          "two cpu_seconds() calls when pondering (psutil tree walk without a control group, cpuacct file with one)")
-    d_pread = out["what-if: pread"]["median_us"] - out["bare"]["median_us"]
-    print(f"what-if (bench-only patch): ControlGroup.pids via pread on a kept descriptor: sandbox+freeze minus bare "
-          f"{d_pread:+.1f} us median")
+    print("  per decision = start of reading the reply -> end of sending the next request; it contains the thaw "
+          "of the engine asked next when not pondering (the engine that answered is frozen after the next request "
+          "is out, off this path: the freeze column), and two cpu_seconds() calls when pondering (psutil tree walk "
+          "without a control group, cpuacct file with one)")
+    sf = out["sandbox+freeze"]
+    work = d_bare + (sf["freeze_us"] or 0)
+    print(f"referee work per decision with freezing, on and off the path: {work:+.1f} us over bare "
+          f"(the difference above plus one freeze)")
     out.update(delta_vs_none_ponder_us=d_off, delta_vs_bare_us=d_bare, delta_sandbox_only_us=d_sandbox,
-               delta_pread_us=d_pread)
+               referee_work_delta_us=work)
     out["freeze_loop"] = freeze_loop(size["freeze_cycles"])
     return out
 
@@ -342,8 +306,8 @@ def freeze_loop(cycles: int) -> dict:
           f"(p90 {out['freeze_p90_us']:.1f}), thaw median {out['thaw_us']:.1f} us (p90 {out['thaw_p90_us']:.1f}); "
           f"the engine has {npids} processes in its control group")
     if reads:
-        print(f"  of which: one read of cgroup.procs {out['read_procs_us']:.1f} us (each freeze/thaw reads it twice: "
-              f"once to signal, once to see that no process appeared), one kill() {out['kill_us']:.1f} us per process")
+        print(f"  of which: one read of cgroup.procs {out['read_procs_us']:.1f} us (a freeze reads it twice: "
+              f"once to signal, once to see that no process appeared; a thaw signals the processes it stopped), one kill() {out['kill_us']:.1f} us per process")
         print("  for reference, per call: " + ", ".join(f"{k} {v:.1f} us" for k, v in out["alternatives_us"].items())
               + " (killpg: one signal to the engine's process group)")
     return out

@@ -81,7 +81,8 @@ class Session(Protocol):
 
     def rest(self) -> None:
         """The decision is over: stop the player until it is asked again (unless it may ponder).
-        Called once every reply of a step is in, so freezing one never delays reading another."""
+        The referee calls it once the next step's requests are out (or the game is over), so
+        freezing is never between a reply and the next request."""
 
     def check_alive(self) -> None:
         """Raise ``EngineFault`` (crash or disconnect) if the player is gone."""
