@@ -20,11 +20,11 @@ SANDBOX = sandbox_module.support().sandbox
 needs_sandbox = pytest.mark.skipif(not SANDBOX, reason=f"no sandbox here: {sandbox_module.support().problem}")
 
 
-def run_shell(tmp_path: Path, script: str, **config) -> str:
+def run_shell(tmp_path: Path, script: str, cwd: str = "/", **config) -> str:
     """Run ``/bin/sh -c script`` as an engine process (it need not speak the protocol); its log."""
     work = Path(tempfile.mkdtemp(prefix="arb-test-"))  # as the referee makes them: reachable by any uid
     log = tmp_path / "logs" / "engine.log"
-    cfg = EngineConfig(["/bin/sh", "-c", script], name="sh", cwd="/", **config)
+    cfg = EngineConfig(["/bin/sh", "-c", script], name="sh", cwd=cwd, **config)
     env = engine_environment(cfg, {"HOME": str(work)})  # what EngineSession gives an engine
     proc = EngineProcess(cfg, cfg.argv(""), env=env, token="t" * 8, log_path=log, work_dir=work)
     try:
@@ -114,6 +114,31 @@ def test_the_engine_environment_is_clean(tmp_path, monkeypatch):
     out = run_shell(tmp_path, "env")
     assert "operator-secret" not in out and "PATH=" in out
     assert "ARBITER_NAMED=passed-on" in out  # what the operator names does reach it
+
+
+@needs_sandbox
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+def test_an_engine_that_must_run_as_root_of_its_namespace_still_cannot_read_what_only_root_may(tmp_path):
+    # The engine's folder is in a 0700 folder, so no unprivileged uid can reach it and it runs as
+    # root without capabilities: root-only files in the system folders must be masked for it.
+    place = Path("/var/lib") / f"arbiter-test-{os.getpid()}"
+    place.mkdir()
+    try:
+        (place / "public").write_text("PUBLIC")
+        (place / "secret").write_text("ROOT-ONLY")
+        (place / "secret").chmod(0o600)
+        (place / "vault").mkdir(mode=0o700)
+        (place / "vault" / "key").write_text("VAULT")
+        tmp_path.chmod(0o700)
+        sandbox_module.owner_only_paths.cache_clear()
+        out = run_shell(tmp_path, f"id -u; cat {place}/public {place}/secret {place}/vault/key; echo END",
+                        cwd=str(tmp_path))
+    finally:
+        shutil.rmtree(place)
+        sandbox_module.owner_only_paths.cache_clear()
+    assert out.split()[0] == "0", out  # the fallback this test is about
+    assert "PUBLIC" in out and "END" in out
+    assert "ROOT-ONLY" not in out and "VAULT" not in out
 
 
 @needs_sandbox
