@@ -28,7 +28,7 @@ from .formats.coop import CoopGame, CoopResult, run_coop
 from .formats.match import Match, MatchFormat
 from .formats.solo import SuiteResult, compare, run_suite
 from .games import OptionError, Utility, game_class, game_names, load_game
-from .hosting import EngineConfig, Limits
+from .hosting import EngineConfig, Limits, parse_cpus
 from .hosting.sandbox import SandboxMode
 from .hosting.sandbox import support as sandbox_support
 from .records import GameRecord
@@ -146,7 +146,7 @@ def cmd_match(args: argparse.Namespace) -> int:
             raise ValueError(f"give exactly two --engine commands (got {len(args.engine)})")
         names = (args.name or []) + [None, None]
         seed, _ = read_seed(args)
-        configs = tuple(_engine_config(cmd, names[i] or f"{'AB'[i]}:{_guess_name(cmd)}", args, args.restart)
+        configs = tuple(_engine_config(cmd, names[i] or f"{'AB'[i]}:{_guess_name(cmd)}", args, args.restart, i)
                         for i, cmd in enumerate(args.engine))
     except (OptionError, ValueError) as exc:
         console.print(f"[red]error:[/] {exc}")
@@ -201,12 +201,17 @@ def cmd_match(args: argparse.Namespace) -> int:
     return storage_exit(store, EXIT_ENGINE if not_started and len(not_started) == len(result.records) else EXIT_OK)
 
 
-def _engine_config(command: str, name: str, args: argparse.Namespace, restart: bool = False):
+def _engine_config(command: str, name: str, args: argparse.Namespace, restart: bool = False, index: int = 0):
     """An engine command line, or ``tcp://HOST:PORT`` to wait there for a remote engine; the
-    hosting options (sandbox, limits, pondering) from ``args``."""
+    hosting options (sandbox, limits, pondering, the index-th ``--cpus``) from ``args``."""
     if command.startswith(("tcp://", "ipc://")):
         return EngineConfig(command=None, endpoint=command, name=name, handshake_timeout=300.0)
-    return EngineConfig(command=command, name=name, restart_each_game=restart, **_hosting(args))
+    cpus = getattr(args, "cpus", None) or []
+    try:
+        pinned = parse_cpus(cpus[index]) if index < len(cpus) else None
+    except ValueError as exc:
+        raise ValueError(f"--cpus {cpus[index]} (engine {index + 1}): {exc}") from None
+    return EngineConfig(command=command, name=name, restart_each_game=restart, cpus=pinned, **_hosting(args))
 
 
 def _hosting(args: argparse.Namespace) -> dict:
@@ -405,13 +410,13 @@ def cmd_coop(args: argparse.Namespace) -> int:
         names = list(args.name or []) + [None, None]
         if len(args.engine) == 1:
             base = names[0] or _guess_name(args.engine[0])
-            configs = [_engine_config(args.engine[0], f"{base}#1", args),
-                       _engine_config(args.engine[0], f"{base}#2", args)]
+            configs = [_engine_config(args.engine[0], f"{base}#1", args, index=0),
+                       _engine_config(args.engine[0], f"{base}#2", args, index=1)]
         else:
             labels = [names[i] or _guess_name(cmd) for i, cmd in enumerate(args.engine)]
             if labels[0] == labels[1]:
                 labels = [f"{labels[0]}#1", f"{labels[1]}#2"]
-            configs = [_engine_config(cmd, labels[i], args) for i, cmd in enumerate(args.engine)]
+            configs = [_engine_config(cmd, labels[i], args, index=i) for i, cmd in enumerate(args.engine)]
     except (OptionError, ValueError) as exc:
         console.print(f"[red]error:[/] {exc}")
         return EXIT_USAGE
@@ -521,7 +526,7 @@ def cmd_solo(args: argparse.Namespace) -> int:
         names += [None] * (len(args.engine) - len(names))
         names = [n or _guess_name(cmd) for n, cmd in zip(names, args.engine)]
         names = [f"{n}#{i + 1}" if names.count(n) > 1 else n for i, n in enumerate(names)]
-        configs = [_engine_config(cmd, names[i], args) for i, cmd in enumerate(args.engine)]
+        configs = [_engine_config(cmd, names[i], args, index=i) for i, cmd in enumerate(args.engine)]
     except (OptionError, ValueError) as exc:
         console.print(f"[red]error:[/] {exc}")
         return EXIT_USAGE
@@ -596,6 +601,9 @@ def _hosting_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ponder", action="store_true",
                    help="let engines think on the opponent's time (default: stopped while it is not their turn; "
                         "with --ponder the CPU they use off-turn is recorded)")
+    p.add_argument("--cpus", action="append", default=[], metavar="LIST",
+                   help="pin the engines to CPU cores, one --cpus per --engine in order (e.g. --cpus 0 --cpus 1; "
+                        "'0,2-3' for several)")
 
 
 def _seed_arguments(p: argparse.ArgumentParser) -> None:

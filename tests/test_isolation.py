@@ -3,6 +3,7 @@ caps, the sandbox modes. (Whole attacks by hostile engines: tests/test_hostile.p
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -12,7 +13,7 @@ import pytest
 
 from arbiter.hosting import EngineConfig, EngineFault, EngineSession, Limits, SandboxMode
 from arbiter.hosting import sandbox as sandbox_module
-from arbiter.hosting.process import EngineProcess, engine_environment
+from arbiter.hosting.process import EngineProcess, engine_environment, parse_cpus
 from arbiter.referee import cap_info
 from protocol.messages import EndReason, Info
 
@@ -89,6 +90,24 @@ def test_impossible_limits_are_refused_naming_the_key(values, message):
         Limits.from_mapping(values)
 
 
+def test_cpu_lists_are_parsed_and_impossible_cores_refused():
+    usable = sorted(os.sched_getaffinity(0))
+    assert parse_cpus(None) is None and parse_cpus("") is None
+    assert parse_cpus(str(usable[-1])) == (usable[-1],)
+    assert parse_cpus(f"{usable[0]}-{usable[-1]}") == tuple(usable)
+    assert parse_cpus([usable[-1], usable[0]]) == tuple(sorted({usable[0], usable[-1]}))
+    for bad, words in (("a", "expected core numbers"), ([True], "expected core numbers"),
+                       ("4096", "core(s) 4096 not available"), ("3-1", "none not available")):
+        with pytest.raises(ValueError, match=re.escape(words)):
+            parse_cpus(bad)
+
+
+def test_a_pinned_engine_runs_on_its_cores_only(tmp_path):
+    core = sorted(os.sched_getaffinity(0))[-1]
+    out = run_shell(tmp_path, "grep Cpus_allowed_list /proc/self/status", cpus=(core,))
+    assert out.split()[-1] == str(core), out
+
+
 def test_limits_from_text_and_over_a_base():
     base = Limits.from_mapping({"memory_mb": 2048})
     limits = Limits.from_mapping({"processes": "32", "log_mb": "0.5"}, base)
@@ -156,6 +175,22 @@ def test_the_cli_hides_the_key_and_the_seed_file_from_engines(tmp_path):
     args = build_parser().parse_args(["match", "--game", "einstein", "--engine", "a", "--engine", "b",
                                       "--key", str(tmp_path / "k.key"), "--seed-file", str(tmp_path / "seed")])
     assert set(_hosting(args)["hide"]) == {str((tmp_path / "k.key").resolve()), str((tmp_path / "seed").resolve())}
+
+
+def test_the_cli_pins_each_engine_to_its_cores_and_names_a_bad_list(tmp_path):
+    import subprocess
+
+    from arbiter.cli import _engine_config, build_parser
+
+    args = build_parser().parse_args(["match", "--game", "einstein", "--engine", "a", "--engine", "b",
+                                      "--cpus", "0", "--cpus", "0-1"])
+    assert _engine_config("a", "A", args, index=0).cpus == (0,)
+    assert _engine_config("b", "B", args, index=1).cpus == tuple(sorted({0, 1} & os.sched_getaffinity(0)))
+    run = subprocess.run([sys.executable, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", "a",
+                          "--engine", "b", "--cpus", "0", "--cpus", "4096", "--db", str(tmp_path / "r.sqlite")],
+                         capture_output=True, text=True)
+    assert run.returncode == 2 and "--cpus 4096 (engine 2)" in run.stdout + run.stderr, run
+    assert not (tmp_path / "r.sqlite").exists()
 
 
 @needs_sandbox

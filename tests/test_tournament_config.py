@@ -71,6 +71,9 @@ def test_good_file_loads():
     assert argv[0] == sys.executable and argv[-2:] == ["--name", "x"]
     assert cfg.engines[1].restart and not cfg.engines[0].restart
     assert cfg.engines[2].env == {"FOO": "1"}
+    assert cfg.engines[0].cpus is None
+    pinned = parse_config(GOOD.replace("restart = true", 'cpus = "0"'), "t.toml").engines[1]
+    assert pinned.cpus == (0,) and pinned.engine_config().cpus == (0,)
     assert cfg.sprt.elo1 == 50 and cfg.sprt_given
     assert cfg.output == Path("runs/Test-event.sqlite")
     assert cfg.fingerprint() == parse_config(GOOD.replace("seed = 42", "seed = 43"), "t.toml").fingerprint()
@@ -98,6 +101,8 @@ def test_example_olympiad_file_is_valid():
     ('options = { name = "x" }', 'options = { name = ["x"] }', "options = {", "engines[0].options.name", "option"),
     ('env = { FOO = "1" }', 'env = { FOO = true }', "env", "engines[2].env.FOO", "environment"),
     ('duplicate_dice = true', 'duplicate_dice = 1', "duplicate_dice", "duplicate_dice", "true or false"),
+    ('restart = true', 'cpus = "x"', 'cpus = "x"', "engines[1].cpus", "expected core numbers"),
+    ('restart = true', 'cpus = [4096]', 'cpus = [4096]', "engines[1].cpus", "core(s) 4096 not available"),
     ('game = "einstein"', 'game = "chess960"', "game =", "game", "unknown game"),
 ])
 def test_errors_name_the_key_and_the_line(old, new, needle, key, words):

@@ -20,7 +20,7 @@ from typing import Any
 from arbiter.clock import DEFAULT_MARGIN_MS, parse_time_control
 from arbiter.formats.match import MatchFormat
 from arbiter.games import Game, OptionError, Utility, load_game
-from arbiter.hosting import EngineConfig, Limits, SandboxMode
+from arbiter.hosting import EngineConfig, Limits, SandboxMode, parse_cpus
 from protocol.messages import TimeControl
 
 from .tomlpos import dotted, key_lines
@@ -69,6 +69,7 @@ ENGINE_KEYS = {
     "ready_timeout": "seconds to wait for ready",
     "sandbox": "auto | required | none",
     "ponder": "may it think on the opponent's time",
+    "cpus": "pin it to CPU cores: \"1\", \"0,2-3\" or [0, 2] (keep engines on disjoint cores)",
     "limits": "table: memory_mb, processes, open_files, log_mb, info_chars, disk_mb (over the event's defaults)",
 }
 SPRT_KEYS = {"elo0": "", "elo1": "", "alpha": "", "beta": ""}
@@ -91,6 +92,7 @@ class EngineSpec:
     sandbox: SandboxMode = SandboxMode.AUTO
     ponder: bool = False
     limits: Limits = field(default_factory=Limits)
+    cpus: tuple[int, ...] | None = None
 
     def argv(self) -> list[str]:
         out = [sys.executable if p == "{python}" else p.replace("{python}", sys.executable) for p in self.command]
@@ -107,7 +109,7 @@ class EngineSpec:
         return EngineConfig(command=self.argv(), name=self.name, cwd=self.cwd, env=dict(self.env),
                             restart_each_game=self.restart, handshake_timeout=self.handshake_timeout,
                             ready_timeout=self.ready_timeout, hide=hide, sandbox=self.sandbox, ponder=self.ponder,
-                            limits=self.limits)
+                            limits=self.limits, cpus=self.cpus)
 
 
 @dataclass
@@ -229,6 +231,13 @@ def _sandbox(c: "_Checker", table: dict, path: tuple, default: SandboxMode = San
     except ValueError:
         raise c.error(path + ("sandbox",), f"expected one of {', '.join(m.value for m in SandboxMode)}, "
                                            f"got {value!r}") from None
+
+
+def _cpus(c: "_Checker", table: dict, path: tuple) -> tuple[int, ...] | None:
+    try:
+        return parse_cpus(table.get("cpus"))
+    except ValueError as exc:
+        raise c.error(path + ("cpus",), str(exc)) from None
 
 
 def _limits(c: "_Checker", table: dict, path: tuple, base: Limits) -> Limits:
@@ -443,7 +452,7 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
             handshake_timeout=float(c.get(e, "handshake_timeout", p, (int, float), 10.0)),
             ready_timeout=float(c.get(e, "ready_timeout", p, (int, float), 10.0)),
             sandbox=_sandbox(c, e, p, default_sandbox), ponder=c.get(e, "ponder", p, bool, default_ponder),
-            limits=_limits(c, e, p, default_limits)))
+            limits=_limits(c, e, p, default_limits), cpus=_cpus(c, e, p)))
 
     n = len(engines)
     need = {"solo": 1, "team": 1 if self_pairs else 2, "match": 2, "table": num_seats}[kind]

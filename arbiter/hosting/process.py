@@ -89,6 +89,33 @@ class Limits:
         return limits
 
 
+def parse_cpus(value: object) -> tuple[int, ...] | None:
+    """CPU cores to pin an engine to, from ``"1"``, ``"0,2-3"`` or ``[0, 2, 3]`` (None: no
+    pinning); ``ValueError`` naming the value when it is malformed or names a core this
+    process may not use. Pinning keeps engines apart (fastchess's ``-use-affinity``); it is
+    not a limit an engine cannot lift (freezing is what stops off-turn use)."""
+    if value is None or value == "" or value == []:
+        return None
+    cores: list[int] = []
+    try:
+        if isinstance(value, str):
+            for part in value.split(","):
+                lo, _, hi = part.strip().partition("-")
+                cores += range(int(lo), int(hi or lo) + 1)
+        elif isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            cores = list(value)
+        else:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"cpus = {value!r}: expected core numbers like \"1\", \"0,2-3\" or [0, 2]") from None
+    usable = os.sched_getaffinity(0)
+    bad = sorted(set(cores) - usable)
+    if bad or not cores:
+        raise ValueError(f"cpus = {value!r}: core(s) {', '.join(map(str, bad)) or 'none'} not available here "
+                         f"(usable: {', '.join(map(str, sorted(usable)))})")
+    return tuple(sorted(set(cores)))
+
+
 @dataclass
 class EngineConfig:
     """How to start (or reach) one engine."""
