@@ -90,6 +90,27 @@ def test_olympiad_match_is_played_recorded_and_verifiable(tmp_path):
     assert [r.game_id for r in load_records(tmp_path / "results.sqlite")] == [r.game_id for r in result.records]
 
 
+def test_between_games_only_an_engine_quiet_for_a_while_is_pinged(tmp_path, monkeypatch):
+    from arbiter.hosting import session as session_module
+
+    pings = []
+    orig = EngineSession._request
+
+    def counting(self, message, timeout, what):
+        if what == "pong":
+            pings.append(self.name)
+        return orig(self, message, timeout, what)
+
+    monkeypatch.setattr(EngineSession, "_request", counting)
+    result = run_match(tmp_path, RANDOM + " --seed 1", RANDOM + " --seed 2", tc="180", fmt="games=3")
+    assert [r.reason for r in result.records] == ["normal"] * 3
+    assert pings == []  # both had just answered: no round trip before games 2 and 3
+    monkeypatch.setattr(session_module, "RECENT_ANSWER", 0.0)
+    result = run_match(tmp_path, RANDOM + " --seed 1", RANDOM + " --seed 2", tc="180", fmt="games=3", match_id="m2")
+    assert [r.reason for r in result.records] == ["normal"] * 3
+    assert sorted(pings) == ["A", "A", "B", "B"]  # quiet too long (here: at all): pinged before games 2 and 3
+
+
 def test_tampered_record_fails_verification(tmp_path):
     result = run_match(tmp_path, RANDOM, RANDOM)
     record = result.records[0]

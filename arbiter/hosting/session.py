@@ -36,6 +36,9 @@ _POLL_SLICE_MS = 50
 """How often a wait checks whether the engine is still alive."""
 _READ_BURST = 64
 """At most this many waiting messages are read in one go, so a flood cannot starve the watchdog."""
+RECENT_ANSWER = 1.0
+"""Seconds: an engine that answered a request this recently needs no ping before its next game
+(a ping round trip cost 13 % of a fast match)."""
 
 
 class EngineFault(Exception):
@@ -91,7 +94,8 @@ class Session(Protocol):
         """Send a message that needs no answer (``game_over``); never raises."""
 
     def ping(self) -> None:
-        """Check the player still answers between games; raise ``EngineFault``."""
+        """Check the player still answers between games (an engine that answered a request
+        within ``RECENT_ANSWER`` seconds and still runs counts as answering); raise ``EngineFault``."""
 
     def request_quit(self) -> None: ...
 
@@ -116,6 +120,8 @@ class EngineSession:
         self.dropped = 0
         self._quit_sent = False
         self._pings = 0
+        self._answered_at = float("-inf")
+        """When it last answered a request (monotonic): ``ping`` trusts a recent answer."""
         self.work_dir: Path | None = None
         self.offturn_cpu_ms: float | None = None
         """CPU time the engine used since its previous reply (measured when it may ponder)."""
@@ -228,6 +234,9 @@ class EngineSession:
             self.process.kill_group_now()
 
     def ping(self, timeout: float = 5.0) -> None:
+        if time.monotonic() - self._answered_at < RECENT_ANSWER and self.alive() and self.connection is not None \
+                and not self.connection.disconnected:
+            return  # it has just answered a request: no round trip needed between two games
         self._pings += 1
         answer = self._request(Ping(seq=self._pings), timeout, "pong")
         if not isinstance(answer, Pong):
@@ -257,6 +266,7 @@ class EngineSession:
             if not isinstance(msg, Reply):
                 raise EngineFault(EndReason.PROTOCOL_ERROR, f"expected reply, got {_tag(msg)}")
             self.pending = None
+            self._answered_at = time.monotonic()
             if self.config.ponder and self.process is not None:
                 self._cpu_at_reply = self.process.cpu_seconds()
             return msg
@@ -352,7 +362,9 @@ class EngineSession:
         self.pending = (message.game_id, message.seq)
         self._send(message)
         try:
-            return self._receive(time.monotonic() + timeout, what)
+            answer = self._receive(time.monotonic() + timeout, what)
+            self._answered_at = time.monotonic()
+            return answer
         finally:
             self.pending = None
             self.rest()
