@@ -118,7 +118,10 @@ class Referee:
         self.record.rolls = list(self.dice.rolls)
         self.record.dice_seed = self.dice.seed.hex()
         self.record.dropped_messages = sum(e.dropped for e in self.engines if e is not None)
-        self._rest_earlier_deciders()
+        self._unrested = []
+        for engine in self.engines:  # between games every engine that may not ponder is stopped
+            if engine is not None:
+                engine.rest()
         self._announce_result()
         return self.record
 
@@ -199,12 +202,12 @@ class Referee:
                             offturn_cpu_ms=engine.offturn_cpu_ms))
 
     def _rest_earlier_deciders(self, keep: list[int] = ()) -> None:
-        """Freeze the engines that answered the previous step, except those asked again. Done
-        only once the next requests are out, so freezing is off the path between a reply and
-        the next request (the engine runs a few microseconds longer; nobody is waiting on it)."""
+        """Rest the engines that answered the previous step, except those asked again (see
+        ``Session.rest``). Done only once the next requests are out, so freezing is off the path
+        between a reply and the next request (the engine runs a few microseconds longer)."""
         for seat in self._unrested:
             if seat not in keep:
-                self.engines[seat].rest()
+                self.engines[seat].rest(watch=True)
         self._unrested = []
 
     def _collect(self, sent: dict[int, float], busy_since: float | None = None) -> dict[int, tuple[Reply, float]]:
@@ -231,6 +234,10 @@ class Referee:
             seats = sorted(waiting)
             ready = {seats[i] for i in wait_any([self.engines[s] for s in seats], timeout_ms)}
             arrived = time.monotonic()  # the replies were there; reading them and freezing is the referee's time
+            if not ready and timeout_ms:  # a long think: are the others idle, as they should be?
+                for other, engine in enumerate(self.engines):
+                    if other not in sent and engine is not None:
+                        engine.watch()
             if busy_since is not None:
                 arrived, busy_since = busy_since, None
             for seat in seats:

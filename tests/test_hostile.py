@@ -421,6 +421,45 @@ def test_busy_threads_are_frozen_off_turn(tmp_path):
     assert cpu < 0.4 * wall, (cpu, wall)
 
 
+@needs_cgroup
+def test_an_engine_seen_pondering_is_frozen_between_its_moves_from_then_on(tmp_path):
+    """Between moves an engine is only watched (its control group's CPU counter) until it uses
+    the CPU off-turn; then it is frozen after every reply. The records show the one off-turn
+    period it got before it was caught, and nothing much after."""
+    result = run_match(tmp_path, hostile_cmd("busy"), slow(0.15), fmt="games=1")
+    record = result.records[0]
+    assert record.reason == "normal", record.detail
+    seat = record.players.index("H")
+    offturn = [e.offturn_cpu_ms for e in record.events if e.seat == seat and e.offturn_cpu_ms is not None]
+    assert len(offturn) >= 5, offturn
+    assert max(offturn[:2]) > 5, offturn  # caught using the CPU in its first off-turn period(s)
+    later = sorted(offturn[2:])
+    assert later[len(later) // 2] < 5, offturn  # frozen from then on
+
+
+@needs_cgroup
+def test_an_honest_engine_is_not_stopped_and_resumed_on_every_move(tmp_path, monkeypatch):
+    """Freezing idle processes costs the referee a signal round per process per move; an engine
+    that stays idle off-turn is only frozen between games."""
+    from arbiter.hosting.process import EngineProcess
+
+    changes = []
+    orig = EngineProcess.freeze
+
+    def counting(self, frozen):
+        if frozen != self._frozen:
+            changes.append(frozen)
+        orig(self, frozen)
+
+    monkeypatch.setattr(EngineProcess, "freeze", counting)
+    result = run_match(tmp_path, RANDOM, RANDOM, fmt="games=2")
+    moves = sum(1 for r in result.records for e in r.events if e.seat >= 0)
+    assert all(r.reason == "normal" for r in result.records) and moves > 30
+    assert all(e.offturn_cpu_ms is not None for r in result.records for e in r.events
+               if e.seat >= 0 and e.kind == "play"), "off-turn CPU is recorded for watched engines"
+    assert changes.count(True) <= 2 * 3 * 2, changes  # per engine: after hello, after ready, at the end
+
+
 @hostile
 def test_busy_threads_when_pondering_is_allowed_are_measured(tmp_path):
     """The control for the test above: with ponder=true the same threads do burn off-turn CPU

@@ -160,6 +160,7 @@ class ControlGroup:
         self._stopped: list[int] = []
         """v1: the processes ``freeze`` stopped, in order; ``freeze(False)`` resumes exactly these."""
         self._procs_fd = os.open(self.dirs["pids"] / "cgroup.procs", os.O_RDONLY)
+        self._cpu_fd = os.open(self.dirs["cpuacct"] / ("cpuacct.usage" if kind == "v1" else "cpu.stat"), os.O_RDONLY)
         """Kept open: freezing reads it twice per decision, and pread is ~15x cheaper than opening."""
 
     def _write(self, controller: str, name: str, value: str, optional: bool = False) -> None:
@@ -205,11 +206,13 @@ class ControlGroup:
                 self._stopped.append(pid)
 
     def cpu_seconds(self) -> float:
-        """CPU time used by everything the engine ever ran in this group."""
+        """CPU time used by everything the engine ever ran in this group (read twice per move:
+        through a kept descriptor)."""
         try:
+            data = os.pread(self._cpu_fd, 4096, 0)
             if self.kind == "v1":
-                return int((self.dirs["cpuacct"] / "cpuacct.usage").read_text()) / 1e9
-            for line in (self.dirs["cpuacct"] / "cpu.stat").read_text().splitlines():
+                return int(data) / 1e9
+            for line in data.decode().splitlines():
                 if line.startswith("usage_usec"):
                     return int(line.split()[1]) / 1e6
         except (OSError, ValueError):
@@ -252,10 +255,11 @@ class ControlGroup:
                 except OSError:
                     pass
             time.sleep(0.01)
-        try:
-            os.close(self._procs_fd)
-        except OSError:
-            pass
+        for fd in (self._procs_fd, self._cpu_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
         for d in set(self.dirs.values()):
             try:
                 d.rmdir()

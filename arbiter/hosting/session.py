@@ -36,6 +36,9 @@ _POLL_SLICE_MS = 50
 """How often a wait checks whether the engine is still alive."""
 _READ_BURST = 64
 """At most this many waiting messages are read in one go, so a flood cannot starve the watchdog."""
+OFFTURN_SLACK = 0.005
+"""Seconds of CPU an engine that may not ponder may use between two of its moves before it is
+frozen between moves (honest engines measured: 0.5 ms at most, the work after sending a reply)."""
 RECENT_ANSWER = 1.0
 """Seconds: an engine that answered a request this recently needs no ping before its next game
 (a ping round trip cost 13 % of a fast match)."""
@@ -82,10 +85,15 @@ class Session(Protocol):
     def poll_reply(self) -> Reply | None:
         """The answer to the last ``ask`` if it has arrived; raises ``EngineFault``."""
 
-    def rest(self) -> None:
-        """The decision is over: stop the player until it is asked again (unless it may ponder).
-        The referee calls it once the next step's requests are out (or the game is over), so
-        freezing is never between a reply and the next request."""
+    def rest(self, watch: bool = False) -> None:
+        """The decision is over: the player must not use the CPU until it is asked again (unless
+        it may ponder). ``watch`` (between moves of a game): where its CPU use can be read
+        cheaply, only watch it and stop it once it is seen using the CPU (``OFFTURN_SLACK``);
+        otherwise stop it at once. The referee calls it once the next step's requests are out
+        (or the game is over), so it is never between a reply and the next request."""
+
+    def watch(self) -> None:
+        """While others decide: stop this resting player if it has used the CPU since it rested."""
 
     def check_alive(self) -> None:
         """Raise ``EngineFault`` (crash or disconnect) if the player is gone."""
@@ -126,6 +134,9 @@ class EngineSession:
         self.offturn_cpu_ms: float | None = None
         """CPU time the engine used since its previous reply (measured when it may ponder)."""
         self._cpu_at_reply: float | None = None
+        """CPU counter when its last reply came (or its rest began): the start of its off-turn."""
+        self.caught_pondering = False
+        """Used more than OFFTURN_SLACK of CPU while it should have been idle: frozen from then on."""
 
     @property
     def name(self) -> str:
@@ -196,9 +207,25 @@ class EngineSession:
         self._send(Welcome(referee="arbiter"))
         self.rest()
 
-    def rest(self) -> None:
-        """Between its decisions an engine that may not ponder is frozen, whole tree at once."""
-        if self.process is not None and not self.config.ponder:
+    def rest(self, watch: bool = False) -> None:
+        """An engine that may not ponder is frozen, whole tree at once, between games and, once it
+        has been seen pondering, between its moves. Before that, between moves it is only
+        watched: stopping and resuming idle processes costs the referee ~0.1 ms per move (each
+        signal wakes a process), reading its control group's CPU counter ~4 us."""
+        if self.process is None or self.config.ponder:
+            return
+        if watch and self.process.cgroup is not None and not self.caught_pondering:
+            if self._cpu_at_reply is None:
+                self._cpu_at_reply = self.process.cpu_seconds()
+            return
+        self.process.freeze(True)
+
+    def watch(self) -> None:
+        if self.process is None or self.config.ponder or self.caught_pondering or self._cpu_at_reply is None \
+                or self.process.cgroup is None:
+            return
+        if self.process.cpu_seconds() - self._cpu_at_reply > OFFTURN_SLACK:
+            self.caught_pondering = True
             self.process.freeze(True)
 
     def alive(self) -> bool:
@@ -251,9 +278,15 @@ class EngineSession:
 
     def ask(self, request: Request) -> float:
         self.pending = (request.game_id, request.seq)
-        if self.config.ponder and self.process is not None and self._cpu_at_reply is not None:
+        self.offturn_cpu_ms = None
+        if self.process is not None and self._cpu_at_reply is not None:
             now = self.process.cpu_seconds()
-            self.offturn_cpu_ms = None if now is None else round((now - self._cpu_at_reply) * 1000, 1)
+            if now is not None:
+                used = now - self._cpu_at_reply
+                self.offturn_cpu_ms = round(used * 1000, 1)
+                if used > OFFTURN_SLACK and not self.config.ponder:
+                    self.caught_pondering = True  # frozen between its moves from now on
+        self._cpu_at_reply = None
         return self._send(request)
 
     def poll_reply(self) -> Reply | None:
@@ -267,7 +300,7 @@ class EngineSession:
                 raise EngineFault(EndReason.PROTOCOL_ERROR, f"expected reply, got {_tag(msg)}")
             self.pending = None
             self._answered_at = time.monotonic()
-            if self.config.ponder and self.process is not None:
+            if self.process is not None and (self.config.ponder or self.process.cgroup is not None):
                 self._cpu_at_reply = self.process.cpu_seconds()
             return msg
         return None
@@ -360,6 +393,7 @@ class EngineSession:
     def _request(self, message: Message, timeout: float, what: str) -> Message:
         """Send a message that must be answered (same game id and seq) within ``timeout``."""
         self.pending = (message.game_id, message.seq)
+        self._cpu_at_reply = None  # off-turn CPU is counted between the moves of a game only
         self._send(message)
         try:
             answer = self._receive(time.monotonic() + timeout, what)
@@ -428,7 +462,10 @@ class InProcessSession:
         reply, self._reply = self._reply, None
         return reply
 
-    def rest(self) -> None:
+    def rest(self, watch: bool = False) -> None:
+        pass
+
+    def watch(self) -> None:
         pass
 
     def check_alive(self) -> None:
