@@ -66,3 +66,20 @@ def test_the_pattern_catches_what_it_is_for():
     for line in ("see /" + "work/notes.md", "rules in .." + "/shared/x.md", "the shared/" + "rules/ folder"):
         assert OUTSIDE.search(line)
     assert not OUTSIDE.search("docs/games/smess.md and ../docs/games/einstein.md")
+
+
+@pytest.mark.parametrize("name", game_names())
+def test_game_info_is_plain_data_and_documented(name):
+    """What ``new_game.game_info`` carries is plain msgpack data, well under the message limit,
+    and a game that sends any documents it."""
+    import msgspec
+
+    from protocol.codec import MAX_MESSAGE_SIZE
+
+    info = load_game(name).game_info()
+    assert isinstance(info, dict)
+    assert msgspec.msgpack.decode(msgspec.msgpack.encode(info)) == info
+    assert len(msgspec.msgpack.encode(info)) < MAX_MESSAGE_SIZE // 8
+    if info:
+        text = (DOCS / f"{name}.md").read_text(encoding="utf-8")
+        assert "game_info" in text and all(f"game_info.{key}" in text for key in info), name
