@@ -22,10 +22,11 @@ SKIPPED_DIRS = {".git", ".venv", "__pycache__", ".pytest_cache", "runs", "node_m
 
 
 def repository_files() -> list[Path]:
-    """The files the repository holds: git's list when this is a checkout, else every file under
-    the root outside build and cache folders."""
+    """The files the repository holds: git's tracked files when this is a checkout (not stray
+    engine logs or results a local run left behind), else every file under the root outside
+    build and cache folders."""
     if (ROOT / ".git").exists() and shutil.which("git"):
-        out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        out = subprocess.run(["git", "ls-files", "-z", "--cached"],
                              cwd=ROOT, capture_output=True, check=True).stdout
         return [ROOT / name for name in out.decode().split("\0") if name and (ROOT / name).is_file()]
     return [p for p in ROOT.rglob("*") if p.is_file() and not SKIPPED_DIRS & set(p.relative_to(ROOT).parts)
