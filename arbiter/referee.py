@@ -128,11 +128,12 @@ class Referee:
     def _start_engines(self) -> None:
         names = self.record.players
         for seat, engine in enumerate(self.engines):
+            info = self.game.game_info() if engine.hello and engine.hello.wants_game_info else None
             msg = NewGame(game_id=self.game_id, seq=self._next_seq(), game=self.game.name,
                           options=self.record.options, seat=seat, seats=names, seat_roles=self.record.seat_roles,
                           time_control=self.tc, dice_commitment=self.dice.commitment,
                           match_id=self.record.match_id, game_number=self.record.game_number,
-                          dice_stream=self.dice.stream)
+                          dice_stream=self.dice.stream, game_info=info)
             try:
                 engine.new_game(msg)
             except EngineFault as fault:

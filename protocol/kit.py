@@ -92,7 +92,8 @@ def _wait(sock: EngineSocket, idle_timeout: float, parent: int):
 
 
 def run_engine(decide: Decide, *, name: str, author: str = "", version: str = "", games: list[str] | None = None,
-               wants_legal_moves: bool = False, wants_state: bool = False, on_game_over: Callable[[GameOver, NewGame], None] | None = None,
+               wants_legal_moves: bool = False, wants_state: bool = False, wants_game_info: bool = False,
+               on_game_over: Callable[[GameOver, NewGame], None] | None = None,
                endpoint: str | None = None, idle_timeout: float = 3600.0) -> int:
     """Serve the referee until told to quit; returns a process exit code."""
     sock = EngineSocket(endpoint or endpoint_from_environment())
@@ -100,7 +101,7 @@ def run_engine(decide: Decide, *, name: str, author: str = "", version: str = ""
     try:
         sock.send(Hello(name=name, author=author, version=version, protocol_version=PROTOCOL_VERSION,
                         games=list(games or []), wants_legal_moves=wants_legal_moves, wants_state=wants_state,
-                        secret=session_secret()))
+                        wants_game_info=wants_game_info, secret=session_secret()))
         games_by_id: dict[str, NewGame] = {}
         while True:
             try:

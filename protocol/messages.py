@@ -86,6 +86,9 @@ class Hello(Message, tag="hello", kw_only=True):
     wants_state: bool = False
     """Ask the referee to attach the structured ``state`` to every decision request (the text
     ``position`` always comes; leaving ``state`` out keeps requests small and fast)."""
+    wants_game_info: bool = False
+    """Ask the referee to attach ``game_info`` to every ``new_game``: the fixed facts of the game as
+    configured that its name and options do not spell out (Smess: the arrow board)."""
     secret: str = ""
     """The seat's session secret: the text of the file named by ``ARBITER_SECRET_FILE`` (local
     engines started by the referee). A hello without the right secret is ignored, so no other
@@ -129,6 +132,9 @@ class NewGame(Message, tag="new_game", kw_only=True):
 
     game: str
     options: dict[str, Any] = {}
+    game_info: dict[str, Any] | None = None
+    """The game's fixed facts as configured (documented per game: Smess's arrow board), attached
+    when the engine set ``wants_game_info`` in ``hello``; ``{}`` when the game has none to add."""
     seat: int
     """This engine's seat (0-based). Seat 0 makes the first decision of the game."""
     seats: list[str]

@@ -70,3 +70,22 @@ def test_unreadable_file(tmp_path: Path):
     (tmp_path / "x.json").write_text("{")
     with pytest.raises(MapError, match="cannot read"):
         load_board(str(tmp_path / "x.json"))
+
+
+def test_the_rules_document_states_the_units_and_powers_of_the_map_file():
+    """docs/games/aachess.md §1 and §2 carry the unit values and the powers as tables: they are
+    the map file's."""
+    import re
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "games" / "aachess.md").read_text(encoding="utf-8")
+    data = json.loads(MAP_FILE.read_text(encoding="utf-8"))
+    units = {m[1]: m[2:] for m in re.findall(
+        r"^\| ([a-zA-Z ]+) \(`(\w+)`\) \| (\S+) \| (\S+) \| (\S+) \| (\S+) \|", doc, re.M)}
+    assert units.keys() == data["units"].keys()
+    for code, (attack, defence, move, cost) in units.items():
+        u = data["units"][code]
+        shown = [0 if v == "—" else int(v) for v in (attack, defence, move, cost)]
+        assert shown == [u["attack"], u["defence"], u["move"], u["cost"]], code
+    powers = re.findall(r"^\| [A-Za-z ]+ \(`(\w\w)`\) \| (\w+) \| ([A-Za-z ]+) \| (\d+) \|$", doc, re.M)
+    assert [(p["code"], p["alliance"], p["capital"], p["pus"]) for p in data["powers"]] \
+        == [(c, a, cap, int(pus)) for c, a, cap, pus in powers]

@@ -19,10 +19,12 @@ G = {"game_id": "m7.3", "seq": 12}
 SAMPLES: dict[type[Message], Message] = {
     m.__class__: m for m in [
         Hello(game_id="", seq=5, name="demo", author="A. Author", version="2.1", protocol_version=1,
-              games=["einstein", "smess"], wants_legal_moves=True, wants_state=True, secret="9f2c"),
+              games=["einstein", "smess"], wants_legal_moves=True, wants_state=True, wants_game_info=True,
+              secret="9f2c"),
         Welcome(seq=5, referee="arbiter 0.1.0", protocol_version=1),
         Reject(seq=5, reason="unsupported protocol_version 9; this referee speaks 1"),
-        NewGame(**G, game="einstein", options={"setup": "random", "depth": [1, 2.5, None]}, seat=1,
+        NewGame(**G, game="einstein", options={"setup": "random", "depth": [1, 2.5, None]},
+                game_info={"board": {"files": 7, "arrows": {"a1": ["N"]}}}, seat=1,
                 seats=["demo", "rival"], seat_roles=["red", "blue"],
                 time_control=TimeControl(text="60+3x10", kind="byo_yomi", base_ms=60_000, increment_ms=1,
                                          moves=2, periods=3, period_ms=10_000),

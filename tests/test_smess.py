@@ -599,3 +599,52 @@ def test_match_between_engine_subprocesses_through_the_referee(tmp_path):
         ab = record.players.index("alphabeta")
         assert all(e.info is not None for e in record.events if e.seat == ab)
     assert result.points[1] >= 1.5, [r.detail for r in result.records]
+
+
+# --- the arrow board on the wire (new_game.game_info) ----------------------------------------
+
+
+
+def test_an_engine_that_asks_gets_the_arrow_board_in_new_game_over_the_socket(tmp_path):
+    """Two engine subprocesses through the referee: the one that set ``wants_game_info`` in its
+    hello receives the board being played (here a changed layout passed inline), exactly as the
+    rules module has it; the other gets nil."""
+    import hashlib
+
+    from arbiter.clock import parse_time_control
+    from arbiter.formats.match import Match, MatchFormat
+    from arbiter.hosting import EngineConfig
+
+    data = json.loads((ROOT / "arbiter" / "games" / "smess_boards" / "smess.json").read_text())
+    data["arrows"]["d4"] = ["N", "S"]  # another layout: what arrives must follow the option
+    game = load_game("smess", board=data)
+    script = ROOT / "tests" / "engines" / "game_info_echo.py"
+    configs = (EngineConfig(f"{PY} {script} asks", name="asks", cwd=str(ROOT)),
+               EngineConfig(f"{PY} {script} silent", name="silent", cwd=str(ROOT)))
+    result = Match(game, configs, parse_time_control("10"), MatchFormat.parse("games=1"), run_dir=tmp_path).play()
+    record = result.records[0]
+    assert record.reason == "normal", record.detail
+
+    expected = {"board": {
+        "format": "smess-board/1", "name": data["name"], "files": 7, "ranks": 8,
+        "arrows": {name: list(game.board_def.arrows[sq]) for sq, name in enumerate(game.board_def.square_names)},
+        "setup": data["setup"]}}
+    assert expected == game.game_info()
+    assert load_board(expected["board"]).arrows == game.board_def.arrows
+    digest = hashlib.sha256(json.dumps(expected, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+    seats = {name: record.players.index(name) for name in ("asks", "silent")}
+    seen = {name: [json.loads(e.info.comment) for e in record.events if e.seat == seat]
+            for name, seat in seats.items()}
+    assert seen["asks"] and seen["silent"]
+    for report in seen["asks"]:
+        assert report["sample"] == {"a5": ["NE", "E", "SE"], "d4": ["N", "S"], "g4": ["SW", "W", "NW"]}
+        assert report["digest"] == digest and not report["none"]
+    assert all(report["none"] for report in seen["silent"])
+
+
+def test_game_info_is_the_documented_arrow_table_for_the_original_board():
+    board = load_game("smess").game_info()["board"]
+    assert list(board["arrows"])[:2] == ["a8", "b8"] and list(board["arrows"])[-1] == "g1"
+    for (f, rank), vectors in ref_arrows().items():
+        assert [REF_VEC[d] for d in board["arrows"][f"{REF_FILES[f]}{rank}"]] == vectors

@@ -149,3 +149,28 @@ def _to_toml(data: dict) -> str:
     for spec in data["soviet"]:
         lines += ["[[soviet]]"] + [f"{k} = {json.dumps(v)}" for k, v in spec.items()]
     return "\n".join(lines) + "\n"
+
+
+def test_the_rules_document_states_the_project_edition():
+    """docs/games/stalingrad.md carries the map and the counters as tables (a reader of the
+    repository alone can write an engine): they are the edition the game loads."""
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "games" / "stalingrad.md").read_text(encoding="utf-8")
+    ed = load_edition()
+    map_section = doc[doc.index("### Map"):doc.index("### Counters")]
+    areas = {int(m[0]): ([int(x) for x in m[1].split(",")], m[2].strip() == "yes", m[3].strip())
+             for m in re.findall(r"^\| (\d+) +\| ([\d, ]+?) +\|([^|]*)\|([^|]*)\|$", map_section, re.M)}
+    assert sorted(areas) == list(ed.areas)
+    for area, (adjacent, entry, shield) in areas.items():
+        assert tuple(adjacent) == ed.adjacent[area], area
+        assert entry == (area in ed.entry), area
+        assert shield == str(ed.shields.get(area, "—")), area
+    soviets = re.findall(r"^\| (\d) +\| (\d) +\| (\S+) +\| `(\w+)` +\|$", doc, re.M)
+    assert {code: (int(n), int(stars), None if special == "—" else special) for n, stars, special, code in soviets} \
+        == {t.code: (t.count, t.stars, t.special) for t in ed.soviet}
+    for kind, t in ed.german.items():
+        row = next(line for line in doc.splitlines() if line.startswith(f"| {t.count} (`") and f"| {kind} " in line)
+        assert f"| {t.movement} |" in row and f"{t.crosses[0]} cross" in row.split("|")[4] \
+            and f"{t.crosses[1]} cross" in row.split("|")[5], row

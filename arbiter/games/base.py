@@ -261,6 +261,13 @@ class Game(abc.ABC):
         """Derive what the (already valid) options imply: load a board, set seat roles. May raise
         ``OptionError`` for a value only loading can judge (a missing board file)."""
 
+    def game_info(self) -> dict[str, Any]:
+        """The game's fixed facts as configured that an engine cannot read from the name and the
+        options alone (a board loaded from a file), as plain data. Sent in ``new_game`` to engines
+        that ask for it, so that an engine in any language needs no Python to know the rules'
+        data; documented per game in ``docs/games/<game>.md``. Most games have none."""
+        return {}
+
     @property
     def num_seats(self) -> int:
         return len(self.seat_roles)

@@ -146,6 +146,20 @@ class SmessBoard:
         """The notation of the move ``frm`` -> ``to`` (square indices), e.g. ``c2c3``."""
         return self.square_names[frm] + self.square_names[to]
 
+    def to_data(self) -> dict[str, Any]:
+        """The board in the board-file format (what ``load_board`` reads back): name, size, the
+        arrows of every square (ranks from the last down, directions in N NE E ... NW order) and
+        the set-up. Engines get it as ``new_game.game_info["board"]``."""
+        names = self.square_names
+        order = [r * self.files + f for r in range(self.ranks - 1, -1, -1) for f in range(self.files)]
+        return {
+            "format": BOARD_FORMAT, "name": self.name, "files": self.files, "ranks": self.ranks,
+            "arrows": {names[sq]: list(self.arrows[sq]) for sq in order},
+            "setup": {colour: {kind: [names[sq] for sq in range(self.size) if self.start[sq] == sign * code]
+                               for kind, code in _KIND_KEYS.items()}
+                      for colour, sign in (("blue", 1), ("red", -1))},
+        }
+
     # --- validation helpers ------------------------------------------------------------------
 
     def _dimension(self, value: Any, key: str, top: int) -> int:
@@ -822,6 +836,11 @@ class SmessGame(Game):
             raise OptionError(f"smess: option board: {exc}") from None
         self.no_capture_plies: int = o.no_capture_plies
         self.repetitions: int = o.repetitions
+
+    def game_info(self) -> dict[str, Any]:
+        """``{"board": ...}``: the arrow board being played (whatever the ``board`` option names),
+        so that an engine knows every square's arrows without reading this module."""
+        return {"board": self.board_def.to_data()}
 
     @property
     def seat_colours(self) -> tuple[str, str]:
