@@ -62,7 +62,7 @@ class Session(Protocol):
     """Late or stray answers recognised by game id / seq and dropped."""
     limits: Limits
     offturn_cpu_ms: float | None
-    """CPU time used since the previous reply (engines allowed to ponder), for the record."""
+    """CPU time used while it waited for this request (engines that ponder or are watched), for the record."""
 
     @property
     def reusable(self) -> bool:
@@ -133,8 +133,9 @@ class EngineSession:
         self.work_dir: Path | None = None
         self.offturn_cpu_ms: float | None = None
         """CPU time the engine used since its previous reply (measured when it may ponder)."""
-        self._cpu_at_reply: float | None = None
-        """CPU counter when its last reply came (or its rest began): the start of its off-turn."""
+        self._cpu_at_rest: float | None = None
+        """Its CPU counter when its rest began (``rest``, just after the next requests went out):
+        the start of its off-turn."""
         self.caught_pondering = False
         """Used more than OFFTURN_SLACK of CPU while it should have been idle: frozen from then on."""
 
@@ -212,19 +213,20 @@ class EngineSession:
         has been seen pondering, between its moves. Before that, between moves it is only
         watched: stopping and resuming idle processes costs the referee ~0.1 ms per move (each
         signal wakes a process), reading its control group's CPU counter ~4 us."""
-        if self.process is None or self.config.ponder:
+        if self.process is None:
             return
-        if watch and self.process.cgroup is not None and not self.caught_pondering:
-            if self._cpu_at_reply is None:
-                self._cpu_at_reply = self.process.cpu_seconds()
-            return
+        if self.config.ponder or (watch and self.process.cgroup is not None):
+            if self._cpu_at_rest is None:  # its off-turn starts: counted for the record, and watched
+                self._cpu_at_rest = self.process.cpu_seconds()
+            if self.config.ponder or not self.caught_pondering:
+                return
         self.process.freeze(True)
 
     def watch(self) -> None:
-        if self.process is None or self.config.ponder or self.caught_pondering or self._cpu_at_reply is None \
+        if self.process is None or self.config.ponder or self.caught_pondering or self._cpu_at_rest is None \
                 or self.process.cgroup is None:
             return
-        if self.process.cpu_seconds() - self._cpu_at_reply > OFFTURN_SLACK:
+        if self.process.cpu_seconds() - self._cpu_at_rest > OFFTURN_SLACK:
             self.caught_pondering = True
             self.process.freeze(True)
 
@@ -278,16 +280,17 @@ class EngineSession:
 
     def ask(self, request: Request) -> float:
         self.pending = (request.game_id, request.seq)
-        self.offturn_cpu_ms = None
-        if self.process is not None and self._cpu_at_reply is not None:
+        sent = self._send(request)
+        self.offturn_cpu_ms = None  # counted after sending: the first microseconds of its turn are noise
+        if self.process is not None and self._cpu_at_rest is not None:
             now = self.process.cpu_seconds()
             if now is not None:
-                used = now - self._cpu_at_reply
+                used = now - self._cpu_at_rest
                 self.offturn_cpu_ms = round(used * 1000, 1)
                 if used > OFFTURN_SLACK and not self.config.ponder:
                     self.caught_pondering = True  # frozen between its moves from now on
-        self._cpu_at_reply = None
-        return self._send(request)
+        self._cpu_at_rest = None
+        return sent
 
     def poll_reply(self) -> Reply | None:
         for _ in range(_READ_BURST):
@@ -300,8 +303,6 @@ class EngineSession:
                 raise EngineFault(EndReason.PROTOCOL_ERROR, f"expected reply, got {_tag(msg)}")
             self.pending = None
             self._answered_at = time.monotonic()
-            if self.process is not None and (self.config.ponder or self.process.cgroup is not None):
-                self._cpu_at_reply = self.process.cpu_seconds()
             return msg
         return None
 
@@ -393,7 +394,7 @@ class EngineSession:
     def _request(self, message: Message, timeout: float, what: str) -> Message:
         """Send a message that must be answered (same game id and seq) within ``timeout``."""
         self.pending = (message.game_id, message.seq)
-        self._cpu_at_reply = None  # off-turn CPU is counted between the moves of a game only
+        self._cpu_at_rest = None  # off-turn CPU is counted between the moves of a game only
         self._send(message)
         try:
             answer = self._receive(time.monotonic() + timeout, what)
