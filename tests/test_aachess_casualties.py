@@ -161,13 +161,13 @@ def test_a_transport_s_cargo_and_a_carrier_s_fighters_tell_it_apart():
 def _own(st: AAChessState, u: Unit, step: str) -> tuple:
     """What about a unit can still matter (docs/games/aachess.md, "Casualties"): another power's
     moves, origins and flags are reset at the start of its turn; 'stop' and AA passes are spent
-    once the combat move is over; a land or sea unit that moved in the combat move may not move
-    again; an origin counts only while a retreat can follow (the attacker's round casualties)."""
+    once the combat move is over; land and sea units in a battle stay there for the turn, so only
+    planes keep moves that matter; an origin counts only while a retreat can follow."""
     if u.p != st.mover:
         return (u.t, u.p, u.at)
-    flags = frozenset(f for f in u.flags.split(",") if f) - {"stop"}
+    flags = frozenset(f for f in u.flags.split(",") if f) & {"amph", "raid", "sea", "shore"}
     air = st.board.units[u.t].kind == "air"
-    moves = st.remaining(u) if air or "cm" not in flags else None
+    moves = st.remaining(u) if air else None
     came = u.came if step == "attacker" and not air and "amph" not in flags else None
     return (u.t, u.p, u.at, moves, came, tuple(sorted(flags)))
 
@@ -219,7 +219,8 @@ def random_battle(rng: random.Random) -> AAChessState:
         at = "Karelia S.S.R."
         for _ in range(rng.randint(1, 4)):
             add(rng.choice(["inf", "inf", "arm"]), "GE", at, came=rng.choice(["East Europe", "Finland Norway",
-                "Ukraine S.S.R.", "Russia"]), flags="cm,done,stop", used=1)
+                "Ukraine S.S.R.", "Russia"]), flags=rng.choice(["cm,done,stop", "cm,stop", "done"]),
+                used=rng.choice([1, 2]))
         for _ in range(rng.randint(0, 2)):
             add(rng.choice(["inf", "arm"]), "GE", at, came=rng.choice(["Baltic Sea Zone", "Karelia Sea Zone"]),
                 flags="cm,amph,done,stop", used=2)
@@ -236,7 +237,7 @@ def random_battle(rng: random.Random) -> AAChessState:
         for _ in range(rng.randint(1, 4)):
             code = rng.choice(["bb", "cv", "sub", "sub", "trn"])
             u = add(code, "GE", at, came=rng.choice(["Baltic Sea Zone", "East Canada Sea Zone", "Karelia Sea Zone"]),
-                    flags="cm,stop", used=1)
+                    flags=rng.choice(["cm,stop", "cm,stop,sea", "cm,stop,unl", "stop"]), used=rng.choice([1, 2]))
             if code == "cv":
                 for _ in range(rng.randint(0, 2)):
                     add("ftr", "GE", at, came="Baltic Sea Zone", flags="cm,stop", used=1, on=u.id)

@@ -22,8 +22,8 @@ turn of phases; each phase is one decision of the seat holding that power::
 
 A decision may be asked of a seat that is not the mover's (the defender's casualties):
 ``current_player()`` is the seat that decides now and ``decision_kind()`` says what.
-Automatic steps (forced casualties, a single pending battle, a retreat with nowhere to go) are
-taken without asking, so every request is a real choice.
+Automatic steps (casualties where every choice leads to the same position, a single pending battle, a
+retreat with nowhere to go) are taken without asking, so every request is a real choice.
 """
 from __future__ import annotations
 
@@ -1088,19 +1088,20 @@ class AAChessState(State):
         return [self.units[i] for i in self.cas["candidates"]] if self.cas else []
 
     # Which units are interchangeable as casualties. A unit's "fate" is what about it can still
-    # matter once the casualties are removed; everything else is reset before it is read (another
-    # power's moves, origins and flags at the start of its turn; the 'stop' flag and AA passes once
-    # the combat move is over; a land or sea unit's moves once it moved in the combat move, as it
-    # may not move again; an origin once no retreat can follow). Transports and carriers with their
-    # cargo are one "stack": choosing casualties is choosing what is left of each stack.
+    # matter once the casualties are removed; everything else is reset or settled before it is
+    # read: another power's moves, origins and flags at the start of its turn; the 'stop' flag and
+    # AA passes once the combat move is over; a land or sea unit in a battle stays there for the
+    # turn ('done' after it), so its moves and its 'cm', 'done' and 'unl' flags are settled; an
+    # origin counts only while a retreat can follow. Transports and carriers with their cargo are
+    # one "stack": choosing casualties is choosing what is left of each stack.
 
     def _fate(self, u: Unit, step: str) -> tuple:
         if u.p != self.mover:
             return (u.t, u.p, u.at, -1, -1, "")
         air = self.kind(u) == "air"
-        moves = self.remaining(u) if air or not u.has("cm") else -1
+        moves = self.remaining(u) if air else -1
         came = u.came if step == "attacker" and not air and not u.has("amph") else -1
-        flags = ",".join(sorted(f for f in u.flags.split(",") if f and f != "stop"))
+        flags = ",".join(sorted(f for f in u.flags.split(",") if f in _FATE_FLAGS))
         return (u.t, u.p, u.at, moves, came, flags)
 
     def _stacks(self, units: list[Unit], step: str) -> list[tuple[tuple, list[Unit], list[bool]]]:
@@ -1616,6 +1617,8 @@ class AAChessState(State):
         return u
 
 
+_FATE_FLAGS = ("amph", "raid", "sea", "shore")
+"""The flags of the mover's casualty candidates that still matter (retreat, raids, bombardment)."""
 _QUALIFIER = re.compile(r"\s*(@|\bfrom\b|\bamph\b|\braid\b)\s*", re.IGNORECASE)
 """Qualifiers of a casualty item: ``2 bmb @ Russia``, ``1 inf from East Europe``, ``inf amph``."""
 
