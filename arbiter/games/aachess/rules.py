@@ -1078,11 +1078,12 @@ class AAChessState(State):
         if count == 0:
             self._casualties_chosen(step, [])
             return
-        if count == len(units) or len(self.casualty_outcomes(units, count, step, limit=1)) == 1:
+        fate_step = self._fate_step(step)
+        if count == len(units) or len(self.casualty_outcomes(units, count, fate_step, limit=1)) == 1:
             self._casualties_chosen(step, sorted(units, key=lambda u: u.id)[:count])
             return
         self.cas = {"power": power, "side": side, "count": count, "candidates": sorted(u.id for u in units),
-                    "step": step, "why": why, "groups": self._casualty_groups(units, step)}
+                    "step": step, "why": why, "groups": self._casualty_groups(units, fate_step)}
 
     def casualty_candidates(self) -> list[Unit]:
         return [self.units[i] for i in self.cas["candidates"]] if self.cas else []
@@ -1094,6 +1095,14 @@ class AAChessState(State):
     # turn ('done' after it), so its moves and its 'cm', 'done' and 'unl' flags are settled; an
     # origin counts only while a retreat can follow. Transports and carriers with their cargo are
     # one "stack": choosing casualties is choosing what is left of each stack.
+
+    def _fate_step(self, step: str) -> str:
+        """``step`` for ``_fate``: "attacker" (origins count) only while a retreat may follow, i.e.
+        some defender outlives the round."""
+        if step != "attacker" or self.bt is None:
+            return step
+        marked = set(self.bt["marked"])
+        return step if any(u.id not in marked for u in self.defenders(self.bt["at"])) else "attacker_last"
 
     def _fate(self, u: Unit, step: str) -> tuple:
         if u.p != self.mover:
@@ -1210,7 +1219,7 @@ class AAChessState(State):
         cas = self.cas
         if cas is None:
             return None
-        pool, step = self.casualty_candidates(), cas["step"]
+        pool, step = self.casualty_candidates(), self._fate_step(cas["step"])
         found = self.casualty_outcomes(pool, cas["count"], step, limit)
         if len(found) > limit:
             return None
