@@ -9,7 +9,6 @@ import random
 
 import pytest
 
-from arbiter.games.aachess import AAChessGame
 from arbiter.games.aachess import library as lib
 from arbiter.games.aachess.combat import VARIANTS
 from arbiter.games.aachess.rules import AAChessState, Unit
