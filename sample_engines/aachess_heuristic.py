@@ -20,8 +20,10 @@ engine uses exactly that (``library.predict``, ``library.captures``):
   enemy territory within reach (most valuable first), the units that can get there attack when
   the prediction leaves a land unit alive and the enemy nothing; empty enemy territories are
   taken with one unit;
-* casualties: an attacker in a land battle keeps its strongest land unit to the last, otherwise
-  the cheapest units go first; retreat: continue while the prediction still wins;
+* casualties: an attacker in a land battle keeps its strongest land unit to the last (one that
+  can retreat, if any), otherwise the cheapest units go first (units landed from the sea before
+  those that can retreat; AA losses from the mission with most planes); retreat: continue while
+  the prediction still wins;
 * non-combat move: transports load the idle infantry and armor next to them and sail toward the
   objective with the warships, empty ones go back for more; land units step toward the nearest
   enemy land; planes land, then fly toward the spots from which they can strike the objective;

@@ -283,12 +283,13 @@ def approach_turns(state: AAChessState, spots: set[int], code: str, p: int | Non
 
 def attack_order(state: AAChessState, units: list[Unit], keep_land: int = 0) -> list[Unit]:
     """The order an attacker loses its units: cheapest first, except that the ``keep_land``
-    strongest land units go last (a land unit must survive to take a territory)."""
+    strongest land units go last (a land unit must survive to take a territory). Among equals,
+    units landed from the sea go first: they cannot retreat, the others keep a retreat open."""
     b = state.board
-    order = sorted(units, key=lambda u: (b.units[u.t].cost, u.id))
+    order = sorted(units, key=lambda u: (b.units[u.t].cost, not u.has("amph"), u.id))
     if keep_land:
         land = [u for u in order if state.kind(u) == "land"]
-        keep = sorted(land, key=lambda u: (-b.units[u.t].attack, b.units[u.t].cost, u.id))[:keep_land]
+        keep = sorted(land, key=lambda u: (-b.units[u.t].attack, b.units[u.t].cost, u.has("amph"), u.id))[:keep_land]
         order = [u for u in order if u not in keep] + keep[::-1]
     return order
 
@@ -363,13 +364,16 @@ def aa_losses(state: AAChessState, planes: int) -> int:
 
 def choose_casualties(state: AAChessState) -> str:
     """Casualties for the side that must choose: an attacker in a land battle keeps its strongest
-    land unit to the last (to take the territory); AA losses and everything else: cheapest first."""
+    land unit to the last (to take the territory), one that can retreat if it can; AA losses and
+    everything else: cheapest first, AA losses among equals from the mission with most planes."""
     cas, b = state.cas, state.board
     cands = state.casualty_candidates()
     if cas["side"] == "attacker" and cas["step"] != "aa" and state.bt is not None and not b.sea[state.bt["at"]]:
         order = attack_order(state, cands, keep_land=1)
     else:
-        order = sorted(cands, key=lambda u: (b.units[u.t].cost + 10 * len(state.cargo(u)), u.id))
+        mission = {u.id: sum(1 for v in cands if (v.at, v.has("raid")) == (u.at, u.has("raid"))) for u in cands}
+        order = sorted(cands, key=lambda u: (b.units[u.t].cost + 10 * len(state.cargo(u)),
+                                             -mission[u.id] if cas["step"] == "aa" else 0, u.id))
     return ", ".join(f"#{u.id}" for u in order[:cas["count"]])
 
 

@@ -22,8 +22,8 @@ turn of phases; each phase is one decision of the seat holding that power::
 
 A decision may be asked of a seat that is not the mover's (the defender's casualties):
 ``current_player()`` is the seat that decides now and ``decision_kind()`` says what.
-Automatic steps (forced casualties, a single pending battle, a retreat with nowhere to go) are
-taken without asking, so every request is a real choice.
+Automatic steps (casualties where every choice leads to the same position, a single pending battle, a
+retreat with nowhere to go) are taken without asking, so every request is a real choice.
 """
 from __future__ import annotations
 
@@ -281,8 +281,9 @@ class AAChessState(State):
         return self.phase
 
     def legal_moves(self, seat: int | None = None) -> list[str] | None:
-        """Only the small decisions are listed (research, battle order, retreat); for the rest
-        (purchases, movement plans, casualties, placements: far too many) ``None``."""
+        """Only the small decisions are listed (research, battle order, retreat, casualties with at
+        most 256 distinct outcomes); for the rest (purchases, movement plans, placements, larger
+        casualty choices: far too many) ``None``."""
         if not self.seat_acts(seat):
             return []
         kind = self.decision_kind(seat)
@@ -291,6 +292,8 @@ class AAChessState(State):
             return ["-"] + [f"{n} {d}" for d in self.research_options() for n in range(1, dice + 1)]
         if kind == "battle":
             return [self.board.names[s] for s in self.pending]
+        if kind == "casualties":
+            return self.casualty_choices()
         if kind == "retreat":
             options = [] if self.retreat_forced else ["continue"]
             dests = self.retreat_options()
@@ -1068,25 +1071,209 @@ class AAChessState(State):
                        and not u.has("sea") and not u.has("shore")), key=lambda u: u.id)
 
     def _ask_casualties(self, power: int, side: str, count: int, cands: list[int], step: str, why: str) -> None:
-        """Ask ``power`` to choose ``count`` of ``cands``, or take them itself when forced."""
+        """Ask ``power`` to choose ``count`` of ``cands``; take them without asking (lowest ids)
+        only when every choice leads to the same position (rules §3 step 4, §4)."""
         units = [self.units[i] for i in cands if i in self.units]
         count = min(count, len(units))
         if count == 0:
             self._casualties_chosen(step, [])
             return
-        sigs = {(u.t, u.p, len(self.cargo(u))) for u in units}
-        if count == len(units) or len(sigs) == 1:
+        fate_step = self._fate_step(step)
+        if count == len(units) or len(self.casualty_outcomes(units, count, fate_step, limit=1)) == 1:
             self._casualties_chosen(step, sorted(units, key=lambda u: u.id)[:count])
             return
         self.cas = {"power": power, "side": side, "count": count, "candidates": sorted(u.id for u in units),
-                    "step": step, "why": why}
+                    "step": step, "why": why, "groups": self._casualty_groups(units, fate_step)}
 
     def casualty_candidates(self) -> list[Unit]:
         return [self.units[i] for i in self.cas["candidates"]] if self.cas else []
 
+    # Which units are interchangeable as casualties. A unit's "fate" is what about it can still
+    # matter once the casualties are removed; everything else is reset or settled before it is
+    # read: another power's moves, origins and flags at the start of its turn; the 'stop' flag and
+    # AA passes once the combat move is over; a land or sea unit in a battle stays there for the
+    # turn ('done' after it), so its moves and its 'cm', 'done' and 'unl' flags are settled; an
+    # origin counts only while a retreat can follow. Transports and carriers with their cargo are
+    # one "stack": choosing casualties is choosing what is left of each stack.
+
+    def _fate_step(self, step: str) -> str:
+        """``step`` for ``_fate``: "attacker" (origins count) only while a retreat may follow, i.e.
+        some defender outlives the round."""
+        if step != "attacker" or self.bt is None:
+            return step
+        marked = set(self.bt["marked"])
+        return step if any(u.id not in marked for u in self.defenders(self.bt["at"])) else "attacker_last"
+
+    def _fate(self, u: Unit, step: str) -> tuple:
+        if u.p != self.mover:
+            return (u.t, u.p, u.at, -1, -1, "")
+        air = self.kind(u) == "air"
+        moves = self.remaining(u) if air else -1
+        came = u.came if step == "attacker" and not air and not u.has("amph") else -1
+        flags = ",".join(sorted(f for f in u.flags.split(",") if f in _FATE_FLAGS))
+        return (u.t, u.p, u.at, moves, came, flags)
+
+    def _stacks(self, units: list[Unit], step: str) -> list[tuple[tuple, list[Unit], list[bool]]]:
+        """The stacks holding ``units``: (description, members top first, which are candidates)."""
+        ids = {u.id for u in units}
+        tops: dict[int, Unit] = {}
+        for u in units:
+            top = self.units.get(u.on) if u.on >= 0 else None
+            top = top if top is not None and top.at == u.at else u
+            tops[top.id] = top
+        out = []
+        for top in sorted(tops.values(), key=lambda t: t.id):
+            cargo = sorted((c for c in self.cargo(top) if c.at == top.at), key=lambda c: (self._fate(c, step), c.id))
+            members = [top] + cargo
+            cand = [m.id in ids for m in members]
+            desc = (self._fate(top, step), tuple((self._fate(c, step), c.id in ids) for c in cargo), top.id in ids)
+            out.append((desc, members, cand))
+        return out
+
+    def _stack_left(self, members: list[Unit], dead: set[int], step: str) -> tuple:
+        """What is left of a stack once ``dead`` are removed (as ``_kill`` removes them): a sunk
+        transport takes its cargo down, a carrier's fighters stay (without a carrier)."""
+        top, cargo = members[0], members[1:]
+        if top.id in dead:
+            if top.t == "trn":
+                return ()
+            return tuple(sorted((self._fate(c, step), ()) for c in cargo
+                                if c.id not in dead and self.kind(c) != "land"))
+        return ((self._fate(top, step), tuple(sorted(self._fate(c, step) for c in cargo if c.id not in dead))),)
+
+    def casualty_outcomes(self, units: list[Unit], count: int, step: str, limit: int = 10_000) -> list[list[Unit]]:
+        """One choice of ``count`` of ``units`` per distinct position it leads to (at most
+        ``limit`` + 1 of them: more than ``limit`` says "too many to list")."""
+        groups: dict[tuple, list[tuple[list[Unit], list[bool]]]] = {}
+        for desc, members, cand in self._stacks(units, step):
+            groups.setdefault(desc, []).append((members, cand))
+        plans = []  # per group: its stacks and the distinct ways to thin one of them
+        for stacks in groups.values():
+            members, cand = stacks[0]
+            picks = [i for i, c in enumerate(cand) if c]
+            patterns: dict[tuple, tuple[int, ...]] = {}
+            for n in range(len(picks) + 1):
+                for sub in _subsets(picks, n):
+                    patterns.setdefault((self._stack_left(members, {members[i].id for i in sub}, step), n), sub)
+            plans.append((stacks, list(patterns.items())))
+        most = [len(stacks) * max(len(sub) for _, sub in pats) for stacks, pats in plans]
+        seen: set[tuple] = set()
+        found: list[list[Unit]] = []
+
+        def walk(g: int, need: int, left: list, chosen: list[Unit]) -> bool:
+            if g == len(plans):
+                if need == 0:
+                    key = tuple(sorted(left))
+                    if key not in seen:
+                        seen.add(key)
+                        found.append(list(chosen))
+                return len(found) > limit
+            if need > sum(most[g:]):
+                return False
+            stacks, pats = plans[g]
+            for combo in _multisets(len(pats), len(stacks)):
+                size = sum(len(pats[i][1]) for i in combo)
+                if size > need:
+                    continue
+                dead = [stacks[j][0][k] for j, i in enumerate(sorted(combo, reverse=True)) for k in pats[i][1]]
+                pieces = [piece for i in combo for piece in pats[i][0][0]]
+                if walk(g + 1, need - size, left + pieces, chosen + dead):
+                    return True
+            return False
+
+        walk(0, count, [], [])
+        return found
+
+    def _casualty_groups(self, units: list[Unit], step: str) -> list[list]:
+        """The candidates in classes of interchangeable units: [[label, [ids]], ...]."""
+        b = self.board
+        where = len({u.at for u in units}) > 1
+        powers = len({u.p for u in units}) > 1
+        classes: dict[tuple, list[Unit]] = {}
+        for desc, members, cand in self._stacks(units, step):
+            for i, m in enumerate(members):
+                if cand[i]:
+                    others = tuple(sorted(self._fate(x, step) for x in members if x is not m))
+                    classes.setdefault((self._fate(m, step), i == 0, others), []).append(m)
+        out = []
+        for (fate, top, _), ms in sorted(classes.items(), key=lambda kv: min(u.id for u in kv[1])):
+            u = ms[0]
+            label = u.t + (f" ({b.powers[u.p].code})" if powers else "") + (f" @ {b.names[u.at]}" if where else "")
+            if fate[5]:
+                label += "".join(f" {f}" for f in fate[5].split(",") if f in ("amph", "raid"))
+            if fate[4] >= 0:
+                label += f" from {b.names[fate[4]]}"
+            if fate[3] >= 0 and self.kind(u) == "air":
+                label += f", {fate[3]} move{'s' if fate[3] != 1 else ''} left"
+            if not top:
+                label += f", aboard a {self.units[u.on].t}"
+            elif self.cargo(u):
+                label += f", carrying {_units_text(self.cargo(u))}"
+            out.append([label, sorted(x.id for x in ms)])
+        return out
+
+    def casualty_choices(self, limit: int = 256) -> list[str] | None:
+        """The casualty decision's choices, one per distinct position it can lead to, in notation
+        (None when there are more than ``limit``). Each is spelled by code and qualifiers
+        (``1 bmb @ Russia``) when those name it exactly, else by unit ids."""
+        cas = self.cas
+        if cas is None:
+            return None
+        pool, step = self.casualty_candidates(), self._fate_step(cas["step"])
+        found = self.casualty_outcomes(pool, cas["count"], step, limit)
+        if len(found) > limit:
+            return None
+        stacks = self._stacks(pool, step)
+        where = len({u.at for u in pool}) > 1
+        out = []
+        for units in found:
+            counts: dict[str, int] = {}
+            for u in sorted(units, key=lambda u: u.id):
+                item = self._casualty_item(u, step, where)
+                counts[item] = counts.get(item, 0) + 1
+            text = ", ".join(f"{n} {item}" for item, n in counts.items())
+            try:
+                same = _left(self, stacks, {u.id for u in self._pick_casualties(text)}, step) == \
+                    _left(self, stacks, {u.id for u in units}, step)
+            except IllegalMove:
+                same = False
+            out.append(text if same else ", ".join(f"#{u.id}" for u in sorted(units, key=lambda u: u.id)))
+        return sorted(out)
+
+    def _casualty_item(self, u: Unit, step: str, where: bool) -> str:
+        """``code`` and the qualifiers that tell ``u`` from other units of its code."""
+        fate = self._fate(u, step)
+        text = u.t + (f" @ {self.board.names[u.at]}" if where else "")
+        text += "".join(f" {f}" for f in ("raid", "amph") if f in fate[5].split(","))
+        return text + (f" from {self.board.names[fate[4]]}" if fate[4] >= 0 else "")
+
+    def _pick_casualties(self, text: str) -> list[Unit]:
+        """The candidates named by ``text``: unit items (``2 inf``, ``#17``), each optionally
+        narrowed by ``@ space`` (where it is: a plane's destination), ``from space`` (where it
+        came from), ``amph`` (landed from the sea) or ``raid`` (a bombing raider)."""
+        chosen: list[Unit] = []
+        pool = self.casualty_candidates()
+        for item in (x.strip() for x in text.split(",")):
+            part = _QUALIFIER.split(item)
+            keep = [u for u in pool if u not in chosen]
+            for word, arg in zip(part[1::2], part[2::2]):
+                word, arg = word.strip().lower(), arg.strip()
+                if word in ("amph", "raid"):
+                    if arg:
+                        raise IllegalMove(f"cannot read {item!r}: '{word}' takes no space name")
+                    keep = [u for u in keep if u.has(word)]
+                    continue
+                try:
+                    s = self.board.space(arg)
+                except ValueError as exc:
+                    raise IllegalMove(f"{item!r}: {exc}") from None
+                keep = [u for u in keep if (u.at if word == "@" else u.came) == s]
+            chosen += self.select(part[0], keep)
+        return chosen
+
     def _casualties(self, text: str) -> None:
         cas = self.cas
-        chosen = self.select(text, self.casualty_candidates())
+        chosen = self._pick_casualties(text)
         if len(chosen) != cas["count"]:
             raise IllegalMove(f"{cas['why']}: choose exactly {cas['count']} casualties, not {len(chosen)}")
         self.cas = None
@@ -1437,6 +1624,36 @@ class AAChessState(State):
         self.units[u.id] = u
         self.next_id += 1
         return u
+
+
+_FATE_FLAGS = ("amph", "raid", "sea", "shore")
+"""The flags of the mover's casualty candidates that still matter (retreat, raids, bombardment)."""
+_QUALIFIER = re.compile(r"\s*(@|\bfrom\b|\bamph\b|\braid\b)\s*", re.IGNORECASE)
+"""Qualifiers of a casualty item: ``2 bmb @ Russia``, ``1 inf from East Europe``, ``inf amph``."""
+
+
+def _left(state: AAChessState, stacks: list, dead: set[int], step: str) -> tuple:
+    """What is left of ``stacks`` once ``dead`` are removed, in an order-free form."""
+    return tuple(sorted(piece for _, members, _ in stacks for piece in state._stack_left(members, dead, step)))
+
+
+def _subsets(items: list[int], n: int):
+    if n == 0:
+        yield ()
+        return
+    for i, x in enumerate(items):
+        for rest in _subsets(items[i + 1:], n - 1):
+            yield (x,) + rest
+
+
+def _multisets(kinds: int, n: int):
+    """Every sorted tuple of ``n`` values in range(kinds) (one per multiset)."""
+    if n == 0:
+        yield ()
+        return
+    for first in range(kinds):
+        for rest in _multisets(kinds - first, n - 1):
+            yield (first,) + tuple(first + r for r in rest)
 
 
 def _deep(d):
