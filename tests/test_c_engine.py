@@ -113,14 +113,17 @@ class ScriptedReferee:
     """The referee's side of the protocol written by hand on a pyzmq ROUTER (127.0.0.1, real
     sockets), to say exactly what the engine is sent and check each answer."""
 
-    def __init__(self, ctx: zmq.Context, server_secret: bytes | None = None):
+    def __init__(self, ctx: zmq.Context, server_secret: bytes | None = None, endpoint: str | None = None):
         self.router = ctx.socket(zmq.ROUTER)
         self.router.linger = 0
         if server_secret is not None:
             self.router.curve_server = True
             self.router.curve_secretkey = server_secret
-        port = self.router.bind_to_random_port("tcp://127.0.0.1")
-        self.endpoint = f"tcp://127.0.0.1:{port}"
+        if endpoint:
+            self.router.bind(endpoint)
+        else:
+            endpoint = f"tcp://127.0.0.1:{self.router.bind_to_random_port('tcp://127.0.0.1')}"
+        self.endpoint = endpoint
         self.peer = b""
         self.user_id = ""
 
@@ -191,6 +194,18 @@ def wins_at_once(state, move: str) -> bool:
     return s.is_terminal() and s.winner_colour() == mover
 
 
+def winning_rolls_left(state, move: str) -> int:
+    """After the move, how many of the six rolls give the opponent a winning move."""
+    after = state.clone()
+    after.apply(move)
+    count = 0
+    for die in range(1, 7):
+        s = after.clone()
+        s.apply_chance(die)
+        count += any(wins_at_once(s, m) for m in s.legal_moves())
+    return count
+
+
 def test_spawned_engine_answers_every_message_as_the_spec_says(engine, tmp_path):
     """Endpoint and session secret from the environment; ready, reply, pong echo game_id and seq;
     what it cannot read gets an error and it keeps going; its moves are legal and take a win
@@ -221,7 +236,7 @@ def test_spawned_engine_answers_every_message_as_the_spec_says(engine, tmp_path)
         state = load_game("einstein").new_initial_state()
         setup = referee.ask(Request(game_id="m1.1.abc", seq=4, kind="setup", seat=1, position=state.to_text()), Reply)
         assert setup.move in LAYOUTS
-        seq, wins_taken, wins_offered = 10, 0, 0
+        seq, wins_taken, wins_offered, careful = 10, 0, 0, 0
         for state in random_positions(300, seed=4):
             seat = state.seat_of_colour(state.side_to_move())
             reply = referee.ask(Request(game_id="m1.1.abc", seq=seq, kind="move", seat=seat, position=state.to_text(),
@@ -232,8 +247,12 @@ def test_spawned_engine_answers_every_message_as_the_spec_says(engine, tmp_path)
             if any(wins_at_once(state, m) for m in legal):
                 wins_offered += 1
                 wins_taken += wins_at_once(state, reply.move)
+            else:  # no win: it leaves the opponent the fewest winning rolls it can
+                risks = {m: winning_rolls_left(state, m) for m in legal}
+                assert risks[reply.move] == min(risks.values()), (state.to_text(), reply.move, risks)
+                careful += len(set(risks.values())) > 1
             seq += 1
-        assert wins_offered >= 20 and wins_taken == wins_offered
+        assert wins_offered >= 20 and wins_taken == wins_offered and careful >= 10, (wins_offered, careful)
         referee.send(GameOver(game_id="m1.1.abc", seq=seq, returns=[1.0, -1.0], reason="normal"))
         referee.ask(Ping(seq=seq + 1), Pong)  # nothing answers game_over; the engine still listens
         referee.send(Quit())
@@ -331,6 +350,41 @@ def test_a_key_not_in_the_roster_is_refused_and_the_engine_says_so(engine, tmp_p
     finally:
         proc.kill()
         auth.stop()
+        ctx.destroy(linger=0)
+
+
+@needs_curve
+def test_a_wrong_server_key_is_given_up_on_with_a_hint(engine, tmp_path):
+    key, _, public, _ = write_keys(tmp_path, "carol")
+    _, other_pub, *_ = write_keys(tmp_path, "not-the-referee")
+    ctx = zmq.Context()
+    auth, referee, _ = curve_referee(ctx, tmp_path, [public])
+    proc = start(engine, "--connect", referee.endpoint, "--server-key", str(other_pub), "--key", str(key))
+    try:
+        code, log = finish(proc, timeout=20)
+        assert code == 1 and "is --server-key the referee's public key?" in log and "giving up" in log, log
+    finally:
+        proc.kill()
+        auth.stop()
+        ctx.destroy(linger=0)
+
+
+def test_after_a_lost_connection_it_says_hello_again(engine):
+    ctx = zmq.Context()
+    referee = ScriptedReferee(ctx)
+    proc = start(engine, referee.endpoint)
+    try:
+        assert isinstance(referee.recv(), Hello)
+        referee.send(Welcome(referee="scripted"))
+        referee.ask(Ping(seq=1), Pong)  # the connection is up
+        referee.router.close(linger=0)
+        back = ScriptedReferee(ctx, endpoint=referee.endpoint)  # the same endpoint, a new socket
+        assert isinstance(back.recv(timeout_ms=10000), Hello)
+        back.send(Quit())
+        code, log = finish(proc)
+        assert code == 0 and "connection lost" in log and "hello again" in log, log
+    finally:
+        proc.kill()
         ctx.destroy(linger=0)
 
 

@@ -156,13 +156,14 @@ int ein_choose(const Position *pos, uint64_t *rng, char out[5], double *score, i
     for (int i = 0; i < n; i++) {
         double value;
         if (wins(pos->board, me, moves[i])) {
-            value = 1000;
+            value = 1e6;
         } else {
             int board[SQUARES];
             memcpy(board, pos->board, sizeof board);
             board[moves[i].to] = board[moves[i].from];
             board[moves[i].from] = 0;
-            value = race(board, !me) - race(board, me) - 100 * win_chance(board, !me);
+            /* first: leave the opponent as few winning rolls as possible; then: the race */
+            value = race(board, !me) - race(board, me) - 1000 * win_chance(board, !me);
         }
         ++*nodes;
         if (best < 0 || value > best_value + 1e-9) {

@@ -379,8 +379,20 @@ static void send_hello(void *sock, const char *secret) {
     finish(sock, &o);
 }
 
-/* A monitor event: what happened to the connection. Returns -1 when the referee refused our key. */
-static int on_event(void *monitor, int curve, int *connected) {
+/* What the socket monitor tells about the connection. */
+typedef struct {
+    int curve;
+    int connected; /* a handshake has succeeded and the connection is up */
+    int dropped;   /* a connection was up and went down: the next one needs a new hello */
+    int failures;  /* handshakes failed in a row */
+} Link;
+
+#define MAX_FAILED_HANDSHAKES 5
+
+/* Handles a monitor event. Returns 1 when hello must be sent again (a new connection after a
+ * lost one), -1 when there is no point going on (our key refused, or the handshake keeps failing:
+ * a wrong --server-key), else 0. */
+static int on_event(void *monitor, Link *link) {
     zmq_msg_t frame;
     zmq_msg_init(&frame);
     if (zmq_msg_recv(&frame, monitor, 0) < 0) return 0;
@@ -393,17 +405,28 @@ static int on_event(void *monitor, int curve, int *connected) {
     while (zmq_msg_more(&frame)) zmq_msg_recv(&frame, monitor, 0); /* the endpoint */
     zmq_msg_close(&frame);
     if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
-        if (curve) say("connected; CURVE handshake done");
-        *connected = 1;
+        link->connected = 1;
+        link->failures = 0;
+        if (link->curve) say("connected; CURVE handshake done");
+        if (link->dropped) {
+            link->dropped = 0;
+            say("reconnected: hello again");
+            return 1;
+        }
     } else if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {
         say("the referee refused this engine's key (ZAP status %u): is its public key in the event's roster?", value);
         return -1;
     } else if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL || event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) {
-        say("handshake failed (code %u)%s", value, curve ? ": is --server-key the referee's public key?" : "");
-    } else if (event == ZMQ_EVENT_DISCONNECTED) {
-        say(*connected ? "connection lost; reconnecting" : "connection closed during the handshake%s",
-            curve ? ": is --server-key the referee's public key?" : "");
-        *connected = 0;
+        if (++link->failures == 1 || link->failures == MAX_FAILED_HANDSHAKES)
+            say("handshake failed (code %u)%s", value, link->curve ? ": is --server-key the referee's public key?" : "");
+        if (link->failures == MAX_FAILED_HANDSHAKES) {
+            say("giving up after %d failed handshakes in a row", MAX_FAILED_HANDSHAKES);
+            return -1;
+        }
+    } else if (event == ZMQ_EVENT_DISCONNECTED && link->connected) {
+        say("connection lost; reconnecting");
+        link->connected = 0;
+        link->dropped = 1;
     }
     return 0;
 }
@@ -493,7 +516,8 @@ int main(int argc, char **argv) {
 
     say("connecting to %s%s", endpoint, curve ? " with CURVE" : "");
     send_hello(sock, secret); /* at once: the referee's handshake timeout is running */
-    int status = 0, connected = 0;
+    int status = 0;
+    Link link = {.curve = curve};
     zmq_pollitem_t items[2] = {{sock, 0, ZMQ_POLLIN, 0}, {monitor, 0, ZMQ_POLLIN, 0}};
     while (!interrupted) {
         if (zmq_poll(items, 2, -1) < 0) {
@@ -502,7 +526,11 @@ int main(int argc, char **argv) {
             status = 1;
             break;
         }
-        if (items[1].revents & ZMQ_POLLIN && on_event(monitor, curve, &connected) < 0) { status = 1; break; }
+        if (items[1].revents & ZMQ_POLLIN) {
+            int r = on_event(monitor, &link);
+            if (r < 0) { status = 1; break; }
+            if (r > 0) send_hello(sock, secret);
+        }
         if (!(items[0].revents & ZMQ_POLLIN)) continue;
         zmq_msg_t frame;
         zmq_msg_init(&frame);
@@ -516,6 +544,7 @@ int main(int argc, char **argv) {
         if (r == 1) break;                     /* quit */
         if (r < 0) { status = 1; break; }      /* reject */
     }
+    if (interrupted) { say("interrupted"); status = 1; }
     say("done: %d games, %d won", e.games, e.wins);
     zmq_socket_monitor(sock, NULL, 0);
     zmq_close(monitor);
