@@ -199,7 +199,7 @@ static int get_str(const msgpack_object *map, const char *key, char *out, size_t
 
 typedef struct {
     uint64_t seed;   /* --seed */
-    uint64_t rng;    /* this game's generator: seed mixed with the game id */
+    uint64_t rng;    /* this game's generator: --seed mixed with the game's dice stream */
     int games, wins; /* for the log */
     int seat;
 } Engine;
@@ -317,7 +317,7 @@ static int handle(void *sock, Engine *e, const char *data, size_t size) {
     int result = 0;
     msgpack_unpack_return rc = msgpack_unpack_next(&msg, data, size, &offset);
     const msgpack_object *m = &msg.data;
-    char type[32], game_id[256] = "";
+    char type[32], game_id[1024] = "";
     if (rc != MSGPACK_UNPACK_SUCCESS || offset != size) {
         send_error(sock, NULL, NULL, "malformed", size == 0 ? "empty message"
                    : rc == MSGPACK_UNPACK_SUCCESS ? "not msgpack: trailing bytes after the first value"
@@ -329,12 +329,12 @@ static int handle(void *sock, Engine *e, const char *data, size_t size) {
         goto done;
     }
     const msgpack_object *gid = field(m, "game_id"), *seq = field(m, "seq");
-    if (get_str(m, "type", type, sizeof type) != 0 || get_str(m, "game_id", game_id, sizeof game_id) == -2 ||
-        (seq && !is_int(seq))) {
+    if (get_str(m, "type", type, sizeof type) != 0 || (gid && gid->type != MSGPACK_OBJECT_STR) || (seq && !is_int(seq))) {
         send_error(sock, NULL, NULL, "malformed", "invalid message: `type` must be a string, `game_id` a string, "
                    "`seq` an int");
         goto done;
     }
+    get_str(m, "game_id", game_id, sizeof game_id); /* for the log and seeding; echoed as received */
     if (!strcmp(type, "request")) on_request(sock, e, m, gid, seq, received_ms);
     else if (!strcmp(type, "new_game")) on_new_game(sock, e, m, gid, seq, game_id);
     else if (!strcmp(type, "ping")) {
