@@ -11,6 +11,7 @@ import random
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -119,8 +120,16 @@ class ScriptedReferee:
         if server_secret is not None:
             self.router.curve_server = True
             self.router.curve_secretkey = server_secret
-        if endpoint:
-            self.router.bind(endpoint)
+        if endpoint:  # a socket closed a moment ago still holds it: ZeroMQ closes in the background
+            deadline = time.monotonic() + 5
+            while True:
+                try:
+                    self.router.bind(endpoint)
+                    break
+                except zmq.ZMQError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.05)
         else:
             endpoint = f"tcp://127.0.0.1:{self.router.bind_to_random_port('tcp://127.0.0.1')}"
         self.endpoint = endpoint
