@@ -232,14 +232,15 @@ static void on_new_game(void *sock, Engine *e, const msgpack_object *m, const ms
     /* Reproducible: the game's dice stream (match id and game number; the game id has a random
      * part) mixed with --seed and the seat, so the same seeds replay the same game. */
     char stream[300] = "", match_id[256] = "";
+    const char *key = stream;
     const msgpack_object *number = field(m, "game_number");
     if (get_str(m, "dice_stream", stream, sizeof stream) != 0 || !stream[0]) {
         if (get_str(m, "match_id", match_id, sizeof match_id) == 0 && match_id[0])
             snprintf(stream, sizeof stream, "%s|%" PRId64, match_id, number && is_int(number) ? number->via.i64 : 0);
         else
-            snprintf(stream, sizeof stream, "%s", game_id);
+            key = game_id;
     }
-    e->rng = e->seed ^ hash(stream) ^ (uint64_t)(e->seat + 1) * 0x9e3779b97f4a7c15ULL;
+    e->rng = e->seed ^ hash(key) ^ (uint64_t)(e->seat + 1) * 0x9e3779b97f4a7c15ULL;
     Out o;
     begin(&o, "ready", gid, seq);
     finish(sock, &o);
