@@ -245,6 +245,11 @@ def test_spawned_engine_answers_every_message_as_the_spec_says(engine, tmp_path)
         state = load_game("einstein").new_initial_state()
         setup = referee.ask(Request(game_id="m1.1.abc", seq=4, kind="setup", seat=1, position=state.to_text()), Reply)
         assert setup.move in LAYOUTS
+        for bad in ("R1R2R32/R4R53/R63B1/3B2B3 r 3 r play", "R1R2R32/R4R53/R63B1/3B2B3/2B4B5B6 r 7 r play",
+                    "R1R2R32/R4R53/R63B1/3B2B3/2B4B5B6 r 3"):
+            referee.send(Request(game_id="m1.1.abc", seq=5, kind="move", seat=1, position=bad))
+            error = referee.recv()
+            assert isinstance(error, Error) and error.code == "malformed" and bad in error.message, error
         seq, wins_taken, wins_offered, careful = 10, 0, 0, 0
         for state in random_positions(300, seed=4):
             seat = state.seat_of_colour(state.side_to_move())

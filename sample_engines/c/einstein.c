@@ -13,40 +13,41 @@ uint64_t rng_next(uint64_t *state) {
     return z ^ (z >> 31);
 }
 
-static void fail(char *why, size_t why_len, const char *text) { snprintf(why, why_len, "%s", text); }
+static int fail(char *why, size_t why_len, const char *text) {
+    snprintf(why, why_len, "%s", text);
+    return -1;
+}
 
 int ein_parse(const char *text, Position *pos, char *why, size_t why_len) {
     char board[64], side[4], die[4], seat0[4], phase[8], extra;
     if (sscanf(text, "%63s %3s %3s %3s %7s %c", board, side, die, seat0, phase, &extra) != 5) {
-        fail(why, why_len, "expected five fields: board side die seat0 phase");
-        return -1;
+        return fail(why, why_len, "expected five fields: board side die seat0 phase");
     }
     memset(pos, 0, sizeof *pos);
     int row = 0, col = 0, seen[2][7] = {{0}};
     for (const char *c = board; *c; c++) {
         if (*c == '/') {
-            if (col != 5 || ++row > 4) { fail(why, why_len, "a rank without 5 squares, or more than 5 ranks"); return -1; }
+            if (col != 5 || ++row > 4) return fail(why, why_len, "a rank without 5 squares, or more than 5 ranks");
             col = 0;
         } else if (*c >= '1' && *c <= '5') {
             col += *c - '0';
         } else if ((*c == 'R' || *c == 'B') && c[1] >= '1' && c[1] <= '6') {
             int colour = *c == 'R' ? RED : BLUE, n = c[1] - '0';
-            if (col > 4 || seen[colour][n]++) { fail(why, why_len, "a rank too long, or a cube twice"); return -1; }
+            if (col > 4 || seen[colour][n]++) return fail(why, why_len, "a rank too long, or a cube twice");
             pos->board[row * 5 + col++] = colour == RED ? n : -n;
             c++;
         } else {
-            fail(why, why_len, "unexpected character in the board");
-            return -1;
+            return fail(why, why_len, "unexpected character in the board");
         }
-        if (col > 5) { fail(why, why_len, "a rank longer than 5 squares"); return -1; }
+        if (col > 5) return fail(why, why_len, "a rank longer than 5 squares");
     }
-    if (row != 4 || col != 5) { fail(why, why_len, "the board needs 5 ranks of 5 squares"); return -1; }
-    if (strcmp(side, "r") && strcmp(side, "b")) { fail(why, why_len, "side must be r or b"); return -1; }
-    if (strcmp(seat0, "r") && strcmp(seat0, "b")) { fail(why, why_len, "seat0 must be r or b"); return -1; }
-    if (strcmp(die, "-") && !(die[0] >= '1' && die[0] <= '6' && !die[1])) { fail(why, why_len, "die must be 1-6 or -"); return -1; }
+    if (row != 4 || col != 5) return fail(why, why_len, "the board needs 5 ranks of 5 squares");
+    if (strcmp(side, "r") && strcmp(side, "b")) return fail(why, why_len, "side must be r or b");
+    if (strcmp(seat0, "r") && strcmp(seat0, "b")) return fail(why, why_len, "seat0 must be r or b");
+    if (strcmp(die, "-") && !(die[0] >= '1' && die[0] <= '6' && !die[1]))
+        return fail(why, why_len, "die must be 1-6 or -");
     if (strcmp(phase, "play") && strcmp(phase, "setup") && strcmp(phase, "deal") && strcmp(phase, "over")) {
-        fail(why, why_len, "phase must be setup, deal, play or over");
-        return -1;
+        return fail(why, why_len, "phase must be setup, deal, play or over");
     }
     pos->side = side[0] == 'r' ? RED : BLUE;
     pos->seat0 = seat0[0] == 'r' ? RED : BLUE;

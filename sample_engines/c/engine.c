@@ -297,7 +297,8 @@ static void on_game_over(Engine *e, const msgpack_object *m, const char *game_id
     get_str(m, "detail", detail, sizeof detail);
     const msgpack_object *returns = field(m, "returns");
     double mine = 0;
-    if (returns && returns->type == MSGPACK_OBJECT_ARRAY && e->seat >= 0 && (uint32_t)e->seat < returns->via.array.size) {
+    if (returns && returns->type == MSGPACK_OBJECT_ARRAY && e->seat >= 0 &&
+        (uint32_t)e->seat < returns->via.array.size) {
         const msgpack_object *r = &returns->via.array.ptr[e->seat];
         mine = r->type == MSGPACK_OBJECT_FLOAT64 || r->type == MSGPACK_OBJECT_FLOAT32 ? r->via.f64
              : r->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? (double)r->via.u64
@@ -330,7 +331,8 @@ static int handle(void *sock, Engine *e, const char *data, size_t size) {
         goto done;
     }
     const msgpack_object *gid = field(m, "game_id"), *seq = field(m, "seq");
-    if (get_str(m, "type", type, sizeof type) != 0 || (gid && gid->type != MSGPACK_OBJECT_STR) || (seq && !is_int(seq))) {
+    if (get_str(m, "type", type, sizeof type) != 0 || (gid && gid->type != MSGPACK_OBJECT_STR) ||
+        (seq && !is_int(seq))) {
         send_error(sock, NULL, NULL, "malformed", "invalid message: `type` must be a string, `game_id` a string, "
                    "`seq` an int");
         goto done;
@@ -419,7 +421,8 @@ static int on_event(void *monitor, Link *link) {
         return -1;
     } else if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL || event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) {
         if (++link->failures == 1 || link->failures == MAX_FAILED_HANDSHAKES)
-            say("handshake failed (code %u)%s", value, link->curve ? ": is --server-key the referee's public key?" : "");
+            say("handshake failed (code %u)%s", value,
+                link->curve ? ": is --server-key the referee's public key?" : "");
         if (link->failures == MAX_FAILED_HANDSHAKES) {
             say("giving up after %d failed handshakes in a row", MAX_FAILED_HANDSHAKES);
             return -1;
@@ -504,8 +507,10 @@ int main(int argc, char **argv) {
         zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, secret_key, KEY_LEN + 1);
         memset(secret_key, 0, sizeof secret_key);
     }
-    zmq_socket_monitor(sock, "inproc://engine-monitor", ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
-                       ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_DISCONNECTED);
+    /* the monitor says when a handshake succeeds or fails, and when the connection drops */
+    zmq_socket_monitor(sock, "inproc://engine-monitor",
+                       ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_DISCONNECTED |
+                       ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL);
     void *monitor = zmq_socket(ctx, ZMQ_PAIR);
     zmq_setsockopt(monitor, ZMQ_LINGER, &zero, sizeof zero);
     zmq_connect(monitor, "inproc://engine-monitor");
