@@ -161,6 +161,28 @@ def test_an_engine_that_must_run_as_root_of_its_namespace_still_cannot_read_what
 
 
 @needs_sandbox
+def test_a_program_in_a_folder_right_under_tmp_runs_in_the_sandbox(tmp_path):
+    folder = Path(tempfile.mkdtemp(prefix="arb-prog-"))  # /tmp/arb-prog-X/prog: its grandparent is /tmp
+    try:
+        prog = folder / "prog"
+        prog.write_text("#!/bin/sh\necho RAN-INSIDE\n")
+        prog.chmod(0o755)
+        folder.chmod(0o755)
+        work = Path(tempfile.mkdtemp(prefix="arb-test-"))
+        cfg = EngineConfig([str(prog)], name="prog", cwd="/")
+        proc = EngineProcess(cfg, cfg.argv(""), env=engine_environment(cfg, {"HOME": str(work)}), token="t" * 8,
+                             log_path=tmp_path / "prog.log", work_dir=work)
+        try:
+            assert proc.wait(10)
+        finally:
+            proc.kill()
+            shutil.rmtree(work, ignore_errors=True)
+        assert "RAN-INSIDE" in (tmp_path / "prog.log").read_text()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@needs_sandbox
 def test_a_hidden_file_reads_as_empty(tmp_path):
     key = tmp_path / "referee.key"
     key.write_text("SECRET-KEY")

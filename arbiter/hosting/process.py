@@ -194,8 +194,8 @@ class EngineProcess:
                 warn_once(f"engines run as root without capabilities in their namespaces, not under a uid of "
                           f"their own: {' or '.join(needed[:2])} is not reachable by unprivileged users "
                           f"(e.g. a Python in root's home); the referee's folders are hidden from them")
-            visible = [Path(config.cwd or os.getcwd()).resolve(), Path(program).parent.parent,
-                       Path(os.path.realpath(program)).parent.parent]
+            visible = [Path(config.cwd or os.getcwd()).resolve(), Path(program).parent, Path(program).parent.parent,
+                       Path(os.path.realpath(program)).parent, Path(os.path.realpath(program)).parent.parent]
             argv = bwrap_argv(argv, work_dir=work_dir, endpoint_dir=endpoint_dir, cwd=config.cwd,
                               hide=[Path(h) for h in config.hide], network=config.network, uid=self.uid,
                               visible=visible, disk_mb=config.limits.disk_mb)
