@@ -245,16 +245,19 @@ class ControlGroup:
             self.freeze(False)
         except OSError:
             pass
-        for _ in range(50):
+        deadline, signalled = time.monotonic() + 0.5, set()
+        while time.monotonic() < deadline:
             left = self.pids()
             if not left:
                 break
             for pid in left:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            time.sleep(0.01)
+                if pid not in signalled:  # once is enough; dying takes the kernel a moment
+                    signalled.add(pid)
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+            time.sleep(0.001)
         for fd in (self._procs_fd, self._cpu_fd):
             try:
                 os.close(fd)
