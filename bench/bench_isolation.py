@@ -228,16 +228,18 @@ def part_referee(size: dict) -> dict:
     print(f"sandbox+freeze minus bare (unsandboxed, nothing per decision): {d_bare:+.1f} us median (target <= +15 us: "
           f"{verdict(d_bare <= 15)}); the sandbox alone (no freezing, no accounting): {d_sandbox:+.1f} us; "
           f"sandbox+freeze minus none+ponder: {d_off:+.1f} us (none+ponder pays psutil CPU accounting instead)")
-    print("  per decision = start of reading the reply -> end of sending the next request; it contains the thaw "
-          "of the engine asked next when not pondering (the engine that answered is frozen after the next request "
-          "is out, off this path: the freeze column), and two cpu_seconds() calls when pondering (psutil tree walk "
-          "without a control group, cpuacct file with one)")
-    sf = out["sandbox+freeze"]
-    work = d_bare + (sf["freeze_us"] or 0)
-    print(f"referee work per decision with freezing, on and off the path: {work:+.1f} us over bare "
-          f"(the difference above plus one freeze)")
+    print("  per decision = start of reading the reply -> end of sending the next request. Off that path: "
+          "the CPU counter reads of watching (ponder=false: an engine is frozen between games, and between moves "
+          "only once seen pondering) or of ponder accounting (psutil tree walk without a control group), and "
+          "the freezing of the engine that answered")
+    n = out["sandbox+freeze"]["n"]
+    f = fz["sandbox+freeze"]
+    off = (sum(f["freeze"]) + sum(f["cpu_seconds"])) / n
+    print(f"sandbox+freeze, off the path per decision: {off:.1f} us ({len(f['freeze'])} freezes and "
+          f"{len(f['thaw'])} thaws in {n} decisions, {len(f['cpu_seconds'])} counter reads); all referee work "
+          f"over bare: {d_bare + off:+.1f} us")
     out.update(delta_vs_none_ponder_us=d_off, delta_vs_bare_us=d_bare, delta_sandbox_only_us=d_sandbox,
-               referee_work_delta_us=work)
+               off_path_us=off, referee_work_delta_us=d_bare + off)
     out["freeze_loop"] = freeze_loop(size["freeze_cycles"])
     return out
 
