@@ -278,6 +278,30 @@ command = "{{python}} -m sample_engines.random_engine --seed 2"
     assert runs[0] == runs[1] and len(runs[0]) >= 2
 
 
+def test_a_relative_output_path_works_from_any_folder(tmp_path):
+    """The sandbox gets every folder it hides as an absolute path: a relative output (the usual
+    ``runs/x.sqlite``) once made every engine fail to start (bubblewrap resolved the log folder
+    against its new root)."""
+    (tmp_path / "event.toml").write_text("""
+game = "einstein"
+match = "games=2"
+seed = 5
+concurrency = 1
+output = "runs/rel.sqlite"
+[[engines]]
+name = "r1"
+command = "{python} -m sample_engines.random_engine --seed 1"
+[[engines]]
+name = "r2"
+command = "{python} -m sample_engines.random_engine --seed 2"
+""")
+    run = subprocess.run([PY, "-m", "tournaments", "run", "event.toml", "--quiet"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0, run.stdout + run.stderr
+    games = games_of(tmp_path / "runs" / "rel.sqlite")
+    assert len(games) >= 2 and {g["reason"] for g in games.values()} == {"normal"}, games
+
+
 def test_duplicate_dice_pairs_get_identical_rolls_and_reports_export(tmp_path):
     db = tmp_path / "dup.sqlite"
     text = f"""

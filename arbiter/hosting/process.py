@@ -197,7 +197,7 @@ class EngineProcess:
             visible = [Path(config.cwd or os.getcwd()).resolve(), Path(program).parent, Path(program).parent.parent,
                        Path(os.path.realpath(program)).parent, Path(os.path.realpath(program)).parent.parent]
             argv = bwrap_argv(argv, work_dir=work_dir, endpoint_dir=endpoint_dir, cwd=config.cwd,
-                              hide=[Path(h) for h in config.hide], network=config.network, uid=self.uid,
+                              hide=[Path(h).resolve() for h in config.hide], network=config.network, uid=self.uid,
                               visible=visible, disk_mb=config.limits.disk_mb)
         if s.cgroup and mode != SandboxMode.NONE:
             try:

@@ -178,7 +178,7 @@ class EngineSession:
         endpoint_dir = Path(endpoint[len("ipc://"):]).parent if endpoint.startswith("ipc://") else None
         env = engine_environment(config, {ENDPOINT_ENV: endpoint, SECRET_ENV: str(secret_file),
                                           "HOME": str(self.work_dir), "TMPDIR": "/tmp"})
-        hidden = dataclasses.replace(config, hide=(*config.hide, str(self.log_path.parent)),
+        hidden = dataclasses.replace(config, hide=(*config.hide, str(self.log_path.parent.resolve())),
                                      cwd=config.cwd or os.getcwd(),
                                      network=config.network or endpoint.startswith("tcp://"))
         try:
