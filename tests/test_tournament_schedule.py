@@ -320,3 +320,37 @@ def test_a_resumed_director_continues_exactly_where_the_first_stopped():
         resumed = Director(spec)
         nxt = resumed.plan(partial).ready
         assert plans[cut] in nxt
+
+
+# --- incremental planning -----------------------------------------------------------------------
+
+def _plan_view(plan):
+    return ([g.key for g in plan.ready], plan.finished, plan.played, plan.max_remaining, plan.round,
+            [(s.pairing.key, s.done, s.played, s.points, s.winner) for s in plan.pairings])
+
+
+@pytest.mark.parametrize("spec", [
+    match_spec("round_robin", 5, "games=7"),
+    match_spec("double_round_robin", 4, "olympiad", duplicate=True),
+    match_spec("swiss", 7, "bo3", rounds=3),
+    match_spec("knockout", 6, "games=2", tiebreak_games=2, tiebreak_blocks=2),
+    ScheduleSpec(tid="t", n=5, kind="table", num_seats=3, format="round_robin", games=3, seed="x"),
+    ScheduleSpec(tid="t", n=3, kind="solo", num_seats=1, format="round_robin", games=5, seed="x"),
+], ids=["rr", "drr-olympiad-dup", "swiss", "knockout", "table", "solo"])
+def test_planning_after_each_commit_equals_planning_from_scratch(spec):
+    """The runner tells the director which game was committed, so only that pairing is looked at
+    again (linear in the number of games); at every step the plan must be exactly the one a
+    fresh director makes from all the results."""
+    rng = random.Random(7)
+    live, results, changed, steps = Director(spec), {}, None, 0
+    while True:
+        plan = live.plan(results, changed)
+        assert _plan_view(plan) == _plan_view(Director(spec).plan(results)), f"step {steps}"
+        if plan.finished:
+            break
+        g = rng.choice(plan.ready)
+        rets = (tuple(float(rng.randrange(3)) for _ in g.seating) if spec.kind != "match"
+                else rng.choice([(1.0, -1.0), (-1.0, 1.0), (0.0, 0.0)]))
+        results[g.key] = GameResult(g.seating, rets)
+        changed, steps = g.key, steps + 1
+    assert steps > 10

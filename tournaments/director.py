@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Mapping
+from typing import Iterator, Mapping
 
 from arbiter.formats.match import MatchFormat
 from arbiter.stats import game_points
@@ -83,7 +83,6 @@ class PairingState:
 
 @dataclass
 class Plan:
-    ready: list[GameSpec]
     pairings: list[PairingState]
     finished: bool
     max_remaining: int
@@ -91,6 +90,15 @@ class Plan:
     round: int
     rounds: int
     notes: list[str] = field(default_factory=list)
+
+    def iter_ready(self) -> Iterator[GameSpec]:
+        """The games that may be played now, in schedule order (lazily: a big event has many)."""
+        for state in self.pairings:
+            yield from state.ready
+
+    @property
+    def ready(self) -> list[GameSpec]:
+        return list(self.iter_ready())
 
 
 @dataclass
@@ -128,6 +136,12 @@ class Director:
         self._swiss: dict[int, list[Pairing]] = {}
         self._ko: dict[int, list[Pairing]] = {}
         self._cursor: dict[str, tuple] = {}
+        self._pending: dict[str, tuple[int, dict]] = {}
+        """Per pairing: (block index, {game key: spec}) of its current block's uncommitted games."""
+        self._live: dict[str, PairingState] = {}
+        """Static formats: the last state of every pairing, reused when a commit is elsewhere."""
+        self._by_match: dict[str, int] = {}
+        self._fresh: set | None = None
         self._seed_order: list[int] | None = None
         self.notes: list[str] = []
         if spec.kind == "match":
@@ -135,11 +149,29 @@ class Director:
 
     # --- public -------------------------------------------------------------------------------
 
-    def plan(self, results: Mapping[tuple[str, int], GameResult]) -> Plan:
-        f = self.spec.format
-        if f in ("swiss", "knockout"):
-            return self._plan_rounds(results)
-        states = [self._state(p, results) for p in self._static_pairings()]
+    def plan(self, results: Mapping[tuple[str, int], GameResult], changed: tuple[str, int] | None = None) -> Plan:
+        """``changed``: the one game committed since the previous call (a runner's replan), so
+        only its pairing is looked at again (planning stays linear in the number of games);
+        None looks at everything."""
+        self._fresh = None if changed is None else {changed}
+        try:
+            if self.spec.format in ("swiss", "knockout"):
+                return self._plan_rounds(results)
+            return self._plan_static(results, changed)
+        finally:
+            self._fresh = None
+
+    def _plan_static(self, results: Mapping, changed: tuple[str, int] | None) -> Plan:
+        pairings = self._static_pairings()
+        if not self._by_match:
+            self._by_match = {p.match_id: i for i, p in enumerate(pairings)}
+        index = self._by_match.get(changed[0]) if changed is not None else None
+        if index is not None and len(self._live) == len(pairings):
+            p = pairings[index]
+            self._live[p.key] = self._state(p, results)
+        else:
+            self._live = {p.key: self._state(p, results) for p in pairings}
+        states = list(self._live.values())
         rounds = max((s.pairing.round for s in states), default=0)
         current = min((s.pairing.round for s in states if not s.done), default=rounds)
         return self._collect(states, rounds, current, extra_max=0, finished_rounds=True)
@@ -158,9 +190,8 @@ class Director:
 
     def _collect(self, states: list[PairingState], rounds: int, current: int, extra_max: int,
                  finished_rounds: bool) -> Plan:
-        ready = [g for s in states for g in s.ready]
         finished = finished_rounds and all(s.done for s in states)
-        return Plan(ready=ready, pairings=states, finished=finished,
+        return Plan(pairings=states, finished=finished,
                     max_remaining=sum(s.remaining_max for s in states) + extra_max,
                     played=sum(s.played for s in states), round=current, rounds=rounds, notes=list(self.notes))
 
@@ -257,13 +288,22 @@ class Director:
         while bi < len(self._blocks):
             if fmt.first_to is not None and max(points) >= fmt.first_to:
                 break
-            specs = [self._spec_for(p, num, letter, suffix) for num, letter, suffix in self._blocks[bi]]
-            missing = [g for g in specs if g.key not in results]
-            if missing:
+            block = self._blocks[bi]
+            cached = self._pending.get(p.key)
+            if cached is not None and cached[0] == bi and self._fresh is not None:
+                pending = cached[1]  # only the fresh commit can have changed it
+                for key in self._fresh:
+                    pending.pop(key, None)
+            else:
+                specs = (self._spec_for(p, num, letter, suffix) for num, letter, suffix in block)
+                pending = {g.key: g for g in specs if g.key not in results}
+                self._pending[p.key] = (bi, pending)
+            if pending:
                 self._cursor[p.key] = (bi, tuple(points), played)
                 later = sum(len(bl) for bl in self._blocks[bi + 1:])
-                return PairingState(p, ready=missing, played=played + len(specs) - len(missing),
-                                    remaining_max=len(missing) + later + tb_max, points=points)
+                return PairingState(p, ready=list(pending.values()), played=played + len(block) - len(pending),
+                                    remaining_max=len(pending) + later + tb_max, points=points)
+            specs = [self._spec_for(p, num, letter, suffix) for num, letter, suffix in block]
             for g in specs:
                 r = results[g.key]
                 pa, pb = game_points(r.returns, r.seating.index(a), r.seating.index(b))

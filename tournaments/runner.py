@@ -20,6 +20,7 @@ import resource
 import time
 import uuid
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Callable
 
@@ -103,8 +104,9 @@ class Runner:
         self.results = self.db.results(self.cfg.tid, self.names)
         return self.replan()
 
-    def replan(self) -> Plan:
-        plan = self.director.plan(self.results)
+    def replan(self, changed: tuple[str, int] | None = None) -> Plan:
+        """Plan again; ``changed``: the one game committed since the last plan (linear planning)."""
+        plan = self.director.plan(self.results, changed)
         fmt_text = self.cfg.match_text if self.cfg.kind == "match" else f"games={self.cfg.games}"
         mismatched = self.db.sync_pairings(plan.pairings, self._known, self._ended, self.cfg.game, self.names,
                                            self.cfg.time_control.text, fmt_text)
@@ -208,7 +210,7 @@ class Runner:
         idle = backend.idle()
         if not idle:
             return
-        candidates = [g for g in self.plan.ready if g.key not in self.in_flight][:256]
+        candidates = list(islice((g for g in self.plan.iter_ready() if g.key not in self.in_flight), 256))
         busy_pairings = {spec.pairing for spec in self.in_flight.values()}
         for slot in sorted(idle, key=lambda w: -len(w.engines)):
             if not candidates:
@@ -234,6 +236,6 @@ class Runner:
             raise _StorageFailed(self.db.store.error or "cannot save")
         self.results[key] = GameResult(spec.seating, tuple(record.returns), record.reason, record.forfeit_seat)
         self.summary.committed += 1
-        self.replan()
+        self.replan(key)
         if self.on_game:
             self.on_game(self, spec, record)
