@@ -59,7 +59,8 @@ class Referee:
 
     def __init__(self, game: Game, engines: list[Session | None], time_control: TimeControl, dice: Dice, *,
                  match_id: str, game_number: int, players: list[str] | None = None,
-                 margin: float = DEFAULT_MARGIN, on_event: EventHook | None = None):
+                 margin: float = DEFAULT_MARGIN, on_event: EventHook | None = None,
+                 replace_engine: Callable[[int], Session | None] | None = None):
         if len(engines) != game.num_seats:
             raise ValueError(f"{game.name} needs {game.num_seats} engines, got {len(engines)}")
         self.game = game
@@ -68,6 +69,9 @@ class Referee:
         self.dice = dice
         self.margin = margin
         self.on_event = on_event
+        self.replace_engine = replace_engine
+        """Called with a seat whose engine failed its ``new_game``: a fresh session for that seat
+        (the host replaces an engine it reused from an earlier game, once), or None to forfeit."""
         self.clocks = [Clock(time_control) for _ in engines]
         self.game_id = f"{match_id}.{game_number}.{uuid.uuid4().hex[:6]}"
         self.seq = 0
@@ -137,7 +141,14 @@ class Referee:
             try:
                 engine.new_game(msg)
             except EngineFault as fault:
-                raise _Forfeit(seat, fault.reason, fault.detail) from None
+                fresh = self.replace_engine(seat) if self.replace_engine else None
+                if fresh is None:
+                    raise _Forfeit(seat, fault.reason, fault.detail) from None
+                self.engines[seat] = fresh  # new_game doubles as the check that a reused engine still works
+                try:
+                    fresh.new_game(msg)
+                except EngineFault as again:
+                    raise _Forfeit(seat, again.reason, again.detail) from None
 
     def _roll(self) -> None:
         outcomes = self.state.chance_outcomes()

@@ -111,6 +111,15 @@ def test_between_games_only_an_engine_quiet_for_a_while_is_pinged(tmp_path, monk
     assert sorted(pings) == ["A", "A", "B", "B"]  # quiet too long (here: at all): pinged before games 2 and 3
 
 
+def test_a_reused_engine_that_stops_answering_between_games_is_replaced_not_forfeited(tmp_path):
+    # It answered its last move a moment ago, so no ping checks it before game 2: its new_game
+    # does, times out, and the series starts a fresh process for the seat (once).
+    result = run_match(tmp_path, misbehave("hang_after_game"), RANDOM, tc="60", fmt="games=2", ready_timeout=1.0)
+    assert [r.reason for r in result.records] == ["normal", "normal"], [r.detail for r in result.records]
+    logs = sorted(tmp_path.rglob("engine-A-*.log"))
+    assert len(logs) == 2, logs  # two processes played for A
+
+
 def test_tampered_record_fails_verification(tmp_path):
     result = run_match(tmp_path, RANDOM, RANDOM)
     record = result.records[0]

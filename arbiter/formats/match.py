@@ -94,6 +94,7 @@ class Series:
         self.hidden = (str(store.path.resolve().parent),) if store is not None else ()
         """Folders the engines must not see (the results), besides their own logs."""
         self._last_used: dict[int, int] = {}  # engine index -> when it was last seated (retire_idle)
+        self._reused: set[int] = set()  # engines of the current game kept from an earlier one
 
     def _reusable(self, index: int) -> Session | None:
         """The running engine for ``configs[index]`` if it may play another game (answers a ping)."""
@@ -114,10 +115,13 @@ class Series:
         """Make sure every seated engine runs: spawn all missing ones first, then shake hands
         with each (engine start-up dominates short matches). Returns (seat, fault) on failure."""
         fresh: list[int] = []
+        self._reused = set()
         for index in dict.fromkeys(seating):
             if self._reusable(index) is None:
                 self.engines[index] = open_session(self.configs[index], self.run_dir, hide=self.hidden)
                 fresh.append(index)
+            else:
+                self._reused.add(index)
         failure = None
         for index in fresh:
             try:
@@ -150,7 +154,21 @@ class Series:
                             players=[self.names[i] for i in seating], on_event=self.on_event)
         failure = self._start_engines(seating)
         engines = [self.engines[i] for i in seating]
-        referee = Referee(self.game, engines, self.tc, dice, **referee_args)
+
+        def replace(seat: int) -> Session | None:
+            """A reused engine failed its new_game (hung, died or babbled since its last game):
+            one fresh start for it, as a silent engine between games always got."""
+            index = seating[seat]
+            if index not in self._reused:
+                return None
+            self._reused.discard(index)
+            self.engines[index].stop()
+            self.engines[index] = None
+            reused, failure = self._reused, self._start_engines([index])
+            self._reused = reused
+            return None if failure else self.engines[index]
+
+        referee = Referee(self.game, engines, self.tc, dice, replace_engine=replace, **referee_args)
         record = referee.play() if failure is None else referee.forfeit_unstarted(*failure)
         if self.store:
             self.store.save_game(record)

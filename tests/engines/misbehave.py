@@ -2,10 +2,10 @@
 
 Usage: python tests/engines/misbehave.py MODE [--after N] [--delay SECONDS]
 MODE: hang | crash | illegal | garbage | no_hello | double_fork | stale | wrong_type | oversize | wrong_game
-      | exit_after_reply | close_after_reply | not_ready | slow | old_protocol | chatty
+      | exit_after_reply | close_after_reply | not_ready | slow | old_protocol | chatty | hang_after_game
 The misbehaviour happens at the engine's (N+1)-th decision request (default N=2); ``not_ready``
 answers new_game with a pong; ``old_protocol`` says hello with another protocol version;
-``chatty`` sends an ``error`` message and a ping before every reply; ``slow`` plays legally but takes 0.3 s (``--delay``) per decision (an opponent that
+``hang_after_game`` stops answering once told its first game is over; ``chatty`` sends an ``error`` message and a ping before every reply; ``slow`` plays legally but takes 0.3 s (``--delay``) per decision (an opponent that
 gives the referee time to notice a peer that left).
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 from protocol import encode  # noqa: E402
 from protocol.kit import endpoint_from_environment, session_secret  # noqa: E402
-from protocol.messages import Error, Hello, NewGame, Ping, Pong, Quit, Ready, Reply, Request  # noqa: E402
+from protocol.messages import Error, GameOver, Hello, NewGame, Ping, Pong, Quit, Ready, Reply, Request  # noqa: E402
 from protocol.transport import EngineSocket  # noqa: E402
 
 
@@ -52,6 +52,8 @@ def main() -> int:
         msg = sock.recv()
         if isinstance(msg, Quit):
             return 0
+        if isinstance(msg, GameOver) and mode == "hang_after_game":
+            time.sleep(3600)
         if isinstance(msg, NewGame):
             if mode == "not_ready":
                 sock.send(Pong(game_id=msg.game_id, seq=msg.seq))
