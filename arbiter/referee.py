@@ -123,9 +123,9 @@ class Referee:
         self.record.dice_seed = self.dice.seed.hex()
         self.record.dropped_messages = sum(e.dropped for e in self.engines if e is not None)
         self._unrested = []
-        for engine in self.engines:  # between games every engine that may not ponder is stopped
+        for engine in self.engines:  # between games too an engine that may not ponder must be idle
             if engine is not None:
-                engine.rest()
+                engine.rest(watch=True)
         self._announce_result()
         return self.record
 

@@ -154,6 +154,9 @@ class Series:
                             players=[self.names[i] for i in seating], on_event=self.on_event)
         failure = self._start_engines(seating)
         engines = [self.engines[i] for i in seating]
+        for index, engine in enumerate(self.engines):  # kept for later games but idle now: frozen
+            if engine is not None and index not in seating:
+                engine.rest()
 
         def replace(seat: int) -> Session | None:
             """A reused engine failed its new_game (hung, died or babbled since its last game):

@@ -206,13 +206,14 @@ class EngineSession:
                               f"engine does not play {game} (it plays {', '.join(msg.games)})")
         self.hello = msg
         self._send(Welcome(referee="arbiter"))
-        self.rest()
+        self.rest(watch=True)
 
     def rest(self, watch: bool = False) -> None:
-        """An engine that may not ponder is frozen, whole tree at once, between games and, once it
-        has been seen pondering, between its moves. Before that, between moves it is only
-        watched: stopping and resuming idle processes costs the referee ~0.1 ms per move (each
-        signal wakes a process), reading its control group's CPU counter ~4 us."""
+        """An engine that may not ponder is only watched while it waits (its control group's CPU
+        counter, ~4 us a read) and frozen, whole tree at once, once it has been seen using the
+        CPU then; with ``watch=False`` (an engine left idle: no game for it now) or without a
+        control group it is frozen at once. Stopping and resuming idle processes costs the
+        referee ~0.1 ms per move (each signal wakes a process), so honest engines are not."""
         if self.process is None:
             return
         if self.config.ponder or (watch and self.process.cgroup is not None):
@@ -281,16 +282,22 @@ class EngineSession:
     def ask(self, request: Request) -> float:
         self.pending = (request.game_id, request.seq)
         sent = self._send(request)
-        self.offturn_cpu_ms = None  # counted after sending: the first microseconds of its turn are noise
-        if self.process is not None and self._cpu_at_rest is not None:
-            now = self.process.cpu_seconds()
-            if now is not None:
-                used = now - self._cpu_at_rest
-                self.offturn_cpu_ms = round(used * 1000, 1)
-                if used > OFFTURN_SLACK and not self.config.ponder:
-                    self.caught_pondering = True  # frozen between its moves from now on
-        self._cpu_at_rest = None
+        self.offturn_cpu_ms = self._end_rest()  # after sending: its turn's first microseconds are noise
         return sent
+
+    def _end_rest(self, judge: bool = True) -> float | None:
+        """Its rest is over: the CPU ms it used while resting (None if not counted); with
+        ``judge``, an engine that may not ponder and used more than OFFTURN_SLACK is frozen whenever
+        it rests from now on (not judged: the rest after a game, when it digests ``game_over``)."""
+        used, self._cpu_at_rest = (None, None) if self._cpu_at_rest is None else (self._cpu_at_rest, None)
+        if used is None or self.process is None:
+            return None
+        now = self.process.cpu_seconds()
+        if now is None:
+            return None
+        if judge and now - used > OFFTURN_SLACK and not self.config.ponder:
+            self.caught_pondering = True
+        return round((now - used) * 1000, 1)
 
     def poll_reply(self) -> Reply | None:
         for _ in range(_READ_BURST):
@@ -394,15 +401,15 @@ class EngineSession:
     def _request(self, message: Message, timeout: float, what: str) -> Message:
         """Send a message that must be answered (same game id and seq) within ``timeout``."""
         self.pending = (message.game_id, message.seq)
-        self._cpu_at_rest = None  # off-turn CPU is counted between the moves of a game only
         self._send(message)
+        self._end_rest(judge=False)
         try:
             answer = self._receive(time.monotonic() + timeout, what)
             self._answered_at = time.monotonic()
             return answer
         finally:
             self.pending = None
-            self.rest()
+            self.rest(watch=True)
 
 
 @dataclass
