@@ -11,6 +11,7 @@ import argparse
 from collections import Counter
 import math
 import os
+import shlex
 import sqlite3
 import sys
 from pathlib import Path
@@ -181,6 +182,14 @@ def cmd_match(args: argparse.Namespace) -> int:
 
     match = Match(game, configs, tc, fmt, store=store, run_dir=Path(args.db).parent, margin=args.margin / 1000,
                   seed=seed, on_event=on_event, on_game=on_game)
+    if failed := match.series.start_all():  # pre-flight: a broken command must not hand out wins
+        for index, fault in failed:
+            console.print(f"[red]error:[/] engine {escape(configs[index].name)} cannot start: {escape(str(fault))}",
+                          soft_wrap=True)
+        console.print("no game was played, no result recorded")
+        match.series.close()
+        store.close()
+        return EXIT_ENGINE
     console.print(f"match [bold]{match.match_id}[/]: {game.name}, {configs[0].name} vs {configs[1].name}, "
                   f"tc {tc.text}, format {args.format}, results → {args.db}")
     try:
@@ -202,10 +211,11 @@ def cmd_match(args: argparse.Namespace) -> int:
 
 
 def _engine_config(command: str, name: str, args: argparse.Namespace, restart: bool = False):
-    """An engine command line, or ``tcp://HOST:PORT`` to wait there for a remote engine; the
-    hosting options (sandbox, limits, pondering) from ``args``."""
+    """An engine command line (``{python}``: the Python running the referee), or
+    ``tcp://HOST:PORT`` to wait there for a remote engine; the hosting options (sandbox, limits, pondering) from ``args``."""
     if command.startswith(("tcp://", "ipc://")):
         return EngineConfig(command=None, endpoint=command, name=name, handshake_timeout=300.0)
+    command = command.replace("{python}", shlex.quote(sys.executable))  # this Python, with the project's packages
     return EngineConfig(command=command, name=name, restart_each_game=restart, **_hosting(args))
 
 
@@ -612,8 +622,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("match", help="play a match between two engines")
     m.add_argument("--game", required=True, help="game name (arbiter games lists them)")
-    m.add_argument("--engine", action="append", default=[], help="engine command line, or tcp://HOST:PORT to wait for a remote engine there "
-                                                            "(give twice: A then B)")
+    m.add_argument("--engine", action="append", default=[], help="engine command line ({python}: this Python), or tcp://HOST:PORT to wait for "
+                                                            "a remote engine there (give twice: A then B)")
     m.add_argument("--name", action="append", help="engine display name (give twice)")
     m.add_argument("--option", action="append", default=[], help="game option KEY=VALUE (repeatable)")
     m.add_argument("--tc", default="180", help="time control, e.g. 180, 180+2, 40/60+0.5, st=1, 60+3x10, inf")

@@ -150,6 +150,25 @@ def resume(target: str | Path, *, check_paths: bool = True) -> Opened:
     return Opened(cfg, db, meta["seed"])
 
 
+def preflight(cfg: TournamentConfig, db_path: str | Path) -> list[tuple[str, str]]:
+    """Start every engine and shake hands with it, as the games will, then stop it: (engine name,
+    error) for each that cannot start. An event that would otherwise hand wins to the opponents
+    of a broken command stops before its first game instead (``on_start_failure = "stop"``)."""
+    from arbiter.formats.match import Series
+    from arbiter.games import load_game
+
+    from .runner import hidden_paths, logs_dir
+
+    hide = hidden_paths(cfg, db_path)
+    series = Series(load_game(cfg.game, **cfg.game_options), [e.engine_config(hide=hide) for e in cfg.engines],
+                    cfg.time_control, run_dir=logs_dir(db_path), match_id="preflight")
+    try:
+        failures = series.start_all()
+    finally:
+        series.close()
+    return [(cfg.engines[i].name, str(fault)) for i, fault in failures]
+
+
 def play(opened: Opened, *, concurrency: int | None = None, on_progress=None,
          on_game=None) -> tuple[Runner, RunSummary]:
     """Play every game the database does not hold yet; record the run in the metadata."""
@@ -169,4 +188,4 @@ def play(opened: Opened, *, concurrency: int | None = None, on_progress=None,
     return runner, summary
 
 
-__all__ = ["ConfigError", "Opened", "TournamentStateError", "start", "resume", "play", "config_from_db", "is_database"]
+__all__ = ["ConfigError", "Opened", "TournamentStateError", "start", "resume", "play", "preflight", "config_from_db", "is_database"]

@@ -8,7 +8,9 @@
 Exit codes: 0 finished (or report written); 1 the tournament failed (a worker error, a changed
 schedule); 2 bad usage, a bad tournament file, or a database in the wrong state (already
 started, missing, locked by a running process); 3 an engine requires a sandbox this machine cannot
-give (the message says what to install or enable); 4 a game could not be saved (disk full, unwritable
+give (the message says what to install or enable), or an engine cannot start (every engine is started
+and greeted before the first game; ``check`` does the same; ``on_start_failure = "forfeit"`` plays
+anyway); 4 a game could not be saved (disk full, unwritable
 database...: the run stops, the unsaved games go to a fallback file named in the message, and
 ``resume`` plays them again once the storage is fixed); 130 interrupted (every finished game is saved:
 ``resume`` continues).
@@ -126,6 +128,21 @@ class Display:
         self.progress(runner)
 
 
+def _preflight_ok(console, cfg, db_path) -> bool:
+    """Start and greet every engine once; name each that cannot start (the caller exits 3)."""
+    from rich.markup import escape
+
+    from .api import preflight
+
+    failures = preflight(cfg, db_path)
+    for name, error in failures:
+        console.print(f"[red]error:[/] engine {escape(name)} cannot start: {escape(error)}")
+    if failures:
+        console.print("(no game was played; set on_start_failure = \"forfeit\" to play anyway, "
+                      "its games lost as not_started)")
+    return not failures
+
+
 def cmd_run(args, resume: bool) -> int:
     from . import api
     from .config import ConfigError
@@ -139,7 +156,10 @@ def cmd_run(args, resume: bool) -> int:
         else:
             from .config import load_config
 
-            opened = api.start(load_config(args.file), overwrite=args.overwrite)
+            cfg = load_config(args.file)
+            if cfg.on_start_failure == "stop" and not _preflight_ok(console, cfg, cfg.output):
+                return EXIT_ENGINE  # before the database exists: fix the command and `run` again
+            opened = api.start(cfg, overwrite=args.overwrite)
     except ConfigError as exc:
         console.print(f"[red]error:[/] {exc}")
         return EXIT_USAGE
@@ -154,6 +174,9 @@ def cmd_run(args, resume: bool) -> int:
     if strict and not support().sandbox:
         console.print(f"[red]error:[/] engine(s) {', '.join(strict)} require a sandbox, and this machine cannot "
                       f"sandbox engines: {support().problem}")
+        opened.db.close()
+        return EXIT_ENGINE
+    if resume and cfg.on_start_failure == "stop" and not _preflight_ok(console, cfg, opened.db.path):
         opened.db.close()
         return EXIT_ENGINE
     mode = "quiet" if args.quiet else ("live" if console.is_terminal else "lines")
@@ -249,6 +272,9 @@ def cmd_check(args) -> int:
         console.print(f"  … {len(plan.pairings) - len(shown)} more pairings")
     if cfg.format in ("swiss", "knockout"):
         console.print("  (later rounds are paired from results)")
+    if not _preflight_ok(console, cfg, cfg.output):
+        return EXIT_ENGINE
+    console.print(f"  every engine started and said hello ({', '.join(names)})")
     return EXIT_OK
 
 

@@ -52,6 +52,8 @@ TOP_KEYS = {
     "bye_points": "swiss: match points for a bye",
     "restart": "default for engines: start a fresh engine process for every game",
     "sandbox": "default for engines: auto | required | none (SECURITY.md)",
+    "on_start_failure": "stop (default: every engine is started once before the first game; one that cannot "
+                        "start stops the event, exit 3) | forfeit (its games are lost, 'not_started')",
     "ponder": "default for engines: may they think on the opponent's time (default false: stopped)",
     "limits": "default engine limits: memory_mb, processes, open_files, log_mb, info_chars, disk_mb",
     "anchor": "rating anchor: 'engine name' or {engine = 'name', elo = 1500}",
@@ -155,7 +157,7 @@ class TournamentConfig:
     seed_file: Path | None = None
     """Where ``seed`` was read from (then the seed is secret: not printed)."""
     key_file: Path | None = None
-
+    on_start_failure: str = "stop"
 
     def fingerprint(self) -> str:
         """A hash of everything that decides which games are played and how: a resume refuses a
@@ -389,6 +391,9 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
     default_sandbox = _sandbox(c, doc, ())
     default_ponder = c.get(doc, "ponder", (), bool, False)
     default_limits = _limits(c, doc, (), Limits())
+    on_start_failure = c.get(doc, "on_start_failure", (), str, "stop")
+    if on_start_failure not in ("stop", "forfeit"):
+        raise c.error(("on_start_failure",), f"expected 'stop' or 'forfeit', got {on_start_failure!r}")
 
     sprt_table = c.get(doc, "sprt", (), dict, {})
     c.unknown_keys(sprt_table, SPRT_KEYS, ("sprt",))
@@ -491,4 +496,5 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
         duplicate_dice=duplicate, seeding=seeding, candidates=candidates, tiebreak_games=tb_games,
         tiebreak_blocks=tb_blocks, self_pairs=self_pairs, bye_points=bye_points, anchor=anchor, sprt=sprt,
         engines=engines, sprt_given="sprt" in doc, source_text=text, seed_file=seed_file, key_file=key_file,
+        on_start_failure=on_start_failure,
         source_path=str(Path(source).resolve()) if source[:1] != "<" else source)

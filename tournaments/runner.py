@@ -36,6 +36,21 @@ from .pool import LocalPool, db_marker
 __all__ = ["Runner", "RunSummary", "TournamentError", "db_marker", "master_seed"]
 
 
+def hidden_paths(cfg: TournamentConfig, db_path: str | Path) -> tuple[str, ...]:
+    """What engines must not see: the results folder, the tournament file (its seed), the seed
+    and key files."""
+    paths = [Path(db_path).resolve().parent]
+    for path in (cfg.source_path, cfg.seed_file, cfg.key_file):
+        if path and not str(path).startswith("<"):
+            paths.append(Path(path).resolve())
+    return tuple(str(p) for p in paths)
+
+
+def logs_dir(db_path: str | Path) -> Path:
+    """Engine logs go beside the database: ``<stem>-logs/``."""
+    return Path(db_path).with_name(Path(db_path).stem + "-logs")
+
+
 def master_seed(seed: str) -> bytes:
     """The dice master seed of a tournament: every game's dice derive from it and its stream."""
     return hashlib.sha256(f"arbiter-tournament|{seed}".encode()).digest()
@@ -126,16 +141,10 @@ class Runner:
                            engines=[e.engine_config(hide=self._hidden()) for e in cfg.engines],
                            time_control=cfg.time_control,
                            margin=cfg.margin_ms / 1000, master_seed=master_seed(self.seed), tid=cfg.tid,
-                           run_dir=Path(self.db.path).with_name(Path(self.db.path).stem + "-logs"))
+                           run_dir=logs_dir(self.db.path))
 
     def _hidden(self) -> tuple[str, ...]:
-        """What engines must not see: the results folder, the tournament file (its seed), the seed
-        and key files."""
-        paths = [Path(self.db.path).resolve().parent]
-        for path in (self.cfg.source_path, self.cfg.seed_file, self.cfg.key_file):
-            if path and not str(path).startswith("<"):
-                paths.append(Path(path).resolve())
-        return tuple(str(p) for p in paths)
+        return hidden_paths(self.cfg, self.db.path)
 
     def run(self) -> RunSummary:
         me0 = resource.getrusage(resource.RUSAGE_SELF)

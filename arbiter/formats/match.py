@@ -136,6 +136,29 @@ class Series:
                 self.engines[index] = None
         return failure
 
+    def start_all(self) -> list[tuple[int, EngineFault]]:
+        """Pre-flight: start every engine and shake hands with each before the first game, so that
+        one that cannot start stops the event instead of handing its opponents wins. Returns
+        (index, fault) per engine that failed (stopped again); the others stay up for game 1."""
+        fresh = [i for i in range(len(self.configs)) if self._reusable(i) is None]
+        failures: dict[int, EngineFault] = {}
+        for index in fresh:
+            self.engines[index] = open_session(self.configs[index], self.run_dir, hide=self.hidden)
+            try:
+                self.engines[index].launch()
+            except EngineFault as fault:
+                failures[index] = fault
+        for index in fresh:
+            if index not in failures:
+                try:
+                    self.engines[index].handshake(self.game.name)
+                    continue
+                except EngineFault as fault:
+                    failures[index] = fault
+            self.engines[index].stop()
+            self.engines[index] = None
+        return sorted(failures.items())
+
     def play_game(self, number: int, seating: list[int], dice_stream: str | None = None,
                   match_id: str | None = None) -> GameRecord:
         """Play game ``number`` with ``seating``; save and return its record. ``match_id`` files

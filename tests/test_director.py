@@ -1,0 +1,95 @@
+"""What a tournament director meets first (issue 14): engines that cannot start, bad input of
+every kind (one clear line, the right exit code), files in expected places, reproducible examples."""
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+
+
+def run(*args: str, cwd: Path = ROOT, timeout: float = 180, **kw) -> subprocess.CompletedProcess:
+    """A command line (``arbiter ...`` or ``tournaments ...``) as a director types it."""
+    module = "tournaments" if args[0] == "tournaments" else "arbiter.cli"
+    return subprocess.run([PY, "-m", module, *args[1:]], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, **kw)
+
+
+def one_line_error(proc: subprocess.CompletedProcess, code: int, *words: str) -> None:
+    out = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode == code, out
+    assert "Traceback" not in out, out
+    for w in words:
+        assert w in out, (w, out)
+
+
+def tournament_file(tmp_path: Path, extra: str = "", ghost: str = "/nonexistent/engine", name: str = "t") -> Path:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(f'game = "einstein"\nmatch = "games=2"\ntime_control = "10"\nseed = 1\n'
+                    f'output = "{tmp_path / (name + ".sqlite")}"\n{extra}\n'
+                    f'[[engines]]\nname = "ghost"\ncommand = "{ghost}"\n'
+                    f'[[engines]]\nname = "random"\ncommand = "{{python}} -m sample_engines.random_engine"\n')
+    return path
+
+
+# --- 1. an engine that cannot start ---------------------------------------------------------------
+
+def test_an_engine_that_cannot_start_stops_the_tournament_before_any_game(tmp_path):
+    path = tournament_file(tmp_path)
+    proc = run("tournaments", "run", str(path), "-q")
+    one_line_error(proc, 3, "engine ghost cannot start", "/nonexistent/engine")
+    assert not (tmp_path / "t.sqlite").exists()  # nothing recorded: fix the command, `run` again
+    one_line_error(run("tournaments", "check", str(path)), 3, "engine ghost cannot start")
+
+
+def test_on_start_failure_forfeit_keeps_playing_its_games_lost(tmp_path):
+    path = tournament_file(tmp_path, 'on_start_failure = "forfeit"')
+    proc = run("tournaments", "run", str(path), "-q", "--no-report")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    conn = sqlite3.connect(tmp_path / "t.sqlite")
+    reasons = [r for (r,) in conn.execute("SELECT reason FROM games")]
+    conn.close()
+    assert reasons == ["not_started", "not_started"]
+
+
+def test_check_starts_every_engine(tmp_path):
+    path = tournament_file(tmp_path, ghost="{python} -m sample_engines.random_engine")
+    proc = run("tournaments", "check", str(path))
+    assert proc.returncode == 0 and "every engine started" in proc.stdout, proc.stdout + proc.stderr
+
+
+# --- 2. arbiter match: {python}, and no result when an engine cannot start ----------------------
+
+RANDOM = "{python} -m sample_engines.random_engine"
+
+
+def games_in(db: Path) -> list[tuple]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute("SELECT game_number, reason FROM games ORDER BY game_number").fetchall()
+    finally:
+        conn.close()
+
+
+def test_match_offers_python_placeholder(tmp_path):
+    db = tmp_path / "m.sqlite"
+    proc = run("arbiter", "match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM, "--seed", "ab",
+               "--format", "games=2", "--tc", "10", "--quiet", "--db", str(db))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [r for _, r in games_in(db)] == ["normal", "normal"]
+
+
+@pytest.mark.parametrize("second", ["/nonexistent/engine", RANDOM])
+def test_match_with_an_engine_that_cannot_start_records_nothing(tmp_path, second):
+    db = tmp_path / "m.sqlite"
+    proc = run("arbiter", "match", "--game", "einstein", "--engine", "python3 -c 'import sys; sys.exit(5)'",
+               "--engine", second, "--name", "broken", "--format", "games=2", "--tc", "10", "--quiet",
+               "--db", str(db))
+    one_line_error(proc, 3, "engine broken cannot start", "no result recorded")
+    assert games_in(db) == []
