@@ -93,3 +93,26 @@ def test_match_with_an_engine_that_cannot_start_records_nothing(tmp_path, second
                "--db", str(db))
     one_line_error(proc, 3, "engine broken cannot start", "no result recorded")
     assert games_in(db) == []
+
+
+# --- 3. paths with #, ? and % ----------------------------------------------------------------------
+
+def test_paths_with_uri_characters_work_everywhere(tmp_path):
+    folder = tmp_path / "a?b%20c"
+    folder.mkdir()
+    db = folder / "t #2.sqlite"
+    proc = run("arbiter", "match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM, "--seed", "ab",
+               "--format", "games=1", "--tc", "10", "--quiet", "--db", str(db))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    files = lambda: sorted(p.name for p in tmp_path.rglob("*") if not p.name.endswith(("-wal", "-shm")))
+    before = files()
+    shown = run("arbiter", "show", str(db))
+    assert shown.returncode == 0 and "result" in shown.stdout, shown.stdout + shown.stderr
+    checked = run("arbiter", "verify", str(db))
+    assert checked.returncode == 0 and "1 of 1 records consistent" in checked.stdout, checked.stdout
+    assert files() == before  # no stray file made by reading
+    toml = tournament_file(folder, ghost=RANDOM, name="u #3")
+    proc = run("tournaments", "run", str(toml), "-q")
+    assert proc.returncode == 0 and "Standings" in proc.stdout, proc.stdout + proc.stderr
+    report = run("tournaments", "report", str(folder / "u #3.sqlite"), "--json", "-")
+    assert report.returncode == 0 and json.loads(report.stdout)["tournament"]["games_played"] == 2, report.stdout + report.stderr

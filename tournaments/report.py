@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from arbiter.records.store import open_readonly
 from arbiter.stats import mean_ci, paired_comparison, wilson_interval
 
 from .config import TournamentConfig, parse_config
@@ -28,7 +29,7 @@ from .sprt import pentanomial, sprt, trinomial
 def _load(db_path: str | Path) -> tuple[TournamentConfig, dict, list[dict]]:
     if not Path(db_path).is_file():
         raise FileNotFoundError(f"{db_path}: no such file")
-    conn = sqlite3.connect(f"file:{Path(db_path)}?mode=ro", uri=True)
+    conn = open_readonly(db_path)
     try:
         try:
             meta = dict(conn.execute("SELECT key, value FROM tournament_meta"))

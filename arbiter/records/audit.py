@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from .record import GameRecord, from_json, record_hash, signed_bytes
 from .signing import check_signature, key_id
-from .store import chain_statement
+from .store import chain_statement, open_readonly
 
 INDEXED = ("game_id", "match_id", "game_number", "game", "players", "returns", "reason", "forfeit_seat", "plies",
            "ended_at")
@@ -67,7 +67,7 @@ def load_stored(path: str | Path) -> tuple[list[Stored], dict[tuple[str, str], H
                 except Exception as exc:
                     broken.append(f"{path}:{lineno}: not a game record: {exc}")
         return stored, heads, broken
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    db = open_readonly(path)
     try:
         rows = db.execute(f"SELECT {', '.join(INDEXED)}, record FROM games ORDER BY rowid").fetchall()
         match_cols = {r[1] for r in db.execute("PRAGMA table_info(matches)")}

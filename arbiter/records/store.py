@@ -299,6 +299,13 @@ class ResultsStore:
             pass
 
 
+def open_readonly(path: str | Path) -> sqlite3.Connection:
+    """A read-only connection that never creates or changes the file. The URI is built by
+    pathlib, which percent-encodes ``#``, ``?`` and ``%`` (pasted into ``file:...`` they would end
+    the path and open, or create, another file)."""
+    return sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)
+
+
 def load_records(path: str | Path, game_id: str | None = None) -> list[GameRecord]:
     """Records from a SQLite results file, a .jsonl export or a single-record .json file."""
     path = Path(path)
@@ -307,7 +314,7 @@ def load_records(path: str | Path, game_id: str | None = None) -> list[GameRecor
     with open(path, "rb") as f:
         head = f.read(16)
     if head.startswith(b"SQLite format 3"):
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)  # reading must never change the file
+        db = open_readonly(path)
         try:
             sql = "SELECT record FROM games" + (" WHERE game_id = ?" if game_id else "")
             rows = db.execute(sql + " ORDER BY ended_at, game_number", (game_id,) if game_id else ()).fetchall()
