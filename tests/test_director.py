@@ -116,3 +116,33 @@ def test_paths_with_uri_characters_work_everywhere(tmp_path):
     assert proc.returncode == 0 and "Standings" in proc.stdout, proc.stdout + proc.stderr
     report = run("tournaments", "report", str(folder / "u #3.sqlite"), "--json", "-")
     assert report.returncode == 0 and json.loads(report.stdout)["tournament"]["games_played"] == 2, report.stdout + report.stderr
+
+
+# --- 4. the shipped example is reproducible --------------------------------------------------------
+
+def example_games(tmp_path: Path, name: str, *args: str) -> dict:
+    text = (ROOT / "tournaments/examples/einstein_olympiad.toml").read_text()
+    assert 'output = "runs/einstein-olympiad.sqlite"' in text
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text.replace("runs/einstein-olympiad.sqlite", str(tmp_path / f"{name}.sqlite")))
+    proc = run("tournaments", "run", str(path), "-q", "--no-report", *args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    conn = sqlite3.connect(tmp_path / f"{name}.sqlite")
+    try:
+        rows = conn.execute("SELECT match_id, game_number, record FROM games").fetchall()
+    finally:
+        conn.close()
+    out = {}
+    for mid, number, data in rows:
+        r = json.loads(data)
+        out[(mid, number)] = (r["players"], r["returns"], r["reason"], r["rolls"], [e["move"] for e in r["events"]])
+    return out
+
+
+def test_the_shipped_example_plays_the_same_games_twice(tmp_path):
+    """Engines reused in a different order (one worker, then two) play every game the same: they
+    seed their randomness per game, and the expectimax engine searches to a fixed depth."""
+    first = example_games(tmp_path, "one", "-j", "1")
+    second = example_games(tmp_path, "two", "-j", "2")
+    assert len(first) >= 24
+    assert first == second
