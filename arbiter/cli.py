@@ -133,9 +133,10 @@ def _prepare(args: argparse.Namespace, configs) -> tuple[ResultsStore | None, in
     except KeyFileError as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
         return None, EXIT_USAGE
-    except (OSError, sqlite3.Error) as exc:
-        console.print(f"[red]error:[/] cannot open the results database {args.db}: {exc}")
-        return None, EXIT_STORAGE
+    except (OSError, sqlite3.Error) as exc:  # unwritable, not a database: fix the --db argument
+        console.print(f"[red]error:[/] --db {escape(str(args.db))}: cannot open the results database: "
+                      f"{escape(str(exc))}", soft_wrap=True)
+        return None, EXIT_USAGE
 
 
 def cmd_match(args: argparse.Namespace) -> int:
@@ -143,6 +144,7 @@ def cmd_match(args: argparse.Namespace) -> int:
         game = load_game(args.game, **_parse_options(args.option))
         tc = parse_time_control(args.tc)
         fmt = MatchFormat.parse(args.format)
+        _check_match_game(game)
         if len(args.engine) != 2:
             raise ValueError(f"give exactly two --engine commands (got {len(args.engine)})")
         names = (args.name or []) + [None, None]
@@ -208,6 +210,18 @@ def cmd_match(args: argparse.Namespace) -> int:
     _print_summary(result)
     not_started = [r for r in result.records if r.reason == EndReason.NOT_STARTED]
     return storage_exit(store, EXIT_ENGINE if not_started and len(not_started) == len(result.records) else EXIT_OK)
+
+
+def _check_match_game(game) -> None:
+    """``arbiter match`` plays two-seat competitive games; ValueError points elsewhere."""
+    utility = game.game_type.utility
+    if utility is Utility.IDENTICAL:
+        raise ValueError(f"--game {game.name}: a cooperative game; play it with 'arbiter coop'")
+    if utility is Utility.SOLO:
+        raise ValueError(f"--game {game.name}: a one-seat game; play it with 'arbiter solo'")
+    if game.num_seats != 2:
+        raise ValueError(f"--game {game.name}: {game.num_seats} seats; 'arbiter match' plays two-seat games "
+                         f"(use an arbiter-tournament file for {game.num_seats}-seat tables)")
 
 
 def _engine_config(command: str, name: str, args: argparse.Namespace, restart: bool = False):
@@ -616,6 +630,17 @@ def _seed_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--key", help="the referee's secret key (arbiter keygen): sign every record")
 
 
+def _milliseconds(text: str) -> int:
+    """``--margin``: a whole number of milliseconds, not negative (argparse names the flag)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of milliseconds, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="arbiter", description="Referee matches between game engines.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -628,7 +653,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--option", action="append", default=[], help="game option KEY=VALUE (repeatable)")
     m.add_argument("--tc", default="180", help="time control, e.g. 180, 180+2, 40/60+0.5, st=1, 60+3x10, inf")
     m.add_argument("--format", default="olympiad", help="olympiad | boN[:ABBA..] | games=N")
-    m.add_argument("--margin", type=int, default=DEFAULT_MARGIN_MS,
+    m.add_argument("--margin", type=_milliseconds, default=DEFAULT_MARGIN_MS,
                    help="ms an engine may overrun before losing on time")
     _seed_arguments(m)
     _hosting_arguments(m)
@@ -668,7 +693,8 @@ def build_parser() -> argparse.ArgumentParser:
         c.add_argument("--option", action="append", default=[], help="game option KEY=VALUE (repeatable)")
         c.add_argument("--tc", default="180", help="time control")
         c.add_argument(count, dest="count", type=int, default=100, help="number of games")
-        c.add_argument("--margin", type=int, default=DEFAULT_MARGIN_MS)
+        c.add_argument("--margin", type=_milliseconds, default=DEFAULT_MARGIN_MS,
+                       help="ms an engine may overrun before losing on time")
         _seed_arguments(c)
         _hosting_arguments(c)
         c.add_argument("--db", default="runs/results.sqlite")

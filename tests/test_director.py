@@ -146,3 +146,64 @@ def test_the_shipped_example_plays_the_same_games_twice(tmp_path):
     second = example_games(tmp_path, "two", "-j", "2")
     assert len(first) >= 24
     assert first == second
+
+
+# --- 5. no tracebacks: one clear line, exit 2 ---------------------------------------------------
+
+@pytest.fixture(scope="module")
+def bad_files(tmp_path_factory) -> dict[str, Path]:
+    """A truncated results database, SQLite without our tables, a 0-byte file, a match database."""
+    tmp_path = tmp_path_factory.mktemp("bad")
+    good = tmp_path / "good.sqlite"
+    proc = run("arbiter", "match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM, "--seed", "ab",
+               "--format", "games=2", "--tc", "10", "--quiet", "--db", str(good))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    files = {"truncated": tmp_path / "truncated.sqlite", "tableless": tmp_path / "tableless.sqlite",
+             "empty": tmp_path / "empty.sqlite", "match": good}
+    files["truncated"].write_bytes(good.read_bytes()[:4096])
+    conn = sqlite3.connect(files["tableless"])
+    conn.execute("CREATE TABLE x(a)")
+    conn.commit()
+    conn.close()
+    files["empty"].write_bytes(b"")
+    return files
+
+
+@pytest.mark.parametrize("command", [("arbiter", "show"), ("arbiter", "verify"), ("tournaments", "report"),
+                                     ("tournaments", "resume")])
+def test_damaged_or_foreign_databases_are_one_clear_line(bad_files, command):
+    for kind, path in bad_files.items():
+        if kind == "match" and command[0] == "arbiter":
+            continue  # a match database is what arbiter reads
+        before = path.read_bytes()
+        proc = run(*command, str(path))
+        one_line_error(proc, 2, path.name)
+        assert path.read_bytes() == before, f"{command} changed {kind}"
+
+
+def test_report_on_a_missing_file(tmp_path):
+    one_line_error(run("tournaments", "report", str(tmp_path / "nope.sqlite")), 2, "no such file")
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--margin", "-5"], ["--margin", "must not be negative"]),
+    (["--game", "stalingrad"], ["arbiter solo"]),
+    (["--game", "aachess", "--option", "seats=3"], ["3 seats"]),
+    (["--db", "/proc/no/such.sqlite"], ["--db /proc/no/such.sqlite"]),
+])
+def test_match_usage_errors(tmp_path, args, words):
+    base = {"--game": "einstein", "--db": str(tmp_path / "r.sqlite")}
+    for flag, value in zip(args[::2], args[1::2]):
+        if flag in base:
+            base[flag] = value
+    rest = [a for pair in zip(args[::2], args[1::2]) if pair[0] not in base for a in pair]
+    proc = run("arbiter", "match", "--game", base["--game"], "--engine", RANDOM, "--engine", RANDOM, "--quiet",
+               "--db", base["--db"], *rest)
+    one_line_error(proc, 2, *words)
+    assert not (tmp_path / "r.sqlite").exists()
+
+
+def test_tournament_output_that_cannot_be_written(tmp_path):
+    path = tournament_file(tmp_path, ghost=RANDOM)
+    path.write_text(path.read_text().replace(str(tmp_path / "t.sqlite"), "/proc/no/t.sqlite"))
+    one_line_error(run("tournaments", "run", str(path), "-q"), 2, "output", "/proc/no/t.sqlite")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +13,7 @@ from arbiter.records.signing import KeyFileError, Signer, load_signer
 
 from .config import ConfigError, TournamentConfig, load_config, parse_config
 from .db import TournamentDB
-from arbiter.records.store import STORAGE_ERRORS
+from arbiter.records.store import STORAGE_ERRORS, open_readonly
 
 from .runner import Runner, RunSummary
 
@@ -110,7 +111,16 @@ def resume(target: str | Path, *, check_paths: bool = True) -> Opened:
     target = Path(target)
     if not target.exists():
         raise TournamentStateError(f"{target}: no such file")
+    if target.is_file() and target.stat().st_size == 0:
+        raise TournamentStateError(f"{target}: empty file, not a tournament file or database")
     if is_database(target):
+        probe = open_readonly(target)  # looked at before anything writes to it (a match's database...)
+        try:
+            probe.execute("SELECT value FROM tournament_meta WHERE key = 'format'").fetchone()
+        except sqlite3.Error as exc:  # truncated, damaged, or another kind of database
+            raise TournamentStateError(f"{target}: not a tournament database ({exc})") from None
+        finally:
+            probe.close()
         db = TournamentDB(target)
         try:
             db.lock()

@@ -18,6 +18,7 @@ database...: the run stops, the unsaved games go to a fallback file named in the
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -128,6 +129,21 @@ class Display:
         self.progress(runner)
 
 
+def _check_output(output: Path, source: str) -> None:
+    """The results database's folder must exist or be creatable, and be writable (else ConfigError)."""
+    import os
+
+    from .config import ConfigError
+
+    folder = Path(output).parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"{source}: output: {output}: cannot create {folder}: {exc.strerror or exc}") from None
+    if not os.access(folder, os.W_OK | os.X_OK) or (Path(output).exists() and not os.access(output, os.W_OK)):
+        raise ConfigError(f"{source}: output: {output}: not writable")
+
+
 def _preflight_ok(console, cfg, db_path) -> bool:
     """Start and greet every engine once; name each that cannot start (the caller exits 3)."""
     from rich.markup import escape
@@ -157,6 +173,7 @@ def cmd_run(args, resume: bool) -> int:
             from .config import load_config
 
             cfg = load_config(args.file)
+            _check_output(cfg.output, cfg.source_path)
             if cfg.on_start_failure == "stop" and not _preflight_ok(console, cfg, cfg.output):
                 return EXIT_ENGINE  # before the database exists: fix the command and `run` again
             opened = api.start(cfg, overwrite=args.overwrite)
@@ -165,6 +182,10 @@ def cmd_run(args, resume: bool) -> int:
         return EXIT_USAGE
     except (api.TournamentStateError, TournamentLocked) as exc:
         console.print(f"[red]error:[/] {exc}")
+        return EXIT_USAGE
+    except (OSError, sqlite3.Error) as exc:  # an output that cannot be created or written
+        where = getattr(exc, "filename", None) or args.target if resume else getattr(exc, "filename", None) or args.file
+        console.print(f"[red]error:[/] output {where}: {exc.strerror if isinstance(exc, OSError) else exc}")
         return EXIT_USAGE
     cfg = opened.cfg
     from arbiter.hosting import SandboxMode

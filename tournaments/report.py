@@ -33,16 +33,20 @@ def _load(db_path: str | Path) -> tuple[TournamentConfig, dict, list[dict]]:
     try:
         try:
             meta = dict(conn.execute("SELECT key, value FROM tournament_meta"))
-        except sqlite3.Error as exc:  # not SQLite, or SQLite without the tournament's tables
-            raise ValueError(f"{db_path} is not a tournament database ({exc})") from None
+        except sqlite3.Error as exc:  # not SQLite, or SQLite without the tournament's tables (a match's)
+            raise ValueError(f"{db_path} is not a tournament database ({exc}); `arbiter show` reads "
+                             f"a match's results") from None
         if "config_text" not in meta:
             raise ValueError(f"{db_path} is not a tournament database")
         cfg = parse_config(meta["config_text"], meta.get("config_source", str(db_path)), check_paths=False)
-        rows = conn.execute(
-            "SELECT match_id, game_number, players, returns, reason, forfeit_seat, plies,"
-            " json_extract(record, '$.dice_stream'), json_extract(record, '$.detail') FROM games"
-            " WHERE substr(match_id, 1, ?) = ? ORDER BY match_id, game_number",
-            (len(cfg.tid) + 1, cfg.tid + ":")).fetchall()
+        try:
+            rows = conn.execute(
+                "SELECT match_id, game_number, players, returns, reason, forfeit_seat, plies,"
+                " json_extract(record, '$.dice_stream'), json_extract(record, '$.detail') FROM games"
+                " WHERE substr(match_id, 1, ?) = ? ORDER BY match_id, game_number",
+                (len(cfg.tid) + 1, cfg.tid + ":")).fetchall()
+        except sqlite3.Error as exc:
+            raise ValueError(f"{db_path}: cannot read the games ({exc})") from None
     finally:
         conn.close()
     names = [e.name for e in cfg.engines]

@@ -313,11 +313,15 @@ def load_records(path: str | Path, game_id: str | None = None) -> list[GameRecor
         raise FileNotFoundError(f"{path}: no such file")
     with open(path, "rb") as f:
         head = f.read(16)
+    if not head:
+        raise ValueError(f"{path}: empty file, not a results database or export")
     if head.startswith(b"SQLite format 3"):
         db = open_readonly(path)
         try:
             sql = "SELECT record FROM games" + (" WHERE game_id = ?" if game_id else "")
             rows = db.execute(sql + " ORDER BY ended_at, game_number", (game_id,) if game_id else ()).fetchall()
+        except sqlite3.Error as exc:  # truncated, or SQLite without a results table
+            raise ValueError(f"{path}: not a results database ({exc})") from None
         finally:
             db.close()
         return [from_json(data) for (data,) in rows]
