@@ -102,7 +102,8 @@ def read_seed(args: argparse.Namespace) -> tuple[bytes | None, str]:
     try:
         seed = bytes.fromhex(text.strip())
     except ValueError:
-        raise ValueError(f"the seed from {source} is not hex") from None
+        raise ValueError(f"the seed from {source} is not hex: {text.strip()[:20]!r} (e.g. --seed 0123abcd)"
+                         if source == "--seed" else f"the seed from {source} is not hex") from None
     if not seed:
         raise ValueError(f"the seed from {source} is empty")
     return seed, source
@@ -304,6 +305,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     if args.position is not None:
+        if not args.game:
+            console.print("[red]error:[/] --position needs --game (which game's notation it is in)")
+            return EXIT_USAGE
         try:
             game = load_game(args.game or "", **_parse_options(args.option))
             console.print(game.from_text(args.position).render(), highlight=False)

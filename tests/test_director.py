@@ -207,3 +207,50 @@ def test_tournament_output_that_cannot_be_written(tmp_path):
     path = tournament_file(tmp_path, ghost=RANDOM)
     path.write_text(path.read_text().replace(str(tmp_path / "t.sqlite"), "/proc/no/t.sqlite"))
     one_line_error(run("tournaments", "run", str(path), "-q"), 2, "output", "/proc/no/t.sqlite")
+
+
+# --- 6. accepted though wrong, or unclear ---------------------------------------------------------
+
+@pytest.mark.parametrize("args,words", [
+    (["--format", "bo3:ABBA"], ["bo3:ABBA", "one letter"]),
+    (["--game", "catalonia"], ["arbiter coop"]),
+    (["--tc", "999999999999"], ["too long", "inf"]),
+    (["--seed", "xyz"], ["--seed", "not hex"]),
+])
+def test_match_refuses_what_it_used_to_accept(tmp_path, args, words):
+    game = args[1] if args[0] == "--game" else "einstein"
+    rest = [] if args[0] == "--game" else args
+    proc = run("arbiter", "match", "--game", game, "--engine", RANDOM, "--engine", RANDOM, "--quiet",
+               "--db", str(tmp_path / "r.sqlite"), *rest)
+    one_line_error(proc, 2, *words)
+    assert not (tmp_path / "r.sqlite").exists()
+
+
+def test_show_position_errors_are_clear():
+    one_line_error(run("arbiter", "show", "--position", "R1R2R32/R4R53/R63B1/3B2B3/2B4B5B6 r 5 r play"), 2,
+                   "--position needs --game")
+    one_line_error(run("arbiter", "show", "--game", "aachess", "--position", "round"), 2,
+                   "aachess position: not a JSON object")
+    one_line_error(run("arbiter", "show", "--game", "aachess", "--position", "{}"), 2,
+                   "aachess position: missing field")
+
+
+@pytest.mark.parametrize("flag", ["0", "-1"])
+def test_concurrency_must_be_positive(tmp_path, flag):
+    path = tournament_file(tmp_path, ghost=RANDOM)
+    one_line_error(run("tournaments", "run", str(path), "-q", "-j", flag), 2, "-j", "at least 1")
+    bad = tmp_path / "c.toml"
+    bad.write_text(f"concurrency = {flag}\n" + tournament_file(tmp_path, ghost=RANDOM).read_text())
+    one_line_error(run("tournaments", "check", str(bad)), 2, "concurrency", "at least 1")
+    assert not (tmp_path / "t.sqlite").exists()
+
+
+def test_cmd_suggests_command(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text('game = "einstein"\n[[engines]]\nname = "a"\ncmd = "x"\n')
+    one_line_error(run("tournaments", "check", str(path)), 2, "engines[0].cmd", "did you mean 'command'?")
+
+
+def test_an_empty_file_is_not_verified(tmp_path):
+    (tmp_path / "empty.sqlite").write_bytes(b"")
+    one_line_error(run("arbiter", "verify", str(tmp_path / "empty.sqlite")), 2, "empty file")

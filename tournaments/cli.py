@@ -299,6 +299,17 @@ def cmd_check(args) -> int:
     return EXIT_OK
 
 
+def _positive(text: str) -> int:
+    """``-j N``: at least 1 (argparse names the flag)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="arbiter-tournament",
                                      description="Run tournaments between game engines, durably; report ratings.")
@@ -309,7 +320,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("resume", help="continue a tournament from its file or its database")
     s.add_argument("target", help="tournament file (TOML) or its results database (.sqlite)")
     for p in (r, s):
-        p.add_argument("--concurrency", "-j", type=int, default=None, help="games in parallel (default: the file's)")
+        p.add_argument("--concurrency", "-j", type=_positive, default=None,
+                       help="games in parallel (default: the file's)")
         p.add_argument("--quiet", "-q", action="store_true", help="no progress display")
         p.add_argument("--no-report", action="store_true", help="do not print the report at the end")
     p = sub.add_parser("report", help="standings, crosstable, ratings and tests from a tournament database")

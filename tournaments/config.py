@@ -73,6 +73,10 @@ ENGINE_KEYS = {
     "ponder": "may it think on the opponent's time",
     "limits": "table: memory_mb, processes, open_files, log_mb, info_chars, disk_mb (over the event's defaults)",
 }
+ALIASES = {"cmd": "command", "exe": "command", "program": "command", "args": "options", "dir": "cwd",
+           "workdir": "cwd", "tc": "time_control", "jobs": "concurrency", "threads": "concurrency",
+           "db": "output", "engine": "engines"}
+"""Names other tools use for our keys: suggested before spelling neighbours (``cmd`` is nearer to ``cwd``)."""
 SPRT_KEYS = {"elo0": "", "elo1": "", "alpha": "", "beta": ""}
 
 
@@ -205,7 +209,8 @@ class _Checker:
     def unknown_keys(self, table: dict, allowed: dict, path: tuple) -> None:
         for key in table:
             if key not in allowed:
-                close = difflib.get_close_matches(key, list(allowed), n=1)
+                close = [ALIASES[key]] if ALIASES.get(key) in allowed else \
+                    difflib.get_close_matches(key, list(allowed), n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(allowed)}"
                 raise self.error(path + (key,), f"unknown key{hint}")
 
@@ -358,9 +363,10 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
     margin = c.get(doc, "margin_ms", (), int, DEFAULT_MARGIN_MS)
     if margin < 0:
         raise c.error(("margin_ms",), "must not be negative")
-    concurrency = c.get(doc, "concurrency", (), int, 0) or default_concurrency()
-    if concurrency < 1:
-        raise c.error(("concurrency",), "must be at least 1")
+    concurrency = c.get(doc, "concurrency", (), int, None)
+    if concurrency is not None and concurrency < 1:
+        raise c.error(("concurrency",), f"must be at least 1 (leave it out for one game per core), got {concurrency}")
+    concurrency = concurrency or default_concurrency()
     seed = c.get(doc, "seed", (), (str, int), None)
     seed = None if seed is None else str(seed)
     seed_file = c.get(doc, "seed_file", (), str, None)

@@ -46,7 +46,7 @@ class MatchFormat:
         if m:
             n = int(m.group(1))
             schedule = (m.group(2) or "ab" * n)[:n].upper()
-            if n < 1 or len(schedule) != n:
+            if n < 1 or len(schedule) != n or (m.group(2) and len(m.group(2)) != n):
                 raise ValueError(f"format {text!r}: the schedule must have one letter (A/B) per game ({n})")
             return cls(n, n // 2 + 1, schedule)
         m = re.fullmatch(r"games=(\d+)", t)
