@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
+import json
 import math
 import os
 import shlex
@@ -36,7 +37,7 @@ from .records import GameRecord
 from .records.audit import audit, load_stored
 from .records.replay import replay, verify
 from .records.signing import KeyFileError, key_id, keygen, load_public_key, load_signer
-from .records.store import ResultsStore, load_records
+from .records.store import ResultsStore, load_records, match_setup
 
 EXIT_OK, EXIT_VERIFY_FAILED, EXIT_USAGE, EXIT_ENGINE, EXIT_STORAGE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
@@ -140,8 +141,25 @@ def _prepare(args: argparse.Namespace, configs) -> tuple[ResultsStore | None, in
         return None, EXIT_USAGE
 
 
+def _resume_match(args: argparse.Namespace) -> tuple[str, list[GameRecord], bool]:
+    """``--resume [ID]``: the match's id and games so far from ``--db``; its game, options, time
+    control, format, margin and engines are taken from the stored setup (ValueError if none)."""
+    match_id, status, setup, done = match_setup(args.db, args.resume or None)
+    if status == "finished":
+        raise ValueError(f"match {match_id} in {args.db} is finished; nothing to resume")
+    for key in ("game", "tc", "format", "margin", "engine", "name"):
+        setattr(args, key, setup[key])
+    args.option = [f"{k}={json.dumps(v)}" for k, v in setup["options"].items()]
+    return match_id, done, setup.get("seeded", False)
+
+
 def cmd_match(args: argparse.Namespace) -> int:
+    match_id, done, seeded = None, [], False
     try:
+        if args.resume is not None:
+            match_id, done, seeded = _resume_match(args)
+        elif not args.game:
+            raise ValueError("give --game (arbiter games lists them), or --resume to continue a match")
         game = load_game(args.game, **_parse_options(args.option))
         tc = parse_time_control(args.tc)
         fmt = MatchFormat.parse(args.format)
@@ -149,12 +167,17 @@ def cmd_match(args: argparse.Namespace) -> int:
         if len(args.engine) != 2:
             raise ValueError(f"give exactly two --engine commands (got {len(args.engine)})")
         names = (args.name or []) + [None, None]
-        seed, _ = read_seed(args)
+        seed, source = read_seed(args)
         configs = tuple(_engine_config(cmd, names[i] or f"{'AB'[i]}:{_guess_name(cmd)}", args, args.restart)
                         for i, cmd in enumerate(args.engine))
     except (OptionError, ValueError) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        console.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
         return EXIT_USAGE
+    if seeded and seed is None:
+        console.print("[bold yellow]warning:[/] the match was started with a master seed; without it the "
+                      "remaining games get fresh dice (give the same --seed-file to keep them)")
+    setup = dict(game=game.name, options=game.options, tc=tc.text, format=args.format, margin=args.margin,
+                 engine=list(args.engine), name=[c.name for c in configs], seeded=seed is not None)
     store, code = _prepare(args, configs)
     if store is None:
         return code
@@ -183,8 +206,8 @@ def cmd_match(args: argparse.Namespace) -> int:
         if args.quiet:
             console.print(line)
 
-    match = Match(game, configs, tc, fmt, store=store, run_dir=Path(args.db).parent, margin=args.margin / 1000,
-                  seed=seed, on_event=on_event, on_game=on_game)
+    match = Match(game, configs, tc, fmt, store=store, run_dir=logs_dir(args.db), margin=args.margin / 1000,
+                  seed=seed, match_id=match_id, on_event=on_event, on_game=on_game)
     if failed := match.series.start_all():  # pre-flight: a broken command must not hand out wins
         for index, fault in failed:
             console.print(f"[red]error:[/] engine {escape(configs[index].name)} cannot start: {escape(str(fault))}",
@@ -194,23 +217,30 @@ def cmd_match(args: argparse.Namespace) -> int:
         store.close()
         return EXIT_ENGINE
     console.print(f"match [bold]{match.match_id}[/]: {game.name}, {configs[0].name} vs {configs[1].name}, "
-                  f"tc {tc.text}, format {args.format}, results → {args.db}")
+                  f"tc {tc.text}, format {args.format}, results → {args.db}"
+                  + (f" (resumed after {len(done)} game(s))" if match_id else ""))
     try:
         if args.quiet:
             live = None
-            result = match.play()
+            result = match.play(setup, done)
         else:
             with Live(_status_table(result_box, ""), console=console, refresh_per_second=8) as live:
-                result = match.play()
+                result = match.play(setup, done)
             console.print()
     except KeyboardInterrupt:
-        console.print("[yellow]interrupted[/]: finished games are saved")
+        console.print(f"[yellow]interrupted[/]: finished games are saved; continue with "
+                      f"`arbiter match --resume {match.match_id} --db {args.db}`", soft_wrap=True)
         store.close()
         return storage_exit(store, EXIT_INTERRUPTED)
     store.close()
     _print_summary(result)
     not_started = [r for r in result.records if r.reason == EndReason.NOT_STARTED]
     return storage_exit(store, EXIT_ENGINE if not_started and len(not_started) == len(result.records) else EXIT_OK)
+
+
+def logs_dir(db: str | Path) -> Path:
+    """Engine logs go beside the results database, in ``<stem>-logs/`` (one folder per match)."""
+    return Path(db).with_name(Path(db).stem + "-logs")
 
 
 def _check_match_game(game) -> None:
@@ -296,7 +326,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     py = sys.executable
     ns = argparse.Namespace(
         game="einstein", option=[], tc="180", format="olympiad", margin=DEFAULT_MARGIN_MS, seed=None, seed_file=None,
-        key=None, restart=False, sandbox="auto", limit=[], ponder=False,
+        key=None, restart=False, sandbox="auto", limit=[], ponder=False, resume=None,
         quiet=args.quiet, db=args.db,
         engine=[f"{py} -m sample_engines.einstein_expectimax", f"{py} -m sample_engines.random_engine"],
         name=["expectimax", "random"])
@@ -464,7 +494,7 @@ def cmd_coop(args: argparse.Namespace) -> int:
                                 + (f" ± {se:.1f}" if not math.isnan(se) else ""))
 
             result = run_coop(game, configs, tc, args.count, master_seed=master, store=store,
-                              run_dir=Path(args.db).parent, margin=args.margin / 1000, on_game=on_game)
+                              run_dir=logs_dir(args.db), margin=args.margin / 1000, on_game=on_game)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: finished games are saved")
         store.close()
@@ -575,7 +605,7 @@ def cmd_solo(args: argparse.Namespace) -> int:
                         console.print(f"{record.players[0]} seed {k}: {'won' if record.returns[0] > 0 else 'lost'} "
                                       f"[{record.reason}{': ' + record.detail if record.detail else ''}]")
                 suites.append(run_suite(game, config, tc, args.count, master, store=store,
-                                        run_dir=Path(args.db).parent, margin=args.margin / 1000, on_game=on_game))
+                                        run_dir=logs_dir(args.db), margin=args.margin / 1000, on_game=on_game))
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: finished games are saved")
         store.close()
@@ -650,7 +680,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     m = sub.add_parser("match", help="play a match between two engines")
-    m.add_argument("--game", required=True, help="game name (arbiter games lists them)")
+    m.add_argument("--game", help="game name (arbiter games lists them)")
     m.add_argument("--engine", action="append", default=[], help="engine command line ({python}: this Python), or tcp://HOST:PORT to wait for "
                                                             "a remote engine there (give twice: A then B)")
     m.add_argument("--name", action="append", help="engine display name (give twice)")
@@ -662,7 +692,11 @@ def build_parser() -> argparse.ArgumentParser:
     _seed_arguments(m)
     _hosting_arguments(m)
     m.add_argument("--restart", action="store_true", help="restart engines for every game")
-    m.add_argument("--db", default="runs/results.sqlite", help="SQLite results file (games.jsonl beside it)")
+    m.add_argument("--db", default="runs/results.sqlite",
+                   help="SQLite results file (its <stem>.jsonl export and <stem>-logs/ engine logs beside it)")
+    m.add_argument("--resume", nargs="?", const="", metavar="MATCH_ID",
+                   help="continue an interrupted match from --db (default: its latest unfinished one) with "
+                        "the game, options, time control, format and engines it was started with")
     m.add_argument("--quiet", action="store_true", help="no live display")
     m.set_defaults(func=cmd_match)
 
@@ -714,12 +748,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _sigterm_as_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
+    import signal
+    import threading
+
     args = build_parser().parse_args(argv)
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGTERM)
+    if main_thread:  # `kill PID` stops like Ctrl-C: finished games saved, the match marked interrupted, 130
+        signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
         return args.func(args)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

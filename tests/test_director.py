@@ -3,9 +3,11 @@ every kind (one clear line, the right exit code), files in expected places, repr
 from __future__ import annotations
 
 import json
+import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -254,3 +256,57 @@ def test_cmd_suggests_command(tmp_path):
 def test_an_empty_file_is_not_verified(tmp_path):
     (tmp_path / "empty.sqlite").write_bytes(b"")
     one_line_error(run("arbiter", "verify", str(tmp_path / "empty.sqlite")), 2, "empty file")
+
+
+# --- 7. files in expected places; SIGTERM; resuming a match ----------------------------------------
+
+SLOW = f"{{python}} {ROOT / 'tests' / 'engines' / 'misbehave.py'} slow --after 999 --delay 0.01"
+
+
+def test_each_database_has_its_own_export_and_logs_beside_it(tmp_path):
+    before = set(ROOT.iterdir())
+    for name in ("a", "b"):
+        proc = run("arbiter", "match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM, "--seed", "ab",
+                   "--format", "games=1", "--tc", "10", "--quiet", "--db", str(tmp_path / f"{name}.sqlite"))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert len((tmp_path / f"{name}.jsonl").read_text().splitlines()) == 1
+        assert list((tmp_path / f"{name}-logs").glob("*/engine-*.log"))
+    assert not (tmp_path / "games.jsonl").exists()
+    assert set(ROOT.iterdir()) == before  # nothing lands where the command was typed
+
+
+def test_sigterm_marks_the_match_interrupted_and_resume_finishes_it(tmp_path):
+    db = tmp_path / "m.sqlite"
+    cmd = [PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", SLOW, "--engine", RANDOM,
+           "--seed", "ab", "--format", "bo41", "--tc", "60", "--quiet", "--db", str(db)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (tmp_path / "m.jsonl").exists() and len((tmp_path / "m.jsonl").read_text().splitlines()) >= 2:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 130, out
+    assert "--resume" in out
+    conn = sqlite3.connect(db)
+    (status, played), = conn.execute("SELECT status, (SELECT count(*) FROM games) FROM matches").fetchall()
+    conn.close()
+    assert status == "interrupted" and 2 <= played < 21
+    again = run("arbiter", "match", "--resume", "--db", str(db), "--seed", "ab", "--quiet")
+    assert again.returncode == 0, again.stdout + again.stderr
+    conn = sqlite3.connect(db)
+    numbers = [n for (n,) in conn.execute("SELECT game_number FROM games ORDER BY game_number")]
+    (status, points), = conn.execute("SELECT status, points FROM matches").fetchall()
+    conn.close()
+    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) > played
+    assert status == "finished" and max(json.loads(points)) == 21  # first to 21 of 41, counted across both runs
+    assert run("arbiter", "verify", str(db)).returncode == 0
+    one_line_error(run("arbiter", "match", "--resume", "--db", str(db)), 2, "no unfinished match")
+
+
+def test_make_tournament_can_run_twice():
+    """`make tournament` resumes (which starts a tournament not begun yet, and plays nothing more
+    in a finished one) rather than `run`, which refuses an existing database."""
+    recipe = (ROOT / "Makefile").read_text().split("\ntournament:", 1)[1]
+    assert "arbiter-tournament resume tournaments/examples/einstein_olympiad.toml" in recipe.split("\n\n")[0]

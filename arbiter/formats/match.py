@@ -231,24 +231,39 @@ class Match:
         self.match_id = self.series.match_id
         self.names = tuple(self.series.names)
 
-    def play(self) -> MatchResult:
+    def seating(self, number: int) -> list[int]:
+        """Engine index per seat in game ``number``: the schedule's letter moves first."""
+        return [0, 1] if self.fmt.schedule[number - 1] == "A" else [1, 0]
+
+    def _count(self, result: MatchResult, record: GameRecord) -> None:
+        seating = self.seating(record.game_number)
+        points = game_points(record.returns, seating.index(0), seating.index(1))
+        result.points = [result.points[0] + points[0], result.points[1] + points[1]]
+        result.records.append(record)
+
+    def play(self, setup: dict | None = None, done: list[GameRecord] = ()) -> MatchResult:
+        """Play the match, or the rest of it after the games ``done`` (a resumed match). ``setup``
+        is stored with the match for ``arbiter match --resume``. Interrupted (Ctrl-C, SIGTERM),
+        the match is marked ``interrupted`` and the exception goes on."""
         result = MatchResult(self.match_id, self.names)
+        for record in sorted(done, key=lambda r: r.game_number):
+            self._count(result, record)
         series = self.series
         if self.store:
-            self.store.begin_match(self.match_id, series.game.name, list(self.names), series.tc.text, self.fmt)
+            self.store.begin_match(self.match_id, series.game.name, list(self.names), series.tc.text, self.fmt,
+                                   setup)
+        status = "interrupted"
         try:
-            for number in range(1, self.fmt.games + 1):
+            for number in range(len(result.records) + 1, self.fmt.games + 1):
                 if self.fmt.first_to is not None and max(result.points) >= self.fmt.first_to:
                     break
-                seating = [0, 1] if self.fmt.schedule[number - 1] == "A" else [1, 0]  # engine per seat
-                record = series.play_game(number, seating)
-                points = game_points(record.returns, seating.index(0), seating.index(1))
-                result.points = [result.points[0] + points[0], result.points[1] + points[1]]
-                result.records.append(record)
+                record = series.play_game(number, self.seating(number))
+                self._count(result, record)
                 if self.on_game:
                     self.on_game(result, record)
+            status = "finished"
         finally:
             series.close()
             if self.store:
-                self.store.end_match(self.match_id, result.points)
+                self.store.end_match(self.match_id, result.points, status)
         return result
