@@ -349,12 +349,27 @@ def cmd_show(args: argparse.Namespace) -> int:
         console.print("[red]error:[/] give a record file, or --game and --position")
         return EXIT_USAGE
     try:
-        records = load_records(args.record, args.game_id)
+        records = load_records(args.record)
     except (OSError, ValueError) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        console.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
         return EXIT_USAGE
+    if args.list:
+        console.print(f"{len(records)} game(s) in {escape(args.record)}:", soft_wrap=True)
+        for line in game_lines(records):
+            console.print(escape(line), soft_wrap=True, highlight=False)
+        return EXIT_OK
+    wanted = args.game_id or args.game_id_arg
+    if wanted:  # an id, or its unique beginning (``MATCH.3``: game 3 of a match)
+        records = ([r for r in records if r.game_id == wanted]
+                   or [r for r in records if r.game_id.startswith(wanted + ".")]
+                   or [r for r in records if r.game_id.startswith(wanted)])
+        if len(records) > 1:
+            console.print(f"[red]error:[/] {len(records)} games begin with {escape(wanted)!r}; "
+                          f"`arbiter show {escape(args.record)} --list` lists them", soft_wrap=True)
+            return EXIT_USAGE
     if not records:
-        console.print("[red]error:[/] no such game in that file")
+        console.print(f"[red]error:[/] no such game in {escape(args.record)}"
+                      + (f": {escape(wanted)!r} (`--list` lists them)" if wanted else ""), soft_wrap=True)
         return EXIT_USAGE
     if not args.all:
         records = records[-1:]
@@ -391,6 +406,17 @@ def cmd_show(args: argparse.Namespace) -> int:
         console.print(f"result {record.returns} — {outcome} "
                       f"({record.reason}{': ' + record.detail if record.detail else ''})\n")
     return EXIT_OK
+
+
+def game_lines(records: list[GameRecord]) -> list[str]:
+    """``arbiter show FILE --list``: one line per game, led by the id ``show FILE ID`` takes."""
+    lines = []
+    for r in records:
+        w = r.winner()
+        result = " ".join(f"{x:g}" for x in r.returns) + (f" → {r.players[w]}" if w is not None else "")
+        lines.append(f"{r.game_id}  {r.game}  {' vs '.join(r.players)}  {result}  "
+                     f"[{r.reason}{': ' + r.detail if r.detail else ''}]  {len(r.events)} events")
+    return lines
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -712,6 +738,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="results .sqlite, .jsonl export or .json record")
         s.add_argument("--game-id", help="one game (default: show the last / verify all)")
         if name == "show":
+            s.add_argument("game_id_arg", nargs="?", metavar="GAME_ID",
+                           help="the game to show: its id or the id's unique beginning (--list lists them)")
+            s.add_argument("--list", action="store_true", help="list the games in the file with their ids")
             s.add_argument("--all", action="store_true", help="every game in the file")
             s.add_argument("--game", help="with --position: draw one position of this game")
             s.add_argument("--position", help="a position in the game's text notation")

@@ -3,6 +3,7 @@ every kind (one clear line, the right exit code), files in expected places, repr
 from __future__ import annotations
 
 import json
+import math
 import signal
 import sqlite3
 import subprocess
@@ -310,3 +311,54 @@ def test_make_tournament_can_run_twice():
     in a finished one) rather than `run`, which refuses an existing database."""
     recipe = (ROOT / "Makefile").read_text().split("\ntournament:", 1)[1]
     assert "arbiter-tournament resume tournaments/examples/einstein_olympiad.toml" in recipe.split("\n\n")[0]
+
+
+# --- 8. reports and show ---------------------------------------------------------------------------
+
+def test_report_counts_a_self_pair_once_and_alliance_wins_whole(tmp_path):
+    from tournaments.report import MIN_INTERVAL_GAMES, _mean_ci, table_sections, terminations
+
+    self_pair = {"seating": [0, 0], "returns": [30.0, 30.0], "reason": "normal", "forfeit_seat": None}
+    (row,) = terminations([self_pair], ["planner"])
+    assert row["W"] + row["D"] + row["L"] == 1
+    cfg = type("Cfg", (), {"num_seats": 3})()
+    # three-seat A&A: seats 0 and 1 are the Axis; they win together twice, the Allies once, then a draw.
+    games = [{"seating": [0, 1, 2], "returns": r, "round": 1, "pairing": "p", "number": k}
+             for k, r in enumerate([[1.0, 1.0, -1.0], [1.0, 1.0, -1.0], [-1.0, -1.0, 1.0], [0.0, 0.0, 0.0]])]
+    standings = {s["engine"]: s for s in table_sections(cfg, games, ["a", "b", "c"])["standings"]}
+    assert (standings["a"]["wins"], standings["a"]["draws"], standings["c"]["wins"]) == (2, 1, 1)
+    assert all(isinstance(s["wins"], int) for s in standings.values())
+    assert all(math.isnan(x) for x in _mean_ci([1.0, 2.0])[1:])  # no interval from two games
+    full = _mean_ci([1.0, 2.0, 3.0, 4.0, 5.0][:MIN_INTERVAL_GAMES])
+    assert full[1] < full[0] < full[2]
+
+
+def test_json_and_csv_agree_on_infinite_and_missing_values(tmp_path):
+    import csv
+
+    from tournaments.report import to_json, write_csv
+
+    report = {"standings": [{"engine": "a", "elo": float("inf"), "elo_lo": float("nan"), "games": 3},
+                            {"engine": "b", "elo": float("-inf"), "elo_lo": -5.0, "games": 3}]}
+    data = json.loads(to_json(report))["standings"]
+    (path,) = write_csv(report, tmp_path)
+    rows = list(csv.DictReader(path.open()))
+    for j, c in zip(data, rows):
+        for key in ("elo", "elo_lo", "games"):
+            assert (j[key] is None) == (c[key] == ""), (key, j, c)
+
+
+def test_show_lists_games_and_takes_an_id(tmp_path):
+    db = tmp_path / "m.sqlite"
+    proc = run("arbiter", "match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM, "--seed", "ab",
+               "--format", "games=3", "--tc", "10", "--quiet", "--db", str(db))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    listed = run("arbiter", "show", str(db), "--list")
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    ids = [line.split()[0] for line in listed.stdout.splitlines()[1:] if line.strip()]
+    assert len(ids) == 3
+    match_id = ids[1].rsplit(".", 2)[0]
+    for wanted in (ids[1], f"{match_id}.2"):
+        shown = run("arbiter", "show", str(db), wanted)
+        assert shown.returncode == 0 and shown.stdout.startswith(ids[1]), shown.stdout
+    one_line_error(run("arbiter", "show", str(db), "no-such-id"), 2, "no such game", "--list")

@@ -118,7 +118,7 @@ def resume(target: str | Path, *, check_paths: bool = True) -> Opened:
         try:
             probe.execute("SELECT value FROM tournament_meta WHERE key = 'format'").fetchone()
         except sqlite3.Error as exc:  # truncated, damaged, or another kind of database
-            raise TournamentStateError(f"{target}: not a tournament database ({exc})") from None
+            raise TournamentStateError(f"{target} is not a tournament database ({exc})") from None
         finally:
             probe.close()
         db = TournamentDB(target)

@@ -118,12 +118,15 @@ def _outcome(g: dict, seat: int) -> str:
 
 
 def terminations(games: list[dict], names: list[str]) -> list[dict]:
-    """Per engine and end reason: games won, drawn and lost (forfeits name who forfeited)."""
+    """Per engine and end reason: games won, drawn and lost (forfeits name who forfeited). An
+    engine paired with its own copy (cooperative self-pairs) counts the game once."""
     table: dict[tuple[str, str], dict] = {}
     for g in games:
+        counted: set[int] = set()
         for seat, e in enumerate(g["seating"]):
-            if e < 0:
+            if e < 0 or e in counted:
                 continue
+            counted.add(e)
             reason = g["reason"]
             if reason != "normal":
                 reason = f"{reason} ({'own' if g['forfeit_seat'] == seat else 'opponent'})"
@@ -292,9 +295,10 @@ def head_to_head(cfg: TournamentConfig, games: list[dict], names: list[str]) -> 
 
 def table_sections(cfg: TournamentConfig, games: list[dict], names: list[str]) -> dict:
     n, k = len(names), cfg.num_seats
-    stats = [{"engine": names[i], "games": 0, "wins": 0.0, "rank_sum": 0.0, "return_sum": 0.0} for i in range(n)]
+    stats = [{"engine": names[i], "games": 0, "wins": 0, "draws": 0, "rank_sum": 0.0, "return_sum": 0.0}
+             for i in range(n)]
     seat_returns = [[] for _ in range(k)]
-    seat_wins = [0.0] * k
+    seat_wins = [0] * k
     ordered = sorted(games, key=lambda g: (g["round"], g["pairing"], g["number"]))
     for g in ordered:
         r = g["returns"]
@@ -308,9 +312,11 @@ def table_sections(cfg: TournamentConfig, games: list[dict], names: list[str]) -
             above = sum(1 for x in r if x > r[seat])
             tied = r.count(r[seat])
             st["rank_sum"] += above + (tied + 1) / 2
-            if r[seat] == best:
-                st["wins"] += 1 / r.count(best)
-                seat_wins[seat] += 1 / r.count(best)
+            if len(distinct) == 1:  # everyone alike: a draw
+                st["draws"] += 1
+            elif r[seat] == best:  # alone or with its alliance: a win, whole (not 1/3 of one)
+                st["wins"] += 1
+                seat_wins[seat] += 1
             seat_returns[seat].append(r[seat])
     ratings = openskill_ratings([(tuple(g["seating"]), tuple(g["returns"])) for g in ordered], names)
     standings = []
@@ -318,7 +324,7 @@ def table_sections(cfg: TournamentConfig, games: list[dict], names: list[str]) -
         st = stats[names.index(row["engine"])]
         gcount = st["games"] or 1
         standings.append({"rank": row["rank"], "engine": row["engine"], "games": st["games"],
-                          "wins": st["wins"], "win_rate": st["wins"] / gcount, "mean_rank": st["rank_sum"] / gcount,
+                          "wins": st["wins"], "draws": st["draws"], "win_rate": st["wins"] / gcount, "mean_rank": st["rank_sum"] / gcount,
                           "mean_return": st["return_sum"] / gcount, "mu": row["mu"], "sigma": row["sigma"],
                           "ordinal": row["ordinal"]})
     seats = []
@@ -360,9 +366,18 @@ def team_sections(cfg: TournamentConfig, games: list[dict], names: list[str]) ->
     return {"teams": teams, "standings": engines}
 
 
+MIN_INTERVAL_GAMES = 5
+"""Fewer games than this get no interval (shown '-', null in JSON): a t interval from two or three
+scores, or from a few equal ones (width 0), says more than the games do."""
+
+
 def _mean_ci(values: list[float]) -> tuple[float, float, float]:
-    """Mean and its t interval (``arbiter.stats.mean_ci``); nan for a seat or engine without games yet."""
-    return mean_ci(values) if values else (math.nan, math.nan, math.nan)
+    """Mean and its t interval (``arbiter.stats.mean_ci``); nan for a seat or engine without games
+    yet, and nan bounds below ``MIN_INTERVAL_GAMES``."""
+    if not values:
+        return math.nan, math.nan, math.nan
+    mean, lo, hi = mean_ci(values)
+    return (mean, lo, hi) if len(values) >= MIN_INTERVAL_GAMES else (mean, math.nan, math.nan)
 
 
 def solo_sections(cfg: TournamentConfig, games: list[dict], names: list[str]) -> dict:
@@ -504,8 +519,8 @@ def render_text(report: dict, width: int = 120) -> str:
             console.print(f"champion: {report['champion']}")
     elif kind == "table":
         table("Standings (OpenSkill Plackett-Luce)",
-              ["#", "engine", "games", "wins", "win%", "mean rank", "mean return", "μ", "σ", "μ-3σ"],
-              [[str(s["rank"]), s["engine"], str(s["games"]), _f(s["wins"]), _f(100 * s["win_rate"]),
+              ["#", "engine", "games", "wins", "draws", "win%", "mean rank", "mean return", "μ", "σ", "μ-3σ"],
+              [[str(s["rank"]), s["engine"], str(s["games"]), str(s["wins"]), str(s["draws"]), _f(100 * s["win_rate"]),
                 _f(s["mean_rank"], 2), _f(s["mean_return"], 2), _f(s["mu"], 2), _f(s["sigma"], 2),
                 _f(s["ordinal"], 2)] for s in report["standings"]])
         table("Seats", ["seat", "games", "mean return", "95% interval", "win share"],
@@ -549,6 +564,18 @@ def to_json(report: dict) -> str:
     return json.dumps(clean(report), indent=2, ensure_ascii=False)
 
 
+def _csv_cell(v: Any) -> Any:
+    """As in the JSON export: lists and tables as JSON; nan and ±inf (no interval yet, an engine
+    that won or lost every game) as an empty cell, where JSON has null."""
+    if isinstance(v, (list, dict)):
+        return json.dumps(v)
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return ""
+    return v
+
+
 def write_csv(report: dict, directory: str | Path) -> list[Path]:
     """One CSV file per table: standings, crosstable, ratings, los, terminations, matches, ..."""
     d = Path(directory)
@@ -568,7 +595,7 @@ def write_csv(report: dict, directory: str | Path) -> list[Path]:
             w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
             w.writeheader()
             for r in rows:
-                w.writerow({k: (json.dumps(v) if isinstance(v, (list, dict)) else v) for k, v in r.items()})
+                w.writerow({k: _csv_cell(v) for k, v in r.items()})
         written.append(path)
 
     dump("standings", report.get("standings", []))
