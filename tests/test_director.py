@@ -362,3 +362,12 @@ def test_show_lists_games_and_takes_an_id(tmp_path):
         shown = run("arbiter", "show", str(db), wanted)
         assert shown.returncode == 0 and shown.stdout.startswith(ids[1]), shown.stdout
     one_line_error(run("arbiter", "show", str(db), "no-such-id"), 2, "no such game", "--list")
+
+
+def test_a_relative_db_path_works_with_the_sandbox(tmp_path):
+    """The engines' log folder is hidden from them by its path: a relative one (``--db x.sqlite``,
+    a tournament's ``output = "runs/t.sqlite"``) made the sandbox fail to start every engine."""
+    proc = run("arbiter", "match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM, "--seed", "ab",
+               "--format", "games=1", "--tc", "10", "--quiet", "--db", "rel.sqlite", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert list((tmp_path / "rel-logs").glob("*/engine-*.log"))

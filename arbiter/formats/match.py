@@ -87,7 +87,7 @@ class Series:
         self.game, self.configs, self.tc = game, list(configs), time_control
         self.store, self.margin, self.seed = store, margin, seed
         self.match_id = match_id or time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
-        self.run_dir = Path(run_dir) / self.match_id
+        self.run_dir = Path(run_dir).resolve() / self.match_id  # absolute: the sandbox hides it by its path
         self.on_event = on_event
         self.engines: list[Session | None] = [None] * len(configs)
         self.names = [c.name or f"engine{i + 1}" for i, c in enumerate(configs)]
