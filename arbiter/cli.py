@@ -216,6 +216,8 @@ def cmd_match(args: argparse.Namespace) -> int:
         match.series.close()
         store.close()
         return EXIT_ENGINE
+    for config, engine in zip(configs, match.series.engines):
+        console.print(escape(f"{config.name}: {hello_text(engine.hello)}"), soft_wrap=True, highlight=False)
     console.print(f"match [bold]{match.match_id}[/]: {game.name}, {configs[0].name} vs {configs[1].name}, "
                   f"tc {tc.text}, format {args.format}, results → {args.db}"
                   + (f" (resumed after {len(done)} game(s))" if match_id else ""))
@@ -236,6 +238,14 @@ def cmd_match(args: argparse.Namespace) -> int:
     _print_summary(result)
     not_started = [r for r in result.records if r.reason == EndReason.NOT_STARTED]
     return storage_exit(store, EXIT_ENGINE if not_started and len(not_started) == len(result.records) else EXIT_OK)
+
+
+def hello_text(hello) -> str:
+    """How an engine introduced itself: its hello's name, version and author."""
+    if hello is None:
+        return "(no hello)"
+    return f"{hello.name}" + (f" {hello.version}" if hello.version else "") + \
+        (f" by {hello.author}" if hello.author else "")
 
 
 def logs_dir(db: str | Path) -> Path:

@@ -86,6 +86,7 @@ def test_match_offers_python_placeholder(tmp_path):
                "--format", "games=2", "--tc", "10", "--quiet", "--db", str(db))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert [r for _, r in games_in(db)] == ["normal", "normal"]
+    assert "A:random_engine: random 1 by arbiter project" in proc.stdout  # its hello: name, version, author
 
 
 @pytest.mark.parametrize("second", ["/nonexistent/engine", RANDOM])
@@ -371,3 +372,55 @@ def test_a_relative_db_path_works_with_the_sandbox(tmp_path):
                "--format", "games=1", "--tc", "10", "--quiet", "--db", "rel.sqlite", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert list((tmp_path / "rel-logs").glob("*/engine-*.log"))
+
+
+# --- 10. what SPEC.md says an engine gets is what it gets ------------------------------------------
+
+def test_integral_floats_are_integers_on_the_wire():
+    """A JavaScript msgpack library may send every number as a float: 5.0 is 5 (1.5 is not)."""
+    import msgspec
+
+    from protocol.codec import ProtocolError, decode
+
+    reply = decode(msgspec.msgpack.encode({"type": "reply", "game_id": "g", "seq": 5.0, "move": "c5d4",
+                                           "info": {"nodes": 1200.0, "depth": 3.0, "score": 1.0, "time_ms": 7.0}}))
+    assert (reply.seq, reply.info.nodes, reply.info.depth, reply.info.time_ms) == (5, 1200, 3, 7)
+    assert all(type(v) is int for v in (reply.seq, reply.info.nodes, reply.info.depth, reply.info.time_ms))
+    assert reply.info.score == 1.0 and type(reply.info.score) is float
+    with pytest.raises(ProtocolError, match=r"Expected `int`, got `float` - at `\$.seq`"):
+        decode(msgspec.msgpack.encode({"type": "reply", "seq": 1.5, "move": "c5d4"}))
+
+
+def test_requests_carry_what_the_spec_says(tmp_path):
+    """A real referee game (players in-process): both simultaneous set-up requests carry ply 0, the
+    move request's die is the last roll's, new_game names the dice stream and the seat roles the
+    schema describes, and the example session agrees."""
+    from arbiter.clock import parse_time_control
+    from arbiter.formats.match import Match, MatchFormat
+    from arbiter.games import load_game
+    from arbiter.hosting import InProcessPlayer
+    from protocol import schema
+
+    seen: list = []
+
+    def player(request, game):
+        seen.append((game, request))
+        return request.legal_moves[0]
+
+    players = (InProcessPlayer(player, name="a", wants_legal_moves=True),
+               InProcessPlayer(player, name="b", wants_legal_moves=True))
+    result = Match(load_game("einstein"), players, parse_time_control("inf"), MatchFormat.parse("games=1"),
+                   run_dir=tmp_path, seed=b"spec").play()
+    record = result.records[0]
+    setups = [r for _, r in seen if r.kind == "setup"]
+    assert [r.ply for r in setups] == [0, 0] and [e.ply for e in record.events[:2]] == [0, 1]
+    game, first_move = next((g, r) for g, r in seen if r.kind == "move")
+    roll_event = record.events[first_move.ply - 1]
+    assert roll_event.seat == -1 and roll_event.roll == len([e for e in record.events[:first_move.ply]
+                                                             if e.seat == -1]) - 1
+    assert first_move.position.split()[2] == roll_event.move  # the die shown is that roll's outcome
+    assert game.dice_stream == f"{game.match_id}|{game.game_number}" == record.dice_stream
+    described = json.loads(schema.schema_text())["$defs"]["NewGame"]["properties"]["seat_roles"]["description"]
+    assert all(f"`{role}`" in described for role in game.seat_roles), (game.seat_roles, described)
+    example = next(m for _, m in schema.example_session() if m.__class__.__name__ == "NewGame")
+    assert example.dice_stream == f"{example.match_id}|{example.game_number}"

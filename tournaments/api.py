@@ -160,10 +160,13 @@ def resume(target: str | Path, *, check_paths: bool = True) -> Opened:
     return Opened(cfg, db, meta["seed"])
 
 
-def preflight(cfg: TournamentConfig, db_path: str | Path) -> list[tuple[str, str]]:
+def preflight(cfg: TournamentConfig, db_path: str | Path,
+              hellos: dict[str, str] | None = None) -> list[tuple[str, str]]:
     """Start every engine and shake hands with it, as the games will, then stop it: (engine name,
     error) for each that cannot start. An event that would otherwise hand wins to the opponents
-    of a broken command stops before its first game instead (``on_start_failure = "stop"``)."""
+    of a broken command stops before its first game instead (``on_start_failure = "stop"``).
+    ``hellos`` receives how each started engine introduced itself."""
+    from arbiter.cli import hello_text
     from arbiter.formats.match import Series
     from arbiter.games import load_game
 
@@ -174,6 +177,10 @@ def preflight(cfg: TournamentConfig, db_path: str | Path) -> list[tuple[str, str
                     cfg.time_control, run_dir=logs_dir(db_path), match_id="preflight")
     try:
         failures = series.start_all()
+        if hellos is not None:
+            for spec, engine in zip(cfg.engines, series.engines):
+                if engine is not None:
+                    hellos[spec.name] = hello_text(engine.hello)
     finally:
         series.close()
     return [(cfg.engines[i].name, str(fault)) for i, fault in failures]

@@ -144,13 +144,18 @@ def _check_output(output: Path, source: str) -> None:
         raise ConfigError(f"{source}: output: {output}: not writable")
 
 
-def _preflight_ok(console, cfg, db_path) -> bool:
-    """Start and greet every engine once; name each that cannot start (the caller exits 3)."""
+def _preflight_ok(console, cfg, db_path, show: bool = False) -> bool:
+    """Start and greet every engine once; name each that cannot start (the caller exits 3);
+    ``show``: print how each introduced itself (its hello's name, version, author)."""
     from rich.markup import escape
 
     from .api import preflight
 
-    failures = preflight(cfg, db_path)
+    hellos: dict[str, str] = {}
+    failures = preflight(cfg, db_path, hellos)
+    if show:
+        for name, text in hellos.items():
+            console.print(f"  {escape(name)}: {escape(text)}")
     for name, error in failures:
         console.print(f"[red]error:[/] engine {escape(name)} cannot start: {escape(error)}")
     if failures:
@@ -293,7 +298,8 @@ def cmd_check(args) -> int:
         console.print(f"  … {len(plan.pairings) - len(shown)} more pairings")
     if cfg.format in ("swiss", "knockout"):
         console.print("  (later rounds are paired from results)")
-    if not _preflight_ok(console, cfg, cfg.output):
+    console.print("engines (started once and greeted, as before a run):")
+    if not _preflight_ok(console, cfg, cfg.output, show=True):
         return EXIT_ENGINE
     console.print(f"  every engine started and said hello ({', '.join(names)})")
     return EXIT_OK
