@@ -38,6 +38,7 @@ from .records.audit import audit, load_stored
 from .records.replay import replay, verify
 from .records.signing import KeyFileError, key_id, keygen, load_public_key, load_signer
 from .records.store import ResultsStore, load_records, match_setup
+from .sprt import concluded
 
 EXIT_OK, EXIT_VERIFY_FAILED, EXIT_USAGE, EXIT_ENGINE, EXIT_STORAGE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
@@ -147,8 +148,8 @@ def _resume_match(args: argparse.Namespace) -> tuple[str, list[GameRecord], bool
     match_id, status, setup, done = match_setup(args.db, args.resume or None)
     if status == "finished":
         raise ValueError(f"match {match_id} in {args.db} is finished; nothing to resume")
-    for key in ("game", "tc", "format", "margin", "engine", "name"):
-        setattr(args, key, setup[key])
+    for key in ("game", "tc", "format", "margin", "engine", "name", "sprt"):
+        setattr(args, key, setup.get(key))
     args.option = [f"{k}={json.dumps(v)}" for k, v in setup["options"].items()]
     return match_id, done, setup.get("seeded", False)
 
@@ -162,6 +163,9 @@ def cmd_match(args: argparse.Namespace) -> int:
             raise ValueError("give --game (arbiter games lists them), or --resume to continue a match")
         game = load_game(args.game, **_parse_options(args.option))
         tc = parse_time_control(args.tc)
+        sprt_bounds = parse_sprt(args.sprt) if getattr(args, "sprt", None) else None
+        if args.format is None:  # an SPRT runs until it decides: at most this many games
+            args.format = "games=10000" if sprt_bounds else "olympiad"
         fmt = MatchFormat.parse(args.format)
         _check_match_game(game)
         if len(args.engine) != 2:
@@ -177,6 +181,7 @@ def cmd_match(args: argparse.Namespace) -> int:
         console.print("[bold yellow]warning:[/] the match was started with a master seed; without it the "
                       "remaining games get fresh dice (give the same --seed-file to keep them)")
     setup = dict(game=game.name, options=game.options, tc=tc.text, format=args.format, margin=args.margin,
+                 sprt=args.sprt,
                  engine=list(args.engine), name=[c.name for c in configs], seeded=seed is not None)
     store, code = _prepare(args, configs)
     if store is None:
@@ -207,7 +212,7 @@ def cmd_match(args: argparse.Namespace) -> int:
             console.print(line)
 
     match = Match(game, configs, tc, fmt, store=store, run_dir=logs_dir(args.db), margin=args.margin / 1000,
-                  seed=seed, match_id=match_id, on_event=on_event, on_game=on_game)
+                  seed=seed, match_id=match_id, on_event=on_event, on_game=on_game, sprt=sprt_bounds)
     if failed := match.series.start_all():  # pre-flight: a broken command must not hand out wins
         for index, fault in failed:
             console.print(f"[red]error:[/] engine {escape(configs[index].name)} cannot start: {escape(str(fault))}",
@@ -236,8 +241,36 @@ def cmd_match(args: argparse.Namespace) -> int:
         return storage_exit(store, EXIT_INTERRUPTED)
     store.close()
     _print_summary(result)
+    if result.sprt is not None:
+        console.print(sprt_line(result.sprt, len(result.records)), highlight=False)
     not_started = [r for r in result.records if r.reason == EndReason.NOT_STARTED]
     return storage_exit(store, EXIT_ENGINE if not_started and len(not_started) == len(result.records) else EXIT_OK)
+
+
+def parse_sprt(text: str) -> tuple[float, float, float, float]:
+    """``--sprt elo0,elo1[,alpha,beta]`` (logistic Elo; alpha, beta default 0.05); ValueError names it."""
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        values = []
+    if len(values) not in (2, 4):
+        raise ValueError(f"--sprt {text!r}: expected elo0,elo1 or elo0,elo1,alpha,beta (e.g. 0,10,0.05,0.05)")
+    elo0, elo1, alpha, beta = values + [0.05, 0.05][:4 - len(values)]
+    if not elo0 < elo1:
+        raise ValueError(f"--sprt {text!r}: elo1 must be greater than elo0")
+    if not (0 < alpha < 0.5 and 0 < beta < 0.5):
+        raise ValueError(f"--sprt {text!r}: alpha and beta must be between 0 and 0.5")
+    return elo0, elo1, alpha, beta
+
+
+def sprt_line(result: dict, games: int) -> str:
+    """The SPRT's verdict: which bound was crossed after how many games, or that it goes on."""
+    verdict = concluded(result)
+    elo = f"Elo of A {result['elo']:+.1f} [{result['elo_lo']:+.1f}, {result['elo_hi']:+.1f}]"
+    if verdict:
+        return f"SPRT: {verdict} after {games} games; the match stopped. {elo}"
+    return (f"SPRT: no decision after {games} games (LLR {result['llr']:.3f}, bounds [{result['lower']:.3f}, "
+            f"{result['upper']:.3f}]). {elo}")
 
 
 def hello_text(hello) -> str:
@@ -336,7 +369,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     py = sys.executable
     ns = argparse.Namespace(
         game="einstein", option=[], tc="180", format="olympiad", margin=DEFAULT_MARGIN_MS, seed=None, seed_file=None,
-        key=None, restart=False, sandbox="auto", limit=[], ponder=False, resume=None,
+        key=None, restart=False, sandbox="auto", limit=[], ponder=False, resume=None, sprt=None,
         quiet=args.quiet, db=args.db,
         engine=[f"{py} -m sample_engines.einstein_expectimax", f"{py} -m sample_engines.random_engine"],
         name=["expectimax", "random"])
@@ -722,7 +755,11 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--name", action="append", help="engine display name (give twice)")
     m.add_argument("--option", action="append", default=[], help="game option KEY=VALUE (repeatable)")
     m.add_argument("--tc", default="180", help="time control, e.g. 180, 180+2, 40/60+0.5, st=1, 60+3x10, inf")
-    m.add_argument("--format", default="olympiad", help="olympiad | boN[:ABBA..] | games=N")
+    m.add_argument("--format", default=None,
+                   help="olympiad (default) | boN[:ABBA..] | games=N (with --sprt: at most N games; default 10000)")
+    m.add_argument("--sprt", metavar="ELO0,ELO1[,ALPHA,BETA]",
+                   help="stop when a GSPRT of A against B (games; logistic Elo) accepts H0 or H1, "
+                        "e.g. 0,10,0.05,0.05 (as cutechess and fastchess)")
     m.add_argument("--margin", type=_milliseconds, default=DEFAULT_MARGIN_MS,
                    help="ms an engine may overrun before losing on time")
     _seed_arguments(m)

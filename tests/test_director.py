@@ -424,3 +424,41 @@ def test_requests_carry_what_the_spec_says(tmp_path):
     assert all(f"`{role}`" in described for role in game.seat_roles), (game.seat_roles, described)
     example = next(m for _, m in schema.example_session() if m.__class__.__name__ == "NewGame")
     assert example.dice_stream == f"{example.match_id}|{example.game_number}"
+
+
+# --- what a director expects: an SPRT that stops the run ---------------------------------------------
+
+STRONG = "{python} -m sample_engines.einstein_expectimax --depth 2 --movetime 0"
+
+
+def test_match_sprt_stops_at_a_bound(tmp_path):
+    db = tmp_path / "s.sqlite"
+    proc = run("arbiter", "match", "--game", "einstein", "--engine", STRONG, "--engine", RANDOM, "--sprt", "0,150",
+               "--format", "games=200", "--tc", "60", "--seed", "ab", "--quiet", "--db", str(db))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = " ".join(proc.stdout.split())
+    assert "SPRT: H1 accepted (elo1 = 150): LLR" in out and "reached the upper bound 2.944" in out, out
+    played = len(games_in(db))
+    assert 5 <= played < 200 and f"after {played} games; the match stopped" in out
+    one_line_error(run("arbiter", "match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM,
+                       "--sprt", "5,1", "--db", str(tmp_path / "x.sqlite")), 2, "--sprt", "elo1 must be greater")
+
+
+def test_tournament_sprt_stop_ends_the_run_and_resume_plays_nothing(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(f'game = "einstein"\nmatch = "games=200"\ntime_control = "60"\nseed = 7\nconcurrency = 2\n'
+                    f'output = "{tmp_path / "s.sqlite"}"\n[sprt]\nelo0 = 0\nelo1 = 150\nstop = true\n'
+                    f'[[engines]]\nname = "strong"\ncommand = "{STRONG}"\n'
+                    f'[[engines]]\nname = "random"\ncommand = "{RANDOM}"\n')
+    proc = run("tournaments", "run", str(path), "-q")
+    out = " ".join(proc.stdout.split())
+    assert proc.returncode == 0, out + proc.stderr
+    played = len(games_in(tmp_path / "s.sqlite"))
+    assert played < 200 and "the run stopped" in out and "stopped by the SPRT (games): H1 accepted" in out, out
+    again = run("tournaments", "resume", str(path), "-q", "--no-report")
+    assert again.returncode == 0 and "0 games played in this run" in again.stdout, again.stdout
+    assert len(games_in(tmp_path / "s.sqlite")) == played
+    report = json.loads(run("tournaments", "report", str(tmp_path / "s.sqlite"), "--json", "-").stdout)
+    assert report["tournament"]["sprt_stop"]["state"] == "H1 accepted"
+    path.write_text(path.read_text() + '[[engines]]\nname = "third"\ncommand = "x"\n')
+    one_line_error(run("tournaments", "check", str(path)), 2, "sprt.stop", "two engines")

@@ -229,6 +229,10 @@ def cmd_run(args, resume: bool) -> int:
         console.print(f"[yellow]interrupted[/]: {summary.played_total} games saved; continue with "
                       f"`arbiter-tournament resume {db_path}`")
         return EXIT_INTERRUPTED
+    if summary.sprt is not None:
+        from arbiter.cli import sprt_line
+
+        console.print(sprt_line(summary.sprt, summary.played_total).replace("the match stopped", "the run stopped"))
     console.print(f"{summary.committed} games played in this run ({summary.played_total} in all) in "
                   f"{_fmt_duration(summary.elapsed)}; referee CPU share {100 * summary.referee_cpu_share:.0f}%")
     if not args.no_report:

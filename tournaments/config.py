@@ -77,7 +77,8 @@ ALIASES = {"cmd": "command", "exe": "command", "program": "command", "args": "op
            "workdir": "cwd", "tc": "time_control", "jobs": "concurrency", "threads": "concurrency",
            "db": "output", "engine": "engines"}
 """Names other tools use for our keys: suggested before spelling neighbours (``cmd`` is nearer to ``cwd``)."""
-SPRT_KEYS = {"elo0": "", "elo1": "", "alpha": "", "beta": ""}
+SPRT_KEYS = {"elo0": "", "elo1": "", "alpha": "", "beta": "",
+             "stop": "true: end the tournament (two engines) when the head-to-head GSPRT accepts H0 or H1"}
 
 
 class ConfigError(ValueError):
@@ -122,6 +123,8 @@ class SprtSpec:
     elo1: float = 1.0
     alpha: float = 0.05
     beta: float = 0.05
+    stop: bool = False
+    """The SPRT decides: no game is started once it has accepted a hypothesis (``tournaments.runner``)."""
 
 
 @dataclass
@@ -172,6 +175,8 @@ class TournamentConfig:
                     duplicate=self.duplicate_dice, seeding=self.seeding, candidates=self.candidates,
                     tiebreak=[self.tiebreak_games, self.tiebreak_blocks], self_pairs=self.self_pairs,
                     bye=self.bye_points, engines=[e.name for e in self.engines], tid=self.tid)
+        if self.sprt.stop:  # the SPRT decides which games are played (absent otherwise: fingerprints unchanged)
+            data["sprt_stop"] = [self.sprt.elo0, self.sprt.elo1, self.sprt.alpha, self.sprt.beta]
         return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -404,7 +409,7 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
     sprt_table = c.get(doc, "sprt", (), dict, {})
     c.unknown_keys(sprt_table, SPRT_KEYS, ("sprt",))
     sprt = SprtSpec(**{k: float(c.get(sprt_table, k, ("sprt",), (int, float), getattr(SprtSpec, k)))
-                       for k in SPRT_KEYS})
+                       for k in SPRT_KEYS if k != "stop"}, stop=c.get(sprt_table, "stop", ("sprt",), bool, False))
     if not sprt.elo0 < sprt.elo1:
         raise c.error(("sprt", "elo1"), "elo1 must be greater than elo0")
     for k in ("alpha", "beta"):
@@ -482,6 +487,10 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
         if rounds > max_rounds:
             raise c.error(("rounds",), f"{n} engines can play at most {max_rounds} swiss rounds "
                                        f"without repeat pairings")
+
+    if sprt.stop and (kind != "match" or n != 2):
+        raise c.error(("sprt", "stop"), f"an SPRT that stops the run needs a two-seat competitive game and two "
+                                        f"engines (this file: {kind} games, {n} engines)")
 
     anchor = None
     raw_anchor = doc.get("anchor")

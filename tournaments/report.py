@@ -23,7 +23,7 @@ from arbiter.stats import mean_ci, paired_comparison, wilson_interval
 from .config import TournamentConfig, parse_config
 from .director import Director, GameResult, ScheduleSpec
 from .ratings import Z95, fit_bradley_terry, openskill_ratings
-from .sprt import pentanomial, sprt, trinomial
+from arbiter.sprt import concluded, pentanomial, sprt, trinomial
 
 
 def _load(db_path: str | Path) -> tuple[TournamentConfig, dict, list[dict]]:
@@ -78,6 +78,12 @@ def build_report(db_path: str | Path) -> dict[str, Any]:
         results[(g["match_id"], g["number"])] = GameResult(tuple(seating), tuple(g["returns"]), g["reason"],
                                                            g["forfeit_seat"])
     plan = director.plan(results)
+    stop = None
+    if cfg.sprt.stop:
+        from .runner import sprt_decision
+
+        stop = sprt_decision(cfg, results)
+        stop["verdict"] = concluded(stop)
     pairing_of = {s.pairing.match_id: s for s in plan.pairings}
     for g in games:
         st = pairing_of.get(g["match_id"])
@@ -92,6 +98,7 @@ def build_report(db_path: str | Path) -> dict[str, Any]:
             "engines": names, "games_played": len(games), "games_max_remaining": plan.max_remaining,
             "finished": plan.finished, "round": plan.round, "notes": plan.notes,
             "sprt_configured": cfg.sprt_given,
+            "sprt_stop": stop,
         },
         "terminations": terminations(games, names),
     }
@@ -429,6 +436,11 @@ def render_text(report: dict, width: int = 120) -> str:
     console = Console(file=buf, width=width, force_terminal=False, color_system=None, highlight=False)
     t = report["tournament"]
     status = "finished" if t["finished"] else f"in progress (≤ {t['games_max_remaining']} games to go)"
+    stop = t.get("sprt_stop")
+    if stop and stop.get("verdict"):
+        status = f"stopped by the SPRT ({stop['test']}): {stop['verdict']}"
+    elif stop:
+        status += f"; SPRT ({stop['test']}) LLR {stop['llr']:.3f} in [{stop['lower']:.3f}, {stop['upper']:.3f}]"
     fmt = t["format"] + (f", match {t['match']}" if t["match"] else f", {t['games_per_pairing']} games per pairing")
     console.print(f"{t['name']}: {t['game']} {t['game_options'] or ''}, {fmt}, tc {t['time_control']}, "
                   f"seed {t['seed']}{', duplicate dice' if t['duplicate_dice'] else ''}")

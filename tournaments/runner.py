@@ -26,6 +26,7 @@ from typing import Callable
 from arbiter import games as arbiter_games
 from arbiter.records import GameRecord
 from arbiter.records.store import STORAGE_ERRORS
+from arbiter.sprt import concluded, test_points
 
 from .config import TournamentConfig
 from .db import TournamentDB
@@ -51,6 +52,19 @@ def logs_dir(db_path: str | Path) -> Path:
     return Path(db_path).with_name(Path(db_path).stem + "-logs")
 
 
+def sprt_decision(cfg: TournamentConfig, results: dict[tuple[str, int], GameResult]) -> dict:
+    """The GSPRT of the first engine against the second on the committed games (duplicate dice:
+    pentanomial on the pairs, games 2k-1 and 2k of a match; else trinomial on games)."""
+    points = []
+    for (match_id, number), res in sorted(results.items()):
+        if sorted(e % len(cfg.engines) for e in res.seating) != [0, 1]:
+            continue
+        a, b = res.returns[res.seating.index(0)], res.returns[res.seating.index(1)]
+        points.append(((match_id, (number + 1) // 2), 1.0 if a > b else 0.5 if a == b else 0.0))
+    s = cfg.sprt
+    return test_points(points, s.elo0, s.elo1, s.alpha, s.beta, paired=cfg.duplicate_dice)
+
+
 def master_seed(seed: str) -> bytes:
     """The dice master seed of a tournament: every game's dice derive from it and its stream."""
     return hashlib.sha256(f"arbiter-tournament|{seed}".encode()).digest()
@@ -71,6 +85,8 @@ class RunSummary:
     worker_restarts: int = 0
     killed_leftovers: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    sprt: dict | None = None
+    """With ``[sprt] stop = true``: the head-to-head GSPRT when the run ended (``arbiter.sprt``)."""
     storage_error: str = ""
     """Set when a game could not be committed: the run stopped (the database's store keeps the
     game and writes it to a fallback file on close)."""
@@ -128,7 +144,14 @@ class Runner:
                                   f"(pairings {', '.join(mismatched[:5])}): the results or the tournament "
                                   f"file changed in a way that changes the pairings")
         self.plan = plan
+        if self.cfg.sprt.stop:
+            self.summary.sprt = sprt_decision(self.cfg, self.results)
         return plan
+
+    @property
+    def sprt_stopped(self) -> bool:
+        """The SPRT has decided: no game is started any more (games in play still count)."""
+        return self.summary.sprt is not None and concluded(self.summary.sprt) is not None
 
     # --- running ------------------------------------------------------------------------------
 
@@ -155,7 +178,7 @@ class Runner:
         except STORAGE_ERRORS as exc:
             s.storage_error = f"{self.db.path}: {exc}"
             return s
-        if plan.finished:
+        if plan.finished or self.sprt_stopped:
             s.finished = True
             s.played_total = plan.played
             return s
@@ -191,9 +214,10 @@ class Runner:
         last_progress = 0.0
         while True:
             plan = self.plan
-            if plan.finished and not self.in_flight:
+            if (plan.finished or self.sprt_stopped) and not self.in_flight:
                 return
-            self._dispatch(backend)
+            if not self.sprt_stopped:
+                self._dispatch(backend)
             if not self.in_flight:
                 raise TournamentError("no game is ready but the tournament is not finished (a scheduling bug)")
             for outcome in backend.wait(0.25):

@@ -26,6 +26,7 @@ from ..games.base import Game
 from ..records import GameRecord
 from ..referee import DEFAULT_MARGIN, EventHook, Referee
 from ..records.store import ResultsStore
+from ..sprt import concluded, sprt, trinomial
 from ..stats import game_points
 
 
@@ -62,6 +63,10 @@ class MatchResult:
     players: tuple[str, str]
     points: list[float] = field(default_factory=lambda: [0.0, 0.0])
     records: list[GameRecord] = field(default_factory=list)
+    game_points: list[float] = field(default_factory=list)
+    """A's points in each game (1, ½, 0), in order: the SPRT's data."""
+    sprt: dict | None = None
+    """With ``Match(sprt=...)``: the last GSPRT result (``arbiter.sprt.sprt``) after each game."""
 
     @property
     def winner(self) -> int | None:
@@ -222,12 +227,15 @@ class Match:
     def __init__(self, game: Game, configs: tuple[PlayerSpec, PlayerSpec], time_control: TimeControl,
                  fmt: MatchFormat, *, store: ResultsStore | None = None, run_dir: Path = Path("runs"),
                  margin: float = DEFAULT_MARGIN, seed: bytes | None = None, match_id: str | None = None,
-                 on_event: EventHook | None = None, on_game: Callable[["MatchResult", GameRecord], None] | None = None):
+                 on_event: EventHook | None = None, on_game: Callable[["MatchResult", GameRecord], None] | None = None,
+                 sprt: tuple[float, float, float, float] | None = None):
+        """``sprt`` = (elo0, elo1, alpha, beta): after each game a GSPRT of A against B on the
+        games so far (trinomial, logistic Elo); the match stops when it accepts either hypothesis."""
         if game.num_seats != 2:
             raise ValueError(f"a match is for two-seat games; {game.name} has {game.num_seats} seats")
         self.series = Series(game, list(configs), time_control, store=store, run_dir=run_dir, margin=margin,
                              seed=seed, match_id=match_id, on_event=on_event)
-        self.fmt, self.store, self.on_game = fmt, store, on_game
+        self.fmt, self.store, self.on_game, self.sprt = fmt, store, on_game, sprt
         self.match_id = self.series.match_id
         self.names = tuple(self.series.names)
 
@@ -240,6 +248,9 @@ class Match:
         points = game_points(record.returns, seating.index(0), seating.index(1))
         result.points = [result.points[0] + points[0], result.points[1] + points[1]]
         result.records.append(record)
+        result.game_points.append(points[0])
+        if self.sprt is not None:
+            result.sprt = sprt(trinomial(result.game_points), *self.sprt)
 
     def play(self, setup: dict | None = None, done: list[GameRecord] = ()) -> MatchResult:
         """Play the match, or the rest of it after the games ``done`` (a resumed match). ``setup``
@@ -256,6 +267,8 @@ class Match:
         try:
             for number in range(len(result.records) + 1, self.fmt.games + 1):
                 if self.fmt.first_to is not None and max(result.points) >= self.fmt.first_to:
+                    break
+                if result.sprt is not None and concluded(result.sprt):
                     break
                 record = series.play_game(number, self.seating(number))
                 self._count(result, record)
