@@ -505,6 +505,38 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return EXIT_VERIFY_FAILED if bad or tampered or not checked else EXIT_OK
 
 
+def cmd_check_engine(args: argparse.Namespace) -> int:
+    """``arbiter check-engine CMD --game G``: PASS/FAIL per conformance check (``arbiter.conformance``).
+    Exit 0 all passed, 1 a check failed (the engine did not verify), 3 it could not even shake hands."""
+    from .conformance import check_engine
+
+    try:
+        game = load_game(args.game, **_parse_options(args.option))
+        tc = parse_time_control(args.tc)
+        if args.command_line.startswith(("tcp://", "ipc://")):
+            raise ValueError("check-engine starts the engine itself: give its command line")
+        config = _engine_config(args.command_line, _guess_name(args.command_line), args)
+    except (OptionError, ValueError) as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
+        return EXIT_USAGE
+    if missing := _sandbox_missing([config]):
+        console.print(f"[red]error:[/] {escape(missing)}")
+        return EXIT_ENGINE
+    logs = Path(args.logs).resolve()
+    console.print(f"checking {escape(args.command_line)} on {game.name} (logs in {logs})", soft_wrap=True)
+
+    def show(check) -> None:
+        mark = "[green]PASS[/]" if check.passed else "[red]FAIL[/]"
+        console.print(f"{mark} {escape(check.name)}: {escape(check.detail)}", soft_wrap=True, highlight=False)
+
+    checks = check_engine(config, game, tc, logs, on_check=show)
+    failed = [c for c in checks if not c.passed]
+    console.print(f"{len(checks) - len(failed)} of {len(checks)} checks passed")
+    if checks and checks[0].name == "handshake" and not checks[0].passed:
+        return EXIT_ENGINE
+    return EXIT_VERIFY_FAILED if failed else EXIT_OK
+
+
 def cmd_keygen(args: argparse.Namespace) -> int:
     try:
         secret, public = keygen(args.out)
@@ -814,6 +846,15 @@ def build_parser() -> argparse.ArgumentParser:
         c.add_argument("--db", default="runs/results.sqlite")
         c.add_argument("--quiet", action="store_true")
         c.set_defaults(func=func)
+
+    ce = sub.add_parser("check-engine", help="a conformance run for engine authors: PASS/FAIL per check")
+    ce.add_argument("command_line", metavar="CMD", help="the engine's command line ({python}: this Python)")
+    ce.add_argument("--game", required=True, help="the game to check it on")
+    ce.add_argument("--option", action="append", default=[], help="game option KEY=VALUE (repeatable)")
+    ce.add_argument("--tc", default="10+0.1", help="time control of its games (default 10+0.1)")
+    ce.add_argument("--logs", default="runs/check-engine-logs", help="folder for the engine's logs")
+    _hosting_arguments(ce)
+    ce.set_defaults(func=cmd_check_engine)
 
     k = sub.add_parser("keygen", help="make the referee's Ed25519 key pair for signing records")
     k.add_argument("--out", default="keys", help="folder for referee.key (mode 600) and referee.pub")
