@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import signal
 import sqlite3
 import subprocess
@@ -479,3 +480,27 @@ def test_check_engine_passes_a_good_engine_and_names_what_a_bad_one_breaks(tmp_p
     assert "PASS handshake" in bad.stdout and "PASS restart" in bad.stdout
     one_line_error(run("arbiter", "check-engine", "/nonexistent/engine", "--game", "einstein", "--logs",
                        str(tmp_path)), 3, "FAIL handshake", "/nonexistent/engine")
+
+
+# --- per-engine statistics in reports --------------------------------------------------------------
+
+def test_report_has_per_engine_time_search_and_forfeit_statistics(tmp_path):
+    bad = f"{{python}} {ROOT / 'tests' / 'engines' / 'misbehave.py'} illegal --after 3"
+    path = tmp_path / "e.toml"
+    path.write_text(f'game = "einstein"\nmatch = "games=2"\ntime_control = "60"\nseed = 3\n'
+                    f'output = "{tmp_path / "e.sqlite"}"\n'
+                    f'[[engines]]\nname = "strong"\ncommand = "{STRONG}"\n'
+                    f'[[engines]]\nname = "bad"\ncommand = "{bad}"\n')
+    proc = run("tournaments", "run", str(path), "-q", "--no-report")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = run("tournaments", "report", str(tmp_path / "e.sqlite"), "--json", "-")
+    assert run("tournaments", "report", str(tmp_path / "e.sqlite"), "--csv", str(tmp_path / "csv"), "-q").returncode == 0
+    stats = {r["engine"]: r for r in json.loads(report.stdout)["engine_stats"]}
+    strong, bad_ = stats["strong"], stats["bad"]
+    assert strong["decisions"] > 0 and 0 < strong["ms_median"] <= strong["ms_max"]
+    assert strong["depth_mean"] >= 1 and strong["nodes_mean"] > 0 and strong["nps"] > 0
+    assert strong["latency_mean_ms"] is not None and strong["clock_left_min_ms"] <= 60000
+    assert bad_["forfeits"] == {"illegal_move": 2} and strong["forfeits"] == {}
+    assert (tmp_path / "csv" / "engine_stats.csv").read_text().startswith("engine,decisions,ms_mean")
+    text = run("tournaments", "report", str(tmp_path / "e.sqlite"), env={**os.environ, "COLUMNS": "250"}).stdout
+    assert "Engines: time and search" in text and "illegal_move 2" in text

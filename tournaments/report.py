@@ -45,10 +45,20 @@ def _load(db_path: str | Path) -> tuple[TournamentConfig, dict, list[dict]]:
                 " json_extract(record, '$.dice_stream'), json_extract(record, '$.detail') FROM games"
                 " WHERE substr(match_id, 1, ?) = ? ORDER BY match_id, game_number",
                 (len(cfg.tid) + 1, cfg.tid + ":")).fetchall()
+            decisions = conn.execute(
+                "SELECT json_extract(g.players, '$[' || json_extract(e.value, '$.seat') || ']'), g.match_id,"
+                " g.game_number, json_extract(e.value, '$.measured_ms'), json_extract(e.value, '$.reported_ms'),"
+                " json_extract(e.value, '$.clock_ms'), json_extract(e.value, '$.info.depth'),"
+                " json_extract(e.value, '$.info.nodes')"
+                " FROM games AS g, json_each(g.record, '$.events') AS e"
+                " WHERE substr(g.match_id, 1, ?) = ? AND json_extract(e.value, '$.seat') >= 0"
+                " ORDER BY g.match_id, g.game_number, e.key",
+                (len(cfg.tid) + 1, cfg.tid + ":")).fetchall()
         except sqlite3.Error as exc:
             raise ValueError(f"{db_path}: cannot read the games ({exc})") from None
     finally:
         conn.close()
+    meta["_decisions"] = decisions
     names = [e.name for e in cfg.engines]
     index = {n: i for i, n in enumerate(names)}
     games = []
@@ -101,6 +111,7 @@ def build_report(db_path: str | Path) -> dict[str, Any]:
             "sprt_stop": stop,
         },
         "terminations": terminations(games, names),
+        "engine_stats": engine_stats(games, names, meta.pop("_decisions", [])),
     }
     if cfg.kind == "match":
         report.update(match_sections(cfg, games, names, plan, director))
@@ -140,6 +151,54 @@ def terminations(games: list[dict], names: list[str]) -> list[dict]:
             row = table.setdefault((names[e], reason), {"engine": names[e], "reason": reason, "W": 0, "D": 0, "L": 0})
             row[_outcome(g, seat) if len(g["returns"]) > 1 else ("W" if g["returns"][0] > 0 else "L")] += 1
     return sorted(table.values(), key=lambda r: (names.index(r["engine"]), r["reason"] != "normal", r["reason"]))
+
+
+def engine_stats(games: list[dict], names: list[str], decisions: list[tuple]) -> list[dict]:
+    """Per engine, from every decision it made: time per move (referee-measured: mean, median,
+    max), its clock left at the end of its games (mean, min), depth and nodes (mean, from its
+    ``info``), nodes per second (its nodes over its own reported time), latency (measured minus
+    reported, mean and max: IPC and scheduling), and its forfeits by reason."""
+    per: dict[str, dict[str, list]] = {n: defaultdict(list) for n in names}
+    last_clock: dict[tuple[str, str, int], float] = {}
+    for engine, mid, number, measured, reported, clock, depth, nodes in decisions:
+        d = per.get(engine)
+        if d is None:
+            continue
+        if measured is not None:
+            d["ms"].append(measured)
+        if measured is not None and reported is not None:
+            d["latency"].append(measured - reported)
+        if reported is not None and nodes is not None:
+            d["timed_nodes"].append((nodes, reported))
+        if depth is not None:
+            d["depth"].append(depth)
+        if nodes is not None:
+            d["nodes"].append(nodes)
+        if clock is not None:
+            last_clock[(engine, mid, number)] = clock
+    for (engine, _, _), clock in last_clock.items():
+        per[engine]["clock"].append(clock)
+    forfeits: dict[str, dict[str, int]] = {n: defaultdict(int) for n in names}
+    for g in games:
+        if g["forfeit_seat"] is not None and g["reason"] != "normal":
+            forfeits.setdefault(g["players"][g["forfeit_seat"]], defaultdict(int))[g["reason"]] += 1
+
+    def mean(xs):
+        return float(np.mean(xs)) if xs else None
+
+    rows = []
+    for n in names:
+        d = per[n]
+        timed_ms = sum(r for _, r in d["timed_nodes"])
+        rows.append({"engine": n, "decisions": len(d["ms"]), "ms_mean": mean(d["ms"]),
+                     "ms_median": float(np.median(d["ms"])) if d["ms"] else None,
+                     "ms_max": max(d["ms"]) if d["ms"] else None, "clock_left_mean_ms": mean(d["clock"]),
+                     "clock_left_min_ms": min(d["clock"]) if d["clock"] else None, "depth_mean": mean(d["depth"]),
+                     "nodes_mean": mean(d["nodes"]),
+                     "nps": 1000 * sum(x for x, _ in d["timed_nodes"]) / timed_ms if timed_ms > 0 else None,
+                     "latency_mean_ms": mean(d["latency"]), "latency_max_ms": max(d["latency"]) if d["latency"] else None,
+                     "forfeits": dict(sorted(forfeits.get(n, {}).items()))})
+    return rows
 
 
 # --- two-seat competitive ---------------------------------------------------------------------
@@ -558,6 +617,16 @@ def render_text(report: dict, width: int = 120) -> str:
                 str(r["A_better"]), str(r["ties"]), str(r["B_better"]), _f(r["p_value"], 4)] for r in report["paired"]])
     table("Results by end reason", ["engine", "reason", "W", "D", "L"],
           [[r["engine"], r["reason"], str(r["W"]), str(r["D"]), str(r["L"])] for r in report["terminations"]])
+    if report.get("engine_stats"):
+        table("Engines: time and search (ms per decision as the referee measured it; latency = measured − "
+              "the engine's own time)",
+              ["engine", "decisions", "ms mean", "median", "max", "clock left mean", "min", "depth", "nodes",
+               "nps", "latency mean", "max", "forfeits"],
+              [[r["engine"], str(r["decisions"]), _f(r["ms_mean"]), _f(r["ms_median"]), _f(r["ms_max"]),
+                _f(r["clock_left_mean_ms"], 0), _f(r["clock_left_min_ms"], 0), _f(r["depth_mean"]),
+                _f(r["nodes_mean"], 0), _f(r["nps"], 0), _f(r["latency_mean_ms"], 2), _f(r["latency_max_ms"], 2),
+                ", ".join(f"{k} {v}" for k, v in r["forfeits"].items()) or "0"]
+               for r in report["engine_stats"]])
     return buf.getvalue()
 
 
@@ -612,6 +681,7 @@ def write_csv(report: dict, directory: str | Path) -> list[Path]:
 
     dump("standings", report.get("standings", []))
     dump("terminations", report.get("terminations", []))
+    dump("engine_stats", report.get("engine_stats", []))
     if "crosstable" in report:
         ct = report["crosstable"]
         dump("crosstable", [{"engine": e, **{o: (None if ct["games"][i][j] == 0 else ct["points"][i][j])
