@@ -156,7 +156,8 @@ def terminations(games: list[dict], names: list[str]) -> list[dict]:
 def engine_stats(games: list[dict], names: list[str], decisions: list[tuple]) -> list[dict]:
     """Per engine, from every decision it made: time per move (referee-measured: mean, median,
     max), its clock left at the end of its games (mean, min), depth and nodes (mean, from its
-    ``info``), nodes per second (its nodes over its own reported time), latency (measured minus
+    ``info``), nodes per second (its nodes over the measured time of those decisions: an engine's
+own times are whole milliseconds, often 0), latency (measured minus
     reported, mean and max: IPC and scheduling), and its forfeits by reason."""
     per: dict[str, dict[str, list]] = {n: defaultdict(list) for n in names}
     last_clock: dict[tuple[str, str, int], float] = {}
@@ -168,8 +169,8 @@ def engine_stats(games: list[dict], names: list[str], decisions: list[tuple]) ->
             d["ms"].append(measured)
         if measured is not None and reported is not None:
             d["latency"].append(measured - reported)
-        if reported is not None and nodes is not None:
-            d["timed_nodes"].append((nodes, reported))
+        if measured is not None and nodes is not None:
+            d["timed_nodes"].append((nodes, measured))
         if depth is not None:
             d["depth"].append(depth)
         if nodes is not None:
