@@ -171,7 +171,7 @@ def cmd_match(args: argparse.Namespace) -> int:
         if len(args.engine) != 2:
             raise ValueError(f"give exactly two --engine commands (got {len(args.engine)})")
         names = (args.name or []) + [None, None]
-        seed, source = read_seed(args)
+        seed, _ = read_seed(args)
         configs = tuple(_engine_config(cmd, names[i] or f"{'AB'[i]}:{_guess_name(cmd)}", args, args.restart)
                         for i, cmd in enumerate(args.engine))
     except (OptionError, ValueError) as exc:

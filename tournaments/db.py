@@ -22,7 +22,6 @@ import fcntl
 import json
 import os
 import re
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any, Iterator
