@@ -38,5 +38,6 @@ coverage: $(BIN)/arbiter
 bench: $(BIN)/arbiter
 	$(BIN)/python bench/bench_foundation.py
 
+# resume, not run: it starts the tournament the first time and continues (or just reports) after.
 tournament: $(BIN)/arbiter
-	$(BIN)/arbiter-tournament run tournaments/examples/einstein_olympiad.toml
+	$(BIN)/arbiter-tournament resume tournaments/examples/einstein_olympiad.toml

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
+import json
 import math
 import os
+import shlex
 import sqlite3
 import sys
 from pathlib import Path
@@ -35,7 +37,8 @@ from .records import GameRecord
 from .records.audit import audit, load_stored
 from .records.replay import replay, verify
 from .records.signing import KeyFileError, key_id, keygen, load_public_key, load_signer
-from .records.store import ResultsStore, load_records
+from .records.store import ResultsStore, load_records, match_setup
+from .sprt import concluded
 
 EXIT_OK, EXIT_VERIFY_FAILED, EXIT_USAGE, EXIT_ENGINE, EXIT_STORAGE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
@@ -101,7 +104,8 @@ def read_seed(args: argparse.Namespace) -> tuple[bytes | None, str]:
     try:
         seed = bytes.fromhex(text.strip())
     except ValueError:
-        raise ValueError(f"the seed from {source} is not hex") from None
+        raise ValueError(f"the seed from {source} is not hex: {text.strip()[:20]!r} (e.g. --seed 0123abcd)"
+                         if source == "--seed" else f"the seed from {source} is not hex") from None
     if not seed:
         raise ValueError(f"the seed from {source} is empty")
     return seed, source
@@ -132,16 +136,38 @@ def _prepare(args: argparse.Namespace, configs) -> tuple[ResultsStore | None, in
     except KeyFileError as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
         return None, EXIT_USAGE
-    except (OSError, sqlite3.Error) as exc:
-        console.print(f"[red]error:[/] cannot open the results database {args.db}: {exc}")
-        return None, EXIT_STORAGE
+    except (OSError, sqlite3.Error) as exc:  # unwritable, not a database: fix the --db argument
+        console.print(f"[red]error:[/] --db {escape(str(args.db))}: cannot open the results database: "
+                      f"{escape(str(exc))}", soft_wrap=True)
+        return None, EXIT_USAGE
+
+
+def _resume_match(args: argparse.Namespace) -> tuple[str, list[GameRecord], bool]:
+    """``--resume [ID]``: the match's id and games so far from ``--db``; its game, options, time
+    control, format, margin and engines are taken from the stored setup (ValueError if none)."""
+    match_id, status, setup, done = match_setup(args.db, args.resume or None)
+    if status == "finished":
+        raise ValueError(f"match {match_id} in {args.db} is finished; nothing to resume")
+    for key in ("game", "tc", "format", "margin", "engine", "name", "sprt"):
+        setattr(args, key, setup.get(key))
+    args.option = [f"{k}={json.dumps(v)}" for k, v in setup["options"].items()]
+    return match_id, done, setup.get("seeded", False)
 
 
 def cmd_match(args: argparse.Namespace) -> int:
+    match_id, done, seeded = None, [], False
     try:
+        if args.resume is not None:
+            match_id, done, seeded = _resume_match(args)
+        elif not args.game:
+            raise ValueError("give --game (arbiter games lists them), or --resume to continue a match")
         game = load_game(args.game, **_parse_options(args.option))
         tc = parse_time_control(args.tc)
+        sprt_bounds = parse_sprt(args.sprt) if getattr(args, "sprt", None) else None
+        if args.format is None:  # an SPRT runs until it decides: at most this many games
+            args.format = "games=10000" if sprt_bounds else "olympiad"
         fmt = MatchFormat.parse(args.format)
+        _check_match_game(game)
         if len(args.engine) != 2:
             raise ValueError(f"give exactly two --engine commands (got {len(args.engine)})")
         names = (args.name or []) + [None, None]
@@ -149,8 +175,14 @@ def cmd_match(args: argparse.Namespace) -> int:
         configs = tuple(_engine_config(cmd, names[i] or f"{'AB'[i]}:{_guess_name(cmd)}", args, args.restart, i)
                         for i, cmd in enumerate(args.engine))
     except (OptionError, ValueError) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        console.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
         return EXIT_USAGE
+    if seeded and seed is None:
+        console.print("[bold yellow]warning:[/] the match was started with a master seed; without it the "
+                      "remaining games get fresh dice (give the same --seed-file to keep them)")
+    setup = dict(game=game.name, options=game.options, tc=tc.text, format=args.format, margin=args.margin,
+                 sprt=args.sprt,
+                 engine=list(args.engine), name=[c.name for c in configs], seeded=seed is not None)
     store, code = _prepare(args, configs)
     if store is None:
         return code
@@ -179,33 +211,100 @@ def cmd_match(args: argparse.Namespace) -> int:
         if args.quiet:
             console.print(line)
 
-    match = Match(game, configs, tc, fmt, store=store, run_dir=Path(args.db).parent, margin=args.margin / 1000,
-                  seed=seed, on_event=on_event, on_game=on_game)
+    match = Match(game, configs, tc, fmt, store=store, run_dir=logs_dir(args.db), margin=args.margin / 1000,
+                  seed=seed, match_id=match_id, on_event=on_event, on_game=on_game, sprt=sprt_bounds)
+    if failed := match.series.start_all():  # pre-flight: a broken command must not hand out wins
+        for index, fault in failed:
+            console.print(f"[red]error:[/] engine {escape(configs[index].name)} cannot start: {escape(str(fault))}",
+                          soft_wrap=True)
+        console.print("no game was played, no result recorded")
+        match.series.close()
+        store.close()
+        return EXIT_ENGINE
+    for config, engine in zip(configs, match.series.engines):
+        console.print(escape(f"{config.name}: {hello_text(engine.hello)}"), soft_wrap=True, highlight=False)
     console.print(f"match [bold]{match.match_id}[/]: {game.name}, {configs[0].name} vs {configs[1].name}, "
-                  f"tc {tc.text}, format {args.format}, results → {args.db}")
+                  f"tc {tc.text}, format {args.format}, results → {args.db}"
+                  + (f" (resumed after {len(done)} game(s))" if match_id else ""))
     try:
         if args.quiet:
             live = None
-            result = match.play()
+            result = match.play(setup, done)
         else:
             with Live(_status_table(result_box, ""), console=console, refresh_per_second=8) as live:
-                result = match.play()
+                result = match.play(setup, done)
             console.print()
     except KeyboardInterrupt:
-        console.print("[yellow]interrupted[/]: finished games are saved")
+        console.print(f"[yellow]interrupted[/]: finished games are saved; continue with "
+                      f"`arbiter match --resume {match.match_id} --db {args.db}`", soft_wrap=True)
         store.close()
         return storage_exit(store, EXIT_INTERRUPTED)
     store.close()
     _print_summary(result)
+    if result.sprt is not None:
+        console.print(sprt_line(result.sprt, len(result.records)), highlight=False)
     not_started = [r for r in result.records if r.reason == EndReason.NOT_STARTED]
     return storage_exit(store, EXIT_ENGINE if not_started and len(not_started) == len(result.records) else EXIT_OK)
 
 
+def parse_sprt(text: str) -> tuple[float, float, float, float]:
+    """``--sprt elo0,elo1[,alpha,beta]`` (logistic Elo; alpha, beta default 0.05); ValueError names it."""
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        values = []
+    if len(values) not in (2, 4):
+        raise ValueError(f"--sprt {text!r}: expected elo0,elo1 or elo0,elo1,alpha,beta (e.g. 0,10,0.05,0.05)")
+    elo0, elo1, alpha, beta = values + [0.05, 0.05][:4 - len(values)]
+    if not elo0 < elo1:
+        raise ValueError(f"--sprt {text!r}: elo1 must be greater than elo0")
+    if not (0 < alpha < 0.5 and 0 < beta < 0.5):
+        raise ValueError(f"--sprt {text!r}: alpha and beta must be between 0 and 0.5")
+    return elo0, elo1, alpha, beta
+
+
+def sprt_line(result: dict, games: int) -> str:
+    """The SPRT's verdict: which bound was crossed after how many games, or that it goes on."""
+    verdict = concluded(result)
+    elo = f"Elo of A {result['elo']:+.1f} [{result['elo_lo']:+.1f}, {result['elo_hi']:+.1f}]"
+    if verdict:
+        return f"SPRT: {verdict} after {games} games; the match stopped. {elo}"
+    return (f"SPRT: no decision after {games} games (LLR {result['llr']:.3f}, bounds [{result['lower']:.3f}, "
+            f"{result['upper']:.3f}]). {elo}")
+
+
+def hello_text(hello) -> str:
+    """How an engine introduced itself: its hello's name, version and author."""
+    if hello is None:
+        return "(no hello)"
+    return f"{hello.name}" + (f" {hello.version}" if hello.version else "") + \
+        (f" by {hello.author}" if hello.author else "")
+
+
+def logs_dir(db: str | Path) -> Path:
+    """Engine logs go beside the results database, in ``<stem>-logs/`` (one folder per match)."""
+    return Path(db).with_name(Path(db).stem + "-logs")
+
+
+def _check_match_game(game) -> None:
+    """``arbiter match`` plays two-seat competitive games; ValueError points elsewhere."""
+    utility = game.game_type.utility
+    if utility is Utility.IDENTICAL:
+        raise ValueError(f"--game {game.name}: a cooperative game; play it with 'arbiter coop'")
+    if utility is Utility.SOLO:
+        raise ValueError(f"--game {game.name}: a one-seat game; play it with 'arbiter solo'")
+    if game.num_seats != 2:
+        raise ValueError(f"--game {game.name}: {game.num_seats} seats; 'arbiter match' plays two-seat games "
+                         f"(use an arbiter-tournament file for {game.num_seats}-seat tables)")
+
+
 def _engine_config(command: str, name: str, args: argparse.Namespace, restart: bool = False, index: int = 0):
-    """An engine command line, or ``tcp://HOST:PORT`` to wait there for a remote engine; the
-    hosting options (sandbox, limits, pondering, the index-th ``--cpus``) from ``args``."""
+    """An engine command line (``{python}``: the Python running the referee), or
+    ``tcp://HOST:PORT`` to wait there for a remote engine; the hosting options (sandbox, limits,
+    pondering, the index-th ``--cpus``) from ``args``."""
     if command.startswith(("tcp://", "ipc://")):
         return EngineConfig(command=None, endpoint=command, name=name, handshake_timeout=300.0)
+    command = command.replace("{python}", shlex.quote(sys.executable))  # this Python, with the project's packages
     cpus = getattr(args, "cpus", None) or []
     try:
         pinned = parse_cpus(cpus[index]) if index < len(cpus) else None
@@ -276,7 +375,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     py = sys.executable
     ns = argparse.Namespace(
         game="einstein", option=[], tc="180", format="olympiad", margin=DEFAULT_MARGIN_MS, seed=None, seed_file=None,
-        key=None, restart=False, sandbox="auto", limit=[], ponder=False,
+        key=None, restart=False, sandbox="auto", limit=[], ponder=False, resume=None, sprt=None,
         quiet=args.quiet, db=args.db,
         engine=[f"{py} -m sample_engines.einstein_expectimax", f"{py} -m sample_engines.random_engine"],
         name=["expectimax", "random"])
@@ -285,6 +384,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     if args.position is not None:
+        if not args.game:
+            console.print("[red]error:[/] --position needs --game (which game's notation it is in)")
+            return EXIT_USAGE
         try:
             game = load_game(args.game or "", **_parse_options(args.option))
             console.print(game.from_text(args.position).render(), highlight=False)
@@ -296,12 +398,27 @@ def cmd_show(args: argparse.Namespace) -> int:
         console.print("[red]error:[/] give a record file, or --game and --position")
         return EXIT_USAGE
     try:
-        records = load_records(args.record, args.game_id)
+        records = load_records(args.record)
     except (OSError, ValueError) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        console.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
         return EXIT_USAGE
+    if args.list:
+        console.print(f"{len(records)} game(s) in {escape(args.record)}:", soft_wrap=True)
+        for line in game_lines(records):
+            console.print(escape(line), soft_wrap=True, highlight=False)
+        return EXIT_OK
+    wanted = args.game_id or args.game_id_arg
+    if wanted:  # an id, or its unique beginning (``MATCH.3``: game 3 of a match)
+        records = ([r for r in records if r.game_id == wanted]
+                   or [r for r in records if r.game_id.startswith(wanted + ".")]
+                   or [r for r in records if r.game_id.startswith(wanted)])
+        if len(records) > 1:
+            console.print(f"[red]error:[/] {len(records)} games begin with {escape(wanted)!r}; "
+                          f"`arbiter show {escape(args.record)} --list` lists them", soft_wrap=True)
+            return EXIT_USAGE
     if not records:
-        console.print("[red]error:[/] no such game in that file")
+        console.print(f"[red]error:[/] no such game in {escape(args.record)}"
+                      + (f": {escape(wanted)!r} (`--list` lists them)" if wanted else ""), soft_wrap=True)
         return EXIT_USAGE
     if not args.all:
         records = records[-1:]
@@ -338,6 +455,17 @@ def cmd_show(args: argparse.Namespace) -> int:
         console.print(f"result {record.returns} — {outcome} "
                       f"({record.reason}{': ' + record.detail if record.detail else ''})\n")
     return EXIT_OK
+
+
+def game_lines(records: list[GameRecord]) -> list[str]:
+    """``arbiter show FILE --list``: one line per game, led by the id ``show FILE ID`` takes."""
+    lines = []
+    for r in records:
+        w = r.winner()
+        result = " ".join(f"{x:g}" for x in r.returns) + (f" → {r.players[w]}" if w is not None else "")
+        lines.append(f"{r.game_id}  {r.game}  {' vs '.join(r.players)}  {result}  "
+                     f"[{r.reason}{': ' + r.detail if r.detail else ''}]  {len(r.events)} events")
+    return lines
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -381,6 +509,38 @@ def cmd_verify(args: argparse.Namespace) -> int:
         console.print(f"signatures checked against key {key_id(public)}")
     console.print(f"{len(heads) or len(report.chains)} chain(s), {tampered} tamper problem(s)")
     return EXIT_VERIFY_FAILED if bad or tampered or not checked else EXIT_OK
+
+
+def cmd_check_engine(args: argparse.Namespace) -> int:
+    """``arbiter check-engine CMD --game G``: PASS/FAIL per conformance check (``arbiter.conformance``).
+    Exit 0 all passed, 1 a check failed (the engine did not verify), 3 it could not even shake hands."""
+    from .conformance import check_engine
+
+    try:
+        game = load_game(args.game, **_parse_options(args.option))
+        tc = parse_time_control(args.tc)
+        if args.command_line.startswith(("tcp://", "ipc://")):
+            raise ValueError("check-engine starts the engine itself: give its command line")
+        config = _engine_config(args.command_line, _guess_name(args.command_line), args)
+    except (OptionError, ValueError) as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
+        return EXIT_USAGE
+    if missing := _sandbox_missing([config]):
+        console.print(f"[red]error:[/] {escape(missing)}")
+        return EXIT_ENGINE
+    logs = Path(args.logs).resolve()
+    console.print(f"checking {escape(args.command_line)} on {game.name} (logs in {logs})", soft_wrap=True)
+
+    def show(check) -> None:
+        mark = "[green]PASS[/]" if check.passed else "[red]FAIL[/]"
+        console.print(f"{mark} {escape(check.name)}: {escape(check.detail)}", soft_wrap=True, highlight=False)
+
+    checks = check_engine(config, game, tc, logs, on_check=show)
+    failed = [c for c in checks if not c.passed]
+    console.print(f"{len(checks) - len(failed)} of {len(checks)} checks passed")
+    if checks and checks[0].name == "handshake" and not checks[0].passed:
+        return EXIT_ENGINE
+    return EXIT_VERIFY_FAILED if failed else EXIT_OK
 
 
 def cmd_keygen(args: argparse.Namespace) -> int:
@@ -441,7 +601,7 @@ def cmd_coop(args: argparse.Namespace) -> int:
                                 + (f" ± {se:.1f}" if not math.isnan(se) else ""))
 
             result = run_coop(game, configs, tc, args.count, master_seed=master, store=store,
-                              run_dir=Path(args.db).parent, margin=args.margin / 1000, on_game=on_game)
+                              run_dir=logs_dir(args.db), margin=args.margin / 1000, on_game=on_game)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: finished games are saved")
         store.close()
@@ -552,7 +712,7 @@ def cmd_solo(args: argparse.Namespace) -> int:
                         console.print(f"{record.players[0]} seed {k}: {'won' if record.returns[0] > 0 else 'lost'} "
                                       f"[{record.reason}{': ' + record.detail if record.detail else ''}]")
                 suites.append(run_suite(game, config, tc, args.count, master, store=store,
-                                        run_dir=Path(args.db).parent, margin=args.margin / 1000, on_game=on_game))
+                                        run_dir=logs_dir(args.db), margin=args.margin / 1000, on_game=on_game))
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: finished games are saved")
         store.close()
@@ -614,24 +774,43 @@ def _seed_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--key", help="the referee's secret key (arbiter keygen): sign every record")
 
 
+def _milliseconds(text: str) -> int:
+    """``--margin``: a whole number of milliseconds, not negative (argparse names the flag)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of milliseconds, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="arbiter", description="Referee matches between game engines.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     m = sub.add_parser("match", help="play a match between two engines")
-    m.add_argument("--game", required=True, help="game name (arbiter games lists them)")
-    m.add_argument("--engine", action="append", default=[], help="engine command line, or tcp://HOST:PORT to wait for a remote engine there "
-                                                            "(give twice: A then B)")
+    m.add_argument("--game", help="game name (arbiter games lists them)")
+    m.add_argument("--engine", action="append", default=[], help="engine command line ({python}: this Python), or tcp://HOST:PORT to wait for "
+                                                            "a remote engine there (give twice: A then B)")
     m.add_argument("--name", action="append", help="engine display name (give twice)")
     m.add_argument("--option", action="append", default=[], help="game option KEY=VALUE (repeatable)")
     m.add_argument("--tc", default="180", help="time control, e.g. 180, 180+2, 40/60+0.5, st=1, 60+3x10, inf")
-    m.add_argument("--format", default="olympiad", help="olympiad | boN[:ABBA..] | games=N")
-    m.add_argument("--margin", type=int, default=DEFAULT_MARGIN_MS,
+    m.add_argument("--format", default=None,
+                   help="olympiad (default) | boN[:ABBA..] | games=N (with --sprt: at most N games; default 10000)")
+    m.add_argument("--sprt", metavar="ELO0,ELO1[,ALPHA,BETA]",
+                   help="stop when a GSPRT of A against B (games; logistic Elo) accepts H0 or H1, "
+                        "e.g. 0,10,0.05,0.05 (as cutechess and fastchess)")
+    m.add_argument("--margin", type=_milliseconds, default=DEFAULT_MARGIN_MS,
                    help="ms an engine may overrun before losing on time")
     _seed_arguments(m)
     _hosting_arguments(m)
     m.add_argument("--restart", action="store_true", help="restart engines for every game")
-    m.add_argument("--db", default="runs/results.sqlite", help="SQLite results file (games.jsonl beside it)")
+    m.add_argument("--db", default="runs/results.sqlite",
+                   help="SQLite results file (its <stem>.jsonl export and <stem>-logs/ engine logs beside it)")
+    m.add_argument("--resume", nargs="?", const="", metavar="MATCH_ID",
+                   help="continue an interrupted match from --db (default: its latest unfinished one) with "
+                        "the game, options, time control, format and engines it was started with")
     m.add_argument("--quiet", action="store_true", help="no live display")
     m.set_defaults(func=cmd_match)
 
@@ -647,6 +826,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="results .sqlite, .jsonl export or .json record")
         s.add_argument("--game-id", help="one game (default: show the last / verify all)")
         if name == "show":
+            s.add_argument("game_id_arg", nargs="?", metavar="GAME_ID",
+                           help="the game to show: its id or the id's unique beginning (--list lists them)")
+            s.add_argument("--list", action="store_true", help="list the games in the file with their ids")
             s.add_argument("--all", action="store_true", help="every game in the file")
             s.add_argument("--game", help="with --position: draw one position of this game")
             s.add_argument("--position", help="a position in the game's text notation")
@@ -666,12 +848,22 @@ def build_parser() -> argparse.ArgumentParser:
         c.add_argument("--option", action="append", default=[], help="game option KEY=VALUE (repeatable)")
         c.add_argument("--tc", default="180", help="time control")
         c.add_argument(count, dest="count", type=int, default=100, help="number of games")
-        c.add_argument("--margin", type=int, default=DEFAULT_MARGIN_MS)
+        c.add_argument("--margin", type=_milliseconds, default=DEFAULT_MARGIN_MS,
+                       help="ms an engine may overrun before losing on time")
         _seed_arguments(c)
         _hosting_arguments(c)
         c.add_argument("--db", default="runs/results.sqlite")
         c.add_argument("--quiet", action="store_true")
         c.set_defaults(func=func)
+
+    ce = sub.add_parser("check-engine", help="a conformance run for engine authors: PASS/FAIL per check")
+    ce.add_argument("command_line", metavar="CMD", help="the engine's command line ({python}: this Python)")
+    ce.add_argument("--game", required=True, help="the game to check it on")
+    ce.add_argument("--option", action="append", default=[], help="game option KEY=VALUE (repeatable)")
+    ce.add_argument("--tc", default="10+0.1", help="time control of its games (default 10+0.1)")
+    ce.add_argument("--logs", default="runs/check-engine-logs", help="folder for the engine's logs")
+    _hosting_arguments(ce)
+    ce.set_defaults(func=cmd_check_engine)
 
     k = sub.add_parser("keygen", help="make the referee's Ed25519 key pair for signing records")
     k.add_argument("--out", default="keys", help="folder for referee.key (mode 600) and referee.pub")
@@ -682,12 +874,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _sigterm_as_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
+    import signal
+    import threading
+
     args = build_parser().parse_args(argv)
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGTERM)
+    if main_thread:  # `kill PID` stops like Ctrl-C: finished games saved, the match marked interrupted, 130
+        signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
         return args.func(args)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -32,8 +32,9 @@ DEFAULT_MARGIN_MS = 50
 referee measures from its own send to its own receive, so it forgives the transport's latency and
 scheduling jitter (IPC round trips are well under a millisecond; a loaded machine adds tens)."""
 
-_MAX_MS = 2**53 - 1
-"""Largest time accepted (ms): keeps every time exact as a float and as a JSON number."""
+_MAX_MS = 2**31 - 1
+"""Largest time accepted (ms, about 24.8 days; ``inf`` is no limit): every time on the wire then
+fits a signed 32-bit integer, which an engine in any language can hold."""
 
 _NUMBER = r"(?:\d+(?:\.\d+)?|\.\d+)"
 _SECONDS = re.compile(rf"({_NUMBER})(ms|s|m)?", re.ASCII)
@@ -62,7 +63,8 @@ def _time_ms(part: str, text: str, what: str, *, zero_ok: bool = False) -> int:
     if ms == 0 and not zero_ok:
         raise _bad(text, f"{what} {part!r} must be more than 0")
     if ms > _MAX_MS:
-        raise _bad(text, f"{what} {part!r} is too long")
+        raise _bad(text, f"{what} {part!r} is too long (at most {_MAX_MS // 1000} s, about 24 days; "
+                         f"'inf' is no limit)")
     return int(ms)
 
 
@@ -73,8 +75,8 @@ def _count(part: str, text: str, what: str) -> int:
     n = int(part)
     if n < 1:
         raise _bad(text, f"{what} {part!r} must be at least 1")
-    if n > _MAX_MS:
-        raise _bad(text, f"{what} {part!r} is too large")
+    if n > 10**6:
+        raise _bad(text, f"{what} {part!r} is too large (at most 1000000)")
     return n
 
 

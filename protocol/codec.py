@@ -21,6 +21,18 @@ _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(AnyMessage)
 
 
+def _integral(value):
+    """``value`` with every float that has an integral value made an int (int fields accept it,
+    float fields take it back as a float); only used once a strict decode has failed."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_integral(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _integral(v) for k, v in value.items()}
+    return value
+
+
 def encode(message: Message) -> bytes:
     return _encoder.encode(message)
 
@@ -34,6 +46,11 @@ def decode(data: bytes) -> Message:
     try:
         return _decoder.decode(data)
     except msgspec.ValidationError as exc:
+        if "got `float`" in str(exc):  # JavaScript & co. may send 3 as 3.0: an integral float is that int
+            try:
+                return msgspec.convert(_integral(msgspec.msgpack.decode(data)), AnyMessage)
+            except msgspec.ValidationError:
+                pass  # 1.5 where an int belongs: the first error says it
         raise ProtocolError(f"invalid message: {exc}") from None
     except msgspec.DecodeError as exc:
         raise ProtocolError(f"not msgpack: {exc}") from None

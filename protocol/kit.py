@@ -15,7 +15,9 @@ the process that started it has gone.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
+import random
 import sys
 import time
 from typing import Callable, Union
@@ -67,6 +69,29 @@ def as_reply(decision: Decision, request: Request, elapsed_ms: int) -> Reply:
     elif reply.info.time_ms is None:
         reply.info.time_ms = elapsed_ms
     return reply
+
+
+def game_rng(game: NewGame, seed: object = 0) -> random.Random:
+    """The engine's randomness for one game, from its seed and what identifies the game in a
+    reproducible way (dice commitment, dice stream, seat: not the game id, which is unique per
+    run). An engine reused across games, or restarted after a crash, then plays each game as it
+    would have in any other run: the practice protocol/SPEC.md recommends."""
+    text = f"{seed}|{game.dice_commitment}|{game.dice_stream}|{game.seat}"
+    return random.Random(int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big"))
+
+
+class PerGameRandom:
+    """``rng = PerGameRandom(seed)(game)``: ``game_rng`` made once per game (the last one kept)."""
+
+    def __init__(self, seed: object = 0):
+        self.seed = seed
+        self._game_id: str | None = None
+        self._rng = random.Random(0)
+
+    def __call__(self, game: NewGame) -> random.Random:
+        if game.game_id != self._game_id:
+            self._game_id, self._rng = game.game_id, game_rng(game, self.seed)
+        return self._rng
 
 
 def engine_arguments(description: str, name: str, seed: int | None = 0) -> argparse.ArgumentParser:

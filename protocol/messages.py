@@ -76,6 +76,8 @@ class Hello(Message, tag="hello", kw_only=True):
     """Engine -> referee, the first message an engine sends after connecting."""
 
     name: str
+    """The engine's own name; with ``author`` and ``version`` the referee prints it when it starts
+    the engine. Tables and records name the seat by the operator's display name (``seats``)."""
     author: str = ""
     version: str = ""
     protocol_version: int = PROTOCOL_VERSION
@@ -140,7 +142,8 @@ class NewGame(Message, tag="new_game", kw_only=True):
     seats: list[str]
     """Every seat's player name, indexed by seat."""
     seat_roles: list[str] = []
-    """Every seat's role in the game (e.g. ``red``, ``blue``), indexed by seat."""
+    """Every seat's role in the game, indexed by seat, as the game's document names them (EinStein:
+    ``first``, ``second``; its colours are in ``options`` and the position)."""
     time_control: TimeControl
     dice_commitment: str = ""
     """Hex SHA-256 of the dice seed; the seed is revealed in ``game_over``."""
@@ -168,6 +171,8 @@ class Request(Message, tag="request", kw_only=True):
     """The same position as structured data (game-specific, documented per game); attached when
     the engine asked for it in ``hello``."""
     ply: int = 0
+    """Events so far (decisions and rolls alike): the index this decision's event gets in the
+    record. Simultaneous requests all carry the ply of the first; their events follow in seat order."""
     clocks_ms: list[int] = []
     """Every seat's remaining main time, indexed by seat (byo-yomi periods not included)."""
     time_left_ms: int = 0

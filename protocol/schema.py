@@ -107,7 +107,8 @@ def example_session() -> list[tuple[str, Message]]:
             game_id=game_id, seq=1, game="einstein", options={"seat0_colour": "red", "setup": "choose"},
             seat=0, seats=["demo", "rival"], seat_roles=["first", "second"],
             time_control=TimeControl(text="180", kind="sudden_death", base_ms=180_000),
-            dice_commitment=hashlib.sha256(EXAMPLE_SEED).hexdigest(), match_id="m6", game_number=1)),
+            dice_commitment=hashlib.sha256(EXAMPLE_SEED).hexdigest(), match_id="m6", game_number=1,
+            dice_stream="m6|1")),
         (ENGINE_TO_REFEREE, Ready(game_id=game_id, seq=1)),
         (REFEREE_TO_ENGINE, Request(
             game_id=game_id, seq=5, kind="move", seat=0, position=EXAMPLE_POSITION,

@@ -24,11 +24,11 @@ engine never plays a move the rules do not list.
 """
 from __future__ import annotations
 
-import random
 import time
 from math import comb
 
 from arbiter.games.einstein import BLUE, GOAL, HOME, RED, SQUARE_NAMES, STEPS, EinsteinGame
+from protocol.kit import PerGameRandom
 from protocol.messages import Info
 
 NAME = "einstein-expectimax"
@@ -447,13 +447,13 @@ def my_colour(request) -> int:
 def make_decider(movetime: float | None = DEFAULT_MOVETIME, depth: int | None = None, seed: int | None = None):
     """A kit decision function ``decide(request, game)``."""
     searcher = Searcher()
-    rng = random.Random(seed)
+    rngs = PerGameRandom(seed)  # fallbacks seeded per game: the same game is played the same in any run
 
     def decide(request, game):
         if request.kind == "setup":
             layout = layout_for(my_colour(request))
             if request.legal_moves is not None and layout not in request.legal_moves:
-                layout = rng.choice(request.legal_moves)
+                layout = rngs(game).choice(request.legal_moves)
             return layout, Info(comment="fixed layout")
         try:
             move, info = choose_move(request.position, movetime=movetime, depth=depth,
@@ -461,9 +461,9 @@ def make_decider(movetime: float | None = DEFAULT_MOVETIME, depth: int | None = 
         except Exception as exc:  # never forfeit over an engine bug: fall back to a legal move
             if not request.legal_moves:
                 raise
-            return rng.choice(request.legal_moves), Info(comment=f"fallback after {type(exc).__name__}: {exc}")
+            return rngs(game).choice(request.legal_moves), Info(comment=f"fallback after {type(exc).__name__}: {exc}")
         if request.legal_moves is not None and move not in request.legal_moves:
-            return rng.choice(request.legal_moves), Info(comment=f"fallback: {move} not in the referee's list")
+            return rngs(game).choice(request.legal_moves), Info(comment=f"fallback: {move} not in the referee's list")
         return move, info
 
     return decide

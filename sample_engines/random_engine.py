@@ -4,14 +4,12 @@ Usage: python -m sample_engines.random_engine [--seed N] [--name NAME]
 """
 from __future__ import annotations
 
-import random
-
-from protocol.kit import engine_arguments, run_engine
+from protocol.kit import PerGameRandom, engine_arguments, run_engine
 
 
 def main(argv: list[str] | None = None) -> int:
     args = engine_arguments(__doc__.splitlines()[0], "random", seed=None).parse_args(argv)
-    rng = random.Random(args.seed)
+    rngs = PerGameRandom(args.seed)  # seeded per game: the same game is played the same in any run
 
     def decide(request, game):
         if request.legal_moves is None:  # the game cannot list these (a plan, a purchase...)
@@ -19,7 +17,7 @@ def main(argv: list[str] | None = None) -> int:
                                f"use an engine of the game's own")
         if not request.legal_moves:
             raise RuntimeError(f"no legal moves given for {request.kind}")
-        return rng.choice(request.legal_moves)
+        return rngs(game).choice(request.legal_moves)
 
     return run_engine(decide, name=args.name, author="arbiter project", version="1", wants_legal_moves=True,
                       endpoint=args.endpoint)

@@ -31,6 +31,7 @@ import random
 import time
 
 from arbiter.games.smess import BLUE, BRAIN, NINNY, NUMSKULL, RED, SmessGame, SmessState
+from protocol.kit import PerGameRandom
 from protocol.messages import Info
 
 NAME = "smess-alphabeta"
@@ -547,7 +548,7 @@ def time_budget(movetime: float | None, time_left_ms: int, time_control=None) ->
 
 def make_decider(movetime: float | None = DEFAULT_MOVETIME, depth: int | None = None, seed: int | None = None):
     """A kit decision function; one searcher (tables, hash table, history) per option set."""
-    rng = random.Random(seed)
+    rngs = PerGameRandom(seed)  # fallbacks seeded per game: the same game is played the same in any run
     searchers: dict[str, Searcher] = {}
 
     def decide(request, game):
@@ -573,7 +574,7 @@ def make_decider(movetime: float | None = DEFAULT_MOVETIME, depth: int | None = 
         except Exception as exc:  # never forfeit over an engine bug: fall back to a legal move
             if not request.legal_moves:
                 raise
-            return rng.choice(request.legal_moves), Info(comment=f"fallback after {type(exc).__name__}: {exc}")
+            return rngs(game).choice(request.legal_moves), Info(comment=f"fallback after {type(exc).__name__}: {exc}")
         return move, info
 
     return decide

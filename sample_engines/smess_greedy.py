@@ -14,6 +14,7 @@ import json
 import random
 
 from arbiter.games.smess import BRAIN, NINNY, NUMSKULL, SmessGame
+from protocol.kit import PerGameRandom
 
 NAME = "smess-greedy"
 VALUE = {NINNY: 100, NUMSKULL: 400, BRAIN: 1_000_000}
@@ -40,10 +41,11 @@ def greedy_move(state, rng: random.Random) -> tuple[int, int]:
 
 def make_decider(seed: int | None = None):
     """A kit decision function that keeps one rules object per option set."""
-    rng = random.Random(seed)
+    rngs = PerGameRandom(seed)  # seeded per game: the same game is played the same in any run
     games: dict[str, SmessGame] = {}
 
     def decide(request, game):
+        rng = rngs(game)
         try:
             key = json.dumps(game.options, sort_keys=True)
             rules = games.get(key)

@@ -73,7 +73,7 @@ def test_random_pair_losses_by_the_five_turn_rule_are_counted(tmp_path):
     for g in result.games:
         assert g.reason == "normal"
         if g.lost_by_rule:
-            assert g.score == 0 and "five-turn rule" in g.detail and g.events == 10
+            assert g.score == 0 and "five-turn rule" in g.detail and g.events >= 10  # five turns of two moves, and any bomb targets in them
     for record in load_records(tmp_path / "results.sqlite"):
         assert record.options == {"turns": 20, "random": False, "max_pits": 20}
         assert verify(record) == []
@@ -133,7 +133,7 @@ def test_cli_coop_show_and_verify(tmp_path):
     assert show.returncode == 0, show.stderr
     for text in ("roll →", "since the previous decision", "scores", "chain this turn", "becomes a pit"):
         assert text in show.stdout, text
-    ok = subprocess.run([PY, "-m", "arbiter.cli", "verify", str(tmp_path / "games.jsonl")], cwd=ROOT,
+    ok = subprocess.run([PY, "-m", "arbiter.cli", "verify", str(tmp_path / "r.jsonl")], cwd=ROOT,
                         capture_output=True, text=True, timeout=60)
     assert ok.returncode == 0 and "2 of 2 records consistent" in ok.stdout, ok.stdout
     bad = subprocess.run([PY, "-m", "arbiter.cli", "coop", "--game", "einstein", "--engine", RANDOM, "--db",

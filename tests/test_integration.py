@@ -85,7 +85,7 @@ def test_olympiad_match_is_played_recorded_and_verifiable(tmp_path):
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     rows = db.execute("SELECT game_number, reason FROM games ORDER BY game_number").fetchall()
     assert [r[0] for r in rows] == list(range(1, len(result.records) + 1))
-    lines = (tmp_path / "games.jsonl").read_text().splitlines()
+    lines = (tmp_path / "results.jsonl").read_text().splitlines()
     assert [json.loads(line)["game_id"] for line in lines] == [r.game_id for r in result.records]
     assert [r.game_id for r in load_records(tmp_path / "results.sqlite")] == [r.game_id for r in result.records]
 
@@ -257,7 +257,7 @@ def test_cli_match_show_and_verify(tmp_path):
     assert "match" in run.stdout
     show = subprocess.run([PY, "-m", "arbiter.cli", "show", str(db)], cwd=ROOT, capture_output=True, text=True)
     assert show.returncode == 0 and "setup" in show.stdout and "roll" in show.stdout, show.stdout + show.stderr
-    ok = subprocess.run([PY, "-m", "arbiter.cli", "verify", str(tmp_path / "games.jsonl")], cwd=ROOT,
+    ok = subprocess.run([PY, "-m", "arbiter.cli", "verify", str(tmp_path / "r.jsonl")], cwd=ROOT,
                         capture_output=True, text=True)
     assert ok.returncode == 0 and "consistent" in ok.stdout, ok.stdout + ok.stderr
     bad = subprocess.run([PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", RANDOM,

@@ -52,7 +52,7 @@ def verify_cli(path: Path, *extra: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def signed(tmp_path_factory):
-    """(folder with the pristine results.sqlite and games.jsonl, public key, game ids in order)."""
+    """(folder with the pristine results.sqlite and results.jsonl, public key, game ids in order)."""
     base = tmp_path_factory.mktemp("signed")
     secret, public = keygen(base / "keys")
     store, records = play(base / "results.sqlite", signer=load_signer(secret))
@@ -64,7 +64,7 @@ def signed(tmp_path_factory):
 @pytest.fixture
 def copy(signed, tmp_path):
     base, public, ids = signed
-    for name in ("results.sqlite", "games.jsonl"):
+    for name in ("results.sqlite", "results.jsonl"):
         shutil.copy(base / name, tmp_path / name)
     return tmp_path, public, ids
 
@@ -82,7 +82,7 @@ def test_a_signed_match_verifies_with_its_key_and_names_the_key_without_it(copy)
     assert ok.returncode == 0, ok.stdout
     assert "4 of 4 records consistent" in ok.stdout and "0 tamper problem(s)" in ok.stdout
     assert "signatures checked against key" in ok.stdout
-    export = verify_cli(folder / "games.jsonl", "--public-key", str(public))
+    export = verify_cli(folder / "results.jsonl", "--public-key", str(public))
     assert export.returncode == 0, export.stdout
     plain = verify_cli(folder / "results.sqlite")
     assert plain.returncode == 0 and "signatures not checked" in plain.stdout, plain.stdout
@@ -135,7 +135,7 @@ def test_a_deleted_game_is_named_as_a_gap_and_a_deleted_last_game_by_the_match_r
 
 def test_reordered_export_lines_are_named(copy):
     folder, _, ids = copy
-    path = folder / "games.jsonl"
+    path = folder / "results.jsonl"
     lines = path.read_bytes().splitlines(keepends=True)
     lines[1], lines[2] = lines[2], lines[1]
     path.write_bytes(b"".join(lines))
@@ -152,7 +152,7 @@ def test_reordered_export_lines_are_named(copy):
 
 def test_results_files_are_readable_by_their_owner_only(copy, signed):
     base, _, _ = signed
-    for name in ("results.sqlite", "results.sqlite-wal", "games.jsonl"):
+    for name in ("results.sqlite", "results.sqlite-wal", "results.jsonl"):
         if (base / name).exists():
             assert (base / name).stat().st_mode & 0o077 == 0, name
 
@@ -213,7 +213,7 @@ def test_unsigned_records_are_chained_and_verify_says_they_are_unsigned(tmp_path
 
 def test_records_from_before_chaining_still_load_and_verify(copy):
     folder, _, ids = copy
-    line = (folder / "games.jsonl").read_bytes().splitlines()[0]
+    line = (folder / "results.jsonl").read_bytes().splitlines()[0]
     old = {k: v for k, v in json.loads(line).items()
            if k not in ("match_seq", "prev_hash", "event_id", "event_seq", "event_prev_hash", "key_id", "signature")}
     path = folder / "old.json"
@@ -241,8 +241,8 @@ def arbiter(tmp_path: Path, *args: str, stdin: str | None = None, env: dict | No
                           RANDOM, "--format", "games=1", "--tc", "60", "--quiet", "--db", str(db), *args],
                          cwd=ROOT, capture_output=True, text=True, timeout=120, input=stdin,
                          env={**os.environ, "COLUMNS": "300", **(env or {})})
-    seeds = [json.loads(line)["dice_seed"] for line in (tmp_path / "games.jsonl").read_text().splitlines()] \
-        if (tmp_path / "games.jsonl").exists() else []
+    export = db.with_suffix(".jsonl")
+    seeds = [json.loads(line)["dice_seed"] for line in export.read_text().splitlines()] if export.exists() else []
     return out, seeds
 
 
@@ -270,7 +270,7 @@ def test_a_seed_from_a_file_the_environment_or_stdin_gives_the_dice_of_seed(tmp_
         out, _ = arbiter(folder, *args, stdin=stdin, env=env)
         assert out.returncode == 0, out.stdout + out.stderr
         assert ("warning" in out.stdout and "non-competitive" in out.stdout) == (name == "--seed"), out.stdout
-        record = json.loads((folder / "games.jsonl").read_text().splitlines()[0])
+        record = json.loads(next(folder.glob("*.jsonl")).read_text().splitlines()[0])
         assert bytes.fromhex(record["dice_seed"]) == seed_for(bytes.fromhex(hexseed), record["dice_stream"]), name
 
 
@@ -331,7 +331,7 @@ def test_a_full_disk_mid_match_keeps_the_game_and_saves_it_once_there_is_room(ti
     assert saved == [(1, 1), (2, 2), (3, 3)]
     ok = verify_cli(mnt / "results.sqlite")
     assert ok.returncode == 0, ok.stdout
-    assert len((mnt / "games.jsonl").read_text().splitlines()) == 3  # no torn or doubled export line
+    assert len((mnt / "results.jsonl").read_text().splitlines()) == 3  # no torn or doubled export line
 
 
 def test_a_disk_that_stays_full_exits_4_naming_the_file_and_the_fallback(tiny_disk, tmp_path, monkeypatch, capsys):

@@ -1,7 +1,7 @@
 """SPRT and Bradley–Terry against independent reference computations.
 
 The references here are written from the documented definitions (module docstrings of
-``tournaments/sprt.py`` and ``tournaments/ratings.py``) with a general-purpose optimiser and
+``arbiter/sprt.py`` and ``tournaments/ratings.py``) with a general-purpose optimiser and
 per-game loops, sharing no code with the implementation: asymmetric error rates, empty result
 categories, the Elo interval's variance, the virtual draws, the first-move term (in the fit, in
 the virtual games and in the robust residuals) and the covariance in the LOS.
@@ -16,7 +16,7 @@ from scipy.optimize import minimize
 from scipy.stats import norm
 
 from tournaments.ratings import fit_bradley_terry
-from tournaments.sprt import bounds, elo_estimate, llr_logistic, sprt
+from arbiter.sprt import bounds, elo_estimate, llr_logistic, sprt
 
 # --- SPRT ------------------------------------------------------------------------------------
 

@@ -163,24 +163,30 @@ setup = "random"
 [[engines]]
 name = "d{i}"
 command = "{{{{python}}}} {{engine}} {i}"
+cwd = "{{engine_dir}}"
 """ for i in range(5))
 
 
 def test_kill_9_at_random_moments_then_resume_equals_an_uninterrupted_run(tmp_path):
-    engine = tmp_path / "det_engine.py"
+    # The engine in a folder of its own, started there: engines see their own folder (its /tmp
+    # shown again in the sandbox), never the results folder (hidden), where it would not start.
+    (tmp_path / "engine").mkdir()
+    engine = tmp_path / "engine" / "det_engine.py"
     engine.write_text(DETERMINISTIC_ENGINE)
     key, public = keygen(tmp_path / "keys")
-    straight_db = tmp_path / "straight.sqlite"
-    (tmp_path / "straight.toml").write_text(KILL_TOML.format(db=straight_db, engine=engine, key=key))
+    results = tmp_path / "results"  # hidden from engines: not the engine's folder's parent
+    straight_db = results / "straight.sqlite"
+    (tmp_path / "straight.toml").write_text(KILL_TOML.format(db=straight_db, engine=engine, key=key, engine_dir=engine.parent))
     run = cli("run", str(tmp_path / "straight.toml"), "--quiet", "--no-report")
     assert run.returncode == 0, run.stdout + run.stderr
     wait_none_left(straight_db)
     expected = games_of(straight_db)
     assert len(expected) >= 12  # 3 rounds x 2 matches x 2-3 games (one engine has a bye)
+    assert all(g["moves"] for g in expected.values()), "games not played (engines that could not start?)"
 
-    killed_db = tmp_path / "killed.sqlite"
+    killed_db = results / "killed.sqlite"
     toml = tmp_path / "killed.toml"
-    toml.write_text(KILL_TOML.format(db=killed_db, engine=engine, key=key))
+    toml.write_text(KILL_TOML.format(db=killed_db, engine=engine, key=key, engine_dir=engine.parent))
     hook = tmp_path / "kill_in_export.py"
     hook.write_text(KILL_IN_EXPORT)
     seed = int(os.environ.get("KILL_TEST_SEED", random.randrange(2**32)))
@@ -213,7 +219,7 @@ def test_kill_9_at_random_moments_then_resume_equals_an_uninterrupted_run(tmp_pa
             # The hook killed the process itself, right after the SQLite commit of its 2nd game.
             assert proc.returncode == -signal.SIGKILL, out
             committed = len(games_of(killed_db))
-            exported = (tmp_path / "killed.jsonl").read_bytes()
+            exported = (results / "killed.jsonl").read_bytes()
             assert committed == before + 2, (committed, before, out)
             lines = exported.split(b"\n")
             if windows[attempt][0] == "commit":
@@ -233,7 +239,7 @@ def test_kill_9_at_random_moments_then_resume_equals_an_uninterrupted_run(tmp_pa
     for key, want in expected.items():
         assert got[key] == want, (key, log)
     # The JSON Lines export holds every game exactly once (a torn line would have been cut).
-    lines = (tmp_path / "killed.jsonl").read_text().splitlines()
+    lines = (results / "killed.jsonl").read_text().splitlines()
     ids = [json.loads(line)["game_id"] for line in lines]
     assert len(ids) == len(set(ids)) == len(got)
     # Resuming a finished tournament plays nothing more.
@@ -242,7 +248,7 @@ def test_kill_9_at_random_moments_then_resume_equals_an_uninterrupted_run(tmp_pa
     assert len(games_of(killed_db)) == len(expected)
     # However often it was killed, every match chain and the event chain run unbroken through all
     # the games, each signed: in the database and in the export.
-    for path in (killed_db, tmp_path / "killed.jsonl"):
+    for path in (killed_db, results / "killed.jsonl"):
         checked = subprocess.run([PY, "-m", "arbiter.cli", "verify", str(path), "--public-key", str(public)],
                                  cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "300"})
         assert checked.returncode == 0 and f"event kill-test: {len(expected)} record(s)" in checked.stdout, \

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tournaments.ratings import fit_bradley_terry, openskill_ratings
-from tournaments.sprt import bounds, elo_estimate, llr_logistic, pentanomial, sprt, trinomial
+from arbiter.sprt import bounds, elo_estimate, llr_logistic, pentanomial, sprt, trinomial
 
 
 # --- SPRT -------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +13,7 @@ from arbiter.records.signing import KeyFileError, Signer, load_signer
 
 from .config import ConfigError, TournamentConfig, load_config, parse_config
 from .db import TournamentDB
-from arbiter.records.store import STORAGE_ERRORS
+from arbiter.records.store import STORAGE_ERRORS, open_readonly
 
 from .runner import Runner, RunSummary
 
@@ -110,7 +111,16 @@ def resume(target: str | Path, *, check_paths: bool = True) -> Opened:
     target = Path(target)
     if not target.exists():
         raise TournamentStateError(f"{target}: no such file")
+    if target.is_file() and target.stat().st_size == 0:
+        raise TournamentStateError(f"{target}: empty file, not a tournament file or database")
     if is_database(target):
+        probe = open_readonly(target)  # looked at before anything writes to it (a match's database...)
+        try:
+            probe.execute("SELECT value FROM tournament_meta WHERE key = 'format'").fetchone()
+        except sqlite3.Error as exc:  # truncated, damaged, or another kind of database
+            raise TournamentStateError(f"{target} is not a tournament database ({exc})") from None
+        finally:
+            probe.close()
         db = TournamentDB(target)
         try:
             db.lock()
@@ -150,6 +160,32 @@ def resume(target: str | Path, *, check_paths: bool = True) -> Opened:
     return Opened(cfg, db, meta["seed"])
 
 
+def preflight(cfg: TournamentConfig, db_path: str | Path,
+              hellos: dict[str, str] | None = None) -> list[tuple[str, str]]:
+    """Start every engine and shake hands with it, as the games will, then stop it: (engine name,
+    error) for each that cannot start. An event that would otherwise hand wins to the opponents
+    of a broken command stops before its first game instead (``on_start_failure = "stop"``).
+    ``hellos`` receives how each started engine introduced itself."""
+    from arbiter.cli import hello_text
+    from arbiter.formats.match import Series
+    from arbiter.games import load_game
+
+    from .runner import hidden_paths, logs_dir
+
+    hide = hidden_paths(cfg, db_path)
+    series = Series(load_game(cfg.game, **cfg.game_options), [e.engine_config(hide=hide) for e in cfg.engines],
+                    cfg.time_control, run_dir=logs_dir(db_path), match_id="preflight")
+    try:
+        failures = series.start_all()
+        if hellos is not None:
+            for spec, engine in zip(cfg.engines, series.engines):
+                if engine is not None:
+                    hellos[spec.name] = hello_text(engine.hello)
+    finally:
+        series.close()
+    return [(cfg.engines[i].name, str(fault)) for i, fault in failures]
+
+
 def play(opened: Opened, *, concurrency: int | None = None, on_progress=None,
          on_game=None) -> tuple[Runner, RunSummary]:
     """Play every game the database does not hold yet; record the run in the metadata."""
@@ -169,4 +205,4 @@ def play(opened: Opened, *, concurrency: int | None = None, on_progress=None,
     return runner, summary
 
 
-__all__ = ["ConfigError", "Opened", "TournamentStateError", "start", "resume", "play", "config_from_db", "is_database"]
+__all__ = ["ConfigError", "Opened", "TournamentStateError", "start", "resume", "play", "preflight", "config_from_db", "is_database"]

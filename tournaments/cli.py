@@ -8,7 +8,9 @@
 Exit codes: 0 finished (or report written); 1 the tournament failed (a worker error, a changed
 schedule); 2 bad usage, a bad tournament file, or a database in the wrong state (already
 started, missing, locked by a running process); 3 an engine requires a sandbox this machine cannot
-give (the message says what to install or enable); 4 a game could not be saved (disk full, unwritable
+give (the message says what to install or enable), or an engine cannot start (every engine is started
+and greeted before the first game; ``check`` does the same; ``on_start_failure = "forfeit"`` plays
+anyway); 4 a game could not be saved (disk full, unwritable
 database...: the run stops, the unsaved games go to a fallback file named in the message, and
 ``resume`` plays them again once the storage is fixed); 130 interrupted (every finished game is saved:
 ``resume`` continues).
@@ -16,6 +18,7 @@ database...: the run stops, the unsaved games go to a fallback file named in the
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -126,6 +129,41 @@ class Display:
         self.progress(runner)
 
 
+def _check_output(output: Path, source: str) -> None:
+    """The results database's folder must exist or be creatable, and be writable (else ConfigError)."""
+    import os
+
+    from .config import ConfigError
+
+    folder = Path(output).parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"{source}: output: {output}: cannot create {folder}: {exc.strerror or exc}") from None
+    if not os.access(folder, os.W_OK | os.X_OK) or (Path(output).exists() and not os.access(output, os.W_OK)):
+        raise ConfigError(f"{source}: output: {output}: not writable")
+
+
+def _preflight_ok(console, cfg, db_path, show: bool = False) -> bool:
+    """Start and greet every engine once; name each that cannot start (the caller exits 3);
+    ``show``: print how each introduced itself (its hello's name, version, author)."""
+    from rich.markup import escape
+
+    from .api import preflight
+
+    hellos: dict[str, str] = {}
+    failures = preflight(cfg, db_path, hellos)
+    if show:
+        for name, text in hellos.items():
+            console.print(f"  {escape(name)}: {escape(text)}")
+    for name, error in failures:
+        console.print(f"[red]error:[/] engine {escape(name)} cannot start: {escape(error)}")
+    if failures:
+        console.print("(no game was played; set on_start_failure = \"forfeit\" to play anyway, "
+                      "its games lost as not_started)")
+    return not failures
+
+
 def cmd_run(args, resume: bool) -> int:
     from . import api
     from .config import ConfigError
@@ -139,12 +177,20 @@ def cmd_run(args, resume: bool) -> int:
         else:
             from .config import load_config
 
-            opened = api.start(load_config(args.file), overwrite=args.overwrite)
+            cfg = load_config(args.file)
+            _check_output(cfg.output, cfg.source_path)
+            if cfg.on_start_failure == "stop" and not _preflight_ok(console, cfg, cfg.output):
+                return EXIT_ENGINE  # before the database exists: fix the command and `run` again
+            opened = api.start(cfg, overwrite=args.overwrite)
     except ConfigError as exc:
         console.print(f"[red]error:[/] {exc}")
         return EXIT_USAGE
     except (api.TournamentStateError, TournamentLocked) as exc:
         console.print(f"[red]error:[/] {exc}")
+        return EXIT_USAGE
+    except (OSError, sqlite3.Error) as exc:  # an output that cannot be created or written
+        where = getattr(exc, "filename", None) or args.target if resume else getattr(exc, "filename", None) or args.file
+        console.print(f"[red]error:[/] output {where}: {exc.strerror if isinstance(exc, OSError) else exc}")
         return EXIT_USAGE
     cfg = opened.cfg
     from arbiter.hosting import SandboxMode
@@ -154,6 +200,9 @@ def cmd_run(args, resume: bool) -> int:
     if strict and not support().sandbox:
         console.print(f"[red]error:[/] engine(s) {', '.join(strict)} require a sandbox, and this machine cannot "
                       f"sandbox engines: {support().problem}")
+        opened.db.close()
+        return EXIT_ENGINE
+    if resume and cfg.on_start_failure == "stop" and not _preflight_ok(console, cfg, opened.db.path):
         opened.db.close()
         return EXIT_ENGINE
     mode = "quiet" if args.quiet else ("live" if console.is_terminal else "lines")
@@ -180,6 +229,10 @@ def cmd_run(args, resume: bool) -> int:
         console.print(f"[yellow]interrupted[/]: {summary.played_total} games saved; continue with "
                       f"`arbiter-tournament resume {db_path}`")
         return EXIT_INTERRUPTED
+    if summary.sprt is not None:
+        from arbiter.cli import sprt_line
+
+        console.print(sprt_line(summary.sprt, summary.played_total).replace("the match stopped", "the run stopped"))
     console.print(f"{summary.committed} games played in this run ({summary.played_total} in all) in "
                   f"{_fmt_duration(summary.elapsed)}; referee CPU share {100 * summary.referee_cpu_share:.0f}%")
     if not args.no_report:
@@ -249,7 +302,22 @@ def cmd_check(args) -> int:
         console.print(f"  … {len(plan.pairings) - len(shown)} more pairings")
     if cfg.format in ("swiss", "knockout"):
         console.print("  (later rounds are paired from results)")
+    console.print("engines (started once and greeted, as before a run):")
+    if not _preflight_ok(console, cfg, cfg.output, show=True):
+        return EXIT_ENGINE
+    console.print(f"  every engine started and said hello ({', '.join(names)})")
     return EXIT_OK
+
+
+def _positive(text: str) -> int:
+    """``-j N``: at least 1 (argparse names the flag)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -262,7 +330,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("resume", help="continue a tournament from its file or its database")
     s.add_argument("target", help="tournament file (TOML) or its results database (.sqlite)")
     for p in (r, s):
-        p.add_argument("--concurrency", "-j", type=int, default=None, help="games in parallel (default: the file's)")
+        p.add_argument("--concurrency", "-j", type=_positive, default=None,
+                       help="games in parallel (default: the file's)")
         p.add_argument("--quiet", "-q", action="store_true", help="no progress display")
         p.add_argument("--no-report", action="store_true", help="do not print the report at the end")
     p = sub.add_parser("report", help="standings, crosstable, ratings and tests from a tournament database")

@@ -52,6 +52,8 @@ TOP_KEYS = {
     "bye_points": "swiss: match points for a bye",
     "restart": "default for engines: start a fresh engine process for every game",
     "sandbox": "default for engines: auto | required | none (SECURITY.md)",
+    "on_start_failure": "stop (default: every engine is started once before the first game; one that cannot "
+                        "start stops the event, exit 3) | forfeit (its games are lost, 'not_started')",
     "ponder": "default for engines: may they think on the opponent's time (default false: stopped)",
     "limits": "default engine limits: memory_mb, processes, open_files, log_mb, info_chars, disk_mb",
     "anchor": "rating anchor: 'engine name' or {engine = 'name', elo = 1500}",
@@ -72,7 +74,12 @@ ENGINE_KEYS = {
     "cpus": "pin it to CPU cores: \"1\", \"0,2-3\" or [0, 2] (keep engines on disjoint cores)",
     "limits": "table: memory_mb, processes, open_files, log_mb, info_chars, disk_mb (over the event's defaults)",
 }
-SPRT_KEYS = {"elo0": "", "elo1": "", "alpha": "", "beta": ""}
+ALIASES = {"cmd": "command", "exe": "command", "program": "command", "args": "options", "dir": "cwd",
+           "workdir": "cwd", "tc": "time_control", "jobs": "concurrency", "threads": "concurrency",
+           "db": "output", "engine": "engines"}
+"""Names other tools use for our keys: suggested before spelling neighbours (``cmd`` is nearer to ``cwd``)."""
+SPRT_KEYS = {"elo0": "", "elo1": "", "alpha": "", "beta": "",
+             "stop": "true: end the tournament (two engines) when the head-to-head GSPRT accepts H0 or H1"}
 
 
 class ConfigError(ValueError):
@@ -118,6 +125,8 @@ class SprtSpec:
     elo1: float = 1.0
     alpha: float = 0.05
     beta: float = 0.05
+    stop: bool = False
+    """The SPRT decides: no game is started once it has accepted a hypothesis (``tournaments.runner``)."""
 
 
 @dataclass
@@ -157,7 +166,7 @@ class TournamentConfig:
     seed_file: Path | None = None
     """Where ``seed`` was read from (then the seed is secret: not printed)."""
     key_file: Path | None = None
-
+    on_start_failure: str = "stop"
 
     def fingerprint(self) -> str:
         """A hash of everything that decides which games are played and how: a resume refuses a
@@ -168,6 +177,8 @@ class TournamentConfig:
                     duplicate=self.duplicate_dice, seeding=self.seeding, candidates=self.candidates,
                     tiebreak=[self.tiebreak_games, self.tiebreak_blocks], self_pairs=self.self_pairs,
                     bye=self.bye_points, engines=[e.name for e in self.engines], tid=self.tid)
+        if self.sprt.stop:  # the SPRT decides which games are played (absent otherwise: fingerprints unchanged)
+            data["sprt_stop"] = [self.sprt.elo0, self.sprt.elo1, self.sprt.alpha, self.sprt.beta]
         return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -205,7 +216,8 @@ class _Checker:
     def unknown_keys(self, table: dict, allowed: dict, path: tuple) -> None:
         for key in table:
             if key not in allowed:
-                close = difflib.get_close_matches(key, list(allowed), n=1)
+                close = [ALIASES[key]] if ALIASES.get(key) in allowed else \
+                    difflib.get_close_matches(key, list(allowed), n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(allowed)}"
                 raise self.error(path + (key,), f"unknown key{hint}")
 
@@ -365,9 +377,10 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
     margin = c.get(doc, "margin_ms", (), int, DEFAULT_MARGIN_MS)
     if margin < 0:
         raise c.error(("margin_ms",), "must not be negative")
-    concurrency = c.get(doc, "concurrency", (), int, 0) or default_concurrency()
-    if concurrency < 1:
-        raise c.error(("concurrency",), "must be at least 1")
+    concurrency = c.get(doc, "concurrency", (), int, None)
+    if concurrency is not None and concurrency < 1:
+        raise c.error(("concurrency",), f"must be at least 1 (leave it out for one game per core), got {concurrency}")
+    concurrency = concurrency or default_concurrency()
     seed = c.get(doc, "seed", (), (str, int), None)
     seed = None if seed is None else str(seed)
     seed_file = c.get(doc, "seed_file", (), str, None)
@@ -398,11 +411,14 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
     default_sandbox = _sandbox(c, doc, ())
     default_ponder = c.get(doc, "ponder", (), bool, False)
     default_limits = _limits(c, doc, (), Limits())
+    on_start_failure = c.get(doc, "on_start_failure", (), str, "stop")
+    if on_start_failure not in ("stop", "forfeit"):
+        raise c.error(("on_start_failure",), f"expected 'stop' or 'forfeit', got {on_start_failure!r}")
 
     sprt_table = c.get(doc, "sprt", (), dict, {})
     c.unknown_keys(sprt_table, SPRT_KEYS, ("sprt",))
     sprt = SprtSpec(**{k: float(c.get(sprt_table, k, ("sprt",), (int, float), getattr(SprtSpec, k)))
-                       for k in SPRT_KEYS})
+                       for k in SPRT_KEYS if k != "stop"}, stop=c.get(sprt_table, "stop", ("sprt",), bool, False))
     if not sprt.elo0 < sprt.elo1:
         raise c.error(("sprt", "elo1"), "elo1 must be greater than elo0")
     for k in ("alpha", "beta"):
@@ -481,6 +497,10 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
             raise c.error(("rounds",), f"{n} engines can play at most {max_rounds} swiss rounds "
                                        f"without repeat pairings")
 
+    if sprt.stop and (kind != "match" or n != 2):
+        raise c.error(("sprt", "stop"), f"an SPRT that stops the run needs a two-seat competitive game and two "
+                                        f"engines (this file: {kind} games, {n} engines)")
+
     anchor = None
     raw_anchor = doc.get("anchor")
     if raw_anchor is not None:
@@ -500,4 +520,5 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
         duplicate_dice=duplicate, seeding=seeding, candidates=candidates, tiebreak_games=tb_games,
         tiebreak_blocks=tb_blocks, self_pairs=self_pairs, bye_points=bye_points, anchor=anchor, sprt=sprt,
         engines=engines, sprt_given="sprt" in doc, source_text=text, seed_file=seed_file, key_file=key_file,
+        on_start_failure=on_start_failure,
         source_path=str(Path(source).resolve()) if source[:1] != "<" else source)

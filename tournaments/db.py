@@ -22,7 +22,6 @@ import fcntl
 import json
 import os
 import re
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -215,7 +214,3 @@ def _seating(players: list[str], index: dict[str, int]) -> tuple[int, ...]:
         seen.add(i)
         out.append(i)
     return tuple(out)
-
-
-def open_readonly(path: str | Path) -> sqlite3.Connection:
-    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)

@@ -17,33 +17,48 @@ from typing import Any
 
 import numpy as np
 
+from arbiter.records.store import open_readonly
 from arbiter.stats import mean_ci, paired_comparison, wilson_interval
 
 from .config import TournamentConfig, parse_config
 from .director import Director, GameResult, ScheduleSpec
 from .ratings import Z95, fit_bradley_terry, openskill_ratings
-from .sprt import pentanomial, sprt, trinomial
+from arbiter.sprt import concluded, pentanomial, sprt, trinomial
 
 
 def _load(db_path: str | Path) -> tuple[TournamentConfig, dict, list[dict]]:
     if not Path(db_path).is_file():
         raise FileNotFoundError(f"{db_path}: no such file")
-    conn = sqlite3.connect(f"file:{Path(db_path)}?mode=ro", uri=True)
+    conn = open_readonly(db_path)
     try:
         try:
             meta = dict(conn.execute("SELECT key, value FROM tournament_meta"))
-        except sqlite3.Error as exc:  # not SQLite, or SQLite without the tournament's tables
-            raise ValueError(f"{db_path} is not a tournament database ({exc})") from None
+        except sqlite3.Error as exc:  # not SQLite, or SQLite without the tournament's tables (a match's)
+            raise ValueError(f"{db_path} is not a tournament database ({exc}); `arbiter show` reads "
+                             f"a match's results") from None
         if "config_text" not in meta:
             raise ValueError(f"{db_path} is not a tournament database")
         cfg = parse_config(meta["config_text"], meta.get("config_source", str(db_path)), check_paths=False)
-        rows = conn.execute(
-            "SELECT match_id, game_number, players, returns, reason, forfeit_seat, plies,"
-            " json_extract(record, '$.dice_stream'), json_extract(record, '$.detail') FROM games"
-            " WHERE substr(match_id, 1, ?) = ? ORDER BY match_id, game_number",
-            (len(cfg.tid) + 1, cfg.tid + ":")).fetchall()
+        try:
+            rows = conn.execute(
+                "SELECT match_id, game_number, players, returns, reason, forfeit_seat, plies,"
+                " json_extract(record, '$.dice_stream'), json_extract(record, '$.detail') FROM games"
+                " WHERE substr(match_id, 1, ?) = ? ORDER BY match_id, game_number",
+                (len(cfg.tid) + 1, cfg.tid + ":")).fetchall()
+            decisions = conn.execute(
+                "SELECT json_extract(g.players, '$[' || json_extract(e.value, '$.seat') || ']'), g.match_id,"
+                " g.game_number, json_extract(e.value, '$.measured_ms'), json_extract(e.value, '$.reported_ms'),"
+                " json_extract(e.value, '$.clock_ms'), json_extract(e.value, '$.info.depth'),"
+                " json_extract(e.value, '$.info.nodes')"
+                " FROM games AS g, json_each(g.record, '$.events') AS e"
+                " WHERE substr(g.match_id, 1, ?) = ? AND json_extract(e.value, '$.seat') >= 0"
+                " ORDER BY g.match_id, g.game_number, e.key",
+                (len(cfg.tid) + 1, cfg.tid + ":")).fetchall()
+        except sqlite3.Error as exc:
+            raise ValueError(f"{db_path}: cannot read the games ({exc})") from None
     finally:
         conn.close()
+    meta["_decisions"] = decisions
     names = [e.name for e in cfg.engines]
     index = {n: i for i, n in enumerate(names)}
     games = []
@@ -73,6 +88,12 @@ def build_report(db_path: str | Path) -> dict[str, Any]:
         results[(g["match_id"], g["number"])] = GameResult(tuple(seating), tuple(g["returns"]), g["reason"],
                                                            g["forfeit_seat"])
     plan = director.plan(results)
+    stop = None
+    if cfg.sprt.stop:
+        from .runner import sprt_decision
+
+        stop = sprt_decision(cfg, results)
+        stop["verdict"] = concluded(stop)
     pairing_of = {s.pairing.match_id: s for s in plan.pairings}
     for g in games:
         st = pairing_of.get(g["match_id"])
@@ -87,8 +108,10 @@ def build_report(db_path: str | Path) -> dict[str, Any]:
             "engines": names, "games_played": len(games), "games_max_remaining": plan.max_remaining,
             "finished": plan.finished, "round": plan.round, "notes": plan.notes,
             "sprt_configured": cfg.sprt_given,
+            "sprt_stop": stop,
         },
         "terminations": terminations(games, names),
+        "engine_stats": engine_stats(games, names, meta.pop("_decisions", [])),
     }
     if cfg.kind == "match":
         report.update(match_sections(cfg, games, names, plan, director))
@@ -113,18 +136,70 @@ def _outcome(g: dict, seat: int) -> str:
 
 
 def terminations(games: list[dict], names: list[str]) -> list[dict]:
-    """Per engine and end reason: games won, drawn and lost (forfeits name who forfeited)."""
+    """Per engine and end reason: games won, drawn and lost (forfeits name who forfeited). An
+    engine paired with its own copy (cooperative self-pairs) counts the game once."""
     table: dict[tuple[str, str], dict] = {}
     for g in games:
+        counted: set[int] = set()
         for seat, e in enumerate(g["seating"]):
-            if e < 0:
+            if e < 0 or e in counted:
                 continue
+            counted.add(e)
             reason = g["reason"]
             if reason != "normal":
                 reason = f"{reason} ({'own' if g['forfeit_seat'] == seat else 'opponent'})"
             row = table.setdefault((names[e], reason), {"engine": names[e], "reason": reason, "W": 0, "D": 0, "L": 0})
             row[_outcome(g, seat) if len(g["returns"]) > 1 else ("W" if g["returns"][0] > 0 else "L")] += 1
     return sorted(table.values(), key=lambda r: (names.index(r["engine"]), r["reason"] != "normal", r["reason"]))
+
+
+def engine_stats(games: list[dict], names: list[str], decisions: list[tuple]) -> list[dict]:
+    """Per engine, from every decision it made: time per move (referee-measured: mean, median,
+    max), its clock left at the end of its games (mean, min), depth and nodes (mean, from its
+    ``info``), nodes per second (its nodes over the measured time of those decisions: an engine's
+own times are whole milliseconds, often 0), latency (measured minus
+    reported, mean and max: IPC and scheduling), and its forfeits by reason."""
+    per: dict[str, dict[str, list]] = {n: defaultdict(list) for n in names}
+    last_clock: dict[tuple[str, str, int], float] = {}
+    for engine, mid, number, measured, reported, clock, depth, nodes in decisions:
+        d = per.get(engine)
+        if d is None:
+            continue
+        if measured is not None:
+            d["ms"].append(measured)
+        if measured is not None and reported is not None:
+            d["latency"].append(measured - reported)
+        if measured is not None and nodes is not None:
+            d["timed_nodes"].append((nodes, measured))
+        if depth is not None:
+            d["depth"].append(depth)
+        if nodes is not None:
+            d["nodes"].append(nodes)
+        if clock is not None:
+            last_clock[(engine, mid, number)] = clock
+    for (engine, _, _), clock in last_clock.items():
+        per[engine]["clock"].append(clock)
+    forfeits: dict[str, dict[str, int]] = {n: defaultdict(int) for n in names}
+    for g in games:
+        if g["forfeit_seat"] is not None and g["reason"] != "normal":
+            forfeits.setdefault(g["players"][g["forfeit_seat"]], defaultdict(int))[g["reason"]] += 1
+
+    def mean(xs):
+        return float(np.mean(xs)) if xs else None
+
+    rows = []
+    for n in names:
+        d = per[n]
+        timed_ms = sum(r for _, r in d["timed_nodes"])
+        rows.append({"engine": n, "decisions": len(d["ms"]), "ms_mean": mean(d["ms"]),
+                     "ms_median": float(np.median(d["ms"])) if d["ms"] else None,
+                     "ms_max": max(d["ms"]) if d["ms"] else None, "clock_left_mean_ms": mean(d["clock"]),
+                     "clock_left_min_ms": min(d["clock"]) if d["clock"] else None, "depth_mean": mean(d["depth"]),
+                     "nodes_mean": mean(d["nodes"]),
+                     "nps": 1000 * sum(x for x, _ in d["timed_nodes"]) / timed_ms if timed_ms > 0 else None,
+                     "latency_mean_ms": mean(d["latency"]), "latency_max_ms": max(d["latency"]) if d["latency"] else None,
+                     "forfeits": dict(sorted(forfeits.get(n, {}).items()))})
+    return rows
 
 
 # --- two-seat competitive ---------------------------------------------------------------------
@@ -287,9 +362,10 @@ def head_to_head(cfg: TournamentConfig, games: list[dict], names: list[str]) -> 
 
 def table_sections(cfg: TournamentConfig, games: list[dict], names: list[str]) -> dict:
     n, k = len(names), cfg.num_seats
-    stats = [{"engine": names[i], "games": 0, "wins": 0.0, "rank_sum": 0.0, "return_sum": 0.0} for i in range(n)]
+    stats = [{"engine": names[i], "games": 0, "wins": 0, "draws": 0, "rank_sum": 0.0, "return_sum": 0.0}
+             for i in range(n)]
     seat_returns = [[] for _ in range(k)]
-    seat_wins = [0.0] * k
+    seat_wins = [0] * k
     ordered = sorted(games, key=lambda g: (g["round"], g["pairing"], g["number"]))
     for g in ordered:
         r = g["returns"]
@@ -303,9 +379,11 @@ def table_sections(cfg: TournamentConfig, games: list[dict], names: list[str]) -
             above = sum(1 for x in r if x > r[seat])
             tied = r.count(r[seat])
             st["rank_sum"] += above + (tied + 1) / 2
-            if r[seat] == best:
-                st["wins"] += 1 / r.count(best)
-                seat_wins[seat] += 1 / r.count(best)
+            if len(distinct) == 1:  # everyone alike: a draw
+                st["draws"] += 1
+            elif r[seat] == best:  # alone or with its alliance: a win, whole (not 1/3 of one)
+                st["wins"] += 1
+                seat_wins[seat] += 1
             seat_returns[seat].append(r[seat])
     ratings = openskill_ratings([(tuple(g["seating"]), tuple(g["returns"])) for g in ordered], names)
     standings = []
@@ -313,7 +391,7 @@ def table_sections(cfg: TournamentConfig, games: list[dict], names: list[str]) -
         st = stats[names.index(row["engine"])]
         gcount = st["games"] or 1
         standings.append({"rank": row["rank"], "engine": row["engine"], "games": st["games"],
-                          "wins": st["wins"], "win_rate": st["wins"] / gcount, "mean_rank": st["rank_sum"] / gcount,
+                          "wins": st["wins"], "draws": st["draws"], "win_rate": st["wins"] / gcount, "mean_rank": st["rank_sum"] / gcount,
                           "mean_return": st["return_sum"] / gcount, "mu": row["mu"], "sigma": row["sigma"],
                           "ordinal": row["ordinal"]})
     seats = []
@@ -355,9 +433,18 @@ def team_sections(cfg: TournamentConfig, games: list[dict], names: list[str]) ->
     return {"teams": teams, "standings": engines}
 
 
+MIN_INTERVAL_GAMES = 5
+"""Fewer games than this get no interval (shown '-', null in JSON): a t interval from two or three
+scores, or from a few equal ones (width 0), says more than the games do."""
+
+
 def _mean_ci(values: list[float]) -> tuple[float, float, float]:
-    """Mean and its t interval (``arbiter.stats.mean_ci``); nan for a seat or engine without games yet."""
-    return mean_ci(values) if values else (math.nan, math.nan, math.nan)
+    """Mean and its t interval (``arbiter.stats.mean_ci``); nan for a seat or engine without games
+    yet, and nan bounds below ``MIN_INTERVAL_GAMES``."""
+    if not values:
+        return math.nan, math.nan, math.nan
+    mean, lo, hi = mean_ci(values)
+    return (mean, lo, hi) if len(values) >= MIN_INTERVAL_GAMES else (mean, math.nan, math.nan)
 
 
 def solo_sections(cfg: TournamentConfig, games: list[dict], names: list[str]) -> dict:
@@ -409,6 +496,11 @@ def render_text(report: dict, width: int = 120) -> str:
     console = Console(file=buf, width=width, force_terminal=False, color_system=None, highlight=False)
     t = report["tournament"]
     status = "finished" if t["finished"] else f"in progress (≤ {t['games_max_remaining']} games to go)"
+    stop = t.get("sprt_stop")
+    if stop and stop.get("verdict"):
+        status = f"stopped by the SPRT ({stop['test']}): {stop['verdict']}"
+    elif stop:
+        status += f"; SPRT ({stop['test']}) LLR {stop['llr']:.3f} in [{stop['lower']:.3f}, {stop['upper']:.3f}]"
     fmt = t["format"] + (f", match {t['match']}" if t["match"] else f", {t['games_per_pairing']} games per pairing")
     console.print(f"{t['name']}: {t['game']} {t['game_options'] or ''}, {fmt}, tc {t['time_control']}, "
                   f"seed {t['seed']}{', duplicate dice' if t['duplicate_dice'] else ''}")
@@ -499,8 +591,8 @@ def render_text(report: dict, width: int = 120) -> str:
             console.print(f"champion: {report['champion']}")
     elif kind == "table":
         table("Standings (OpenSkill Plackett-Luce)",
-              ["#", "engine", "games", "wins", "win%", "mean rank", "mean return", "μ", "σ", "μ-3σ"],
-              [[str(s["rank"]), s["engine"], str(s["games"]), _f(s["wins"]), _f(100 * s["win_rate"]),
+              ["#", "engine", "games", "wins", "draws", "win%", "mean rank", "mean return", "μ", "σ", "μ-3σ"],
+              [[str(s["rank"]), s["engine"], str(s["games"]), str(s["wins"]), str(s["draws"]), _f(100 * s["win_rate"]),
                 _f(s["mean_rank"], 2), _f(s["mean_return"], 2), _f(s["mu"], 2), _f(s["sigma"], 2),
                 _f(s["ordinal"], 2)] for s in report["standings"]])
         table("Seats", ["seat", "games", "mean return", "95% interval", "win share"],
@@ -526,6 +618,16 @@ def render_text(report: dict, width: int = 120) -> str:
                 str(r["A_better"]), str(r["ties"]), str(r["B_better"]), _f(r["p_value"], 4)] for r in report["paired"]])
     table("Results by end reason", ["engine", "reason", "W", "D", "L"],
           [[r["engine"], r["reason"], str(r["W"]), str(r["D"]), str(r["L"])] for r in report["terminations"]])
+    if report.get("engine_stats"):
+        table("Engines: time and search (ms per decision as the referee measured it; latency = measured − "
+              "the engine's own time)",
+              ["engine", "decisions", "ms mean", "median", "max", "clock left mean", "min", "depth", "nodes",
+               "nps", "latency mean", "max", "forfeits"],
+              [[r["engine"], str(r["decisions"]), _f(r["ms_mean"]), _f(r["ms_median"]), _f(r["ms_max"]),
+                _f(r["clock_left_mean_ms"], 0), _f(r["clock_left_min_ms"], 0), _f(r["depth_mean"]),
+                _f(r["nodes_mean"], 0), _f(r["nps"], 0), _f(r["latency_mean_ms"], 2), _f(r["latency_max_ms"], 2),
+                ", ".join(f"{k} {v}" for k, v in r["forfeits"].items()) or "0"]
+               for r in report["engine_stats"]])
     return buf.getvalue()
 
 
@@ -542,6 +644,18 @@ def to_json(report: dict) -> str:
         return x
 
     return json.dumps(clean(report), indent=2, ensure_ascii=False)
+
+
+def _csv_cell(v: Any) -> Any:
+    """As in the JSON export: lists and tables as JSON; nan and ±inf (no interval yet, an engine
+    that won or lost every game) as an empty cell, where JSON has null."""
+    if isinstance(v, (list, dict)):
+        return json.dumps(v)
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return ""
+    return v
 
 
 def write_csv(report: dict, directory: str | Path) -> list[Path]:
@@ -563,11 +677,12 @@ def write_csv(report: dict, directory: str | Path) -> list[Path]:
             w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
             w.writeheader()
             for r in rows:
-                w.writerow({k: (json.dumps(v) if isinstance(v, (list, dict)) else v) for k, v in r.items()})
+                w.writerow({k: _csv_cell(v) for k, v in r.items()})
         written.append(path)
 
     dump("standings", report.get("standings", []))
     dump("terminations", report.get("terminations", []))
+    dump("engine_stats", report.get("engine_stats", []))
     if "crosstable" in report:
         ct = report["crosstable"]
         dump("crosstable", [{"engine": e, **{o: (None if ct["games"][i][j] == 0 else ct["points"][i][j])

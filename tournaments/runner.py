@@ -27,6 +27,7 @@ from typing import Callable
 from arbiter import games as arbiter_games
 from arbiter.records import GameRecord
 from arbiter.records.store import STORAGE_ERRORS
+from arbiter.sprt import concluded, test_points
 
 from .config import TournamentConfig
 from .db import TournamentDB
@@ -35,6 +36,34 @@ from .jobs import Backend, FinishedGame, GameJob, GameLost, TournamentError, Wor
 from .pool import LocalPool, db_marker
 
 __all__ = ["Runner", "RunSummary", "TournamentError", "db_marker", "master_seed"]
+
+
+def hidden_paths(cfg: TournamentConfig, db_path: str | Path) -> tuple[str, ...]:
+    """What engines must not see: the results folder, the tournament file (its seed), the seed
+    and key files."""
+    paths = [Path(db_path).resolve().parent]
+    for path in (cfg.source_path, cfg.seed_file, cfg.key_file):
+        if path and not str(path).startswith("<"):
+            paths.append(Path(path).resolve())
+    return tuple(str(p) for p in paths)
+
+
+def logs_dir(db_path: str | Path) -> Path:
+    """Engine logs go beside the database: ``<stem>-logs/``."""
+    return Path(db_path).with_name(Path(db_path).stem + "-logs")
+
+
+def sprt_decision(cfg: TournamentConfig, results: dict[tuple[str, int], GameResult]) -> dict:
+    """The GSPRT of the first engine against the second on the committed games (duplicate dice:
+    pentanomial on the pairs, games 2k-1 and 2k of a match; else trinomial on games)."""
+    points = []
+    for (match_id, number), res in sorted(results.items()):
+        if sorted(e % len(cfg.engines) for e in res.seating) != [0, 1]:
+            continue
+        a, b = res.returns[res.seating.index(0)], res.returns[res.seating.index(1)]
+        points.append(((match_id, (number + 1) // 2), 1.0 if a > b else 0.5 if a == b else 0.0))
+    s = cfg.sprt
+    return test_points(points, s.elo0, s.elo1, s.alpha, s.beta, paired=cfg.duplicate_dice)
 
 
 def master_seed(seed: str) -> bytes:
@@ -57,6 +86,8 @@ class RunSummary:
     worker_restarts: int = 0
     killed_leftovers: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    sprt: dict | None = None
+    """With ``[sprt] stop = true``: the head-to-head GSPRT when the run ended (``arbiter.sprt``)."""
     storage_error: str = ""
     """Set when a game could not be committed: the run stopped (the database's store keeps the
     game and writes it to a fallback file on close)."""
@@ -115,7 +146,14 @@ class Runner:
                                   f"(pairings {', '.join(mismatched[:5])}): the results or the tournament "
                                   f"file changed in a way that changes the pairings")
         self.plan = plan
+        if self.cfg.sprt.stop:
+            self.summary.sprt = sprt_decision(self.cfg, self.results)
         return plan
+
+    @property
+    def sprt_stopped(self) -> bool:
+        """The SPRT has decided: no game is started any more (games in play still count)."""
+        return self.summary.sprt is not None and concluded(self.summary.sprt) is not None
 
     # --- running ------------------------------------------------------------------------------
 
@@ -128,16 +166,10 @@ class Runner:
                            engines=[e.engine_config(hide=self._hidden()) for e in cfg.engines],
                            time_control=cfg.time_control,
                            margin=cfg.margin_ms / 1000, master_seed=master_seed(self.seed), tid=cfg.tid,
-                           run_dir=Path(self.db.path).with_name(Path(self.db.path).stem + "-logs"))
+                           run_dir=logs_dir(self.db.path))
 
     def _hidden(self) -> tuple[str, ...]:
-        """What engines must not see: the results folder, the tournament file (its seed), the seed
-        and key files."""
-        paths = [Path(self.db.path).resolve().parent]
-        for path in (self.cfg.source_path, self.cfg.seed_file, self.cfg.key_file):
-            if path and not str(path).startswith("<"):
-                paths.append(Path(path).resolve())
-        return tuple(str(p) for p in paths)
+        return hidden_paths(self.cfg, self.db.path)
 
     def run(self) -> RunSummary:
         me0 = resource.getrusage(resource.RUSAGE_SELF)
@@ -148,7 +180,7 @@ class Runner:
         except STORAGE_ERRORS as exc:
             s.storage_error = f"{self.db.path}: {exc}"
             return s
-        if plan.finished:
+        if plan.finished or self.sprt_stopped:
             s.finished = True
             s.played_total = plan.played
             return s
@@ -184,9 +216,10 @@ class Runner:
         last_progress = 0.0
         while True:
             plan = self.plan
-            if plan.finished and not self.in_flight:
+            if (plan.finished or self.sprt_stopped) and not self.in_flight:
                 return
-            self._dispatch(backend)
+            if not self.sprt_stopped:
+                self._dispatch(backend)
             if not self.in_flight:
                 raise TournamentError("no game is ready but the tournament is not finished (a scheduling bug)")
             for outcome in backend.wait(0.25):

@@ -26,6 +26,7 @@ from ..games.base import Game
 from ..records import GameRecord
 from ..referee import DEFAULT_MARGIN, EventHook, Referee
 from ..records.store import ResultsStore
+from ..sprt import concluded, sprt, trinomial
 from ..stats import game_points
 
 
@@ -46,7 +47,7 @@ class MatchFormat:
         if m:
             n = int(m.group(1))
             schedule = (m.group(2) or "ab" * n)[:n].upper()
-            if n < 1 or len(schedule) != n:
+            if n < 1 or len(schedule) != n or (m.group(2) and len(m.group(2)) != n):
                 raise ValueError(f"format {text!r}: the schedule must have one letter (A/B) per game ({n})")
             return cls(n, n // 2 + 1, schedule)
         m = re.fullmatch(r"games=(\d+)", t)
@@ -62,6 +63,10 @@ class MatchResult:
     players: tuple[str, str]
     points: list[float] = field(default_factory=lambda: [0.0, 0.0])
     records: list[GameRecord] = field(default_factory=list)
+    game_points: list[float] = field(default_factory=list)
+    """A's points in each game (1, ½, 0), in order: the SPRT's data."""
+    sprt: dict | None = None
+    """With ``Match(sprt=...)``: the last GSPRT result (``arbiter.sprt.sprt``) after each game."""
 
     @property
     def winner(self) -> int | None:
@@ -87,7 +92,7 @@ class Series:
         self.game, self.configs, self.tc = game, list(configs), time_control
         self.store, self.margin, self.seed = store, margin, seed
         self.match_id = match_id or time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
-        self.run_dir = Path(run_dir) / self.match_id
+        self.run_dir = Path(run_dir).resolve() / self.match_id  # absolute: the sandbox hides it by its path
         self.on_event = on_event
         self.engines: list[Session | None] = [None] * len(configs)
         self.names = [c.name or f"engine{i + 1}" for i, c in enumerate(configs)]
@@ -139,6 +144,29 @@ class Series:
                 self.engines[index].stop()
                 self.engines[index] = None
         return failure
+
+    def start_all(self) -> list[tuple[int, EngineFault]]:
+        """Pre-flight: start every engine and shake hands with each before the first game, so that
+        one that cannot start stops the event instead of handing its opponents wins. Returns
+        (index, fault) per engine that failed (stopped again); the others stay up for game 1."""
+        fresh = [i for i in range(len(self.configs)) if self._reusable(i) is None]
+        failures: dict[int, EngineFault] = {}
+        for index in fresh:
+            self.engines[index] = open_session(self.configs[index], self.run_dir, hide=self.hidden)
+            try:
+                self.engines[index].launch()
+            except EngineFault as fault:
+                failures[index] = fault
+        for index in fresh:
+            if index not in failures:
+                try:
+                    self.engines[index].handshake(self.game.name)
+                    continue
+                except EngineFault as fault:
+                    failures[index] = fault
+            self.engines[index].stop()
+            self.engines[index] = None
+        return sorted(failures.items())
 
     def play_game(self, number: int, seating: list[int], dice_stream: str | None = None,
                   match_id: str | None = None) -> GameRecord:
@@ -220,33 +248,56 @@ class Match:
     def __init__(self, game: Game, configs: tuple[PlayerSpec, PlayerSpec], time_control: TimeControl,
                  fmt: MatchFormat, *, store: ResultsStore | None = None, run_dir: Path = Path("runs"),
                  margin: float = DEFAULT_MARGIN, seed: bytes | None = None, match_id: str | None = None,
-                 on_event: EventHook | None = None, on_game: Callable[["MatchResult", GameRecord], None] | None = None):
+                 on_event: EventHook | None = None, on_game: Callable[["MatchResult", GameRecord], None] | None = None,
+                 sprt: tuple[float, float, float, float] | None = None):
+        """``sprt`` = (elo0, elo1, alpha, beta): after each game a GSPRT of A against B on the
+        games so far (trinomial, logistic Elo); the match stops when it accepts either hypothesis."""
         if game.num_seats != 2:
             raise ValueError(f"a match is for two-seat games; {game.name} has {game.num_seats} seats")
         self.series = Series(game, list(configs), time_control, store=store, run_dir=run_dir, margin=margin,
                              seed=seed, match_id=match_id, on_event=on_event)
-        self.fmt, self.store, self.on_game = fmt, store, on_game
+        self.fmt, self.store, self.on_game, self.sprt = fmt, store, on_game, sprt
         self.match_id = self.series.match_id
         self.names = tuple(self.series.names)
 
-    def play(self) -> MatchResult:
+    def seating(self, number: int) -> list[int]:
+        """Engine index per seat in game ``number``: the schedule's letter moves first."""
+        return [0, 1] if self.fmt.schedule[number - 1] == "A" else [1, 0]
+
+    def _count(self, result: MatchResult, record: GameRecord) -> None:
+        seating = self.seating(record.game_number)
+        points = game_points(record.returns, seating.index(0), seating.index(1))
+        result.points = [result.points[0] + points[0], result.points[1] + points[1]]
+        result.records.append(record)
+        result.game_points.append(points[0])
+        if self.sprt is not None:
+            result.sprt = sprt(trinomial(result.game_points), *self.sprt)
+
+    def play(self, setup: dict | None = None, done: list[GameRecord] = ()) -> MatchResult:
+        """Play the match, or the rest of it after the games ``done`` (a resumed match). ``setup``
+        is stored with the match for ``arbiter match --resume``. Interrupted (Ctrl-C, SIGTERM),
+        the match is marked ``interrupted`` and the exception goes on."""
         result = MatchResult(self.match_id, self.names)
+        for record in sorted(done, key=lambda r: r.game_number):
+            self._count(result, record)
         series = self.series
         if self.store:
-            self.store.begin_match(self.match_id, series.game.name, list(self.names), series.tc.text, self.fmt)
+            self.store.begin_match(self.match_id, series.game.name, list(self.names), series.tc.text, self.fmt,
+                                   setup)
+        status = "interrupted"
         try:
-            for number in range(1, self.fmt.games + 1):
+            for number in range(len(result.records) + 1, self.fmt.games + 1):
                 if self.fmt.first_to is not None and max(result.points) >= self.fmt.first_to:
                     break
-                seating = [0, 1] if self.fmt.schedule[number - 1] == "A" else [1, 0]  # engine per seat
-                record = series.play_game(number, seating)
-                points = game_points(record.returns, seating.index(0), seating.index(1))
-                result.points = [result.points[0] + points[0], result.points[1] + points[1]]
-                result.records.append(record)
+                if result.sprt is not None and concluded(result.sprt):
+                    break
+                record = series.play_game(number, self.seating(number))
+                self._count(result, record)
                 if self.on_game:
                     self.on_game(result, record)
+            status = "finished"
         finally:
             series.close()
             if self.store:
-                self.store.end_match(self.match_id, result.points)
+                self.store.end_match(self.match_id, result.points, status)
         return result

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from .record import GameRecord, from_json, record_hash, signed_bytes
 from .signing import check_signature, key_id
-from .store import chain_statement
+from .store import chain_statement, open_readonly
 
 INDEXED = ("game_id", "match_id", "game_number", "game", "players", "returns", "reason", "forfeit_seat", "plies",
            "ended_at")
@@ -58,6 +58,8 @@ def load_stored(path: str | Path) -> tuple[list[Stored], dict[tuple[str, str], H
     path = Path(path)
     with open(path, "rb") as f:
         head = f.read(16)
+    if not head:
+        raise ValueError(f"{path}: empty file, not a results database or export")
     stored, heads, broken = [], {}, []
     if not head.startswith(b"SQLite format 3"):
         for lineno, line in enumerate(path.read_bytes().splitlines(), 1):
@@ -67,9 +69,12 @@ def load_stored(path: str | Path) -> tuple[list[Stored], dict[tuple[str, str], H
                 except Exception as exc:
                     broken.append(f"{path}:{lineno}: not a game record: {exc}")
         return stored, heads, broken
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    db = open_readonly(path)
     try:
-        rows = db.execute(f"SELECT {', '.join(INDEXED)}, record FROM games ORDER BY rowid").fetchall()
+        try:
+            rows = db.execute(f"SELECT {', '.join(INDEXED)}, record FROM games ORDER BY rowid").fetchall()
+        except sqlite3.Error as exc:  # truncated, or SQLite without a results table
+            raise ValueError(f"{path}: not a results database ({exc})") from None
         match_cols = {r[1] for r in db.execute("PRAGMA table_info(matches)")}
         if "chain_count" in match_cols:
             for mid, count, last, sig in db.execute(

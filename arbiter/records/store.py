@@ -2,7 +2,8 @@
 
 SQLite is the embedded default: nothing to install, crash-safe with WAL, one file to copy.
 Each game is committed in its own transaction before the match moves on, so a crash loses at
-most the game in progress. ``games.jsonl`` beside it holds the same records in the documented
+most the game in progress. ``<stem>.jsonl`` beside it (``results.jsonl`` for ``results.sqlite``:
+each database its own export) holds the same records in the documented
 open format (docs/records.md), one JSON object per line, flushed and fsynced per game.
 """
 from __future__ import annotations
@@ -30,7 +31,9 @@ CREATE TABLE IF NOT EXISTS matches (
     points     TEXT,                   -- JSON list, player A first
     chain_count INTEGER,               -- records in the match's chain
     chain_head TEXT,                   -- hash of its last record
-    chain_signature TEXT               -- signature of chain_statement('match', ...)
+    chain_signature TEXT,              -- signature of chain_statement('match', ...)
+    status     TEXT,                   -- 'finished' | 'interrupted' (NULL: playing, or a tournament's)
+    setup      TEXT                    -- JSON: what `arbiter match --resume` needs (engines, options...)
 );
 CREATE TABLE IF NOT EXISTS games (
     game_id     TEXT PRIMARY KEY,
@@ -96,11 +99,12 @@ class ResultsStore:
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.executescript(SCHEMA)
         have = {row[1] for row in self.db.execute("PRAGMA table_info(matches)")}
-        for column, kind in (("chain_count", "INTEGER"), ("chain_head", "TEXT"), ("chain_signature", "TEXT")):
-            if column not in have:  # a database made before chaining
+        for column, kind in (("chain_count", "INTEGER"), ("chain_head", "TEXT"), ("chain_signature", "TEXT"),
+                             ("status", "TEXT"), ("setup", "TEXT")):
+            if column not in have:  # a database made before chaining, or before match resumption
                 self.db.execute(f"ALTER TABLE matches ADD COLUMN {column} {kind}")
         self.db.commit()
-        self.export_path = Path(export_jsonl) if export_jsonl else self.path.with_name("games.jsonl")
+        self.export_path = Path(export_jsonl) if export_jsonl else self.path.with_suffix(".jsonl")
         self.signer, self.event_id = signer, event_id
         self.retries, self.retry_delay = retries, retry_delay
         self.pending: list[GameRecord] = []
@@ -113,16 +117,24 @@ class ResultsStore:
         self.fallback_count = 0
         self._heads: dict[tuple[str, str], tuple[int, str]] = {}  # (kind, id) -> last committed (count, hash)
 
-    def begin_match(self, match_id: str, game: str, players: list[str], time_control: str, fmt: Any) -> None:
+    def begin_match(self, match_id: str, game: str, players: list[str], time_control: str, fmt: Any,
+                    setup: dict | None = None) -> None:
+        """Note a match (again, when resumed: its start time is kept); ``setup`` is what resuming needs."""
         self._try(self.path, lambda: self._write(
-            "INSERT INTO matches(match_id, game, players, time_control, format, started_at) VALUES (?, ?, ?, ?, ?, ?)"
+            "INSERT INTO matches(match_id, game, players, time_control, format, started_at, setup)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT(match_id) DO UPDATE SET game = excluded.game, players = excluded.players,"
-            " time_control = excluded.time_control, format = excluded.format, started_at = excluded.started_at",
-            (match_id, game, json.dumps(players), time_control, repr(fmt), time.time())))
+            " time_control = excluded.time_control, format = excluded.format, status = NULL,"
+            " setup = coalesce(excluded.setup, setup)",
+            (match_id, game, json.dumps(players), time_control, repr(fmt), time.time(),
+             json.dumps(setup) if setup is not None else None)))
 
-    def end_match(self, match_id: str, points: list[float]) -> None:
-        self._try(self.path, lambda: self._write("UPDATE matches SET ended_at = ?, points = ? WHERE match_id = ?",
-                                                 (time.time(), json.dumps(points), match_id)))
+    def end_match(self, match_id: str, points: list[float], status: str = "finished") -> None:
+        """``status``: ``finished``, or ``interrupted`` (``arbiter match --resume`` continues it)."""
+        self._try(self.path, lambda: self._write(
+            "UPDATE matches SET ended_at = ?, points = ?, status = ? WHERE match_id = ?",
+            (time.time(), json.dumps(points), status, match_id)))
+
 
     def _write(self, sql: str, args: tuple) -> None:
         with self.db:
@@ -299,6 +311,13 @@ class ResultsStore:
             pass
 
 
+def open_readonly(path: str | Path) -> sqlite3.Connection:
+    """A read-only connection that never creates or changes the file. The URI is built by
+    pathlib, which percent-encodes ``#``, ``?`` and ``%`` (pasted into ``file:...`` they would end
+    the path and open, or create, another file)."""
+    return sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)
+
+
 def load_records(path: str | Path, game_id: str | None = None) -> list[GameRecord]:
     """Records from a SQLite results file, a .jsonl export or a single-record .json file."""
     path = Path(path)
@@ -306,11 +325,15 @@ def load_records(path: str | Path, game_id: str | None = None) -> list[GameRecor
         raise FileNotFoundError(f"{path}: no such file")
     with open(path, "rb") as f:
         head = f.read(16)
+    if not head:
+        raise ValueError(f"{path}: empty file, not a results database or export")
     if head.startswith(b"SQLite format 3"):
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)  # reading must never change the file
+        db = open_readonly(path)
         try:
             sql = "SELECT record FROM games" + (" WHERE game_id = ?" if game_id else "")
             rows = db.execute(sql + " ORDER BY ended_at, game_number", (game_id,) if game_id else ()).fetchall()
+        except sqlite3.Error as exc:  # truncated, or SQLite without a results table
+            raise ValueError(f"{path}: not a results database ({exc})") from None
         finally:
             db.close()
         return [from_json(data) for (data,) in rows]
@@ -325,3 +348,25 @@ def load_records(path: str | Path, game_id: str | None = None) -> list[GameRecor
     if game_id:
         records = [r for r in records if r.game_id == game_id]
     return records
+
+
+def match_setup(path: str | Path, match_id: str | None = None) -> tuple[str, str | None, dict, list[GameRecord]]:
+    """For ``arbiter match --resume``: (match id, status, setup, its games so far) of ``match_id``,
+    or of the latest match in the database not marked finished. ValueError says why there is none."""
+    if not Path(path).is_file():
+        raise ValueError(f"{path}: no such file")
+    db = open_readonly(path)
+    try:
+        sql = "SELECT match_id, status, setup FROM matches WHERE setup IS NOT NULL"
+        try:
+            row = db.execute(sql + " AND match_id = ?", (match_id,)).fetchone() if match_id else \
+                db.execute(sql + " AND coalesce(status, '') != 'finished' ORDER BY started_at DESC").fetchone()
+        except sqlite3.Error as exc:
+            raise ValueError(f"{path}: not a results database of arbiter match ({exc})") from None
+        if row is None:
+            raise ValueError(f"{path}: no match {match_id!r} started by `arbiter match`" if match_id
+                             else f"{path}: no unfinished match to resume")
+        rows = db.execute("SELECT record FROM games WHERE match_id = ? ORDER BY game_number", (row[0],)).fetchall()
+    finally:
+        db.close()
+    return row[0], row[1], json.loads(row[2]), [from_json(data) for (data,) in rows]

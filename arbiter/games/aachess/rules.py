@@ -1728,8 +1728,16 @@ class AAChessGame(Game):
     def from_text(self, text: str) -> AAChessState:
         try:
             d = json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"aachess position: not a JSON object ({exc}); the position is the JSON "
+                             f"an engine gets in request.position (docs/games/aachess.md)") from None
+        try:
+            if not isinstance(d, dict):
+                raise TypeError(f"expected a JSON object, got {type(d).__name__}")
             return self._from_data(d)
-        except (ValueError, KeyError, TypeError) as exc:
+        except KeyError as exc:
+            raise ValueError(f"aachess position: missing field {exc}") from None
+        except (ValueError, TypeError) as exc:
             raise ValueError(f"aachess position: {exc}") from None
 
     def _from_data(self, d: dict) -> AAChessState:

@@ -1,4 +1,5 @@
-"""Head-to-head sequential tests: the generalized SPRT (GSPRT) exactly as fishtest computes it.
+"""Head-to-head sequential tests: the generalized SPRT (GSPRT) exactly as fishtest computes it
+(``arbiter match --sprt``, a tournament's ``[sprt]``, the reports).
 
 Results are a trinomial ``[L, D, W]`` (games) or a pentanomial ``[LL, LD+DL, LW+DD+WL, DW+WD, WW]``
 (pairs of games with seats swapped, or duplicate-dice pairs). The bounds ``elo0 < elo1`` are
@@ -123,3 +124,27 @@ def pentanomial(pair_points: list[float]) -> list[int]:
     for p in pair_points:
         out[int(round(p * 2))] += 1
     return out
+
+
+def concluded(result: dict) -> str | None:
+    """Which bound an ``sprt`` result crossed, in words, or None while the test continues."""
+    if result["state"] == "H1 accepted":
+        return (f"H1 accepted (elo1 = {result['elo1']:g}): LLR {result['llr']:.3f} reached the upper bound "
+                f"{result['upper']:.3f}")
+    if result["state"] == "H0 accepted":
+        return (f"H0 accepted (elo0 = {result['elo0']:g}): LLR {result['llr']:.3f} reached the lower bound "
+                f"{result['lower']:.3f}")
+    return None
+
+
+def test_points(points: list[tuple[object, float]], elo0: float, elo1: float, alpha: float, beta: float,
+                paired: bool = False) -> dict:
+    """The GSPRT of one side from its points per game, given as (unit, points): trinomial on games,
+    or with ``paired`` pentanomial on the units holding two games (duplicate-dice pairs)."""
+    if not paired:
+        return {**sprt(trinomial([p for _, p in points]), elo0, elo1, alpha, beta), "test": "games"}
+    units: dict[object, list[float]] = {}
+    for unit, p in points:
+        units.setdefault(unit, []).append(p)
+    pairs = [sum(v) for v in units.values() if len(v) == 2]
+    return {**sprt(pentanomial(pairs), elo0, elo1, alpha, beta), "test": "pairs"}

@@ -1,0 +1,113 @@
+"""``arbiter check-engine``: a conformance run for engine authors (as fastchess's ``--compliance``).
+
+It starts the engine as a match would (sandbox, clean environment, session secret) and checks,
+one by one: the handshake; ``ping``; that an ``error`` from the referee does not upset it; two
+games against a second copy of itself at a short clock (``new_game``/``ready``, ``request``/
+``reply``, ``game_over``; both seats; no time forfeit, no illegal move, no protocol error); a clean
+``quit``; a restart. Each check passes or fails with the reason; later checks still run where
+they can, so an author sees everything at once.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from protocol.messages import EndReason, Error, ErrorCode, TimeControl
+
+from .formats.match import Match, MatchFormat
+from .games.base import Game
+from .hosting import EngineConfig, EngineFault, open_session
+
+QUIT_GRACE = 2.0
+"""Seconds an engine may take to exit after ``quit``."""
+
+
+@dataclass
+class Check:
+    name: str
+    passed: bool
+    detail: str
+
+
+def check_engine(config: EngineConfig, game: Game, tc: TimeControl, log_dir: Path,
+                 on_check: Callable[[Check], None] = lambda c: None) -> list[Check]:
+    """Run every check against ``config`` (a local engine); ``on_check`` hears each as it ends."""
+    checks: list[Check] = []
+
+    def note(name: str, passed: bool, detail: str) -> bool:
+        checks.append(Check(name, passed, detail))
+        on_check(checks[-1])
+        return passed
+
+    session = open_session(config, log_dir)
+    try:
+        session.launch()
+        session.handshake(game.name)
+        hello = session.hello
+        note("handshake", True, f"hello from {hello.name!r} version {hello.version!r} by {hello.author!r}, "
+                                f"protocol {hello.protocol_version}, games {hello.games or 'any'}")
+    except EngineFault as fault:
+        note("handshake", False, str(fault))
+        session.stop()
+        return checks
+    try:
+        session.ping()
+        note("ping", True, "answered pong")
+    except EngineFault as fault:
+        note("ping", False, str(fault))
+    try:
+        session.tell(Error(code=ErrorCode.UNEXPECTED, message="check-engine: an error the engine should log and ignore"))
+        session.ping()
+        note("error message", True, "an error from the referee did not upset it (pong after it)")
+    except EngineFault as fault:
+        note("error message", False, f"after an error from the referee: {fault}")
+    _quit(session, note, "quit")
+
+    twin = dataclasses.replace(config, name=f"{config.name}#2")
+    try:
+        result = Match(game, (config, twin), tc, MatchFormat.parse("games=2"), run_dir=log_dir,
+                       match_id="check-engine").play()
+        bad = [r for r in result.records if r.reason != EndReason.NORMAL]
+        note(f"games at {tc.text}", not bad,
+             f"{len(result.records)} games against itself, every one to its normal end "
+             f"({sum(len(r.events) for r in result.records)} events)" if not bad else
+             "; ".join(f"game {r.game_number}: {r.reason} by {r.players[r.forfeit_seat]}: {r.detail}"
+                       if r.forfeit_seat is not None else f"game {r.game_number}: {r.reason}: {r.detail}"
+                       for r in bad))
+        illegal = [r for r in result.records if r.reason == EndReason.ILLEGAL_MOVE]
+        note("no illegal move", not illegal, "the referee refused no decision" if not illegal else
+             "; ".join(f"game {r.game_number}: {r.detail}" for r in illegal))
+    except Exception as exc:  # a broken game must be reported, not crash the check
+        note(f"games at {tc.text}", False, f"{type(exc).__name__}: {exc}")
+
+    again = open_session(config, log_dir)
+    try:
+        again.launch()
+        again.handshake(game.name)
+        note("restart", True, "a fresh process shook hands again")
+        _quit(again, note, "quit after restart")
+    except EngineFault as fault:
+        note("restart", False, str(fault))
+        again.stop()
+    return checks
+
+
+def _quit(session, note, name: str) -> None:
+    """Send ``quit`` and wait for the engine to leave by itself, exit code 0."""
+    process = getattr(session, "process", None)
+    session.request_quit()
+    if process is None:  # a remote engine: its process is not ours to watch
+        session.stop()
+        note(name, True, "quit sent (remote engine)")
+        return
+    started = time.monotonic()
+    left = process.wait(QUIT_GRACE)
+    code = process.exit_code
+    session.stop()
+    if not left:
+        note(name, False, f"still running {QUIT_GRACE:g} s after quit (killed)")
+    else:
+        note(name, code == 0, f"exited with code {code} {time.monotonic() - started:.2f} s after quit")

@@ -1,0 +1,506 @@
+"""What a tournament director meets first (issue 14): engines that cannot start, bad input of
+every kind (one clear line, the right exit code), files in expected places, reproducible examples."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+
+
+def run(*args: str, cwd: Path = ROOT, timeout: float = 180, **kw) -> subprocess.CompletedProcess:
+    """A command line (``arbiter ...`` or ``tournaments ...``) as a director types it."""
+    module = "tournaments" if args[0] == "tournaments" else "arbiter.cli"
+    return subprocess.run([PY, "-m", module, *args[1:]], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, **kw)
+
+
+def one_line_error(proc: subprocess.CompletedProcess, code: int, *words: str) -> None:
+    out = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode == code, out
+    assert "Traceback" not in out, out
+    for w in words:
+        assert w in out, (w, out)
+
+
+def tournament_file(tmp_path: Path, extra: str = "", ghost: str = "/nonexistent/engine", name: str = "t") -> Path:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(f'game = "einstein"\nmatch = "games=2"\ntime_control = "10"\nseed = 1\n'
+                    f'output = "{tmp_path / (name + ".sqlite")}"\n{extra}\n'
+                    f'[[engines]]\nname = "ghost"\ncommand = "{ghost}"\n'
+                    f'[[engines]]\nname = "random"\ncommand = "{{python}} -m sample_engines.random_engine"\n')
+    return path
+
+
+# --- 1. an engine that cannot start ---------------------------------------------------------------
+
+def test_an_engine_that_cannot_start_stops_the_tournament_before_any_game(tmp_path):
+    path = tournament_file(tmp_path)
+    proc = run("tournaments", "run", str(path), "-q")
+    one_line_error(proc, 3, "engine ghost cannot start", "/nonexistent/engine")
+    assert not (tmp_path / "t.sqlite").exists()  # nothing recorded: fix the command, `run` again
+    one_line_error(run("tournaments", "check", str(path)), 3, "engine ghost cannot start")
+
+
+def test_on_start_failure_forfeit_keeps_playing_its_games_lost(tmp_path):
+    path = tournament_file(tmp_path, 'on_start_failure = "forfeit"')
+    proc = run("tournaments", "run", str(path), "-q", "--no-report")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    conn = sqlite3.connect(tmp_path / "t.sqlite")
+    reasons = [r for (r,) in conn.execute("SELECT reason FROM games")]
+    conn.close()
+    assert reasons == ["not_started", "not_started"]
+
+
+def test_check_starts_every_engine(tmp_path):
+    path = tournament_file(tmp_path, ghost="{python} -m sample_engines.random_engine")
+    proc = run("tournaments", "check", str(path))
+    assert proc.returncode == 0 and "every engine started" in proc.stdout, proc.stdout + proc.stderr
+
+
+# --- 2. arbiter match: {python}, and no result when an engine cannot start ----------------------
+
+RANDOM = "{python} -m sample_engines.random_engine"
+
+
+def games_in(db: Path) -> list[tuple]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute("SELECT game_number, reason FROM games ORDER BY game_number").fetchall()
+    finally:
+        conn.close()
+
+
+def test_match_offers_python_placeholder(tmp_path):
+    db = tmp_path / "m.sqlite"
+    proc = run("arbiter", "match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM, "--seed", "ab",
+               "--format", "games=2", "--tc", "10", "--quiet", "--db", str(db))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [r for _, r in games_in(db)] == ["normal", "normal"]
+    assert "A:random_engine: random 1 by arbiter project" in proc.stdout  # its hello: name, version, author
+
+
+@pytest.mark.parametrize("second", ["/nonexistent/engine", RANDOM])
+def test_match_with_an_engine_that_cannot_start_records_nothing(tmp_path, second):
+    db = tmp_path / "m.sqlite"
+    proc = run("arbiter", "match", "--game", "einstein", "--engine", "python3 -c 'import sys; sys.exit(5)'",
+               "--engine", second, "--name", "broken", "--format", "games=2", "--tc", "10", "--quiet",
+               "--db", str(db))
+    one_line_error(proc, 3, "engine broken cannot start", "no result recorded")
+    assert games_in(db) == []
+
+
+# --- 3. paths with #, ? and % ----------------------------------------------------------------------
+
+def test_paths_with_uri_characters_work_everywhere(tmp_path):
+    folder = tmp_path / "a?b%20c"
+    folder.mkdir()
+    db = folder / "t #2.sqlite"
+    proc = run("arbiter", "match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM, "--seed", "ab",
+               "--format", "games=1", "--tc", "10", "--quiet", "--db", str(db))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    files = lambda: sorted(p.name for p in tmp_path.rglob("*") if not p.name.endswith(("-wal", "-shm")))
+    before = files()
+    shown = run("arbiter", "show", str(db))
+    assert shown.returncode == 0 and "result" in shown.stdout, shown.stdout + shown.stderr
+    checked = run("arbiter", "verify", str(db))
+    assert checked.returncode == 0 and "1 of 1 records consistent" in checked.stdout, checked.stdout
+    assert files() == before  # no stray file made by reading
+    toml = tournament_file(folder, ghost=RANDOM, name="u #3")
+    proc = run("tournaments", "run", str(toml), "-q")
+    assert proc.returncode == 0 and "Standings" in proc.stdout, proc.stdout + proc.stderr
+    report = run("tournaments", "report", str(folder / "u #3.sqlite"), "--json", "-")
+    assert report.returncode == 0 and json.loads(report.stdout)["tournament"]["games_played"] == 2, report.stdout + report.stderr
+
+
+# --- 4. the shipped example is reproducible --------------------------------------------------------
+
+def example_games(tmp_path: Path, name: str, *args: str) -> dict:
+    text = (ROOT / "tournaments/examples/einstein_olympiad.toml").read_text()
+    assert 'output = "runs/einstein-olympiad.sqlite"' in text
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text.replace("runs/einstein-olympiad.sqlite", str(tmp_path / f"{name}.sqlite")))
+    proc = run("tournaments", "run", str(path), "-q", "--no-report", *args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    conn = sqlite3.connect(tmp_path / f"{name}.sqlite")
+    try:
+        rows = conn.execute("SELECT match_id, game_number, record FROM games").fetchall()
+    finally:
+        conn.close()
+    out = {}
+    for mid, number, data in rows:
+        r = json.loads(data)
+        out[(mid, number)] = (r["players"], r["returns"], r["reason"], r["rolls"], [e["move"] for e in r["events"]])
+    return out
+
+
+def test_the_shipped_example_plays_the_same_games_twice(tmp_path):
+    """Engines reused in a different order (one worker, then two) play every game the same: they
+    seed their randomness per game, and the expectimax engine searches to a fixed depth."""
+    first = example_games(tmp_path, "one", "-j", "1")
+    second = example_games(tmp_path, "two", "-j", "2")
+    assert len(first) >= 24
+    assert first == second
+
+
+# --- 5. no tracebacks: one clear line, exit 2 ---------------------------------------------------
+
+@pytest.fixture(scope="module")
+def bad_files(tmp_path_factory) -> dict[str, Path]:
+    """A truncated results database, SQLite without our tables, a 0-byte file, a match database."""
+    tmp_path = tmp_path_factory.mktemp("bad")
+    good = tmp_path / "good.sqlite"
+    proc = run("arbiter", "match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM, "--seed", "ab",
+               "--format", "games=2", "--tc", "10", "--quiet", "--db", str(good))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    files = {"truncated": tmp_path / "truncated.sqlite", "tableless": tmp_path / "tableless.sqlite",
+             "empty": tmp_path / "empty.sqlite", "match": good}
+    files["truncated"].write_bytes(good.read_bytes()[:4096])
+    conn = sqlite3.connect(files["tableless"])
+    conn.execute("CREATE TABLE x(a)")
+    conn.commit()
+    conn.close()
+    files["empty"].write_bytes(b"")
+    return files
+
+
+@pytest.mark.parametrize("command", [("arbiter", "show"), ("arbiter", "verify"), ("tournaments", "report"),
+                                     ("tournaments", "resume")])
+def test_damaged_or_foreign_databases_are_one_clear_line(bad_files, command):
+    for kind, path in bad_files.items():
+        if kind == "match" and command[0] == "arbiter":
+            continue  # a match database is what arbiter reads
+        before = path.read_bytes()
+        proc = run(*command, str(path))
+        one_line_error(proc, 2, path.name)
+        assert path.read_bytes() == before, f"{command} changed {kind}"
+
+
+def test_report_on_a_missing_file(tmp_path):
+    one_line_error(run("tournaments", "report", str(tmp_path / "nope.sqlite")), 2, "no such file")
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--margin", "-5"], ["--margin", "must not be negative"]),
+    (["--game", "stalingrad"], ["arbiter solo"]),
+    (["--game", "aachess", "--option", "seats=3"], ["3 seats"]),
+    (["--db", "/proc/no/such.sqlite"], ["--db /proc/no/such.sqlite"]),
+])
+def test_match_usage_errors(tmp_path, args, words):
+    base = {"--game": "einstein", "--db": str(tmp_path / "r.sqlite")}
+    for flag, value in zip(args[::2], args[1::2]):
+        if flag in base:
+            base[flag] = value
+    rest = [a for pair in zip(args[::2], args[1::2]) if pair[0] not in base for a in pair]
+    proc = run("arbiter", "match", "--game", base["--game"], "--engine", RANDOM, "--engine", RANDOM, "--quiet",
+               "--db", base["--db"], *rest)
+    one_line_error(proc, 2, *words)
+    assert not (tmp_path / "r.sqlite").exists()
+
+
+def test_tournament_output_that_cannot_be_written(tmp_path):
+    path = tournament_file(tmp_path, ghost=RANDOM)
+    path.write_text(path.read_text().replace(str(tmp_path / "t.sqlite"), "/proc/no/t.sqlite"))
+    one_line_error(run("tournaments", "run", str(path), "-q"), 2, "output", "/proc/no/t.sqlite")
+
+
+# --- 6. accepted though wrong, or unclear ---------------------------------------------------------
+
+@pytest.mark.parametrize("args,words", [
+    (["--format", "bo3:ABBA"], ["bo3:ABBA", "one letter"]),
+    (["--game", "catalonia"], ["arbiter coop"]),
+    (["--tc", "999999999999"], ["too long", "inf"]),
+    (["--seed", "xyz"], ["--seed", "not hex"]),
+])
+def test_match_refuses_what_it_used_to_accept(tmp_path, args, words):
+    game = args[1] if args[0] == "--game" else "einstein"
+    rest = [] if args[0] == "--game" else args
+    proc = run("arbiter", "match", "--game", game, "--engine", RANDOM, "--engine", RANDOM, "--quiet",
+               "--db", str(tmp_path / "r.sqlite"), *rest)
+    one_line_error(proc, 2, *words)
+    assert not (tmp_path / "r.sqlite").exists()
+
+
+def test_show_position_errors_are_clear():
+    one_line_error(run("arbiter", "show", "--position", "R1R2R32/R4R53/R63B1/3B2B3/2B4B5B6 r 5 r play"), 2,
+                   "--position needs --game")
+    one_line_error(run("arbiter", "show", "--game", "aachess", "--position", "round"), 2,
+                   "aachess position: not a JSON object")
+    one_line_error(run("arbiter", "show", "--game", "aachess", "--position", "{}"), 2,
+                   "aachess position: missing field")
+
+
+@pytest.mark.parametrize("flag", ["0", "-1"])
+def test_concurrency_must_be_positive(tmp_path, flag):
+    path = tournament_file(tmp_path, ghost=RANDOM)
+    one_line_error(run("tournaments", "run", str(path), "-q", "-j", flag), 2, "-j", "at least 1")
+    bad = tmp_path / "c.toml"
+    bad.write_text(f"concurrency = {flag}\n" + tournament_file(tmp_path, ghost=RANDOM).read_text())
+    one_line_error(run("tournaments", "check", str(bad)), 2, "concurrency", "at least 1")
+    assert not (tmp_path / "t.sqlite").exists()
+
+
+def test_cmd_suggests_command(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text('game = "einstein"\n[[engines]]\nname = "a"\ncmd = "x"\n')
+    one_line_error(run("tournaments", "check", str(path)), 2, "engines[0].cmd", "did you mean 'command'?")
+
+
+def test_an_empty_file_is_not_verified(tmp_path):
+    (tmp_path / "empty.sqlite").write_bytes(b"")
+    one_line_error(run("arbiter", "verify", str(tmp_path / "empty.sqlite")), 2, "empty file")
+
+
+# --- 7. files in expected places; SIGTERM; resuming a match ----------------------------------------
+
+SLOW = f"{{python}} {ROOT / 'tests' / 'engines' / 'misbehave.py'} slow --after 999 --delay 0.01"
+
+
+def test_each_database_has_its_own_export_and_logs_beside_it(tmp_path):
+    before = set(ROOT.iterdir())
+    for name in ("a", "b"):
+        proc = run("arbiter", "match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM, "--seed", "ab",
+                   "--format", "games=1", "--tc", "10", "--quiet", "--db", str(tmp_path / f"{name}.sqlite"))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert len((tmp_path / f"{name}.jsonl").read_text().splitlines()) == 1
+        assert list((tmp_path / f"{name}-logs").glob("*/engine-*.log"))
+    assert not (tmp_path / "games.jsonl").exists()
+    assert set(ROOT.iterdir()) == before  # nothing lands where the command was typed
+
+
+def test_sigterm_marks_the_match_interrupted_and_resume_finishes_it(tmp_path):
+    db = tmp_path / "m.sqlite"
+    cmd = [PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", SLOW, "--engine", RANDOM,
+           "--seed", "ab", "--format", "bo41", "--tc", "60", "--quiet", "--db", str(db)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (tmp_path / "m.jsonl").exists() and len((tmp_path / "m.jsonl").read_text().splitlines()) >= 2:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 130, out
+    assert "--resume" in out
+    conn = sqlite3.connect(db)
+    (status, played), = conn.execute("SELECT status, (SELECT count(*) FROM games) FROM matches").fetchall()
+    conn.close()
+    assert status == "interrupted" and 2 <= played < 21
+    again = run("arbiter", "match", "--resume", "--db", str(db), "--seed", "ab", "--quiet")
+    assert again.returncode == 0, again.stdout + again.stderr
+    conn = sqlite3.connect(db)
+    numbers = [n for (n,) in conn.execute("SELECT game_number FROM games ORDER BY game_number")]
+    (status, points), = conn.execute("SELECT status, points FROM matches").fetchall()
+    conn.close()
+    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) > played
+    assert status == "finished" and max(json.loads(points)) == 21  # first to 21 of 41, counted across both runs
+    assert run("arbiter", "verify", str(db)).returncode == 0
+    one_line_error(run("arbiter", "match", "--resume", "--db", str(db)), 2, "no unfinished match")
+
+
+def test_make_tournament_can_run_twice():
+    """`make tournament` resumes (which starts a tournament not begun yet, and plays nothing more
+    in a finished one) rather than `run`, which refuses an existing database."""
+    recipe = (ROOT / "Makefile").read_text().split("\ntournament:", 1)[1]
+    assert "arbiter-tournament resume tournaments/examples/einstein_olympiad.toml" in recipe.split("\n\n")[0]
+
+
+# --- 8. reports and show ---------------------------------------------------------------------------
+
+def test_report_counts_a_self_pair_once_and_alliance_wins_whole(tmp_path):
+    from tournaments.report import MIN_INTERVAL_GAMES, _mean_ci, table_sections, terminations
+
+    self_pair = {"seating": [0, 0], "returns": [30.0, 30.0], "reason": "normal", "forfeit_seat": None}
+    (row,) = terminations([self_pair], ["planner"])
+    assert row["W"] + row["D"] + row["L"] == 1
+    cfg = type("Cfg", (), {"num_seats": 3})()
+    # three-seat A&A: seats 0 and 1 are the Axis; they win together twice, the Allies once, then a draw.
+    games = [{"seating": [0, 1, 2], "returns": r, "round": 1, "pairing": "p", "number": k}
+             for k, r in enumerate([[1.0, 1.0, -1.0], [1.0, 1.0, -1.0], [-1.0, -1.0, 1.0], [0.0, 0.0, 0.0]])]
+    standings = {s["engine"]: s for s in table_sections(cfg, games, ["a", "b", "c"])["standings"]}
+    assert (standings["a"]["wins"], standings["a"]["draws"], standings["c"]["wins"]) == (2, 1, 1)
+    assert all(isinstance(s["wins"], int) for s in standings.values())
+    assert all(math.isnan(x) for x in _mean_ci([1.0, 2.0])[1:])  # no interval from two games
+    full = _mean_ci([1.0, 2.0, 3.0, 4.0, 5.0][:MIN_INTERVAL_GAMES])
+    assert full[1] < full[0] < full[2]
+
+
+def test_json_and_csv_agree_on_infinite_and_missing_values(tmp_path):
+    import csv
+
+    from tournaments.report import to_json, write_csv
+
+    report = {"standings": [{"engine": "a", "elo": float("inf"), "elo_lo": float("nan"), "games": 3},
+                            {"engine": "b", "elo": float("-inf"), "elo_lo": -5.0, "games": 3}]}
+    data = json.loads(to_json(report))["standings"]
+    (path,) = write_csv(report, tmp_path)
+    rows = list(csv.DictReader(path.open()))
+    for j, c in zip(data, rows):
+        for key in ("elo", "elo_lo", "games"):
+            assert (j[key] is None) == (c[key] == ""), (key, j, c)
+
+
+def test_show_lists_games_and_takes_an_id(tmp_path):
+    db = tmp_path / "m.sqlite"
+    proc = run("arbiter", "match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM, "--seed", "ab",
+               "--format", "games=3", "--tc", "10", "--quiet", "--db", str(db))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    listed = run("arbiter", "show", str(db), "--list")
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    ids = [line.split()[0] for line in listed.stdout.splitlines()[1:] if line.strip()]
+    assert len(ids) == 3
+    match_id = ids[1].rsplit(".", 2)[0]
+    for wanted in (ids[1], f"{match_id}.2"):
+        shown = run("arbiter", "show", str(db), wanted)
+        assert shown.returncode == 0 and shown.stdout.startswith(ids[1]), shown.stdout
+    one_line_error(run("arbiter", "show", str(db), "no-such-id"), 2, "no such game", "--list")
+
+
+def test_a_relative_db_path_works_with_the_sandbox(tmp_path):
+    """The engines' log folder is hidden from them by its path: a relative one (``--db x.sqlite``,
+    a tournament's ``output = "runs/t.sqlite"``) made the sandbox fail to start every engine."""
+    proc = run("arbiter", "match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM, "--seed", "ab",
+               "--format", "games=1", "--tc", "10", "--quiet", "--db", "rel.sqlite", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert list((tmp_path / "rel-logs").glob("*/engine-*.log"))
+
+
+# --- 10. what SPEC.md says an engine gets is what it gets ------------------------------------------
+
+def test_integral_floats_are_integers_on_the_wire():
+    """A JavaScript msgpack library may send every number as a float: 5.0 is 5 (1.5 is not)."""
+    import msgspec
+
+    from protocol.codec import ProtocolError, decode
+
+    reply = decode(msgspec.msgpack.encode({"type": "reply", "game_id": "g", "seq": 5.0, "move": "c5d4",
+                                           "info": {"nodes": 1200.0, "depth": 3.0, "score": 1.0, "time_ms": 7.0}}))
+    assert (reply.seq, reply.info.nodes, reply.info.depth, reply.info.time_ms) == (5, 1200, 3, 7)
+    assert all(type(v) is int for v in (reply.seq, reply.info.nodes, reply.info.depth, reply.info.time_ms))
+    assert reply.info.score == 1.0 and type(reply.info.score) is float
+    with pytest.raises(ProtocolError, match=r"Expected `int`, got `float` - at `\$.seq`"):
+        decode(msgspec.msgpack.encode({"type": "reply", "seq": 1.5, "move": "c5d4"}))
+
+
+def test_requests_carry_what_the_spec_says(tmp_path):
+    """A real referee game (players in-process): both simultaneous set-up requests carry ply 0, the
+    move request's die is the last roll's, new_game names the dice stream and the seat roles the
+    schema describes, and the example session agrees."""
+    from arbiter.clock import parse_time_control
+    from arbiter.formats.match import Match, MatchFormat
+    from arbiter.games import load_game
+    from arbiter.hosting import InProcessPlayer
+    from protocol import schema
+
+    seen: list = []
+
+    def player(request, game):
+        seen.append((game, request))
+        return request.legal_moves[0]
+
+    players = (InProcessPlayer(player, name="a", wants_legal_moves=True),
+               InProcessPlayer(player, name="b", wants_legal_moves=True))
+    result = Match(load_game("einstein"), players, parse_time_control("inf"), MatchFormat.parse("games=1"),
+                   run_dir=tmp_path, seed=b"spec").play()
+    record = result.records[0]
+    setups = [r for _, r in seen if r.kind == "setup"]
+    assert [r.ply for r in setups] == [0, 0] and [e.ply for e in record.events[:2]] == [0, 1]
+    game, first_move = next((g, r) for g, r in seen if r.kind == "move")
+    roll_event = record.events[first_move.ply - 1]
+    assert roll_event.seat == -1 and roll_event.roll == len([e for e in record.events[:first_move.ply]
+                                                             if e.seat == -1]) - 1
+    assert first_move.position.split()[2] == roll_event.move  # the die shown is that roll's outcome
+    assert game.dice_stream == f"{game.match_id}|{game.game_number}" == record.dice_stream
+    described = json.loads(schema.schema_text())["$defs"]["NewGame"]["properties"]["seat_roles"]["description"]
+    assert all(f"`{role}`" in described for role in game.seat_roles), (game.seat_roles, described)
+    example = next(m for _, m in schema.example_session() if m.__class__.__name__ == "NewGame")
+    assert example.dice_stream == f"{example.match_id}|{example.game_number}"
+
+
+# --- what a director expects: an SPRT that stops the run ---------------------------------------------
+
+STRONG = "{python} -m sample_engines.einstein_expectimax --depth 2 --movetime 0"
+
+
+def test_match_sprt_stops_at_a_bound(tmp_path):
+    db = tmp_path / "s.sqlite"
+    proc = run("arbiter", "match", "--game", "einstein", "--engine", STRONG, "--engine", RANDOM, "--sprt", "0,150",
+               "--format", "games=200", "--tc", "60", "--seed", "ab", "--quiet", "--db", str(db))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = " ".join(proc.stdout.split())
+    assert "SPRT: H1 accepted (elo1 = 150): LLR" in out and "reached the upper bound 2.944" in out, out
+    played = len(games_in(db))
+    assert 5 <= played < 200 and f"after {played} games; the match stopped" in out
+    one_line_error(run("arbiter", "match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM,
+                       "--sprt", "5,1", "--db", str(tmp_path / "x.sqlite")), 2, "--sprt", "elo1 must be greater")
+
+
+def test_tournament_sprt_stop_ends_the_run_and_resume_plays_nothing(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(f'game = "einstein"\nmatch = "games=200"\ntime_control = "60"\nseed = 7\nconcurrency = 2\n'
+                    f'output = "{tmp_path / "s.sqlite"}"\n[sprt]\nelo0 = 0\nelo1 = 150\nstop = true\n'
+                    f'[[engines]]\nname = "strong"\ncommand = "{STRONG}"\n'
+                    f'[[engines]]\nname = "random"\ncommand = "{RANDOM}"\n')
+    proc = run("tournaments", "run", str(path), "-q")
+    out = " ".join(proc.stdout.split())
+    assert proc.returncode == 0, out + proc.stderr
+    played = len(games_in(tmp_path / "s.sqlite"))
+    assert played < 200 and "the run stopped" in out and "stopped by the SPRT (games): H1 accepted" in out, out
+    again = run("tournaments", "resume", str(path), "-q", "--no-report")
+    assert again.returncode == 0 and "0 games played in this run" in again.stdout, again.stdout
+    assert len(games_in(tmp_path / "s.sqlite")) == played
+    report = json.loads(run("tournaments", "report", str(tmp_path / "s.sqlite"), "--json", "-").stdout)
+    assert report["tournament"]["sprt_stop"]["state"] == "H1 accepted"
+    path.write_text(path.read_text() + '[[engines]]\nname = "third"\ncommand = "x"\n')
+    one_line_error(run("tournaments", "check", str(path)), 2, "sprt.stop", "two engines")
+
+
+# --- arbiter check-engine -------------------------------------------------------------------------
+
+def test_check_engine_passes_a_good_engine_and_names_what_a_bad_one_breaks(tmp_path):
+    good = run("arbiter", "check-engine", RANDOM, "--game", "einstein", "--logs", str(tmp_path))
+    lines = [line for line in good.stdout.splitlines() if line.startswith(("PASS", "FAIL"))]
+    assert good.returncode == 0 and len(lines) == 8 and all(line.startswith("PASS") for line in lines), good.stdout
+    for name in ("handshake", "ping", "error message", "quit", "games at 10+0.1", "no illegal move", "restart"):
+        assert any(line.startswith(f"PASS {name}:") for line in lines), name
+    bad = run("arbiter", "check-engine", f"{{python}} {ROOT / 'tests' / 'engines' / 'misbehave.py'} illegal --after 2",
+              "--game", "einstein", "--logs", str(tmp_path))
+    assert bad.returncode == 1, bad.stdout
+    assert "FAIL no illegal move: game 1: move 'zz99'" in " ".join(bad.stdout.split())
+    assert "PASS handshake" in bad.stdout and "PASS restart" in bad.stdout
+    one_line_error(run("arbiter", "check-engine", "/nonexistent/engine", "--game", "einstein", "--logs",
+                       str(tmp_path)), 3, "FAIL handshake", "/nonexistent/engine")
+
+
+# --- per-engine statistics in reports --------------------------------------------------------------
+
+def test_report_has_per_engine_time_search_and_forfeit_statistics(tmp_path):
+    bad = f"{{python}} {ROOT / 'tests' / 'engines' / 'misbehave.py'} illegal --after 3"
+    path = tmp_path / "e.toml"
+    path.write_text(f'game = "einstein"\nmatch = "games=2"\ntime_control = "60"\nseed = 3\n'
+                    f'output = "{tmp_path / "e.sqlite"}"\n'
+                    f'[[engines]]\nname = "strong"\ncommand = "{STRONG}"\n'
+                    f'[[engines]]\nname = "bad"\ncommand = "{bad}"\n')
+    proc = run("tournaments", "run", str(path), "-q", "--no-report")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = run("tournaments", "report", str(tmp_path / "e.sqlite"), "--json", "-")
+    assert run("tournaments", "report", str(tmp_path / "e.sqlite"), "--csv", str(tmp_path / "csv"), "-q").returncode == 0
+    stats = {r["engine"]: r for r in json.loads(report.stdout)["engine_stats"]}
+    strong, bad_ = stats["strong"], stats["bad"]
+    assert strong["decisions"] > 0 and 0 < strong["ms_median"] <= strong["ms_max"]
+    assert strong["depth_mean"] >= 1 and strong["nodes_mean"] > 0 and strong["nps"] > 0
+    assert strong["latency_mean_ms"] is not None and strong["clock_left_min_ms"] <= 60000
+    assert bad_["forfeits"] == {"illegal_move": 2} and strong["forfeits"] == {}
+    assert (tmp_path / "csv" / "engine_stats.csv").read_text().startswith("engine,decisions,ms_mean")
+    text = run("tournaments", "report", str(tmp_path / "e.sqlite"), env={**os.environ, "COLUMNS": "250"}).stdout
+    assert "Engines: time and search" in text and "illegal_move 2" in text
