@@ -8,6 +8,7 @@ holding the unsaved records); 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections import Counter
 import math
 import os
@@ -21,6 +22,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+import zmq
+
+from protocol import curve
 from protocol.messages import EndReason
 
 from .clock import DEFAULT_MARGIN_MS, parse_time_control
@@ -29,6 +33,7 @@ from .formats.match import Match, MatchFormat
 from .formats.solo import SuiteResult, compare, run_suite
 from .games import OptionError, Utility, game_class, game_names, load_game
 from .hosting import EngineConfig, Limits
+from .hosting.remote import LagPolicy, RemoteHub, Roster
 from .hosting.sandbox import SandboxMode
 from .hosting.sandbox import support as sandbox_support
 from .records import GameRecord
@@ -148,9 +153,20 @@ def cmd_match(args: argparse.Namespace) -> int:
         seed, _ = read_seed(args)
         configs = tuple(_engine_config(cmd, names[i] or f"{'AB'[i]}:{_guess_name(cmd)}", args, args.restart)
                         for i, cmd in enumerate(args.engine))
-    except (OptionError, ValueError) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        hub = _open_hub(args, configs)
+    except (OptionError, ValueError, KeyFileError) as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
         return EXIT_USAGE
+    if hub is not None:
+        configs = tuple(dataclasses.replace(c, endpoint=hub.endpoint) if c.participant else c for c in configs)
+    try:
+        return _run_match(args, game, tc, fmt, seed, configs)
+    finally:
+        if hub is not None:
+            hub.close()
+
+
+def _run_match(args, game, tc, fmt, seed, configs) -> int:
     store, code = _prepare(args, configs)
     if store is None:
         return code
@@ -204,9 +220,71 @@ def cmd_match(args: argparse.Namespace) -> int:
 def _engine_config(command: str, name: str, args: argparse.Namespace, restart: bool = False):
     """An engine command line, or ``tcp://HOST:PORT`` to wait there for a remote engine; the
     hosting options (sandbox, limits, pondering) from ``args``."""
+    if command.startswith("remote:"):
+        participant = command[len("remote:"):]
+        if not participant:
+            raise ValueError(f"--engine {command!r}: expected remote:NAME (a participant of --roster)")
+        if not hasattr(args, "roster"):
+            raise ValueError(f"--engine {command}: remote participants play in 'arbiter match' and tournaments")
+        return EngineConfig(command=None, participant=participant, name=participant)
+    if command.startswith("tcp://") and not getattr(args, "insecure", False):
+        raise ValueError(f"--engine {command}: plain tcp lets anyone take the seat; use remote:NAME with --roster "
+                         f"(CURVE), or add --insecure")
     if command.startswith(("tcp://", "ipc://")):
+        if command.startswith("tcp://"):
+            console.print(f"[bold red]WARNING: INSECURE: {escape(command)} is plain tcp: anyone can read the games "
+                          f"and take the seat; every record says so[/]")
         return EngineConfig(command=None, endpoint=command, name=name, handshake_timeout=300.0)
     return EngineConfig(command=command, name=name, restart_each_game=restart, **_hosting(args))
+
+
+def _remote_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--roster", help="TOML roster of remote participants (for --engine remote:NAME)")
+    p.add_argument("--server-key", help="the referee's CURVE key file (arbiter keygen referee): encrypts and "
+                                        "authenticates the --listen endpoint")
+    p.add_argument("--listen", default="tcp://0.0.0.0:7340", help="where remote participants connect "
+                                                                  "(default tcp://0.0.0.0:7340)")
+    p.add_argument("--insecure", action="store_true", help="plain tcp without CURVE: anyone on the network reads "
+                                                           "the games and can take a seat (recorded in every record)")
+    p.add_argument("--wait", type=float, default=300.0, help="seconds to wait for remote participants before "
+                                                             "their games are forfeited 'absent' (default 300)")
+    p.add_argument("--grace", type=float, default=30.0, help="seconds a disconnected remote engine may take to "
+                                                             "reconnect before it forfeits 'disconnect' (default 30)")
+    p.add_argument("--lag-move-ms", type=int, default=LagPolicy.move_ms,
+                   help=f"network lag compensated per decision at most (default {LagPolicy.move_ms}; 0: none)")
+    p.add_argument("--lag-quota-ms", type=int, default=LagPolicy.quota_ms,
+                   help=f"network lag compensated per game at most (default {LagPolicy.quota_ms})")
+
+
+def _open_hub(args: argparse.Namespace, configs) -> RemoteHub | None:
+    """The listening hub for the remote participants among ``configs`` (None if there are none)."""
+    wanted = [c.participant for c in configs if getattr(c, "participant", None)]
+    if not wanted:
+        return None
+    if not args.roster:
+        raise ValueError("--engine remote:NAME needs --roster FILE")
+    roster = Roster.load(args.roster)
+    insecure = args.insecure or roster.insecure
+    if not insecure and not args.server_key:
+        raise ValueError("remote participants need the referee's CURVE key: --server-key FILE "
+                         "(make one with: arbiter keygen referee), or --insecure")
+    for name in wanted:
+        if roster.find(name) is None:
+            raise ValueError(f"--engine remote:{name}: {name!r} is not in the roster {args.roster}")
+    if not args.listen.startswith("tcp://"):
+        raise ValueError(f"--listen {args.listen}: expected tcp://HOST:PORT")
+    if args.lag_move_ms < 0 or args.lag_quota_ms < 0:
+        raise ValueError("--lag-move-ms and --lag-quota-ms must not be negative")
+    try:
+        hub = RemoteHub(args.listen, roster, args.server_key, insecure=insecure, deadline=args.wait,
+                        grace=args.grace, lag=LagPolicy(move_ms=args.lag_move_ms, quota_ms=args.lag_quota_ms),
+                        log=lambda text: console.print(escape(text), highlight=False, soft_wrap=True))
+    except zmq.ZMQError as exc:
+        raise ValueError(f"--listen {args.listen}: {exc}") from None
+    if insecure:
+        console.print(f"[bold red]WARNING: INSECURE: {hub.endpoint} is plain tcp without CURVE[/]")
+    console.print(f"waiting for {', '.join(wanted)} on {hub.endpoint} (up to {args.wait:g} s)")
+    return hub
 
 
 def _hosting(args: argparse.Namespace) -> dict:
@@ -379,8 +457,17 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_keygen(args: argparse.Namespace) -> int:
+    if args.name:  # a CURVE key pair: a remote participant's, or the referee's tcp endpoint's
+        try:
+            secret, public = curve.keygen(args.name, args.out or ".")
+        except (curve.KeyFileError, OSError) as exc:
+            console.print(f"[red]error:[/] {escape(str(exc))}")
+            return EXIT_USAGE
+        console.print(f"CURVE key {curve.fingerprint(curve.load_public(public).decode())}: secret key {secret} "
+                      f"(mode 600: keep it private), public key {public} (give it to the organiser / the engines)")
+        return EXIT_OK
     try:
-        secret, public = keygen(args.out)
+        secret, public = keygen(args.out or "keys")
     except (KeyFileError, OSError) as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
@@ -612,8 +699,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("match", help="play a match between two engines")
     m.add_argument("--game", required=True, help="game name (arbiter games lists them)")
-    m.add_argument("--engine", action="append", default=[], help="engine command line, or tcp://HOST:PORT to wait for a remote engine there "
-                                                            "(give twice: A then B)")
+    m.add_argument("--engine", action="append", default=[],
+                   help="engine command line, or remote:NAME for a participant of --roster connecting over tcp, "
+                        "or tcp://HOST:PORT with --insecure (give twice: A then B)")
     m.add_argument("--name", action="append", help="engine display name (give twice)")
     m.add_argument("--option", action="append", default=[], help="game option KEY=VALUE (repeatable)")
     m.add_argument("--tc", default="180", help="time control, e.g. 180, 180+2, 40/60+0.5, st=1, 60+3x10, inf")
@@ -623,6 +711,7 @@ def build_parser() -> argparse.ArgumentParser:
     _seed_arguments(m)
     _hosting_arguments(m)
     m.add_argument("--restart", action="store_true", help="restart engines for every game")
+    _remote_arguments(m)
     m.add_argument("--db", default="runs/results.sqlite", help="SQLite results file (games.jsonl beside it)")
     m.add_argument("--quiet", action="store_true", help="no live display")
     m.set_defaults(func=cmd_match)
@@ -665,8 +754,12 @@ def build_parser() -> argparse.ArgumentParser:
         c.add_argument("--quiet", action="store_true")
         c.set_defaults(func=func)
 
-    k = sub.add_parser("keygen", help="make the referee's Ed25519 key pair for signing records")
-    k.add_argument("--out", default="keys", help="folder for referee.key (mode 600) and referee.pub")
+    k = sub.add_parser("keygen", help="without NAME: the referee's Ed25519 key pair for signing records; "
+                                      "with NAME: a CURVE key pair NAME.key/NAME.pub for tcp")
+    k.add_argument("name", nargs="?", help="make a CURVE key pair (a remote participant's, or 'referee' for the "
+                                           "referee's tcp endpoint)")
+    k.add_argument("--out", default=None, help="folder for the key files (default: keys for the signing key, "
+                                               "the current folder for NAME)")
     k.set_defaults(func=cmd_keygen)
 
     g = sub.add_parser("games", help="list the games the referee knows")

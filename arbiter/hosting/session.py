@@ -119,6 +119,8 @@ class EngineSession:
         self.offturn_cpu_ms: float | None = None
         """CPU time the engine used since its previous reply (measured when it may ponder)."""
         self._cpu_at_reply: float | None = None
+        self.insecure = bool(config.remote and (config.endpoint or "").startswith("tcp://"))
+        """Reached over plain tcp, unauthenticated and unencrypted (recorded in every record)."""
 
     @property
     def name(self) -> str:
@@ -445,6 +447,10 @@ def open_session(spec: PlayerSpec, log_dir: Path, hide: tuple[str, ...] = ()) ->
     """A new, not yet started session for ``spec``; ``hide``: more folders its sandbox hides."""
     if isinstance(spec, InProcessPlayer):
         return InProcessSession(spec)
+    if spec.participant:
+        from .remote import RemoteSession  # remote imports this module
+
+        return RemoteSession(spec, log_dir)
     return EngineSession(dataclasses.replace(spec, hide=(*spec.hide, *hide)) if hide else spec, log_dir)
 
 
