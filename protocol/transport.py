@@ -221,11 +221,12 @@ class EngineSocket:
         if curve is not None:
             self.socket.curve_serverkey = curve[0]
             self.socket.curve_publickey, self.socket.curve_secretkey = curve[1]
-        if endpoint.startswith("tcp://"):
-            self.socket.setsockopt(zmq.HEARTBEAT_IVL, 1000)  # a dead referee link is noticed and redialled
-            self.socket.setsockopt(zmq.HEARTBEAT_TIMEOUT, 4000)
-        self._monitor = self.socket.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED)
+        self._monitor: zmq.Socket | None = None
         self._handshakes = 0
+        if endpoint.startswith("tcp://"):  # a remote engine: a link that can drop and be redialled
+            self.socket.setsockopt(zmq.HEARTBEAT_IVL, 1000)
+            self.socket.setsockopt(zmq.HEARTBEAT_TIMEOUT, 4000)
+            self._monitor = self.socket.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED)
         self.socket.connect(endpoint)
         self.poller = zmq.Poller()
         self.poller.register(self.socket, zmq.POLLIN)
@@ -233,7 +234,7 @@ class EngineSocket:
     def reconnected(self) -> bool:
         """True once per re-established connection (after the first): time to say hello again."""
         again = False
-        while self._monitor.poll(0):
+        while self._monitor is not None and self._monitor.poll(0):
             self._monitor.recv_multipart()
             self._handshakes += 1
             again = again or self._handshakes > 1
@@ -249,9 +250,10 @@ class EngineSocket:
         return decode(self.socket.recv())
 
     def close(self) -> None:
-        try:
-            self.socket.disable_monitor()
-        except zmq.ZMQError:
-            pass
-        self._monitor.close(linger=0)
+        if self._monitor is not None:
+            try:
+                self.socket.disable_monitor()
+            except zmq.ZMQError:
+                pass
+            self._monitor.close(linger=0)
         self.socket.close(linger=0)

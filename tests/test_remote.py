@@ -4,9 +4,11 @@ separate programs with ``--connect``, exactly as an entrant would run them."""
 from __future__ import annotations
 
 import os
+import queue
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -263,3 +265,110 @@ def test_cli_match_with_a_remote_participant(tmp_path, keys):
         assert engine.wait(10) == 0
     finally:
         stop(engine)
+
+
+# --- fair lag -------------------------------------------------------------------------------------
+
+
+class DelayProxy:
+    """Forwards tcp from its own port to ``target``, delivering every chunk ``delay`` seconds
+    after it arrived, in each direction (a netem-free stand-in for a distant participant)."""
+
+    def __init__(self, target_port: int, delay: float):
+        self.target, self.delay = target_port, delay
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.sockets: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", self.target))
+            for s in (client, server):
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.sockets += [client, server]
+            for a, b in ((client, server), (server, client)):
+                line: queue.Queue = queue.Queue()
+                threading.Thread(target=self._read, args=(a, line), daemon=True).start()
+                threading.Thread(target=self._write, args=(b, line), daemon=True).start()
+
+    def _read(self, source: socket.socket, line: queue.Queue) -> None:
+        while True:
+            try:
+                data = source.recv(65536)
+            except OSError:
+                data = b""
+            line.put((time.monotonic() + self.delay, data))
+            if not data:
+                return
+
+    def _write(self, sink: socket.socket, line: queue.Queue) -> None:
+        while True:
+            due, data = line.get()
+            time.sleep(max(0.0, due - time.monotonic()))
+            try:
+                if not data:
+                    sink.shutdown(socket.SHUT_WR)
+                    return
+                sink.sendall(data)
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self.listener.close()
+        for s in self.sockets:
+            s.close()
+
+
+STEADY = ROOT / "tests" / "engines" / "steady.py"
+
+
+def lagged_game(tmp_path, keys, policy: LagPolicy):
+    """A correct engine at st=0.1 behind 30 ms of latency each way, against a local one."""
+    folder, roster = keys
+    hub = hub_for(folder, roster, lag=policy)
+    proxy = DelayProxy(int(hub.endpoint.rsplit(":", 1)[1]), 0.030)
+    engine = subprocess.Popen([PY, str(STEADY), "--connect", f"tcp://127.0.0.1:{proxy.port}", "--server-key",
+                               str(folder / "referee.pub"), "--key", str(folder / "alice.key")],
+                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        return play(hub, remote(hub, "alice"), EngineConfig(RANDOM, name="local", cwd=str(ROOT)), tmp_path,
+                    fmt="games=1", tc="st=0.1").records[0]
+    finally:
+        stop(engine)
+        proxy.close()
+        hub.close()
+
+
+def test_with_30_ms_of_lag_a_correct_engine_at_st_01_never_loses_on_time(tmp_path, keys):
+    record = lagged_game(tmp_path / "with", keys, LagPolicy())
+    assert record.reason == "normal", record.detail
+    alice = [e for e in record.events if e.seat >= 0 and record.players[e.seat] == "alice"]
+    assert len(alice) >= 5
+    assert all(e.lag_ms >= 55 for e in alice)  # the proxy's 2 × 30 ms, measured...
+    assert all(e.measured_ms > 100 + 50 - 5 for e in alice)  # ...beyond the allowance and margin...
+    assert all(0 < e.compensated_ms <= e.lag_ms for e in alice)  # ...and not charged
+    assert sum(e.compensated_ms for e in alice) <= LagPolicy().quota_ms
+
+
+def test_without_the_lag_policy_the_same_engine_loses_on_time(tmp_path, keys):
+    record = lagged_game(tmp_path / "without", keys, LagPolicy(move_ms=0, quota_ms=0))
+    assert record.reason == "time" and record.players[record.forfeit_seat] == "alice", record.detail
+
+
+def test_lag_compensation_is_capped_per_move_and_per_game():
+    from arbiter.hosting.remote import LagAccount
+
+    account = LagAccount(LagPolicy(move_ms=100, quota_ms=250))
+    account.rtts.extend([40, 41, 39])  # median 40: bound 2 × 40 + 10 = 90
+    assert account.compensate(300, 100) == (200, 90)  # an engine claiming lag beyond its round trip
+    assert account.compensate(150, None) == (0, 0)  # nothing reported: nothing compensated
+    assert account.compensate(200, 0) == (200, 90)
+    assert account.compensate(200, 0) == (200, 70)  # the quota's last 70 ms
+    assert account.compensate(200, 0) == (200, 0)
+    account.new_game()
+    assert account.quota_left == 250
