@@ -374,3 +374,70 @@ def test_lag_compensation_is_capped_per_move_and_per_game():
     assert account.compensate(200, 0) == (200, 0)
     account.new_game()
     assert account.quota_left == 250
+
+
+# --- disconnect and reconnect ---------------------------------------------------------------------
+
+
+def steady(endpoint: str, folder: Path, reserve: int) -> subprocess.Popen:
+    return subprocess.Popen([PY, str(STEADY), "--connect", endpoint, "--server-key", str(folder / "referee.pub"),
+                             "--key", str(folder / "alice.key"), "--reserve", str(reserve)],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def test_an_engine_killed_mid_game_and_restarted_within_the_grace_period_resumes(tmp_path, keys):
+    """alice's engine is killed with -9 while thinking; a fresh process with the same key comes back,
+    is sent the game again (new_game, then the pending request with every move so far) and plays on."""
+    folder, roster = keys
+    logs: list[str] = []
+    hub = hub_for(folder, roster, grace=20, logs=logs)
+    first = steady(hub.endpoint, folder, reserve=4700)  # 300 ms a move at st=5
+    second = None
+    result: list = []
+    runner = threading.Thread(target=lambda: result.append(
+        play(hub, remote(hub, "alice"), EngineConfig(RANDOM, name="local", cwd=str(ROOT)), tmp_path,
+             fmt="games=1", tc="st=5")))
+    try:
+        runner.start()
+        time.sleep(2.5)
+        assert runner.is_alive()
+        first.kill()
+        first.wait(5)
+        time.sleep(0.5)
+        second = steady(hub.endpoint, folder, reserve=4700)
+        runner.join(120)
+        record = result[0].records[0]
+        assert record.reason == "normal", record.detail
+        assert any("alice reconnected" in line for line in logs), logs
+        second.kill()
+        told = second.communicate(timeout=10)[1]
+        moves = int(told.split("first request: ply ")[1].split(", ")[1].split()[0])
+        assert moves >= 3, told  # the whole game so far, not just the last move
+        assert verify(record) == []
+    finally:
+        stop(first, *([second] if second else []))
+        hub.close()
+
+
+def test_an_engine_gone_past_the_grace_period_forfeits_disconnect(tmp_path, keys):
+    folder, roster = keys
+    hub = hub_for(folder, roster, grace=1.0)
+    engine = steady(hub.endpoint, folder, reserve=4700)
+    result: list = []
+    runner = threading.Thread(target=lambda: result.append(
+        play(hub, remote(hub, "alice"), EngineConfig(RANDOM, name="local", cwd=str(ROOT)), tmp_path,
+             fmt="games=1", tc="st=30")))
+    try:
+        runner.start()
+        time.sleep(2.5)
+        engine.kill()
+        engine.wait(5)
+        killed = time.monotonic()
+        runner.join(60)
+        record = result[0].records[0]
+        assert (record.reason, record.players[record.forfeit_seat]) == ("disconnect", "alice"), record.detail
+        assert "not back within 1 s" in record.detail
+        assert time.monotonic() - killed < 10  # the grace period, plus noticing the loss; not the 30 s clock
+    finally:
+        stop(engine)
+        hub.close()

@@ -21,7 +21,12 @@ def main() -> int:
     args = parser.parse_args()
     rng = random.Random(args.seed)
 
+    first = []
+
     def decide(request, game):
+        if not first:  # what a (re)started engine is told first: a resumed game comes with its history
+            first.append(request)
+            print(f"first request: ply {request.ply}, {len(request.last_moves)} moves", file=sys.stderr, flush=True)
         if request.time_left_ms:
             time.sleep(max(0, request.time_left_ms - args.reserve) / 1000)
         return rng.choice(request.legal_moves)
