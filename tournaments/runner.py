@@ -85,6 +85,8 @@ class Runner:
         self.cfg, self.db, self.seed = cfg, db, seed
         self.backend = backend
         self.concurrency = concurrency or cfg.concurrency
+        if cfg.remote is not None:  # one listening port, held by one worker
+            self.concurrency = 1
         self.names = [e.name for e in cfg.engines]
         self.director = Director(ScheduleSpec.from_config(cfg, seed))
         self.results: dict[tuple[str, int], GameResult] = {}
@@ -126,7 +128,16 @@ class Runner:
                            engines=[e.engine_config(hide=self._hidden()) for e in cfg.engines],
                            time_control=cfg.time_control,
                            margin=cfg.margin_ms / 1000, master_seed=master_seed(self.seed), tid=cfg.tid,
-                           run_dir=Path(self.db.path).with_name(Path(self.db.path).stem + "-logs"))
+                           run_dir=Path(self.db.path).with_name(Path(self.db.path).stem + "-logs"),
+                           remote=self._remote())
+
+    def _remote(self) -> dict | None:
+        r = self.cfg.remote
+        if r is None:
+            return None
+        return dict(roster=str(r.roster), server_key=str(r.server_key) if r.server_key else None, listen=r.listen,
+                    deadline=time.time() + r.wait, grace=r.grace, insecure=r.insecure, lag_move_ms=r.lag_move_ms,
+                    lag_quota_ms=r.lag_quota_ms)
 
     def _hidden(self) -> tuple[str, ...]:
         """What engines must not see: the results folder, the tournament file (its seed), the seed

@@ -588,8 +588,8 @@ class RemoteSession(EngineSession):
             raise self._lost_fault(f"{self.config.participant}'s connection was lost")
 
     def stop(self, grace: float = 0.5) -> None:
-        if self.connection is not None and self.connection.connected and self.alive():
-            self.request_quit()
+        """Let go of the participant without telling it to quit: it stays connected for its next
+        game (``request_quit`` is what ends it, at the end of a match or event)."""
         if self.connection is not None:
             self.connection.close()
             self.connection = None
