@@ -111,3 +111,43 @@ def test_a_malformed_roster_or_an_open_key_file_is_refused(tmp_path, keys):
     (folder / "referee.key").chmod(0o644)
     done = cli("check", str(path))
     assert done.returncode == 2 and "chmod 600" in done.stdout + done.stderr, done.stdout + done.stderr
+
+
+def test_the_director_killed_and_resumed_finishes_with_its_participants_still_connected(tmp_path, keys):
+    """kill -9 of the tournament mid-event: the port closes with it; the participant's engine
+    keeps redialling, says hello again when ``resume`` listens anew, and plays the rest."""
+    import os
+    import signal
+    import time
+
+    from test_remote import STEADY
+
+    folder, roster = keys
+    port = free_port()
+    path = event(tmp_path, folder, roster, port, {"alice-steady": "alice"}, extra='time_control = "st=0.1"\n')
+    path.write_text(path.read_text().replace('time_control = "20"\n', "").replace('match = "games=2"',
+                                                                                  'match = "games=6"'))
+    alice = subprocess.Popen([PY, str(STEADY), "--connect", f"tcp://127.0.0.1:{port}", "--server-key",
+                              str(folder / "referee.pub"), "--key", str(folder / "alice.key"), "--reserve", "60"],
+                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        first = subprocess.Popen([PY, "-m", "tournaments", "run", str(path), "--quiet", "--no-report"], cwd=ROOT,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(records(tmp_path / "event.sqlite") if (tmp_path / "event.sqlite").exists() else []) < 2:
+            time.sleep(0.2)
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(10)
+        before = len(records(tmp_path / "event.sqlite"))
+        assert 2 <= before < 6, before
+        time.sleep(1.0)
+        assert alice.poll() is None  # still there, redialling
+        done = cli("resume", str(path), "--quiet", "--no-report")
+        assert done.returncode == 0, done.stdout + done.stderr
+        games = records(tmp_path / "event.sqlite")
+        assert len(games) == 6 and all(g["reason"] == "normal" for g in games), [g["detail"] for g in games]
+        assert alice.wait(15) == 0  # the same process played the whole event, told to quit at the end
+    finally:
+        if alice.poll() is None:
+            alice.kill()
+        alice.wait(5)
