@@ -7,7 +7,8 @@ Run from the repository root::
     .venv/bin/python bench/bench_remote.py --rounds 2 --trips 1000
 
 Variants, measured side by side and interleaved in rounds (so machine noise hits them alike),
-each over tcp on 127.0.0.1 with a ROUTER (the referee) and a DEALER (the engine) in two threads:
+each over tcp on 127.0.0.1 with a ROUTER (the referee, this process) and a DEALER (the engine, a
+process of its own, as in a real event: each side's ZeroMQ I/O thread does its own side's crypto):
 
 * ``raw plain`` / ``raw curve``: pyzmq only, a 300-byte frame echoed back;
 * ``hub plain`` / ``hub curve``: the referee's own path: a ``RemoteHub`` (ZAP-admitted, roster,
@@ -21,9 +22,9 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -38,33 +39,43 @@ from protocol.codec import decode, encode  # noqa: E402
 from protocol.messages import Hello, Info, Reply, Request  # noqa: E402
 
 CTX = zmq.Context.instance()
+PY = sys.executable
 
 
-def echo(sock: zmq.Socket, stop: threading.Event, answer=None) -> None:
-    poller = zmq.Poller()
-    poller.register(sock, zmq.POLLIN)
-    while not stop.is_set():
-        if poller.poll(100):
-            data = sock.recv()
-            sock.send(answer(data) if answer else data)
-    sock.close(0)
+def peer(endpoint: str, folder: Path | None, protocol: bool) -> subprocess.Popen:
+    """The engine side in its own process: echoes frames (raw) or answers requests (protocol)."""
+    argv = [PY, __file__, "--peer", endpoint] + (["--keys", str(folder)] if folder else []) \
+        + (["--protocol"] if protocol else [])
+    return subprocess.Popen(argv, cwd=ROOT)
 
 
-def raw(secure: bool, trips: int) -> list[float]:
+def run_peer(endpoint: str, keys: str | None, protocol: bool) -> int:
+    sock = CTX.socket(zmq.DEALER)
+    sock.linger = 0
+    if keys:
+        curve.client_options(sock, curve.load_public(Path(keys) / "referee.pub"),
+                             curve.load_keypair(Path(keys) / "alice.key"))
+    sock.connect(endpoint)
+    sock.send(encode(Hello(name="alice")) if protocol else b"hello")
+    while True:
+        data = sock.recv()
+        if data == b"stop":
+            return 0
+        if protocol:
+            req = decode(data)
+            data = encode(Reply(game_id=req.game_id, seq=req.seq, move="b4c4", info=Info(time_ms=0)))
+        sock.send(data)
+
+
+def raw(secure: bool, trips: int, folder: Path) -> list[float]:
     router = CTX.socket(zmq.ROUTER)
-    dealer = CTX.socket(zmq.DEALER)
+    router.linger = 0
     if secure:
-        spub, ssec = zmq.curve_keypair()
-        cpub, csec = zmq.curve_keypair()
-        router.curve_server, router.curve_publickey, router.curve_secretkey = True, spub, ssec
-        dealer.curve_serverkey, dealer.curve_publickey, dealer.curve_secretkey = spub, cpub, csec
+        router.curve_server = True
+        router.curve_publickey, router.curve_secretkey = curve.load_keypair(folder / "referee.key")
     router.bind("tcp://127.0.0.1:0")
-    dealer.connect(router.last_endpoint.decode())
-    dealer.send(b"hello")
+    proc = peer(router.last_endpoint.decode(), folder if secure else None, protocol=False)
     ident, _ = router.recv_multipart()
-    stop = threading.Event()
-    t = threading.Thread(target=echo, args=(dealer, stop))
-    t.start()
     payload = os.urandom(300)
     times = []
     for _ in range(trips):
@@ -72,8 +83,8 @@ def raw(secure: bool, trips: int) -> list[float]:
         router.send_multipart([ident, payload])
         router.recv_multipart()
         times.append(time.perf_counter() - t0)
-    stop.set()
-    t.join()
+    router.send_multipart([ident, b"stop"])
+    proc.wait(10)
     router.close(0)
     return times
 
@@ -82,21 +93,9 @@ def hub(secure: bool, trips: int, folder: Path) -> list[float]:
     roster = Roster.load(folder / "roster.toml")
     h = RemoteHub("tcp://127.0.0.1:0", roster, None if not secure else folder / "referee.key", insecure=not secure,
                   log=lambda text: None)
-    dealer = CTX.socket(zmq.DEALER)
-    if secure:
-        curve.client_options(dealer, curve.load_public(folder / "referee.pub"), curve.load_keypair(folder / "alice.key"))
-    dealer.connect(h.endpoint)
-    dealer.send(encode(Hello(name="alice")))
+    proc = peer(h.endpoint, folder if secure else None, protocol=True)
     conn = h.connection("alice")
-    assert conn.wait(5000) and isinstance(conn.receive(), Hello)
-
-    def answer(data: bytes) -> bytes:
-        req = decode(data)
-        return encode(Reply(game_id=req.game_id, seq=req.seq, move="b4c4", info=Info(time_ms=0)))
-
-    stop = threading.Event()
-    t = threading.Thread(target=echo, args=(dealer, stop, answer))
-    t.start()
+    assert conn.wait(10000) and isinstance(conn.receive(), Hello)
     request = Request(game_id="20261201-000000-abcdef.1.123456", seq=0, kind="move", seat=0,
                       position="r1 r2 . . . / r3 . . . . / . . . . b6 / . . . b5 b4 / . . b3 b2 b1 0 5",
                       ply=12, clocks_ms=[59000, 58000], time_left_ms=59000,
@@ -111,8 +110,8 @@ def hub(secure: bool, trips: int, folder: Path) -> list[float]:
         reply = conn.receive()
         times.append(time.perf_counter() - t0)
         assert reply.seq == i + 1
-    stop.set()
-    t.join()
+    h.socket.send_multipart([conn.peer.route, b"stop"])
+    proc.wait(10)
     h.close()
     return times
 
@@ -121,13 +120,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--trips", type=int, default=4000)
+    parser.add_argument("--peer", help=argparse.SUPPRESS)
+    parser.add_argument("--keys", help=argparse.SUPPRESS)
+    parser.add_argument("--protocol", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.peer:
+        return run_peer(args.peer, args.keys, args.protocol)
     folder = Path(tempfile.mkdtemp(prefix="bench-remote-"))
     for name in ("referee", "alice"):
         curve.keygen(name, folder)
     (folder / "roster.toml").write_text(f'[[participant]]\nname = "alice"\n'
                                         f'public = "{curve.load_public(folder / "alice.pub").decode()}"\n')
-    variants = {"raw plain": lambda: raw(False, args.trips), "raw curve": lambda: raw(True, args.trips),
+    variants = {"raw plain": lambda: raw(False, args.trips, folder), "raw curve": lambda: raw(True, args.trips, folder),
                 "hub plain": lambda: hub(False, args.trips, folder), "hub curve": lambda: hub(True, args.trips, folder)}
     results: dict[str, list[float]] = {k: [] for k in variants}
     for r in range(args.rounds):
