@@ -114,11 +114,13 @@ grace = 15
                                 cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     started = time.monotonic()
-    engines = {name: engine(i, name) for i, name in enumerate(names)}
+    engines: dict[str, subprocess.Popen] = {}
     victim = names[min(6, len(names) - 1)]
     db = work / "event.sqlite"
     log = []
     try:
+        for i, name in enumerate(names):
+            engines[name] = engine(i, name)
         director = subprocess.Popen([PY, "-m", "tournaments", "run", str(event), "--quiet", "--no-report"],
                                     cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         expected = args.rounds * (args.participants // 2) * 5  # about five games an olympiad match
