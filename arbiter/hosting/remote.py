@@ -42,8 +42,10 @@ PUMP_BURST = 256
 """At most this many frames are read from the socket in one go (bounded CPU per poll)."""
 HANDSHAKE_MS = 5000
 """A connection that has not completed its CURVE handshake by then is closed (slowloris)."""
-HEARTBEAT_MS, HEARTBEAT_TIMEOUT_MS = 1000, 4000
-"""ZeroMQ heartbeats: a peer silent at the transport level this long is disconnected."""
+HEARTBEAT_MS, HEARTBEAT_TIMEOUT_MS = 1000, 3000
+"""ZeroMQ heartbeats: a peer silent at the transport level this long is disconnected (sooner
+than an engine's own 4 s, so when a dead link is redialled the referee has already let it go,
+and the new connection is not refused as a second one)."""
 PROBE_SEQ = -1
 """Seq of the referee's liveness probes; their pongs are the hub's, not a session's."""
 
