@@ -441,3 +441,35 @@ def test_an_engine_gone_past_the_grace_period_forfeits_disconnect(tmp_path, keys
     finally:
         stop(engine)
         hub.close()
+
+
+# --- the C sample engine as a remote participant -----------------------------------------------------
+
+C_DIR = ROOT / "sample_engines" / "c"
+
+
+def test_the_c_sample_engine_plays_as_a_remote_participant(tmp_path, keys):
+    """Language neutrality over tcp: the C engine (libzmq's own CURVE, keys in the agreed files)
+    takes alice's seat through the hub and plays the Python engine."""
+    import shutil
+
+    if not (C_DIR / "Makefile").exists():
+        pytest.skip("no sample_engines/c in this tree")
+    if shutil.which("make") is None:
+        pytest.skip("no make here")
+    built = subprocess.run(["make", "-s", "-C", str(C_DIR), f"BUILD={tmp_path}"], capture_output=True, text=True)
+    if built.returncode != 0:
+        pytest.skip(f"the C engine does not build here (libzmq / msgpack-c missing?): {built.stderr[-200:]}")
+    folder, roster = keys
+    hub = hub_for(folder, roster)
+    engine = subprocess.Popen([str(tmp_path / "einstein-c"), "--connect", hub.endpoint, "--server-key",
+                               str(folder / "referee.pub"), "--key", str(folder / "alice.key")],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        result = play(hub, remote(hub, "alice"), EngineConfig(RANDOM, name="local", cwd=str(ROOT)), tmp_path)
+        assert [r.reason for r in result.records] == ["normal", "normal"], [r.detail for r in result.records]
+        assert all(verify(r) == [] for r in result.records)
+        assert engine.wait(10) == 0
+    finally:
+        stop(engine)
+        hub.close()
