@@ -296,7 +296,7 @@ def _hosting(args: argparse.Namespace) -> dict:
             raise ValueError(f"--limit {pair!r}: expected KEY=VALUE (e.g. memory_mb=2048)")
         key, value = pair.split("=", 1)
         limits[key.strip()] = value.strip()
-    secrets_ = [getattr(args, name, None) for name in ("key", "seed_file")]  # what engines must never read
+    secrets_ = [getattr(args, name, None) for name in ("key", "seed_file", "server_key")]  # engines never read these
     hide = tuple(str(Path(p).resolve()) for p in secrets_ if p and p != "-")
     return dict(sandbox=SandboxMode(getattr(args, "sandbox", None) or "auto"), limits=Limits.from_mapping(limits),
                 ponder=bool(getattr(args, "ponder", False)), hide=hide)

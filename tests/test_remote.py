@@ -473,3 +473,12 @@ def test_the_c_sample_engine_plays_as_a_remote_participant(tmp_path, keys):
     finally:
         stop(engine)
         hub.close()
+
+
+def test_local_engines_are_never_shown_the_referees_curve_key(tmp_path):
+    """With its secret, a local engine could pose as the referee to the remote participants."""
+    from arbiter.cli import _hosting, build_parser
+
+    args = build_parser().parse_args(["match", "--game", "einstein", "--engine", "a", "--engine", "b",
+                                      "--server-key", str(tmp_path / "referee.key")])
+    assert str((tmp_path / "referee.key").resolve()) in _hosting(args)["hide"]

@@ -143,7 +143,8 @@ class Runner:
         """What engines must not see: the results folder, the tournament file (its seed), the seed
         and key files."""
         paths = [Path(self.db.path).resolve().parent]
-        for path in (self.cfg.source_path, self.cfg.seed_file, self.cfg.key_file):
+        server_key = self.cfg.remote.server_key if self.cfg.remote else None  # the referee's CURVE secret
+        for path in (self.cfg.source_path, self.cfg.seed_file, self.cfg.key_file, server_key):
             if path and not str(path).startswith("<"):
                 paths.append(Path(path).resolve())
         return tuple(str(p) for p in paths)
