@@ -411,6 +411,8 @@ class RemoteConnection:
         self.pending: Request | None = None
         self.resent_ready: int | None = None
         self.reconnections = 0
+        self.stale = 0
+        """Messages before the participant's hello, dropped unread."""
         if peer.hello is not None and peer.gone_since is None:
             peer.queue.appendleft(encode(peer.hello))  # a new session of a connected participant
 
@@ -473,6 +475,9 @@ class RemoteConnection:
                 self.introduced = True
                 return msg
             self._resume()
+            return None
+        if not self.introduced:
+            self.stale += 1  # e.g. a reply an engine had queued for a referee that was restarted since
             return None
         if isinstance(msg, Ready) and self.resent_ready is not None and msg.seq == self.resent_ready:
             self.resent_ready = None
