@@ -19,7 +19,7 @@ test: $(BIN)/arbiter
 
 # The whole hostile-engine suite (issue 11): every attack an entrant could try, fast ones included.
 hostile: $(BIN)/arbiter
-	$(BIN)/pytest -q tests/test_hostile.py
+	$(BIN)/pytest -q tests/test_hostile.py tests/test_remote_hostile.py
 
 # The same suite under coverage (engine subprocesses and tournament workers included; see
 # [tool.coverage.*] in pyproject.toml), ending with the line and branch totals. CI runs this.

@@ -8,6 +8,7 @@ holding the unsaved records); 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections import Counter
 import json
 import math
@@ -23,6 +24,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+import zmq
+
+from protocol import curve
 from protocol.messages import EndReason
 
 from .clock import DEFAULT_MARGIN_MS, parse_time_control
@@ -31,6 +35,7 @@ from .formats.match import Match, MatchFormat
 from .formats.solo import SuiteResult, compare, run_suite
 from .games import OptionError, Utility, game_class, game_names, load_game
 from .hosting import EngineConfig, Limits, parse_cpus
+from .hosting.remote import LagPolicy, RemoteHub, Roster
 from .hosting.sandbox import SandboxMode
 from .hosting.sandbox import support as sandbox_support
 from .records import GameRecord
@@ -174,7 +179,8 @@ def cmd_match(args: argparse.Namespace) -> int:
         seed, _ = read_seed(args)
         configs = tuple(_engine_config(cmd, names[i] or f"{'AB'[i]}:{_guess_name(cmd)}", args, args.restart, i)
                         for i, cmd in enumerate(args.engine))
-    except (OptionError, ValueError) as exc:
+        hub = _open_hub(args, configs)
+    except (OptionError, ValueError, KeyFileError) as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
         return EXIT_USAGE
     if seeded and seed is None:
@@ -183,6 +189,17 @@ def cmd_match(args: argparse.Namespace) -> int:
     setup = dict(game=game.name, options=game.options, tc=tc.text, format=args.format, margin=args.margin,
                  sprt=args.sprt,
                  engine=list(args.engine), name=[c.name for c in configs], seeded=seed is not None)
+    if hub is not None:
+        configs = tuple(dataclasses.replace(c, endpoint=hub.endpoint) if c.participant else c for c in configs)
+    try:
+        return _run_match(args, game, tc, seed, configs, setup, match_id, done, sprt_bounds)
+    finally:
+        if hub is not None:
+            hub.close()
+
+
+def _run_match(args, game, tc, seed, configs, setup, match_id, done, sprt_bounds) -> int:
+    """The match itself, once its configuration is known to be good (and a remote hub listens)."""
     store, code = _prepare(args, configs)
     if store is None:
         return code
@@ -302,7 +319,20 @@ def _engine_config(command: str, name: str, args: argparse.Namespace, restart: b
     """An engine command line (``{python}``: the Python running the referee), or
     ``tcp://HOST:PORT`` to wait there for a remote engine; the hosting options (sandbox, limits,
     pondering, the index-th ``--cpus``) from ``args``."""
+    if command.startswith("remote:"):
+        participant = command[len("remote:"):]
+        if not participant:
+            raise ValueError(f"--engine {command!r}: expected remote:NAME (a participant of --roster)")
+        if not hasattr(args, "roster"):
+            raise ValueError(f"--engine {command}: remote participants play in 'arbiter match' and tournaments")
+        return EngineConfig(command=None, participant=participant, name=participant)
+    if command.startswith("tcp://") and not getattr(args, "insecure", False):
+        raise ValueError(f"--engine {command}: plain tcp lets anyone take the seat; use remote:NAME with --roster "
+                         f"(CURVE), or add --insecure")
     if command.startswith(("tcp://", "ipc://")):
+        if command.startswith("tcp://"):
+            console.print(f"[bold red]WARNING: INSECURE: {escape(command)} is plain tcp: anyone can read the games "
+                          f"and take the seat; every record says so[/]")
         return EngineConfig(command=None, endpoint=command, name=name, handshake_timeout=300.0)
     command = command.replace("{python}", shlex.quote(sys.executable))  # this Python, with the project's packages
     cpus = getattr(args, "cpus", None) or []
@@ -311,6 +341,55 @@ def _engine_config(command: str, name: str, args: argparse.Namespace, restart: b
     except ValueError as exc:
         raise ValueError(f"--cpus {cpus[index]} (engine {index + 1}): {exc}") from None
     return EngineConfig(command=command, name=name, restart_each_game=restart, cpus=pinned, **_hosting(args))
+
+
+def _remote_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--roster", help="TOML roster of remote participants (for --engine remote:NAME)")
+    p.add_argument("--server-key", help="the referee's CURVE key file (arbiter keygen referee): encrypts and "
+                                        "authenticates the --listen endpoint")
+    p.add_argument("--listen", default="tcp://0.0.0.0:7340", help="where remote participants connect "
+                                                                  "(default tcp://0.0.0.0:7340)")
+    p.add_argument("--insecure", action="store_true", help="plain tcp without CURVE: anyone on the network reads "
+                                                           "the games and can take a seat (recorded in every record)")
+    p.add_argument("--wait", type=float, default=300.0, help="seconds to wait for remote participants before "
+                                                             "their games are forfeited 'absent' (default 300)")
+    p.add_argument("--grace", type=float, default=30.0, help="seconds a disconnected remote engine may take to "
+                                                             "reconnect before it forfeits 'disconnect' (default 30)")
+    p.add_argument("--lag-move-ms", type=int, default=LagPolicy.move_ms,
+                   help=f"network lag compensated per decision at most (default {LagPolicy.move_ms}; 0: none)")
+    p.add_argument("--lag-quota-ms", type=int, default=LagPolicy.quota_ms,
+                   help=f"network lag compensated per game at most (default {LagPolicy.quota_ms})")
+
+
+def _open_hub(args: argparse.Namespace, configs) -> RemoteHub | None:
+    """The listening hub for the remote participants among ``configs`` (None if there are none)."""
+    wanted = [c.participant for c in configs if getattr(c, "participant", None)]
+    if not wanted:
+        return None
+    if not args.roster:
+        raise ValueError("--engine remote:NAME needs --roster FILE")
+    roster = Roster.load(args.roster)
+    insecure = args.insecure or roster.insecure
+    if not insecure and not args.server_key:
+        raise ValueError("remote participants need the referee's CURVE key: --server-key FILE "
+                         "(make one with: arbiter keygen referee), or --insecure")
+    for name in wanted:
+        if roster.find(name) is None:
+            raise ValueError(f"--engine remote:{name}: {name!r} is not in the roster {args.roster}")
+    if not args.listen.startswith("tcp://"):
+        raise ValueError(f"--listen {args.listen}: expected tcp://HOST:PORT")
+    if args.lag_move_ms < 0 or args.lag_quota_ms < 0:
+        raise ValueError("--lag-move-ms and --lag-quota-ms must not be negative")
+    try:
+        hub = RemoteHub(args.listen, roster, args.server_key, insecure=insecure, deadline=args.wait,
+                        grace=args.grace, lag=LagPolicy(move_ms=args.lag_move_ms, quota_ms=args.lag_quota_ms),
+                        log=lambda text: console.print(escape(text), highlight=False, soft_wrap=True))
+    except zmq.ZMQError as exc:
+        raise ValueError(f"--listen {args.listen}: {exc}") from None
+    if insecure:
+        console.print(f"[bold red]WARNING: INSECURE: {hub.endpoint} is plain tcp without CURVE[/]")
+    console.print(f"waiting for {', '.join(wanted)} on {hub.endpoint} (up to {args.wait:g} s)")
+    return hub
 
 
 def _hosting(args: argparse.Namespace) -> dict:
@@ -322,7 +401,7 @@ def _hosting(args: argparse.Namespace) -> dict:
             raise ValueError(f"--limit {pair!r}: expected KEY=VALUE (e.g. memory_mb=2048)")
         key, value = pair.split("=", 1)
         limits[key.strip()] = value.strip()
-    secrets_ = [getattr(args, name, None) for name in ("key", "seed_file")]  # what engines must never read
+    secrets_ = [getattr(args, name, None) for name in ("key", "seed_file", "server_key")]  # engines never read these
     hide = tuple(str(Path(p).resolve()) for p in secrets_ if p and p != "-")
     return dict(sandbox=SandboxMode(getattr(args, "sandbox", None) or "auto"), limits=Limits.from_mapping(limits),
                 ponder=bool(getattr(args, "ponder", False)), hide=hide)
@@ -544,8 +623,17 @@ def cmd_check_engine(args: argparse.Namespace) -> int:
 
 
 def cmd_keygen(args: argparse.Namespace) -> int:
+    if args.name:  # a CURVE key pair: a remote participant's, or the referee's tcp endpoint's
+        try:
+            secret, public = curve.keygen(args.name, args.out or ".")
+        except (curve.KeyFileError, OSError) as exc:
+            console.print(f"[red]error:[/] {escape(str(exc))}")
+            return EXIT_USAGE
+        console.print(f"CURVE key {curve.fingerprint(curve.load_public(public).decode())}: secret key {secret} "
+                      f"(mode 600: keep it private), public key {public} (give it to the organiser / the engines)")
+        return EXIT_OK
     try:
-        secret, public = keygen(args.out)
+        secret, public = keygen(args.out or "keys")
     except (KeyFileError, OSError) as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
@@ -791,8 +879,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("match", help="play a match between two engines")
     m.add_argument("--game", help="game name (arbiter games lists them)")
-    m.add_argument("--engine", action="append", default=[], help="engine command line ({python}: this Python), or tcp://HOST:PORT to wait for "
-                                                            "a remote engine there (give twice: A then B)")
+    m.add_argument("--engine", action="append", default=[],
+                   help="engine command line ({python}: this Python), or remote:NAME for a participant of --roster "
+                        "connecting over tcp, or tcp://HOST:PORT with --insecure (give twice: A then B)")
     m.add_argument("--name", action="append", help="engine display name (give twice)")
     m.add_argument("--option", action="append", default=[], help="game option KEY=VALUE (repeatable)")
     m.add_argument("--tc", default="180", help="time control, e.g. 180, 180+2, 40/60+0.5, st=1, 60+3x10, inf")
@@ -806,6 +895,7 @@ def build_parser() -> argparse.ArgumentParser:
     _seed_arguments(m)
     _hosting_arguments(m)
     m.add_argument("--restart", action="store_true", help="restart engines for every game")
+    _remote_arguments(m)
     m.add_argument("--db", default="runs/results.sqlite",
                    help="SQLite results file (its <stem>.jsonl export and <stem>-logs/ engine logs beside it)")
     m.add_argument("--resume", nargs="?", const="", metavar="MATCH_ID",
@@ -865,8 +955,12 @@ def build_parser() -> argparse.ArgumentParser:
     _hosting_arguments(ce)
     ce.set_defaults(func=cmd_check_engine)
 
-    k = sub.add_parser("keygen", help="make the referee's Ed25519 key pair for signing records")
-    k.add_argument("--out", default="keys", help="folder for referee.key (mode 600) and referee.pub")
+    k = sub.add_parser("keygen", help="without NAME: the referee's Ed25519 key pair for signing records; "
+                                      "with NAME: a CURVE key pair NAME.key/NAME.pub for tcp")
+    k.add_argument("name", nargs="?", help="make a CURVE key pair (a remote participant's, or 'referee' for the "
+                                           "referee's tcp endpoint)")
+    k.add_argument("--out", default=None, help="folder for the key files (default: keys for the signing key, "
+                                               "the current folder for NAME)")
     k.set_defaults(func=cmd_keygen)
 
     g = sub.add_parser("games", help="list the games the referee knows")

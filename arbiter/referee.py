@@ -84,6 +84,8 @@ class Referee:
             options=dict(game.options), players=players or [e.name for e in engines],
             seat_roles=list(game.seat_roles), time_control=time_control.text, margin_ms=int(margin * 1000),
             started_at=time.time(), dice_stream=dice.stream, dice_commitment=dice.commitment)
+        if any(getattr(e, "insecure", False) for e in engines):
+            self.record.insecure = True
 
     def _next_seq(self) -> int:
         self.seq += 1
@@ -94,6 +96,8 @@ class Referee:
     def forfeit_unstarted(self, seat: int, fault: EngineFault) -> GameRecord:
         """The record of a game lost before it began because seat's engine could not be started
         or refused the handshake."""
+        if fault.reason == EndReason.ABSENT:
+            return self._finish(_Forfeit(seat, EndReason.ABSENT, fault.detail))
         return self._finish(_Forfeit(seat, EndReason.NOT_STARTED, f"{fault.reason}: {fault.detail}"))
 
     def play(self) -> GameRecord:
@@ -187,6 +191,7 @@ class Referee:
         replies = self._collect(sent, resting_since)
         self._unrested = list(seats)
         moves: dict[int, str] = {}
+        lags: dict[int, tuple[float, float]] = {}
         for seat in seats:
             reply, elapsed = replies[seat]
             kind = requests[seat].kind
@@ -195,6 +200,10 @@ class Referee:
             except IllegalMove as exc:
                 raise _Forfeit(seat, EndReason.ILLEGAL_MOVE, f"{kind} {reply.move!r}: {exc}") from None
             allowed_ms = self.clocks[seat].allowance_ms()  # before charging: a fallen flag allows nothing
+            lag = getattr(self.engines[seat], "lag", None)  # a remote engine: network lag not charged
+            if lag is not None:
+                lags[seat] = lag.compensate(elapsed * 1000, reply.info.time_ms if reply.info else None)
+                elapsed = max(0.0, elapsed - lags[seat][1] / 1000)
             if not self.clocks[seat].charge(elapsed, self.margin):  # the watchdog's twin, for races
                 raise _Forfeit(seat, EndReason.TIME, f"took {elapsed * 1000:.0f} ms; allowed "
                                            f"{allowed_ms} ms + {self.margin * 1000:.0f} ms margin")
@@ -211,7 +220,9 @@ class Referee:
                             measured_ms=round(elapsed * 1000, 3),
                             reported_ms=info.time_ms if info else None,
                             clock_ms=self.clocks[seat].remaining_ms(), info=info, info_truncated=truncated,
-                            offturn_cpu_ms=engine.offturn_cpu_ms))
+                            offturn_cpu_ms=engine.offturn_cpu_ms,
+                            lag_ms=lags[seat][0] if seat in lags else None,
+                            compensated_ms=lags[seat][1] if seat in lags else None))
 
     def _rest_earlier_deciders(self, keep: list[int] = ()) -> None:
         """Rest the engines that answered the previous step, except those asked again (see
@@ -230,7 +241,8 @@ class Referee:
         deadlines = {}
         for seat, t0 in sent.items():
             allowance = self.clocks[seat].allowance()
-            deadlines[seat] = t0 + (UNLIMITED_STALL if allowance is None else allowance + self.margin)
+            slack = self.engines[seat].slack() if hasattr(self.engines[seat], "slack") else 0.0  # lag allowance
+            deadlines[seat] = t0 + (UNLIMITED_STALL if allowance is None else allowance + self.margin + slack)
         replies: dict[int, tuple[Reply, float]] = {}
         waiting = set(sent)
         while waiting:

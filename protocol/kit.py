@@ -7,8 +7,10 @@
 
     run_engine(decide, name="first-legal", games=["einstein"], wants_legal_moves=True)
 
-The kit finds the endpoint (``--endpoint URL`` on the command line, else ``ARBITER_ENDPOINT``),
-says hello, answers ``new_game``/``ping``, measures its own thinking time into ``info.time_ms``,
+The kit finds the endpoint (``--endpoint URL`` or ``--connect URL`` on the command line, else
+``ARBITER_ENDPOINT``); for a remote referee it takes ``--server-key FILE`` (the referee's ``.pub``)
+and ``--key FILE`` (the engine's own ``.key`` from ``arbiter keygen NAME``) and connects with
+CURVE, saying hello again whenever its connection is re-established; it says hello, answers ``new_game``/``ping``, measures its own thinking time into ``info.time_ms``,
 and exits on ``quit``, ``reject``, when the referee has been silent for ``idle_timeout``, or when
 the process that started it has gone.
 """
@@ -23,6 +25,7 @@ import time
 from typing import Callable, Union
 
 from .codec import ProtocolError
+from .curve import KeyFileError, load_keypair, load_public
 from .messages import (PROTOCOL_VERSION, Error, ErrorCode, GameOver, Hello, Info, NewGame, Ping, Pong, Quit, Ready,
                        Reject, Reply, Request, Welcome)
 from .transport import ENDPOINT_ENV, SECRET_ENV, EngineSocket
@@ -31,14 +34,23 @@ Decision = Union[str, Reply, tuple[str, Info]]
 Decide = Callable[[Request, NewGame], Decision]
 
 
-def endpoint_from_environment(argv: list[str] | None = None) -> str:
+SERVER_KEY_ENV, KEY_ENV = "ARBITER_SERVER_KEY", "ARBITER_KEY_FILE"
+"""Environment variables naming the referee's public key file and the engine's own key file."""
+
+
+def _option(flags: tuple[str, ...], argv: list[str] | None) -> str | None:
     argv = sys.argv[1:] if argv is None else argv
     for i, arg in enumerate(argv):
-        if arg == "--endpoint" and i + 1 < len(argv):
-            return argv[i + 1]
-        if arg.startswith("--endpoint="):
-            return arg.split("=", 1)[1]
-    endpoint = os.environ.get(ENDPOINT_ENV)
+        for flag in flags:
+            if arg == flag and i + 1 < len(argv):
+                return argv[i + 1]
+            if arg.startswith(flag + "="):
+                return arg.split("=", 1)[1]
+    return None
+
+
+def endpoint_from_environment(argv: list[str] | None = None) -> str:
+    endpoint = _option(("--endpoint", "--connect"), argv) or os.environ.get(ENDPOINT_ENV)
     if not endpoint:
         raise SystemExit(f"no endpoint: pass --endpoint URL or set {ENDPOINT_ENV}")
     return endpoint
@@ -99,16 +111,21 @@ def engine_arguments(description: str, name: str, seed: int | None = 0) -> argpa
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--seed", type=int, default=seed, help="seed of the engine's own randomness")
     parser.add_argument("--name", default=name, help="the name the engine gives in hello")
-    parser.add_argument("--endpoint", default=None, help=f"where to connect (default: ${ENDPOINT_ENV})")
+    parser.add_argument("--endpoint", "--connect", default=None, help=f"where to connect (default: ${ENDPOINT_ENV})")
+    parser.add_argument("--server-key", default=None, help="a remote referee's public key file (its .pub): "
+                                                           "connect with CURVE")
+    parser.add_argument("--key", default=None, help="this engine's key file (arbiter keygen NAME) for CURVE")
     return parser
 
 
-def _wait(sock: EngineSocket, idle_timeout: float, parent: int):
+def _wait(sock: EngineSocket, idle_timeout: float, parent: int, hello: Hello):
     """The next message; None when idle too long or when the process that started us is gone
-    (a referee killed with -9 cannot send quit)."""
+    (a referee killed with -9 cannot send quit). Says hello again on a re-established connection."""
     deadline = time.monotonic() + idle_timeout
     while time.monotonic() < deadline:
-        msg = sock.recv(timeout_ms=1000)
+        msg = sock.recv(timeout_ms=200)
+        if sock.reconnected():
+            sock.send(hello)
         if msg is not None:
             return msg
         if parent != 1 and os.getppid() != parent:
@@ -119,18 +136,32 @@ def _wait(sock: EngineSocket, idle_timeout: float, parent: int):
 def run_engine(decide: Decide, *, name: str, author: str = "", version: str = "", games: list[str] | None = None,
                wants_legal_moves: bool = False, wants_state: bool = False, wants_game_info: bool = False,
                on_game_over: Callable[[GameOver, NewGame], None] | None = None,
-               endpoint: str | None = None, idle_timeout: float = 3600.0) -> int:
-    """Serve the referee until told to quit; returns a process exit code."""
-    sock = EngineSocket(endpoint or endpoint_from_environment())
+               endpoint: str | None = None, idle_timeout: float = 3600.0, server_key: str | None = None,
+               key: str | None = None) -> int:
+    """Serve the referee until told to quit; returns a process exit code. With ``server_key``
+    and ``key`` (or ``--server-key``/``--key`` on the command line, or $ARBITER_SERVER_KEY and
+    $ARBITER_KEY_FILE), the connection is CURVE-encrypted and authenticated."""
+    server_key = server_key or _option(("--server-key",), None) or os.environ.get(SERVER_KEY_ENV)
+    key = key or _option(("--key",), None) or os.environ.get(KEY_ENV)
+    if bool(server_key) != bool(key):
+        raise SystemExit("give both --server-key (the referee's .pub) and --key (this engine's .key), or neither")
+    curve = None
+    if server_key:
+        try:
+            curve = (load_public(server_key), load_keypair(key))
+        except KeyFileError as exc:
+            raise SystemExit(f"{name}: {exc}") from None
+    sock = EngineSocket(endpoint or endpoint_from_environment(), curve=curve)
     parent = os.getppid()
+    hello = Hello(name=name, author=author, version=version, protocol_version=PROTOCOL_VERSION,
+                  games=list(games or []), wants_legal_moves=wants_legal_moves, wants_state=wants_state,
+                  wants_game_info=wants_game_info, secret=session_secret())
     try:
-        sock.send(Hello(name=name, author=author, version=version, protocol_version=PROTOCOL_VERSION,
-                        games=list(games or []), wants_legal_moves=wants_legal_moves, wants_state=wants_state,
-                        wants_game_info=wants_game_info, secret=session_secret()))
+        sock.send(hello)
         games_by_id: dict[str, NewGame] = {}
         while True:
             try:
-                msg = _wait(sock, idle_timeout, parent)
+                msg = _wait(sock, idle_timeout, parent, hello)
             except ProtocolError as exc:
                 sock.send(Error(code=ErrorCode.MALFORMED, message=str(exc)))
                 continue

@@ -37,6 +37,8 @@ class EndReason(enum.StrEnum):
     """The engine could not be started or did not complete its handshake; ``detail`` says why."""
     MEMORY = "memory"
     """The engine's process tree used more memory than its limit."""
+    ABSENT = "absent"
+    """A remote participant had not connected by the event's deadline."""
 
 
 class TimeControlKind(enum.StrEnum):
@@ -73,7 +75,8 @@ class Message(msgspec.Struct, tag_field="type", kw_only=True, forbid_unknown_fie
 
 
 class Hello(Message, tag="hello", kw_only=True):
-    """Engine -> referee, the first message an engine sends after connecting."""
+    """Engine -> referee, the first message an engine sends after connecting (a remote engine
+    sends it again after every reconnection)."""
 
     name: str
     """The engine's own name; with ``author`` and ``version`` the referee prints it when it starts

@@ -74,6 +74,12 @@ def json_schema() -> dict[str, Any]:
         "description": (f"One message of the arbiter protocol, version {PROTOCOL_VERSION}: a MessagePack "
                         "map whose `type` key names the message. Generated from protocol/messages.py "
                         "by `python -m protocol.schema`; see protocol/SPEC.md."),
+        "$comment": ("Transport: one message = one ZeroMQ frame on a DEALER connected to the referee's ROUTER. "
+                     "Over tcp the connection is CurveZMQ: ZMQ_CURVE_SERVERKEY = the referee's public key, "
+                     "ZMQ_CURVE_PUBLICKEY/SECRETKEY = the engine's own pair (Z85, from `arbiter keygen NAME`: "
+                     "NAME.key holds public and secret, NAME.pub public); keys not in the organiser's roster "
+                     "are refused at the handshake. Send hello on every (re)connection. See SPEC.md, "
+                     "'Remote engines'."),
         **schema,
     }
 

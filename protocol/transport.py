@@ -211,15 +211,34 @@ class ZmqConnection:
 
 
 class EngineSocket:
-    """The engine's end: a DEALER connected to the referee."""
+    """The engine's end: a DEALER connected to the referee; with ``curve`` = (the referee's
+    public key, this engine's (public, secret) key pair), a CURVE client."""
 
-    def __init__(self, endpoint: str):
+    def __init__(self, endpoint: str, curve: tuple[bytes, tuple[bytes, bytes]] | None = None):
         self.socket = context().socket(zmq.DEALER)
         self.socket.setsockopt(zmq.LINGER, 0)
         self.socket.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_SIZE)
+        if curve is not None:
+            self.socket.curve_serverkey = curve[0]
+            self.socket.curve_publickey, self.socket.curve_secretkey = curve[1]
+        self._monitor: zmq.Socket | None = None
+        self._handshakes = 0
+        if endpoint.startswith("tcp://"):  # a remote engine: a link that can drop and be redialled
+            self.socket.setsockopt(zmq.HEARTBEAT_IVL, 1000)
+            self.socket.setsockopt(zmq.HEARTBEAT_TIMEOUT, 4000)
+            self._monitor = self.socket.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED)
         self.socket.connect(endpoint)
         self.poller = zmq.Poller()
         self.poller.register(self.socket, zmq.POLLIN)
+
+    def reconnected(self) -> bool:
+        """True once per re-established connection (after the first): time to say hello again."""
+        again = False
+        while self._monitor is not None and self._monitor.poll(0):
+            self._monitor.recv_multipart()
+            self._handshakes += 1
+            again = again or self._handshakes > 1
+        return again
 
     def send(self, message: Message) -> None:
         self.socket.send(encode(message))
@@ -231,4 +250,10 @@ class EngineSocket:
         return decode(self.socket.recv())
 
     def close(self) -> None:
+        if self._monitor is not None:
+            try:
+                self.socket.disable_monitor()
+            except zmq.ZMQError:
+                pass
+            self._monitor.close(linger=0)
         self.socket.close(linger=0)

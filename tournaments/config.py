@@ -59,10 +59,22 @@ TOP_KEYS = {
     "anchor": "rating anchor: 'engine name' or {engine = 'name', elo = 1500}",
     "sprt": "table: elo0, elo1, alpha, beta (logistic Elo)",
     "engines": "array of tables [[engines]]",
+    "remote": "table: roster, server_key, listen, wait, grace, insecure, lag_move_ms, lag_quota_ms (remote participants)",
+}
+REMOTE_KEYS = {
+    "roster": "TOML roster of the remote participants (required with remote engines)",
+    "server_key": "the referee's CURVE key file (arbiter keygen referee); required unless insecure",
+    "listen": "where participants connect (default tcp://0.0.0.0:7340)",
+    "wait": "seconds from the start of a run that participants may take to connect; later: absent",
+    "grace": "seconds a disconnected participant may take to come back (default 30)",
+    "insecure": "plain tcp without CURVE (shouted, recorded in every record)",
+    "lag_move_ms": "network lag compensated per decision at most (default 250)",
+    "lag_quota_ms": "network lag compensated per game at most (default 5000)",
 }
 ENGINE_KEYS = {
     "name": "unique display name (required)",
     "command": "command line: a string or a list; {python} is this Python",
+    "remote": "instead of command: the participant of the [remote] roster who runs this engine on its own machine",
     "cwd": "working directory",
     "options": "table of engine options, passed as --key value",
     "env": "table of extra environment variables",
@@ -100,6 +112,8 @@ class EngineSpec:
     ponder: bool = False
     limits: Limits = field(default_factory=Limits)
     cpus: tuple[int, ...] | None = None
+    remote: str | None = None
+    """The roster participant who connects this engine over tcp (then ``command`` is empty)."""
 
     def argv(self) -> list[str]:
         out = [sys.executable if p == "{python}" else p.replace("{python}", sys.executable) for p in self.command]
@@ -113,10 +127,25 @@ class EngineSpec:
         return out
 
     def engine_config(self, hide: tuple[str, ...] = ()) -> EngineConfig:
+        if self.remote:
+            return EngineConfig(command=None, name=self.name, participant=self.remote,
+                                ready_timeout=self.ready_timeout, limits=self.limits)
         return EngineConfig(command=self.argv(), name=self.name, cwd=self.cwd, env=dict(self.env),
                             restart_each_game=self.restart, handshake_timeout=self.handshake_timeout,
                             ready_timeout=self.ready_timeout, hide=hide, sandbox=self.sandbox, ponder=self.ponder,
                             limits=self.limits, cpus=self.cpus)
+
+
+@dataclass
+class RemoteSpec:
+    roster: Path
+    server_key: Path | None
+    listen: str = "tcp://0.0.0.0:7340"
+    wait: float = 300.0
+    grace: float = 30.0
+    insecure: bool = False
+    lag_move_ms: int = 250
+    lag_quota_ms: int = 5000
 
 
 @dataclass
@@ -167,6 +196,8 @@ class TournamentConfig:
     """Where ``seed`` was read from (then the seed is secret: not printed)."""
     key_file: Path | None = None
     on_start_failure: str = "stop"
+    remote: RemoteSpec | None = None
+    """The listening side for remote participants (``[remote]``), if any engine is remote."""
 
     def fingerprint(self) -> str:
         """A hash of everything that decides which games are played and how: a resume refuses a
@@ -234,6 +265,46 @@ class _Checker:
         if not isinstance(value, types):
             raise self.error(path + (key,), f"expected {what or _type_names(types)}, got {value!r}")
         return value
+
+
+def _remote(c: "_Checker", doc: dict, source: str, check_paths: bool):
+    """The ``[remote]`` table (and its roster, loaded when paths are checked), or (None, None)."""
+    table = c.get(doc, "remote", (), dict, None)
+    if table is None:
+        return None, None
+    p = ("remote",)
+    c.unknown_keys(table, REMOTE_KEYS, p)
+    roster_path = Path(c.get(table, "roster", p, str))
+    insecure = c.get(table, "insecure", p, bool, False)
+    key = c.get(table, "server_key", p, str, None)
+    if key is None and not insecure:
+        raise c.error(p, "missing required key 'server_key' in [remote] (arbiter keygen referee), or insecure = true")
+    spec = RemoteSpec(roster=roster_path, server_key=Path(key) if key else None,
+                      listen=c.get(table, "listen", p, str, RemoteSpec.listen),
+                      wait=float(c.get(table, "wait", p, (int, float), RemoteSpec.wait)),
+                      grace=float(c.get(table, "grace", p, (int, float), RemoteSpec.grace)), insecure=insecure,
+                      lag_move_ms=c.get(table, "lag_move_ms", p, int, RemoteSpec.lag_move_ms),
+                      lag_quota_ms=c.get(table, "lag_quota_ms", p, int, RemoteSpec.lag_quota_ms))
+    if not spec.listen.startswith("tcp://"):
+        raise c.error(p + ("listen",), "expected tcp://HOST:PORT")
+    for k in ("wait", "grace", "lag_move_ms", "lag_quota_ms"):
+        if getattr(spec, k) < 0:
+            raise c.error(p + (k,), "must not be negative")
+    if not check_paths:
+        return spec, None
+    from arbiter.hosting.remote import Roster, RosterError
+    from protocol.curve import KeyFileError, load_keypair
+
+    try:
+        roster = Roster.load(roster_path)
+    except RosterError as exc:
+        raise c.error(p + ("roster",), str(exc)) from None
+    if spec.server_key is not None and not insecure:
+        try:
+            load_keypair(spec.server_key)
+        except KeyFileError as exc:
+            raise c.error(p + ("server_key",), str(exc)) from None
+    return spec, roster
 
 
 def _sandbox(c: "_Checker", table: dict, path: tuple, default: SandboxMode = SandboxMode.AUTO) -> SandboxMode:
@@ -425,6 +496,7 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
         if not 0 < getattr(sprt, k) < 0.5:
             raise c.error(("sprt", k), "must be between 0 and 0.5")
 
+    remote_spec, roster = _remote(c, doc, source, check_paths)
     raw_engines = c.get(doc, "engines", (), list, ..., what="an array of tables [[engines]]")
     engines: list[EngineSpec] = []
     seen: dict[str, int] = {}
@@ -439,6 +511,18 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
         if ename in seen:
             raise c.error(p + ("name",), f"duplicate engine name {ename!r} (also engines[{seen[ename]}])")
         seen[ename] = i
+        remote = c.get(e, "remote", p, str, None)
+        if remote is not None:
+            if "command" in e:
+                raise c.error(p + ("remote",), "give command or remote, not both")
+            if remote_spec is None:
+                raise c.error(p + ("remote",), "a remote engine needs the [remote] table (roster, server_key)")
+            if roster is not None and roster.find(remote) is None:
+                raise c.error(p + ("remote",), f"{remote!r} is not in the roster {remote_spec.roster}")
+            engines.append(EngineSpec(name=ename, command=[], remote=remote,
+                                      ready_timeout=float(c.get(e, "ready_timeout", p, (int, float), 10.0)),
+                                      limits=_limits(c, e, p, default_limits)))
+            continue
         command = c.get(e, "command", p, (str, list))
         if isinstance(command, str):
             try:
@@ -519,6 +603,6 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
         time_control=tc, margin_ms=margin, concurrency=concurrency, seed=seed, output=output,
         duplicate_dice=duplicate, seeding=seeding, candidates=candidates, tiebreak_games=tb_games,
         tiebreak_blocks=tb_blocks, self_pairs=self_pairs, bye_points=bye_points, anchor=anchor, sprt=sprt,
-        engines=engines, sprt_given="sprt" in doc, source_text=text, seed_file=seed_file, key_file=key_file,
-        on_start_failure=on_start_failure,
+        engines=engines, remote=remote_spec if any(e.remote for e in engines) else None, sprt_given="sprt" in doc,
+        source_text=text, seed_file=seed_file, key_file=key_file, on_start_failure=on_start_failure,
         source_path=str(Path(source).resolve()) if source[:1] != "<" else source)

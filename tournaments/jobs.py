@@ -51,6 +51,9 @@ class WorkerSetup(msgspec.Struct, frozen=True, kw_only=True):
     """Local workers: the tournament process, which the worker must not outlive."""
     lock_fd: int | None = None
     """Local forked workers: the database lock's inherited descriptor, which they close."""
+    remote: dict[str, Any] | None = None
+    """Remote participants: the ``RemoteHub`` the worker opens (roster, server_key, listen,
+    deadline as Unix time, grace, insecure, lag_move_ms, lag_quota_ms)."""
 
 
 class GameJob(msgspec.Struct, frozen=True):

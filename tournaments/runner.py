@@ -40,9 +40,10 @@ __all__ = ["Runner", "RunSummary", "TournamentError", "db_marker", "master_seed"
 
 def hidden_paths(cfg: TournamentConfig, db_path: str | Path) -> tuple[str, ...]:
     """What engines must not see: the results folder, the tournament file (its seed), the seed
-    and key files."""
+    and key files, the referee's CURVE key."""
     paths = [Path(db_path).resolve().parent]
-    for path in (cfg.source_path, cfg.seed_file, cfg.key_file):
+    server_key = cfg.remote.server_key if cfg.remote else None  # the referee's CURVE secret
+    for path in (cfg.source_path, cfg.seed_file, cfg.key_file, server_key):
         if path and not str(path).startswith("<"):
             paths.append(Path(path).resolve())
     return tuple(str(p) for p in paths)
@@ -117,6 +118,8 @@ class Runner:
         self.cfg, self.db, self.seed = cfg, db, seed
         self.backend = backend
         self.concurrency = concurrency or cfg.concurrency
+        if cfg.remote is not None:  # one listening port, held by one worker
+            self.concurrency = 1
         self.names = [e.name for e in cfg.engines]
         self.director = Director(ScheduleSpec.from_config(cfg, seed))
         self.results: dict[tuple[str, int], GameResult] = {}
@@ -166,7 +169,15 @@ class Runner:
                            engines=[e.engine_config(hide=self._hidden()) for e in cfg.engines],
                            time_control=cfg.time_control,
                            margin=cfg.margin_ms / 1000, master_seed=master_seed(self.seed), tid=cfg.tid,
-                           run_dir=logs_dir(self.db.path))
+                           run_dir=logs_dir(self.db.path), remote=self._remote())
+
+    def _remote(self) -> dict | None:
+        r = self.cfg.remote
+        if r is None:
+            return None
+        return dict(roster=str(r.roster), server_key=str(r.server_key) if r.server_key else None, listen=r.listen,
+                    deadline=time.time() + r.wait, grace=r.grace, insecure=r.insecure, lag_move_ms=r.lag_move_ms,
+                    lag_quota_ms=r.lag_quota_ms)
 
     def _hidden(self) -> tuple[str, ...]:
         return hidden_paths(self.cfg, self.db.path)

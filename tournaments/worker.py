@@ -89,6 +89,18 @@ def die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
+def _open_hub(remote: dict):
+    """The listening side for the tournament's remote participants (this worker plays them all)."""
+    import time
+
+    from arbiter.hosting.remote import LagPolicy, RemoteHub, Roster
+
+    return RemoteHub(remote["listen"], Roster.load(remote["roster"]), remote["server_key"],
+                     insecure=remote["insecure"], deadline=max(0.0, remote["deadline"] - time.time()),
+                     grace=remote["grace"], lag=LagPolicy(move_ms=remote["lag_move_ms"],
+                                                          quota_ms=remote["lag_quota_ms"]))
+
+
 def worker_main(conn: Any, setup: WorkerSetup) -> None:
     """Entry point of a worker process (``multiprocessing``, fork or spawn): ``GameJob``s in,
     ``FinishedGame`` / ``WorkerError`` out, ``WorkerExit`` after ``None`` (stop)."""
@@ -130,7 +142,9 @@ def worker_main(conn: Any, setup: WorkerSetup) -> None:
         arbiter_games.register_game(setup.game, setup.game_class)
     game = arbiter_games.load_game(setup.game, **setup.game_options)
     extra_env = {DB_ENV: setup.db_marker, RUN_ENV: setup.run_id, WORKER_ENV: marker}
-    configs = [replace(c, env={**c.env, **extra_env}) for c in setup.engines]
+    hub = _open_hub(setup.remote) if setup.remote else None
+    configs = [replace(c, env={**c.env, **extra_env}, endpoint=hub.endpoint if c.participant else c.endpoint)
+               for c in setup.engines]
     configs += [replace(c, env={**c.env, **extra_env}) for c in setup.engines]  # copies for self-pairs
     keep = max(game.num_seats, setup.keep_engines)
     series = Series(game, configs, setup.time_control, store=None, run_dir=setup.run_dir,
@@ -157,6 +171,8 @@ def worker_main(conn: Any, setup: WorkerSetup) -> None:
     finally:
         usage = resource.getrusage(resource.RUSAGE_SELF)
         series.close()
+        if hub is not None:
+            hub.close()
         kill_marked(WORKER_ENV, marker)
         try:
             conn.send(WorkerExit(setup.worker, usage.ru_utime + usage.ru_stime))

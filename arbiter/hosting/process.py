@@ -139,6 +139,9 @@ class EngineConfig:
     """Pin the engine to these CPU cores (disjoint sets per engine keep engines apart)."""
     hide: tuple[str, ...] = ()
     """Folders the engine must not see (the referee adds its results and logs folders)."""
+    participant: str | None = None
+    """A remote participant of the roster (``arbiter.hosting.remote``): reached through the hub
+    listening on ``endpoint``, authenticated by its CURVE key."""
 
     @property
     def remote(self) -> bool:

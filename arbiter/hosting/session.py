@@ -138,6 +138,8 @@ class EngineSession:
         the start of its off-turn."""
         self.caught_pondering = False
         """Used more than OFFTURN_SLACK of CPU while it should have been idle: frozen from then on."""
+        self.insecure = bool(config.remote and (config.endpoint or "").startswith("tcp://"))
+        """Reached over plain tcp, unauthenticated and unencrypted (recorded in every record)."""
 
     @property
     def name(self) -> str:
@@ -503,6 +505,10 @@ def open_session(spec: PlayerSpec, log_dir: Path, hide: tuple[str, ...] = ()) ->
     """A new, not yet started session for ``spec``; ``hide``: more folders its sandbox hides."""
     if isinstance(spec, InProcessPlayer):
         return InProcessSession(spec)
+    if spec.participant:
+        from .remote import RemoteSession  # remote imports this module
+
+        return RemoteSession(spec, log_dir)
     return EngineSession(dataclasses.replace(spec, hide=(*spec.hide, *hide)) if hide else spec, log_dir)
 
 

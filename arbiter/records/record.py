@@ -43,6 +43,10 @@ class Event(msgspec.Struct, kw_only=True, omit_defaults=True):
     offturn_cpu_ms: float | None = None
     """CPU time the engine used since its previous reply, while it was not asked anything
     (measured for engines allowed to ponder; others are stopped off-turn)."""
+    lag_ms: float | None = None
+    """Remote engines: network lag of this decision (measured − reported, SPEC.md 'Fair lag')."""
+    compensated_ms: float | None = None
+    """Remote engines: the part of ``lag_ms`` not charged to the clock (the lag policy)."""
 
 
 class GameRecord(msgspec.Struct, kw_only=True):
@@ -72,6 +76,8 @@ class GameRecord(msgspec.Struct, kw_only=True):
     dice_commitment: str = ""
     dice_seed: str = ""
     dropped_messages: int = 0
+    insecure: bool | msgspec.UnsetType = msgspec.UNSET
+    """True when a seat was reached over plain tcp without CURVE (absent otherwise)."""
     """Late or stray engine messages recognised by seq / game id and ignored."""
     # Tamper evidence (docs/records.md, "Chains and signatures"); set by the results store when the
     # record is saved. Records written before chaining have the defaults and stay loadable.

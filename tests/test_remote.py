@@ -1,0 +1,484 @@
+"""Remote engines over real tcp on 127.0.0.1: CURVE keys and roster, who may take which seat,
+absent participants, plain tcp only when asked for. Engines are the sample engines started as
+separate programs with ``--connect``, exactly as an entrant would run them."""
+from __future__ import annotations
+
+import os
+import queue
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import zmq
+
+from arbiter.cli import main
+from arbiter.clock import parse_time_control
+from arbiter.formats.match import Match, MatchFormat
+from arbiter.games import load_game
+from arbiter.hosting import EngineConfig
+from arbiter.hosting.remote import LagPolicy, RemoteHub, Roster, RosterError
+from arbiter.records.replay import verify
+from protocol import curve
+from protocol.codec import decode, encode
+from protocol.messages import Hello, Welcome
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+RANDOM = f"{PY} -m sample_engines.random_engine"
+
+
+def said(capsys) -> str:
+    """What the command printed."""
+    return capsys.readouterr().out
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def keys(tmp_path):
+    """The referee's and three participants' key pairs, and a roster of alice and bob."""
+    folder = tmp_path / "keys"
+    for name in ("referee", "alice", "bob", "mallory"):
+        curve.keygen(name, folder)
+    roster = tmp_path / "roster.toml"
+    roster.write_text("".join(f'[[participant]]\nname = "{n}"\npublic = "{curve.load_public(folder / f"{n}.pub").decode()}"\n'
+                              f'engines = ["{n}-random"]\n\n' for n in ("alice", "bob")))
+    return folder, roster
+
+
+def connect(endpoint: str, folder: Path, who: str, engine: str = "sample_engines.random_engine",
+            *extra: str) -> subprocess.Popen:
+    """A sample engine connecting as participant ``who`` (with ``who``'s key)."""
+    return subprocess.Popen([PY, "-m", engine, "--connect", endpoint, "--server-key", str(folder / "referee.pub"),
+                             "--key", str(folder / f"{who}.key"), "--name", who, *extra],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def hub_for(folder: Path, roster: Path, **kw) -> RemoteHub:
+    logs = kw.pop("logs", [])
+    return RemoteHub(f"tcp://127.0.0.1:{free_port()}", Roster.load(roster), folder / "referee.key",
+                     log=logs.append, **kw)
+
+
+def play(hub: RemoteHub, a: EngineConfig, b: EngineConfig, tmp_path, fmt="games=2", tc="30"):
+    game = load_game("einstein")
+    return Match(game, (a, b), parse_time_control(tc), MatchFormat.parse(fmt), run_dir=tmp_path).play()
+
+
+def remote(hub: RemoteHub, name: str) -> EngineConfig:
+    return EngineConfig(None, name=name, participant=name, endpoint=hub.endpoint)
+
+
+def stop(*procs: subprocess.Popen) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        p.wait(5)
+
+
+# --- keys -------------------------------------------------------------------------------------
+
+
+def test_keygen_writes_a_curve_pair_and_keeps_the_signing_key(tmp_path, capsys):
+    assert main(["keygen", "alice", "--out", str(tmp_path)]) == 0
+    secret, public = tmp_path / "alice.key", tmp_path / "alice.pub"
+    assert secret.stat().st_mode & 0o777 == 0o600
+    pub, sec = curve.load_keypair(secret)
+    assert curve.load_public(public) == pub and zmq.curve_public(sec) == pub
+    assert secret.read_text().startswith(f'public = "{pub.decode()}"\nsecret = "')
+    assert main(["keygen", "alice", "--out", str(tmp_path)]) == 2  # never overwritten
+    assert main(["keygen", "--out", str(tmp_path / "sign")]) == 0  # without NAME: the Ed25519 signing key
+    assert (tmp_path / "sign" / "referee.key").read_text().startswith("-----BEGIN PRIVATE KEY-----")
+
+
+def test_a_key_readable_by_others_is_refused(tmp_path):
+    secret, _ = curve.keygen("alice", tmp_path)
+    secret.chmod(0o644)
+    with pytest.raises(curve.KeyFileError, match="chmod 600"):
+        curve.load_keypair(secret)
+
+
+@pytest.mark.parametrize("text, problem", [
+    ('[[participant]]\nname = "a"\npublic = "short"\n', ":1: participant 'a': public must be"),
+    ('[[participant]]\nname = "a"\npublic = "{k}"\n\n[[participant]]\nname = "a"\npublic = "{j}"\n',
+     ":5: duplicate participant 'a'"),
+    ('[[participant]]\nname = "a"\npublic = "{k}"\n[[participant]]\nname = "b"\npublic = "{k}"\n',
+     ":4: participant 'b' has the same key as 'a'"),
+    ('[[participant]]\nname = "a"\npublic = "{k}"\ncolour = 1\n', ":1: unknown key 'colour'"),
+    ('[[participant]\n', "line 1"),
+])
+def test_a_bad_roster_names_file_and_line(tmp_path, text, problem):
+    path = tmp_path / "r.toml"
+    k, j = (zmq.curve_keypair()[0].decode() for _ in range(2))
+    path.write_text(text.replace("{k}", k).replace("{j}", j))
+    with pytest.raises(RosterError) as exc:
+        Roster.load(path)
+    assert str(exc.value).startswith(str(path)) and problem in str(exc.value)
+
+
+def test_cli_bad_remote_input_exits_2_with_one_line(tmp_path, keys, capsys):
+    folder, roster = keys
+    base = ["match", "--game", "einstein", "--engine", RANDOM, "--db", str(tmp_path / "r.sqlite"), "--quiet"]
+    assert main([*base, "--engine", "remote:alice"]) == 2
+    assert "needs --roster" in said(capsys)
+    assert main([*base, "--engine", "remote:carol", "--roster", str(roster), "--server-key",
+                 str(folder / "referee.key")]) == 2
+    assert "'carol' is not in the roster" in said(capsys)
+    assert main([*base, "--engine", "remote:alice", "--roster", str(roster)]) == 2
+    assert "--server-key" in said(capsys)
+    (folder / "referee.key").chmod(0o640)
+    assert main([*base, "--engine", "remote:alice", "--roster", str(roster), "--server-key",
+                 str(folder / "referee.key")]) == 2
+    assert "referee.key: the secret key is accessible by group or others" in said(capsys)
+    assert main([*base, "--engine", "tcp://127.0.0.1:9"]) == 2  # plain tcp only with --insecure
+    assert "--insecure" in said(capsys)
+
+
+# --- playing --------------------------------------------------------------------------------------
+
+
+def test_a_remote_participant_plays_a_match_over_curve(tmp_path, keys):
+    folder, roster = keys
+    hub = hub_for(folder, roster)
+    engine = connect(hub.endpoint, folder, "alice")
+    try:
+        result = play(hub, remote(hub, "alice"), EngineConfig(RANDOM, name="local", cwd=str(ROOT)), tmp_path)
+        assert [r.reason for r in result.records] == ["normal", "normal"]
+        assert all(verify(r) == [] for r in result.records)
+        decisions = [e for r in result.records for e in r.events if e.seat >= 0 and r.players[e.seat] == "alice"]
+        assert decisions and all(e.lag_ms is not None and e.compensated_ms is not None for e in decisions)
+        local = [e for r in result.records for e in r.events if e.seat >= 0 and r.players[e.seat] == "local"]
+        assert all(e.lag_ms is None for e in local)  # local engines: unchanged
+        assert engine.wait(10) == 0  # the referee's quit ended it
+        assert "insecure" not in result.records[0].__struct_fields__ or result.records[0].insecure is not True
+    finally:
+        stop(engine)
+        hub.close()
+
+
+def test_strangers_are_refused_at_the_handshake_and_each_participant_takes_only_its_seat(tmp_path, keys):
+    """mallory (not in the roster) connects first and is refused and logged; bob, in the roster
+    but not in this match, cannot take alice's seat; alice plays. Nobody's hello is needed to
+    tell them apart: the CURVE key is."""
+    folder, roster = keys
+    logs: list[str] = []
+    hub = hub_for(folder, roster, logs=logs)
+    mallory = connect(hub.endpoint, folder, "mallory", "sample_engines.random_engine", "--name", "alice")
+    bob = connect(hub.endpoint, folder, "bob", "sample_engines.random_engine", "--name", "alice")
+    time.sleep(1.0)
+    alice = connect(hub.endpoint, folder, "alice")
+    try:
+        result = play(hub, remote(hub, "alice"), EngineConfig(RANDOM, name="local", cwd=str(ROOT)), tmp_path,
+                      fmt="games=1")
+        assert result.records[0].reason == "normal"
+        assert alice.wait(10) == 0
+        mallory_key = curve.fingerprint(curve.load_public(folder / "mallory.pub").decode())
+        assert any(f"from 127.0.0.1, key {mallory_key}: key not in the roster" in line for line in logs), logs
+        assert bob.poll() is None  # still waiting: never seated, never told anything
+    finally:
+        stop(mallory, bob, alice)
+        hub.close()
+
+
+def test_a_second_connection_with_one_key_is_refused_while_the_first_is_healthy(tmp_path, keys):
+    folder, roster = keys
+    logs: list[str] = []
+    hub = hub_for(folder, roster, logs=logs)
+    first = zmq.Context.instance().socket(zmq.DEALER)
+    second = zmq.Context.instance().socket(zmq.DEALER)
+    try:
+        for sock in (first, second):
+            sock.linger = 0
+            curve.client_options(sock, curve.load_public(folder / "referee.pub"), curve.load_keypair(folder / "alice.key"))
+        first.connect(hub.endpoint)
+        first.send(encode(Hello(name="alice")))
+        conn = hub.connection("alice")
+        assert conn.wait(3000) and isinstance(conn.receive(), Hello)
+        conn.send(Welcome(referee="arbiter"))
+        assert isinstance(decode(first.recv()), Welcome)
+        second.connect(hub.endpoint)
+        second.send(encode(Hello(name="alice")))
+        deadline = time.monotonic() + 3
+        while not any("alice is already connected" in line for line in logs) and time.monotonic() < deadline:
+            hub.pump(50)
+        assert any("alice is already connected" in line for line in logs), logs
+        assert not conn.peer.queue  # the second never got through
+        conn.send(Welcome(referee="still you"))
+        assert decode(first.recv()).referee == "still you"
+    finally:
+        first.close(0)
+        second.close(0)
+        hub.close()
+
+
+def test_a_participant_who_never_comes_forfeits_absent(tmp_path, keys):
+    folder, roster = keys
+    hub = hub_for(folder, roster, deadline=1.0)
+    try:
+        started = time.monotonic()
+        result = play(hub, remote(hub, "alice"), EngineConfig(RANDOM, name="local", cwd=str(ROOT)), tmp_path,
+                      fmt="games=2")
+        assert [r.reason for r in result.records] == ["absent", "absent"]
+        assert [r.players[r.forfeit_seat] for r in result.records] == ["alice", "alice"]
+        assert time.monotonic() - started < 10  # the deadline is the event's, not per game
+    finally:
+        hub.close()
+
+
+def test_insecure_plain_tcp_is_shouted_and_recorded(tmp_path, keys, capsys):
+    _, roster = keys
+    port = free_port()
+    engine = subprocess.Popen([PY, "-m", "sample_engines.random_engine", "--connect", f"tcp://127.0.0.1:{port}",
+                               "--name", "alice"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        code = main(["match", "--game", "einstein", "--engine", "remote:alice", "--engine", RANDOM, "--roster",
+                     str(roster), "--insecure", "--listen", f"tcp://127.0.0.1:{port}", "--format", "games=1",
+                     "--db", str(tmp_path / "r.sqlite"), "--quiet", "--wait", "30"])
+        assert code == 0
+        assert "WARNING: INSECURE" in said(capsys)
+        line = (tmp_path / "games.jsonl").read_text().splitlines()[0]
+        assert '"insecure":true' in line and '"reason":"normal"' in line
+    finally:
+        stop(engine)
+
+
+def test_cli_match_with_a_remote_participant(tmp_path, keys):
+    folder, roster = keys
+    port = free_port()
+    engine = connect(f"tcp://127.0.0.1:{port}", folder, "alice")
+    try:
+        code = main(["match", "--game", "einstein", "--engine", "remote:alice-random", "--engine", RANDOM,
+                     "--roster", str(roster), "--server-key", str(folder / "referee.key"), "--listen",
+                     f"tcp://127.0.0.1:{port}", "--format", "games=2", "--db", str(tmp_path / "r.sqlite"),
+                     "--quiet", "--tc", "20"])
+        assert code == 0
+        lines = (tmp_path / "games.jsonl").read_text().splitlines()
+        assert len(lines) == 2 and all('"reason":"normal"' in l and '"insecure"' not in l for l in lines)
+        assert engine.wait(10) == 0
+    finally:
+        stop(engine)
+
+
+# --- fair lag -------------------------------------------------------------------------------------
+
+
+class DelayProxy:
+    """Forwards tcp from its own port to ``target``, delivering every chunk ``delay`` seconds
+    after it arrived, in each direction (a netem-free stand-in for a distant participant)."""
+
+    def __init__(self, target_port: int, delay: float):
+        self.target, self.delay = target_port, delay
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.sockets: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", self.target))
+            for s in (client, server):
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.sockets += [client, server]
+            for a, b in ((client, server), (server, client)):
+                line: queue.Queue = queue.Queue()
+                threading.Thread(target=self._read, args=(a, line), daemon=True).start()
+                threading.Thread(target=self._write, args=(b, line), daemon=True).start()
+
+    def _read(self, source: socket.socket, line: queue.Queue) -> None:
+        while True:
+            try:
+                data = source.recv(65536)
+            except OSError:
+                data = b""
+            line.put((time.monotonic() + self.delay, data))
+            if not data:
+                return
+
+    def _write(self, sink: socket.socket, line: queue.Queue) -> None:
+        while True:
+            due, data = line.get()
+            time.sleep(max(0.0, due - time.monotonic()))
+            try:
+                if not data:
+                    sink.shutdown(socket.SHUT_WR)
+                    return
+                sink.sendall(data)
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self.listener.close()
+        for s in self.sockets:
+            s.close()
+
+
+STEADY = ROOT / "tests" / "engines" / "steady.py"
+
+
+def lagged_game(tmp_path, keys, policy: LagPolicy):
+    """A correct engine at st=0.1 behind 30 ms of latency each way, against a local one."""
+    folder, roster = keys
+    hub = hub_for(folder, roster, lag=policy)
+    proxy = DelayProxy(int(hub.endpoint.rsplit(":", 1)[1]), 0.030)
+    engine = subprocess.Popen([PY, str(STEADY), "--connect", f"tcp://127.0.0.1:{proxy.port}", "--server-key",
+                               str(folder / "referee.pub"), "--key", str(folder / "alice.key")],
+                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        return play(hub, remote(hub, "alice"), EngineConfig(RANDOM, name="local", cwd=str(ROOT)), tmp_path,
+                    fmt="games=1", tc="st=0.1").records[0]
+    finally:
+        stop(engine)
+        proxy.close()
+        hub.close()
+
+
+def test_with_30_ms_of_lag_a_correct_engine_at_st_01_never_loses_on_time(tmp_path, keys):
+    record = lagged_game(tmp_path / "with", keys, LagPolicy())
+    alice = [e for e in record.events if e.seat >= 0 and record.players[e.seat] == "alice"]
+    assert record.reason == "normal", (record.detail, [(e.measured_ms, e.reported_ms, e.compensated_ms)
+                                                       for e in alice[-3:]])
+    assert len(alice) >= 5
+    seen = [(e.measured_ms, e.reported_ms, e.lag_ms, e.compensated_ms) for e in alice]
+    assert all(e.lag_ms >= 50 for e in alice), seen  # the proxy's 2 × 30 ms, measured...
+    assert all(e.measured_ms > 100 + 50 - 5 for e in alice), seen  # ...beyond the allowance and margin...
+    assert all(0 < e.compensated_ms <= e.lag_ms for e in alice), seen  # ...and not charged
+    assert sum(e.compensated_ms for e in alice) <= LagPolicy().quota_ms
+
+
+def test_without_the_lag_policy_the_same_engine_loses_on_time(tmp_path, keys):
+    record = lagged_game(tmp_path / "without", keys, LagPolicy(move_ms=0, quota_ms=0))
+    assert record.reason == "time" and record.players[record.forfeit_seat] == "alice", record.detail
+
+
+def test_lag_compensation_is_capped_per_move_and_per_game():
+    from arbiter.hosting.remote import LagAccount
+
+    account = LagAccount(LagPolicy(move_ms=100, quota_ms=250))
+    account.rtts.extend([40, 41, 39])  # median 40: bound 2 × 40 + 10 = 90
+    assert account.compensate(300, 100) == (200, 90)  # an engine claiming lag beyond its round trip
+    assert account.compensate(150, None) == (0, 0)  # nothing reported: nothing compensated
+    assert account.compensate(200, 0) == (200, 90)
+    assert account.compensate(200, 0) == (200, 70)  # the quota's last 70 ms
+    assert account.compensate(200, 0) == (200, 0)
+    account.new_game()
+    assert account.quota_left == 250
+
+
+# --- disconnect and reconnect ---------------------------------------------------------------------
+
+
+def steady(endpoint: str, folder: Path, reserve: int) -> subprocess.Popen:
+    return subprocess.Popen([PY, str(STEADY), "--connect", endpoint, "--server-key", str(folder / "referee.pub"),
+                             "--key", str(folder / "alice.key"), "--reserve", str(reserve)],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def test_an_engine_killed_mid_game_and_restarted_within_the_grace_period_resumes(tmp_path, keys):
+    """alice's engine is killed with -9 while thinking; a fresh process with the same key comes back,
+    is sent the game again (new_game, then the pending request with every move so far) and plays on."""
+    folder, roster = keys
+    logs: list[str] = []
+    hub = hub_for(folder, roster, grace=20, logs=logs)
+    first = steady(hub.endpoint, folder, reserve=4700)  # 300 ms a move at st=5
+    second = None
+    result: list = []
+    runner = threading.Thread(target=lambda: result.append(
+        play(hub, remote(hub, "alice"), EngineConfig(RANDOM, name="local", cwd=str(ROOT)), tmp_path,
+             fmt="games=1", tc="st=5")))
+    try:
+        runner.start()
+        time.sleep(2.5)
+        assert runner.is_alive()
+        first.kill()
+        first.wait(5)
+        time.sleep(0.5)
+        second = steady(hub.endpoint, folder, reserve=4700)
+        runner.join(120)
+        record = result[0].records[0]
+        assert record.reason == "normal", record.detail
+        assert any("alice reconnected" in line for line in logs), logs
+        second.kill()
+        told = second.communicate(timeout=10)[1]
+        moves = int(told.split("first request: ply ")[1].split(", ")[1].split()[0])
+        assert moves >= 3, told  # the whole game so far, not just the last move
+        assert verify(record) == []
+    finally:
+        stop(first, *([second] if second else []))
+        hub.close()
+
+
+def test_an_engine_gone_past_the_grace_period_forfeits_disconnect(tmp_path, keys):
+    folder, roster = keys
+    hub = hub_for(folder, roster, grace=1.0)
+    engine = steady(hub.endpoint, folder, reserve=4700)
+    result: list = []
+    runner = threading.Thread(target=lambda: result.append(
+        play(hub, remote(hub, "alice"), EngineConfig(RANDOM, name="local", cwd=str(ROOT)), tmp_path,
+             fmt="games=1", tc="st=30")))
+    try:
+        runner.start()
+        time.sleep(2.5)
+        engine.kill()
+        engine.wait(5)
+        killed = time.monotonic()
+        runner.join(60)
+        record = result[0].records[0]
+        assert (record.reason, record.players[record.forfeit_seat]) == ("disconnect", "alice"), record.detail
+        assert "not back within 1 s" in record.detail
+        assert time.monotonic() - killed < 10  # the grace period, plus noticing the loss; not the 30 s clock
+    finally:
+        stop(engine)
+        hub.close()
+
+
+# --- the C sample engine as a remote participant -----------------------------------------------------
+
+C_DIR = ROOT / "sample_engines" / "c"
+
+
+def test_the_c_sample_engine_plays_as_a_remote_participant(tmp_path, keys):
+    """Language neutrality over tcp: the C engine (libzmq's own CURVE, keys in the agreed files)
+    takes alice's seat through the hub and plays the Python engine."""
+    import shutil
+
+    if not (C_DIR / "Makefile").exists():
+        pytest.skip("no sample_engines/c in this tree")
+    if shutil.which("make") is None:
+        pytest.skip("no make here")
+    built = subprocess.run(["make", "-s", "-C", str(C_DIR), f"BUILD={tmp_path}"], capture_output=True, text=True)
+    if built.returncode != 0:
+        pytest.skip(f"the C engine does not build here (libzmq / msgpack-c missing?): {built.stderr[-200:]}")
+    folder, roster = keys
+    hub = hub_for(folder, roster)
+    engine = subprocess.Popen([str(tmp_path / "einstein-c"), "--connect", hub.endpoint, "--server-key",
+                               str(folder / "referee.pub"), "--key", str(folder / "alice.key")],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        result = play(hub, remote(hub, "alice"), EngineConfig(RANDOM, name="local", cwd=str(ROOT)), tmp_path)
+        assert [r.reason for r in result.records] == ["normal", "normal"], [r.detail for r in result.records]
+        assert all(verify(r) == [] for r in result.records)
+        assert engine.wait(10) == 0
+    finally:
+        stop(engine)
+        hub.close()
+
+
+def test_local_engines_are_never_shown_the_referees_curve_key(tmp_path):
+    """With its secret, a local engine could pose as the referee to the remote participants."""
+    from arbiter.cli import _hosting, build_parser
+
+    args = build_parser().parse_args(["match", "--game", "einstein", "--engine", "a", "--engine", "b",
+                                      "--server-key", str(tmp_path / "referee.key")])
+    assert str((tmp_path / "referee.key").resolve()) in _hosting(args)["hide"]

@@ -1,0 +1,96 @@
+"""Abuse of the referee's tcp endpoint (issue 12, item 5), played for real: a separate ``arbiter
+match`` process listens for a remote participant while ``tests/engines/tcp_attacker.py`` storms
+its port with thousands of connections, slowloris handshakes, strangers' keys, an oversized frame
+and a flood from an authenticated participant. The referee must stay within bounded file
+descriptors and memory, never print a traceback, and nobody's clock may be charged for it."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from test_remote import ROOT, PY, RANDOM, STEADY, free_port, keys  # noqa: F401  (fixture)
+
+ATTACKER = ROOT / "tests" / "engines" / "tcp_attacker.py"
+ARBITER = str(Path(sys.executable).with_name("arbiter"))
+
+
+@pytest.mark.hostile
+def test_a_storm_on_the_tcp_port_is_bounded_and_charged_to_no_one(tmp_path, keys):
+    folder, roster = keys
+    port = free_port()
+    endpoint = f"tcp://127.0.0.1:{port}"
+    referee = subprocess.Popen([ARBITER, "match", "--game", "einstein", "--engine", "remote:alice", "--engine",
+                                RANDOM, "--roster", str(roster), "--server-key", str(folder / "referee.key"),
+                                "--listen", endpoint, "--tc", "st=0.5", "--format", "games=4", "--quiet",
+                                "--db", str(tmp_path / "r.sqlite"), "--wait", "30"],
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    alice = subprocess.Popen([PY, str(STEADY), "--connect", endpoint, "--server-key", str(folder / "referee.pub"),
+                              "--key", str(folder / "alice.key"), "--reserve", "300"],
+                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    samples: list[tuple[int, int]] = []
+
+    def sample() -> None:
+        proc = psutil.Process(referee.pid)
+        while referee.poll() is None:
+            try:
+                samples.append((proc.num_fds(), proc.memory_info().rss))
+            except psutil.Error:
+                return
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=sample, daemon=True)
+    watcher.start()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # the referee is up and listening
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    time.sleep(0.5)
+    baseline = samples[-1][0] if samples else 0
+    attack = subprocess.run([PY, str(ATTACKER), endpoint, str(folder), "--seconds", "7"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120,
+                            preexec_fn=lambda: os.nice(19))  # its own CPU would be on its own machine
+    after_attack = len(samples)
+    try:
+        out, _ = referee.communicate(timeout=120)
+    finally:
+        for p in (referee, alice):
+            if p.poll() is None:
+                p.kill()
+            p.wait(5)
+    watcher.join(5)
+    said = dict(line.split(" ", 1)[1].split("=", 1) for line in attack.stdout.splitlines() if line.startswith("ATTACK "))
+    assert said.get("done") == "1", attack.stdout + attack.stderr
+    assert referee.returncode == 0, out
+    assert "Traceback" not in out, out
+    records = [json.loads(line) for line in (tmp_path / "games.jsonl").read_text().splitlines()]
+    assert [r["reason"] for r in records] == ["normal"] * 4, [r["detail"] for r in records]
+    assert int(said["storm"]) == 3000
+    assert int(said["slowloris_dropped_by_referee"]) >= 250, said  # the 5 s handshake limit closed them
+    assert said["strangers_answered"] == "0"
+    assert "key not in the roster" in out  # logged, with address and fingerprint
+    peak_fds = max(f for f, _ in samples)
+    peak_rss = max(m for _, m in samples)
+    settled = [f for f, _ in samples[after_attack:]]
+    print(f"referee fds: baseline {baseline}, peak {peak_fds}, after the attack {settled[-1] if settled else '-'}; "
+          f"peak rss {peak_rss >> 20} MB")
+    assert peak_fds < baseline + 700, (baseline, peak_fds)
+    assert not settled or min(settled) < baseline + 50  # all given back
+    assert peak_rss < 400 << 20
+    local = [e for r in records for e in r["events"] if e["seat"] >= 0 and r["players"][e["seat"]] != "alice"]
+    lag = [e["measured_ms"] - e["reported_ms"] for r in records for e in r["events"]
+           if e["seat"] >= 0 and r["players"][e["seat"]] == "alice"]
+    print(f"local engine: max {max(e['measured_ms'] for e in local):.1f} ms per decision; alice: max "
+          f"{max(lag):.1f} ms beyond its own time")
+    assert max(e["measured_ms"] for e in local) < 250  # the storm was nobody's time (allowance: 500 ms)
