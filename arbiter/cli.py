@@ -192,13 +192,13 @@ def cmd_match(args: argparse.Namespace) -> int:
     if hub is not None:
         configs = tuple(dataclasses.replace(c, endpoint=hub.endpoint) if c.participant else c for c in configs)
     try:
-        return _run_match(args, game, tc, seed, configs, setup, match_id, done, sprt_bounds)
+        return _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_bounds)
     finally:
         if hub is not None:
             hub.close()
 
 
-def _run_match(args, game, tc, seed, configs, setup, match_id, done, sprt_bounds) -> int:
+def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_bounds) -> int:
     """The match itself, once its configuration is known to be good (and a remote hub listens)."""
     store, code = _prepare(args, configs)
     if store is None:

@@ -74,7 +74,7 @@ def test_cli_match_against_the_random_engine_is_recorded_and_verifies(engine, tm
                           "--db", str(db), "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=300,
                          env={**os.environ, "COLUMNS": "200"})
     assert run.returncode == 0, run.stdout + run.stderr
-    records = load_records(tmp_path / "games.jsonl")
+    records = load_records(tmp_path / "results.jsonl")
     assert len(records) == 6
     for record in records:
         assert record.reason == "normal", (record.reason, record.detail)
@@ -83,7 +83,7 @@ def test_cli_match_against_the_random_engine_is_recorded_and_verifies(engine, tm
         moves = [e for e in mine if e.kind == "move"]
         assert moves and all(e.info is not None and e.info.depth == 1 and e.info.nodes >= 1 for e in moves)
         assert all(e.reported_ms is not None for e in moves)  # info.time_ms reached the record
-    log = "".join(p.read_text() for p in tmp_path.glob("*/engine-c-*.log"))
+    log = "".join(p.read_text() for p in tmp_path.rglob("engine-c-*.log"))
     assert "welcome" in log and "6 games" in log  # it ran every game in one process and said goodbye
     verify = subprocess.run([PY, "-m", "arbiter.cli", "verify", str(db)], cwd=ROOT, capture_output=True, text=True)
     assert verify.returncode == 0 and "6 of 6 records consistent" in verify.stdout, verify.stdout + verify.stderr

@@ -244,7 +244,7 @@ def test_insecure_plain_tcp_is_shouted_and_recorded(tmp_path, keys, capsys):
                      "--db", str(tmp_path / "r.sqlite"), "--quiet", "--wait", "30"])
         assert code == 0
         assert "WARNING: INSECURE" in said(capsys)
-        line = (tmp_path / "games.jsonl").read_text().splitlines()[0]
+        line = (tmp_path / "r.jsonl").read_text().splitlines()[0]
         assert '"insecure":true' in line and '"reason":"normal"' in line
     finally:
         stop(engine)
@@ -260,7 +260,7 @@ def test_cli_match_with_a_remote_participant(tmp_path, keys):
                      f"tcp://127.0.0.1:{port}", "--format", "games=2", "--db", str(tmp_path / "r.sqlite"),
                      "--quiet", "--tc", "20"])
         assert code == 0
-        lines = (tmp_path / "games.jsonl").read_text().splitlines()
+        lines = (tmp_path / "r.jsonl").read_text().splitlines()
         assert len(lines) == 2 and all('"reason":"normal"' in l and '"insecure"' not in l for l in lines)
         assert engine.wait(10) == 0
     finally:

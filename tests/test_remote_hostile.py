@@ -74,7 +74,7 @@ def test_a_storm_on_the_tcp_port_is_bounded_and_charged_to_no_one(tmp_path, keys
     assert said.get("done") == "1", attack.stdout + attack.stderr
     assert referee.returncode == 0, out
     assert "Traceback" not in out, out
-    records = [json.loads(line) for line in (tmp_path / "games.jsonl").read_text().splitlines()]
+    records = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
     assert [r["reason"] for r in records] == ["normal"] * 4, [r["detail"] for r in records]
     assert int(said["storm"]) == 3000
     assert int(said["slowloris_dropped_by_referee"]) >= 250, said  # the 5 s handshake limit closed them

@@ -173,17 +173,20 @@ def preflight(cfg: TournamentConfig, db_path: str | Path,
     from .runner import hidden_paths, logs_dir
 
     hide = hidden_paths(cfg, db_path)
-    series = Series(load_game(cfg.game, **cfg.game_options), [e.engine_config(hide=hide) for e in cfg.engines],
+    local = [e for e in cfg.engines if not e.remote]  # remote participants connect when the event runs
+    if not local:
+        return []
+    series = Series(load_game(cfg.game, **cfg.game_options), [e.engine_config(hide=hide) for e in local],
                     cfg.time_control, run_dir=logs_dir(db_path), match_id="preflight")
     try:
         failures = series.start_all()
         if hellos is not None:
-            for spec, engine in zip(cfg.engines, series.engines):
+            for spec, engine in zip(local, series.engines):
                 if engine is not None:
                     hellos[spec.name] = hello_text(engine.hello)
     finally:
         series.close()
-    return [(cfg.engines[i].name, str(fault)) for i, fault in failures]
+    return [(local[i].name, str(fault)) for i, fault in failures]
 
 
 def play(opened: Opened, *, concurrency: int | None = None, on_progress=None,

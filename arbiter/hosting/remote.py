@@ -29,7 +29,7 @@ from zmq.utils import z85
 from protocol import ProtocolError
 from protocol.codec import MAX_MESSAGE_SIZE, decode, encode
 from protocol.curve import KeyFileError, fingerprint, load_keypair, valid_key
-from protocol.messages import (EndReason, GameOver, Hello, Message, NewGame, Ping, Pong, Ready, Reject, Request,
+from protocol.messages import (EndReason, GameOver, Hello, Message, NewGame, Ping, Pong, Ready, Request,
                                Welcome)
 from protocol.transport import RECEIVE_HWM, context
 
