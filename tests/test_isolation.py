@@ -182,6 +182,16 @@ def test_a_program_in_a_folder_right_under_tmp_runs_in_the_sandbox(tmp_path):
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def test_an_engine_run_by_the_referees_own_python_sees_the_project_wherever_it_lies():
+    # A checkout under /tmp (CI clones there) lies in a folder the sandbox replaces: the project's
+    # folder and this Python's path are shown again for {python} engines (the sample engines).
+    from arbiter.hosting.process import own_python_paths
+
+    root = own_python_paths()[0]
+    assert (root / "arbiter").is_dir() and (root / "sample_engines").is_dir()
+    assert all(p.is_absolute() for p in own_python_paths())
+
+
 @needs_sandbox
 def test_a_hidden_file_reads_as_empty(tmp_path):
     key = tmp_path / "referee.key"

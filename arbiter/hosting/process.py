@@ -10,6 +10,7 @@ stdout/stderr go through a pipe the referee drains into a log capped at ``Limits
 """
 from __future__ import annotations
 
+import functools
 import os
 import resource
 import shlex
@@ -87,6 +88,15 @@ class Limits:
         limits = dataclasses.replace(base or cls(), **changes)
         limits.check()
         return limits
+
+
+@functools.cache
+def own_python_paths() -> list[Path]:
+    """What an engine run by the referee's own Python (``{python}``) imports from: this Python's
+    path and this project's folder (sample engines live there; an editable install points at
+    it). Shown again in the sandbox when they lie in a folder it replaces (a checkout in /tmp)."""
+    here = Path(__file__).resolve().parents[2]  # the folder holding arbiter/, protocol/, sample_engines/
+    return [here, *(Path(p).resolve() for p in sys.path if p and os.path.isdir(p))]
 
 
 def parse_cpus(value: object) -> tuple[int, ...] | None:
@@ -199,6 +209,8 @@ class EngineProcess:
                           f"(e.g. a Python in root's home); the referee's folders are hidden from them")
             visible = [Path(config.cwd or os.getcwd()).resolve(), Path(program).parent, Path(program).parent.parent,
                        Path(os.path.realpath(program)).parent, Path(os.path.realpath(program)).parent.parent]
+            if os.path.realpath(program) == os.path.realpath(sys.executable):
+                visible += own_python_paths()
             argv = bwrap_argv(argv, work_dir=work_dir, endpoint_dir=endpoint_dir, cwd=config.cwd,
                               hide=[Path(h).resolve() for h in config.hide], network=config.network, uid=self.uid,
                               visible=visible, disk_mb=config.limits.disk_mb)
