@@ -229,10 +229,16 @@ def test_twenty_thousand_connections_do_not_bring_the_referee_down(tmp_path, par
     parallel.check()  # another referee process: untouched even when this one dies
     assert proc.returncode == 3, proc.output[-3000:]  # alive; "the engine never started" (EXIT_ENGINE)
     assert "connections to its socket" in proc.output or "no hello" in proc.output
-    records = load_records(tmp_path / "m" / "results.sqlite")
-    assert len(records) == 2
-    assert_honest(records)
-    cli_verify(tmp_path / "m" / "results.sqlite")
+    db = tmp_path / "m" / "results.sqlite"
+    records = load_records(db) if db.exists() else []
+    # The pre-flight usually stops it before any game (nothing recorded); when the flood comes
+    # only at a game's start, both games are lost unstarted by it, and saved.
+    if "cannot start" in proc.output:
+        assert records == [], records
+    else:
+        assert len(records) == 2
+        assert_honest(records)
+        cli_verify(db)
 
 
 @needs_sandbox

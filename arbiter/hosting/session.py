@@ -291,15 +291,15 @@ class EngineSession:
         """Its rest is over: the CPU ms it used while resting (None if not counted); with
         ``judge``, an engine that may not ponder and used more than OFFTURN_SLACK is frozen whenever
         it rests from now on (not judged: the rest after a game, when it digests ``game_over``)."""
-        used, self._cpu_at_rest = (None, None) if self._cpu_at_rest is None else (self._cpu_at_rest, None)
-        if used is None or self.process is None:
+        started, self._cpu_at_rest = self._cpu_at_rest, None
+        if started is None or self.process is None:
             return None
         now = self.process.cpu_seconds()
         if now is None:
             return None
-        if judge and now - used > OFFTURN_SLACK and not self.config.ponder:
+        if judge and now - started > OFFTURN_SLACK and not self.config.ponder:
             self.caught_pondering = True
-        return round((now - used) * 1000, 1)
+        return round((now - started) * 1000, 1)
 
     def poll_reply(self) -> Reply | None:
         for _ in range(_READ_BURST):
