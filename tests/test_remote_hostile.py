@@ -93,4 +93,6 @@ def test_a_storm_on_the_tcp_port_is_bounded_and_charged_to_no_one(tmp_path, keys
            if e["seat"] >= 0 and r["players"][e["seat"]] == "alice"]
     print(f"local engine: max {max(e['measured_ms'] for e in local):.1f} ms per decision; alice: max "
           f"{max(lag):.1f} ms beyond its own time")
-    assert max(e["measured_ms"] for e in local) < 250  # the storm was nobody's time (allowance: 500 ms)
+    # the storm was nobody's time: far below the 500 ms a move may take (quiet machine: < 10 ms; one CI run
+    # with the attacker on the same 2 cores saw 314 ms before the hub got its own I/O thread)
+    assert max(e["measured_ms"] for e in local) < 400

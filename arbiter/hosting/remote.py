@@ -15,6 +15,7 @@ says who is who, and every record says ``insecure``.
 from __future__ import annotations
 
 import collections
+import os
 import struct
 import sys
 import threading
@@ -31,7 +32,7 @@ from protocol.codec import MAX_MESSAGE_SIZE, decode, encode
 from protocol.curve import KeyFileError, fingerprint, load_keypair, valid_key
 from protocol.messages import (EndReason, GameOver, Hello, Message, NewGame, Ping, Pong, Ready, Request,
                                Welcome)
-from protocol.transport import RECEIVE_HWM, context
+from protocol.transport import RECEIVE_HWM
 
 from .process import EngineConfig
 from .session import EngineFault, EngineSession, raise_fd_limit
@@ -131,6 +132,19 @@ class Roster:
 
 # --- ZAP: the authentication handler (one per ZeroMQ context) -------------------------------------
 
+_network: tuple[int, zmq.Context] | None = None
+
+
+def network_context() -> zmq.Context:
+    """The ZeroMQ context of the listening hubs, apart from the local engines' one: its own I/O
+    thread does the CURVE handshakes, so a storm of strangers on the tcp port never queues a local
+    engine's reply behind its crypto (one per process: a forked worker makes its own)."""
+    global _network
+    if _network is None or _network[0] != os.getpid():
+        _network = (os.getpid(), zmq.Context())
+    return _network[1]
+
+
 
 class _Zap(threading.Thread):
     """Answers ZeroMQ's authentication requests for every hub of the context (by ZAP domain)."""
@@ -141,7 +155,7 @@ class _Zap(threading.Thread):
     def __init__(self):
         super().__init__(name="zap", daemon=True)
         self.hubs: dict[bytes, RemoteHub] = {}
-        self.socket = context().socket(zmq.REP)
+        self.socket = network_context().socket(zmq.REP)
         self.socket.linger = 0
         self.socket.bind("inproc://zeromq.zap.01")
 
@@ -220,7 +234,7 @@ class RemoteHub:
         self.strangers = 0
         self.domain = f"arbiter-{id(self):x}".encode()
         raise_fd_limit()
-        self.socket = context().socket(zmq.ROUTER)
+        self.socket = network_context().socket(zmq.ROUTER)
         s = self.socket
         s.linger = 0
         s.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_SIZE)
