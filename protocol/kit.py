@@ -13,6 +13,10 @@ and ``--key FILE`` (the engine's own ``.key`` from ``arbiter keygen NAME``) and 
 CURVE, saying hello again whenever its connection is re-established; it says hello, answers ``new_game``/``ping``, measures its own thinking time into ``info.time_ms``,
 and exits on ``quit``, ``reject``, when the referee has been silent for ``idle_timeout``, or when
 the process that started it has gone.
+
+Options the operator may set (UCI's ``setoption``) are declared with ``options=[EngineOption(...)]``;
+the kit fills ``game.engine_options`` with every declared option's value for the game (the
+operator's, else the default), so ``decide`` reads ``game.engine_options["depth"]``.
 """
 from __future__ import annotations
 
@@ -26,8 +30,8 @@ from typing import Callable, Union
 
 from .codec import ProtocolError
 from .curve import KeyFileError, load_keypair, load_public
-from .messages import (PROTOCOL_VERSION, Error, ErrorCode, GameOver, Hello, Info, NewGame, Ping, Pong, Quit, Ready,
-                       Reject, Reply, Request, Welcome)
+from .messages import (PROTOCOL_VERSION, EngineOption, Error, ErrorCode, GameOver, Hello, Info, NewGame, Ping,
+                       Pong, Quit, Ready, Reject, Reply, Request, Welcome)
 from .transport import ENDPOINT_ENV, SECRET_ENV, EngineSocket
 
 Decision = Union[str, Reply, tuple[str, Info]]
@@ -136,6 +140,7 @@ def _wait(sock: EngineSocket, idle_timeout: float, parent: int, hello: Hello):
 def run_engine(decide: Decide, *, name: str, author: str = "", version: str = "", games: list[str] | None = None,
                wants_legal_moves: bool = False, wants_state: bool = False, wants_game_info: bool = False,
                on_game_over: Callable[[GameOver, NewGame], None] | None = None,
+               options: list[EngineOption] | tuple[EngineOption, ...] = (),
                endpoint: str | None = None, idle_timeout: float = 3600.0, server_key: str | None = None,
                key: str | None = None) -> int:
     """Serve the referee until told to quit; returns a process exit code. With ``server_key``
@@ -155,7 +160,8 @@ def run_engine(decide: Decide, *, name: str, author: str = "", version: str = ""
     parent = os.getppid()
     hello = Hello(name=name, author=author, version=version, protocol_version=PROTOCOL_VERSION,
                   games=list(games or []), wants_legal_moves=wants_legal_moves, wants_state=wants_state,
-                  wants_game_info=wants_game_info, secret=session_secret())
+                  wants_game_info=wants_game_info, options=list(options), secret=session_secret())
+    defaults = {o.name: o.default for o in options}
     try:
         sock.send(hello)
         games_by_id: dict[str, NewGame] = {}
@@ -181,6 +187,7 @@ def run_engine(decide: Decide, *, name: str, author: str = "", version: str = ""
                 elapsed_ms = int((time.monotonic() - started) * 1000)
                 sock.send(as_reply(decision, msg, elapsed_ms))
             elif isinstance(msg, NewGame):
+                msg.engine_options = {**defaults, **msg.engine_options}  # the referee checked them
                 games_by_id = {msg.game_id: msg}  # one game at a time per connection
                 sock.send(Ready(game_id=msg.game_id, seq=msg.seq))
             elif isinstance(msg, GameOver):

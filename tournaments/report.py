@@ -146,7 +146,7 @@ def terminations(games: list[dict], names: list[str]) -> list[dict]:
                 continue
             counted.add(e)
             reason = g["reason"]
-            if reason != "normal":
+            if g["forfeit_seat"] is not None:
                 reason = f"{reason} ({'own' if g['forfeit_seat'] == seat else 'opponent'})"
             row = table.setdefault((names[e], reason), {"engine": names[e], "reason": reason, "W": 0, "D": 0, "L": 0})
             row[_outcome(g, seat) if len(g["returns"]) > 1 else ("W" if g["returns"][0] > 0 else "L")] += 1

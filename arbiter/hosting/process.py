@@ -149,6 +149,9 @@ class EngineConfig:
     """Pin the engine to these CPU cores (disjoint sets per engine keep engines apart)."""
     hide: tuple[str, ...] = ()
     """Folders the engine must not see (the referee adds its results and logs folders)."""
+    options: dict = field(default_factory=dict)
+    """Values for options the engine declares in its hello (``EngineOption``), checked at the
+    handshake and sent in every ``new_game``."""
     participant: str | None = None
     """A remote participant of the roster (``arbiter.hosting.remote``): reached through the hub
     listening on ``endpoint``, authenticated by its CURVE key."""

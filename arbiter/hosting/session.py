@@ -26,7 +26,7 @@ from protocol import PROTOCOL_VERSION, ProtocolError
 from protocol.connection import Connection, wait_any as wait_any_connection
 from protocol.kit import Decide, as_reply
 from protocol.messages import (EndReason, Error, ErrorCode, Hello, Message, NewGame, Ping, Pong, Quit, Ready,
-                               Reject, Reply, Request, Welcome)
+                               Reject, Reply, Request, Welcome, check_engine_options)
 from protocol.transport import ENDPOINT_ENV, SECRET_ENV, ZmqConnection, new_ipc_endpoint
 
 from .process import EngineConfig, EngineProcess, Limits, engine_environment
@@ -53,6 +53,14 @@ class EngineFault(Exception):
         self.detail = detail
 
 
+class OptionFault(EngineFault):
+    """The operator's engine options do not fit what the engine declares in its hello (unknown
+    option, wrong type, out of range): a configuration error, not the engine's misbehaviour."""
+
+    def __init__(self, detail: str):
+        super().__init__(EndReason.PROTOCOL_ERROR, detail)
+
+
 class Session(Protocol):
     """What the referee and the match formats need of a player."""
 
@@ -63,6 +71,8 @@ class Session(Protocol):
     limits: Limits
     offturn_cpu_ms: float | None
     """CPU time used while it waited for this request (engines that ponder or are watched), for the record."""
+    options: dict
+    """The engine options to send in ``new_game`` (checked against its hello at the handshake)."""
 
     @property
     def reusable(self) -> bool:
@@ -138,6 +148,8 @@ class EngineSession:
         the start of its off-turn."""
         self.caught_pondering = False
         """Used more than OFFTURN_SLACK of CPU while it should have been idle: frozen from then on."""
+        self.options: dict = {}
+        """``config.options`` converted to the types the engine declared (set at the handshake)."""
         self.insecure = bool(config.remote and (config.endpoint or "").startswith("tcp://"))
         """Reached over plain tcp, unauthenticated and unencrypted (recorded in every record)."""
 
@@ -206,6 +218,11 @@ class EngineSession:
             self._send_quietly(Reject(reason=f"this match is {game}; the engine plays {', '.join(msg.games)}"))
             raise EngineFault(EndReason.PROTOCOL_ERROR,
                               f"engine does not play {game} (it plays {', '.join(msg.games)})")
+        try:
+            self.options = check_engine_options(msg.options, self.config.options)
+        except ValueError as exc:
+            self._send_quietly(Reject(reason=str(exc)))
+            raise OptionFault(str(exc)) from None
         self.hello = msg
         self._send(Welcome(referee="arbiter"))
         self.rest(watch=True)
@@ -437,6 +454,7 @@ class InProcessSession:
         self.dropped = 0
         self.limits = Limits()
         self.offturn_cpu_ms: float | None = None
+        self.options: dict = {}
         self._game: NewGame | None = None
         self._reply: Reply | None = None
 
