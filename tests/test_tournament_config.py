@@ -31,7 +31,7 @@ elo1 = 50
 [[engines]]
 name = "a"
 command = "{python} -m sample_engines.random_engine --seed 1"
-options = { name = "x" }
+args = { name = "x" }
 
 [[engines]]
 name = "b"
@@ -98,7 +98,7 @@ def test_example_olympiad_file_is_valid():
     ('elo1 = 50', 'elo1 = -50', "elo1", "sprt.elo1", "greater than elo0"),
     ('elo1 = 50', 'elo2 = 50', "elo2", "sprt.elo2", "unknown key"),
     ('restart = true', 'restart = "yes"', 'restart = "yes"', "engines[1].restart", "true or false"),
-    ('options = { name = "x" }', 'options = { name = ["x"] }', "options = {", "engines[0].options.name", "option"),
+    ('args = { name = "x" }', 'args = { name = ["x"] }', "args = {", "engines[0].args.name", "flag"),
     ('env = { FOO = "1" }', 'env = { FOO = true }', "env", "engines[2].env.FOO", "environment"),
     ('duplicate_dice = true', 'duplicate_dice = 1', "duplicate_dice", "duplicate_dice", "true or false"),
     ('restart = true', 'cpus = "x"', 'cpus = "x"', "engines[1].cpus", "expected core numbers"),
@@ -168,7 +168,7 @@ def test_key_lines_scanner():
     text = GOOD + '\n[[engines]]\nname = "d"\ncommand = """multi\nline"""\n[engines.options]\ndepth = 3\n'
     lines = key_lines(text)
     assert lines[("engines", 3, "options", "depth")] == len(text.splitlines())
-    assert lines[("engines", 0, "options", "name")] == line_of(text, 'options = { name = "x" }')
+    assert lines[("engines", 0, "args", "name")] == line_of(text, 'args = { name = "x" }')
     assert lines[("sprt", "elo0")] == line_of(text, "elo0")
     assert dotted(("engines", 3, "options", "depth")) == "engines[3].options.depth"
 

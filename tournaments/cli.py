@@ -144,24 +144,37 @@ def _check_output(output: Path, source: str) -> None:
         raise ConfigError(f"{source}: output: {output}: not writable")
 
 
-def _preflight_ok(console, cfg, db_path, show: bool = False) -> bool:
-    """Start and greet every engine once; name each that cannot start (the caller exits 3);
-    ``show``: print how each introduced itself (its hello's name, version, author)."""
+def _preflight(console, cfg, db_path, show: bool = False) -> int:
+    """Start and greet every engine once; name each that cannot start: the exit code (0 all
+    started; 3 one cannot start; 2 an engine's ``options`` do not fit what its hello declares,
+    checked under ``on_start_failure = "forfeit"`` too). ``show``: print how each introduced itself."""
     from rich.markup import escape
+
+    from arbiter.hosting import OptionFault
 
     from .api import preflight
 
+    forfeit = cfg.on_start_failure == "forfeit" and not show
+    if forfeit and not any(e.options and not e.remote for e in cfg.engines):
+        return EXIT_OK
     hellos: dict[str, str] = {}
     failures = preflight(cfg, db_path, hellos)
+    bad_options = [(name, fault) for name, fault in failures if isinstance(fault, OptionFault)]
+    if forfeit:
+        failures = bad_options
     if show:
         for name, text in hellos.items():
             console.print(f"  {escape(name)}: {escape(text)}")
-    for name, error in failures:
-        console.print(f"[red]error:[/] engine {escape(name)} cannot start: {escape(error)}")
-    if failures:
+    for name, fault in failures:
+        console.print(f"[red]error:[/] engine {escape(name)}: options: {escape(fault.detail)}"
+                      if isinstance(fault, OptionFault) else
+                      f"[red]error:[/] engine {escape(name)} cannot start: {escape(str(fault))}")
+    if failures and not bad_options:
         console.print("(no game was played; set on_start_failure = \"forfeit\" to play anyway, "
                       "its games lost as not_started)")
-    return not failures
+    elif failures:
+        console.print("(no game was played; `arbiter engine-info CMD` lists the options an engine declares)")
+    return EXIT_USAGE if bad_options else EXIT_ENGINE if failures else EXIT_OK
 
 
 def cmd_run(args, resume: bool) -> int:
@@ -179,8 +192,8 @@ def cmd_run(args, resume: bool) -> int:
 
             cfg = load_config(args.file)
             _check_output(cfg.output, cfg.source_path)
-            if cfg.on_start_failure == "stop" and not _preflight_ok(console, cfg, cfg.output):
-                return EXIT_ENGINE  # before the database exists: fix the command and `run` again
+            if code := _preflight(console, cfg, cfg.output):
+                return code  # before the database exists: fix the command and `run` again
             opened = api.start(cfg, overwrite=args.overwrite)
     except ConfigError as exc:
         console.print(f"[red]error:[/] {exc}")
@@ -202,9 +215,9 @@ def cmd_run(args, resume: bool) -> int:
                       f"sandbox engines: {support().problem}")
         opened.db.close()
         return EXIT_ENGINE
-    if resume and cfg.on_start_failure == "stop" and not _preflight_ok(console, cfg, opened.db.path):
+    if resume and (code := _preflight(console, cfg, opened.db.path)):
         opened.db.close()
-        return EXIT_ENGINE
+        return code
     mode = "quiet" if args.quiet else ("live" if console.is_terminal else "lines")
     console.print(f"{'resuming' if resume else 'starting'} tournament [bold]{cfg.name}[/] → {opened.db.path} "
                   f"(seed {'from ' + str(cfg.seed_file) if cfg.seed_file else opened.seed})")
@@ -303,8 +316,8 @@ def cmd_check(args) -> int:
     if cfg.format in ("swiss", "knockout"):
         console.print("  (later rounds are paired from results)")
     console.print("engines (started once and greeted, as before a run):")
-    if not _preflight_ok(console, cfg, cfg.output, show=True):
-        return EXIT_ENGINE
+    if code := _preflight(console, cfg, cfg.output, show=True):
+        return code
     console.print(f"  every engine started and said hello ({', '.join(names)})")
     return EXIT_OK
 

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import msgspec
 
+from arbiter.adjudication import Adjudication
 from arbiter.hosting import EngineConfig
 from arbiter.records import GameRecord, from_json
 from protocol.messages import TimeControl
@@ -51,6 +52,8 @@ class WorkerSetup(msgspec.Struct, frozen=True, kw_only=True):
     """Local workers: the tournament process, which the worker must not outlive."""
     lock_fd: int | None = None
     """Local forked workers: the database lock's inherited descriptor, which they close."""
+    adjudication: Adjudication | None = None
+    """The event's rules for ending games early (``[adjudication]``)."""
     remote: dict[str, Any] | None = None
     """Remote participants: the ``RemoteHub`` the worker opens (roster, server_key, listen,
     deadline as Unix time, grace, insecure, lag_move_ms, lag_quota_ms)."""

@@ -148,7 +148,7 @@ def worker_main(conn: Any, setup: WorkerSetup) -> None:
     configs += [replace(c, env={**c.env, **extra_env}) for c in setup.engines]  # copies for self-pairs
     keep = max(game.num_seats, setup.keep_engines)
     series = Series(game, configs, setup.time_control, store=None, run_dir=setup.run_dir,
-                    margin=setup.margin, seed=setup.master_seed, match_id=setup.tid)
+                    margin=setup.margin, seed=setup.master_seed, match_id=setup.tid, adjudication=setup.adjudication)
     state["series"] = series
     try:
         while True:
