@@ -93,7 +93,8 @@ def verify(record: GameRecord) -> list[str]:
             problems.append(f"recorded returns {record.returns} differ from the rules' {state.returns()}")
     elif record.reason == "adjudicated":
         if verdict is None:
-            problems.append("the record says the game was adjudicated but its rules do not end it there")
+            problems.append("the record says the game was adjudicated but its rules do not end it there"
+                            if record.adjudication else "the record says the game was adjudicated but holds no rules")
         elif [list(verdict[0]), verdict[1]] != [list(record.returns), record.detail]:
             problems.append(f"adjudicated with returns {record.returns} ({record.detail!r}); the rules give "
                             f"{verdict[0]} ({verdict[1]!r})")
