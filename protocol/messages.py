@@ -140,6 +140,26 @@ def check_engine_options(declared: list[EngineOption], given: dict[str, Any]) ->
     return out
 
 
+def declaration_problems(declared: list[EngineOption]) -> list[str]:
+    """What is wrong with an engine's own option declarations (a name twice, a default its own
+    declaration refuses, an empty spin range or combo): for engine authors (``arbiter check-engine``)."""
+    problems, seen = [], set()
+    for option in declared:
+        if option.name in seen:
+            problems.append(f"option {option.name} is declared twice")
+        seen.add(option.name)
+        if option.type == OptionType.SPIN and None not in (option.min, option.max) and option.min > option.max:
+            problems.append(f"option {option.name}: min {option.min} is above max {option.max}")
+        elif option.type == OptionType.COMBO and not option.choices:
+            problems.append(f"option {option.name}: a combo without choices")
+        else:
+            try:
+                option.accept(option.default)
+            except ValueError as exc:
+                problems.append(f"option {option.name}: its default {exc}")
+    return problems
+
+
 class Message(msgspec.Struct, tag_field="type", kw_only=True, forbid_unknown_fields=False):
     """Base of every message. ``game_id`` is empty outside a game (handshake, ping)."""
 

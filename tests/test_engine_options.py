@@ -17,7 +17,7 @@ from arbiter.games import load_game
 from arbiter.hosting import EngineConfig, OptionFault
 from arbiter.records.replay import verify
 from arbiter.records.store import load_records
-from protocol.messages import EngineOption, check_engine_options
+from protocol.messages import EngineOption, check_engine_options, declaration_problems
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -210,3 +210,16 @@ def test_tournament_sends_each_engine_its_options(tmp_path):
         seat = r.players.index("scorer")
         assert r.engine_options[seat] == {"score": 11} and r.engine_options[1 - seat] == {}
         assert {e.info.score for e in r.events if e.seat == seat} == {11.0}
+
+
+def test_declarations_an_engine_gets_wrong_are_named():
+    assert declaration_problems(DECLARED) == []
+    assert declaration_problems([
+        EngineOption(name="a", type="spin", default=0, min=5, max=9),
+        EngineOption(name="a", type="check", default=False),
+        EngineOption(name="b", type="spin", default=1, min=3, max=2),
+        EngineOption(name="c", type="combo", default="x"),
+        EngineOption(name="d", type="string"),
+    ]) == ["option a: its default must be in [5, 9], not 0", "option a is declared twice",
+           "option b: min 3 is above max 2", "option c: a combo without choices",
+           "option d: its default must be a string, not None"]

@@ -1,6 +1,7 @@
 """The tournament file: valid files load, and every error names the file, the line and the key."""
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -188,3 +189,12 @@ def test_seed_file_is_read_and_a_file_others_may_read_is_refused(tmp_path):
         parse_config(text.replace("duplicate_dice", "seed = 1\nduplicate_dice"), "t.toml")
     with pytest.raises(ConfigError, match="key_file: .*arbiter keygen"):
         parse_config(GOOD.replace("seed = 42", f'key_file = "{tmp_path / "nokey"}"'), "t.toml")
+
+
+def test_the_example_file_in_the_docs_is_valid():
+    text = (ROOT / "docs" / "tournaments.md").read_text(encoding="utf-8")
+    block = re.search(r"## The file\n\n```toml\n(.*?)```", text, re.S).group(1)
+    cfg = parse_config(block, "docs.toml", check_paths=False)
+    assert cfg.engines[0].options == {"depth": 3, "movetime": 0} and cfg.engines[0].args == {"seed": 7}
+    assert cfg.engines[0].argv()[-2:] == ["--seed", "7"]
+    assert cfg.adjudication is not None and cfg.adjudication.max_plies == 400
