@@ -464,7 +464,7 @@ def make_decider(movetime: float | None = DEFAULT_MOVETIME, depth: int | None = 
             if request.legal_moves is not None and layout not in request.legal_moves:
                 layout = rngs(game).choice(request.legal_moves)
             return layout, Info(comment="fixed layout")
-        options = game.engine_options
+        options = getattr(game, "engine_options", {})  # none when called without a game (tests, tools)
         game_depth = options["depth"] or None if "depth" in options else depth
         game_movetime = options["movetime"] / 1000 if "movetime" in options else movetime
         try:
