@@ -223,3 +223,32 @@ def test_declarations_an_engine_gets_wrong_are_named():
     ]) == ["option a: its default must be in [5, 9], not 0", "option a is declared twice",
            "option b: min 3 is above max 2", "option c: a combo without choices",
            "option d: its default must be a string, not None"]
+
+
+def test_a_resumed_match_keeps_its_engine_options_and_adjudication(tmp_path):
+    import signal
+    import time
+
+    db = tmp_path / "r.sqlite"
+    cmd = [PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", SCORER, "--engine", RANDOM,
+           "--engine-option", "1:score=5", "--max-plies", "6", "--format", "games=60", "--tc", "60", "--quiet",
+           "--db", str(db)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (tmp_path / "r.jsonl").exists() and len((tmp_path / "r.jsonl").read_text().splitlines()) >= 2:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 130, out
+    played = len(load_records(db))
+    again = subprocess.run([PY, "-m", "arbiter.cli", "match", "--resume", "--db", str(db), "--quiet"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stdout + again.stderr
+    records = load_records(db)
+    assert len(records) == 60 > played
+    for r in records:
+        a = r.players.index(next(p for p in r.players if p.startswith("A:")))
+        assert r.engine_options[a] == {"score": 5} and r.adjudication.max_plies == 6
+        assert r.reason == "adjudicated" or len([e for e in r.events if e.seat >= 0]) < 6
