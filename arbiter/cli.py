@@ -252,6 +252,7 @@ def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_b
         console.print(escape(f"{config.name}: {hello_text(engine.hello)}"), soft_wrap=True, highlight=False)
     console.print(f"match [bold]{match.match_id}[/]: {game.name}, {configs[0].name} vs {configs[1].name}, "
                   f"tc {tc.text}, format {args.format}, results → {args.db}"
+                  + (f", adjudication: {adjudication.describe()}" if adjudication else "")
                   + (f" (resumed after {len(done)} game(s))" if match_id else ""))
     try:
         if args.quiet:

@@ -302,7 +302,8 @@ def cmd_check(args) -> int:
     names = [e.name for e in cfg.engines]
     console.print(f"{args.file}: ok — {cfg.name}: {cfg.game}, {cfg.kind} games, format {cfg.format}, "
                   f"{len(names)} engines, at most {plan.max_remaining} games, concurrency {cfg.concurrency}, "
-                  f"results → {cfg.output}")
+                  f"results → {cfg.output}"
+                  + (f"; adjudication: {cfg.adjudication.describe()}" if cfg.adjudication else ""))
     shown = [s for s in plan.pairings][:40]
     for st in shown:
         p = st.pairing
