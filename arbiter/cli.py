@@ -592,9 +592,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    """``arbiter export DB --format text|csv [-o FILE]``: every game, in the order ``load_records`` gives."""
+    """``arbiter export DB --format text|csv [-o FILE]``: every game in commit order (an event's
+    chain order, else by end time), so an import re-chains them as they were."""
     try:
-        records = load_records(args.record)
+        records = sorted(load_records(args.record), key=lambda r: (r.event_seq == 0, r.event_id, r.event_seq))
         signer = load_signer(args.key) if args.key else None
     except (OSError, ValueError, KeyFileError) as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
