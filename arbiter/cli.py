@@ -603,6 +603,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     chunks = (to_text if args.format == "text" else to_csv)(records, signer)
     try:
         if args.output and args.output != "-":
+            Path(args.output).parent.mkdir(parents=True, exist_ok=True)
             with open(args.output, "w", encoding="utf-8", newline="") as f:
                 f.writelines(chunks)
             console.print(f"{len(records)} game(s) written to {escape(args.output)}", highlight=False)

@@ -279,7 +279,7 @@ def read_csv(data: str, source: str) -> list[TextGame]:
         return []
     unknown = [h for h in header if h not in _KINDS and h != "Moves"]
     if unknown or "Moves" not in header:
-        raise TextImportError(f"{source}:1: not an arbiter CSV export (columns {', '.join(unknown) or 'without Moves'})")
+        raise ValueError(f"{source}:1: not an arbiter CSV export (columns {', '.join(unknown) or 'without Moves'})")
     games = []
     line = reader.line_num
     for row in reader:
@@ -300,13 +300,14 @@ def read_csv(data: str, source: str) -> list[TextGame]:
 
 
 def read_games(data: str, source: str) -> list[TextGame]:
-    """Games from a text export (starts with a tag line) or a CSV export (starts with its header)."""
+    """Games from a text export (starts with a tag line) or a CSV export (starts with its header);
+    ValueError for a file that is neither, TextImportError for one that is broken inside."""
     head = data.lstrip()[:1]
     if head == "[":
         return read_text(data, source)
     if data.lstrip().startswith("Event,") or data.lstrip().startswith('"Event"'):
         return read_csv(data, source)
-    raise TextImportError(f"{source}:1: neither a text export (tag lines in brackets) nor a CSV export "
+    raise ValueError(f"{source}:1: neither a text export (tag lines in brackets) nor a CSV export "
                        f"(header Event,Match,...)")
 
 
