@@ -147,3 +147,22 @@ def test_three_seat_tournament_exports_imports_and_verifies(tmp_path):
     assert any(r.rolls for r in load_records(db))  # the variant rolls dice
     rep = run("tournaments", "report", db, "-q", "--json", "-")
     assert json.loads(rep.stdout)["rating_timeline"]["measure"] == "OpenSkill μ"
+
+
+def test_ratings_over_time_skip_points_without_an_estimate(tmp_path):
+    """Games all won by the first mover cannot pin the first-move term (the fit is singular):
+    those points have no rating (null), later points do; the console block shows scores only."""
+    from tournaments.config import parse_config
+    from tournaments.report import quick_ratings, rating_timeline
+
+    cfg = parse_config(EINSTEIN.format(db=tmp_path / "x.sqlite"), "t.toml", check_paths=False)
+    names = [e.name for e in cfg.engines]
+    one = [{"seating": [0, 1], "returns": [1.0, -1.0], "seq": 1}]
+    assert quick_ratings(cfg, names, one) == ("Elo", {})
+    more = one + [{"seating": [1, 0], "returns": [1.0, -1.0], "seq": 2},
+                  {"seating": [1, 2], "returns": [-1.0, 1.0], "seq": 3},
+                  {"seating": [2, 0], "returns": [-1.0, 1.0], "seq": 4}]
+    timeline = rating_timeline(cfg, names, more, every=1)
+    assert timeline["games"] == [1, 2, 3, 4]
+    assert all(timeline["ratings"][e][:2] == [None, None] for e in names)
+    assert all(v is not None for e in names for v in timeline["ratings"][e][2:])

@@ -141,7 +141,7 @@ def quick_ratings(cfg: TournamentConfig, names: list[str], games: list[dict]) ->
     """(measure, {engine: (rating, lo, hi)}) from ``games`` (dicts with ``seating`` and ``returns``,
     in commit order): logistic Elo for two-seat matches (the report's model; duplicate-dice
     clusters when the games carry their ``stream``), OpenSkill μ ± 1.96σ for tables; None for
-    other kinds or no games."""
+    other kinds or no games. An empty table: no estimate yet (the fit is singular on these games)."""
     if not games:
         return None
     n = len(names)
@@ -153,7 +153,10 @@ def quick_ratings(cfg: TournamentConfig, names: list[str], games: list[dict]) ->
         if cfg.duplicate_dice and all("stream" in g for g in games):
             ids: dict[str, int] = {}
             clusters = np.array([ids.setdefault(f"{g['match_id']}|{g['stream']}", len(ids)) for g in games])
-        fit = fit_bradley_terry(first, second, score, n, names=names, clusters=clusters, anchor=cfg.anchor)
+        try:
+            fit = fit_bradley_terry(first, second, score, n, names=names, clusters=clusters, anchor=cfg.anchor)
+        except np.linalg.LinAlgError:  # too few games to pin the first-move term (every first mover won)
+            return "Elo", {}
         return "Elo", {r["engine"]: (r["elo"], r["lo"], r["hi"]) for r in fit.table()}
     if cfg.kind == "table":
         rows = openskill_ratings([(tuple(g["seating"]), tuple(g["returns"])) for g in games], names)
