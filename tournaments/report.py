@@ -22,7 +22,7 @@ from arbiter.stats import mean_ci, paired_comparison, wilson_interval
 
 from .config import TournamentConfig, parse_config
 from .director import Director, GameResult, ScheduleSpec
-from .ratings import Z95, fit_bradley_terry, openskill_ratings
+from .ratings import Z95, fit_bradley_terry, openskill_history, openskill_ratings
 from arbiter.sprt import concluded, pentanomial, sprt, trinomial
 
 
@@ -144,25 +144,33 @@ def quick_ratings(cfg: TournamentConfig, names: list[str], games: list[dict]) ->
     other kinds or no games. An empty table: no estimate yet (the fit is singular on these games)."""
     if not games:
         return None
-    n = len(names)
     if cfg.kind == "match":
-        first = np.array([g["seating"][0] for g in games])
-        second = np.array([g["seating"][1] for g in games])
-        score = np.array([_points(g)[0] for g in games])
-        clusters = None
-        if cfg.duplicate_dice and all("stream" in g for g in games):
-            ids: dict[str, int] = {}
-            clusters = np.array([ids.setdefault(f"{g['match_id']}|{g['stream']}", len(ids)) for g in games])
-        try:
-            fit = fit_bradley_terry(first, second, score, n, names=names, clusters=clusters, anchor=cfg.anchor)
-        except np.linalg.LinAlgError:  # too few games to pin the first-move term (every first mover won)
-            return "Elo", {}
-        return "Elo", {r["engine"]: (r["elo"], r["lo"], r["hi"]) for r in fit.table()}
+        return "Elo", _elo(cfg, names, *_elo_arrays(cfg, games))
     if cfg.kind == "table":
         rows = openskill_ratings([(tuple(g["seating"]), tuple(g["returns"])) for g in games], names)
         return "OpenSkill μ", {r["engine"]: (r["mu"], r["mu"] - Z95 * r["sigma"], r["mu"] + Z95 * r["sigma"])
                                for r in rows}
     return None
+
+
+def _elo_arrays(cfg: TournamentConfig, games: list[dict]) -> tuple:
+    """(first movers, second movers, first movers' points, duplicate-dice clusters or None)."""
+    first = np.array([g["seating"][0] for g in games])
+    second = np.array([g["seating"][1] for g in games])
+    score = np.array([_points(g)[0] for g in games])
+    clusters = None
+    if cfg.duplicate_dice and all("stream" in g for g in games):
+        ids: dict[str, int] = {}
+        clusters = np.array([ids.setdefault(f"{g['match_id']}|{g['stream']}", len(ids)) for g in games])
+    return first, second, score, clusters
+
+
+def _elo(cfg: TournamentConfig, names: list[str], first, second, score, clusters) -> dict:
+    try:
+        fit = fit_bradley_terry(first, second, score, len(names), names=names, clusters=clusters, anchor=cfg.anchor)
+    except np.linalg.LinAlgError:  # too few games to pin the first-move term (every first mover won)
+        return {}
+    return {r["engine"]: (r["elo"], r["lo"], r["hi"]) for r in fit.table()}
 
 
 TIMELINE_POINTS = 100
@@ -183,11 +191,20 @@ def rating_timeline(cfg: TournamentConfig, names: list[str], games: list[dict], 
     if not marks or marks[-1] != total:
         marks.append(total)
     series: dict[str, list] = {name: [] for name in names}
-    measure = ""
-    for k in marks:
-        measure, table = quick_ratings(cfg, names, ordered[:k])
-        for name in names:
-            series[name].append(table[name][0] if name in table else None)
+    if cfg.kind == "table":
+        measure = "OpenSkill μ"
+        history = openskill_history([(tuple(g["seating"]), tuple(g["returns"])) for g in ordered], names, marks)
+        for rows in history:
+            mu = {r["engine"]: r["mu"] for r in rows}
+            for name in names:
+                series[name].append(mu[name])
+    else:
+        measure = "Elo"
+        first, second, score, _ = _elo_arrays(cfg, ordered)  # clusters change intervals, not ratings
+        for k in marks:
+            table = _elo(cfg, names, first[:k], second[:k], score[:k], None)
+            for name in names:
+                series[name].append(table[name][0] if name in table else None)
     return {"every": every, "measure": measure, "games": marks, "ratings": series}
 
 

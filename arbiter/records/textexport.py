@@ -329,6 +329,8 @@ def rebuild(g: TextGame) -> GameRecord:
         game = load_game(t["Game"], **t["Options"])
     except (OptionError, TypeError) as exc:
         raise TextImportError(f"{at('Options')}: {exc}") from None
+    if not all(isinstance(x, str) for x in t["Players"] + t["Seats"]):
+        raise TextImportError(f"{at('Players')}: players and seats must be lists of names")
     if len(t["Players"]) != game.num_seats or len(t["Seats"]) != game.num_seats:
         raise TextImportError(f"{at('Players')}: {len(t['Players'])} players and {len(t['Seats'])} seats for a "
                            f"{game.num_seats}-seat game")
