@@ -609,8 +609,12 @@ def cmd_export(args: argparse.Namespace) -> int:
             console.print(f"{len(records)} game(s) written to {escape(args.output)}", highlight=False)
         else:
             sys.stdout.writelines(chunks)
+            sys.stdout.flush()
+    except BrokenPipeError:  # `arbiter export DB | head`: the reader left; not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except OSError as exc:
-        console.print(f"[red]error:[/] {escape(args.output)}: {escape(exc.strerror or str(exc))}")
+        console.print(f"[red]error:[/] {escape(args.output or 'standard output')}: "
+                      f"{escape(exc.strerror or str(exc))}")
         return EXIT_USAGE
     return EXIT_OK
 

@@ -138,7 +138,7 @@ class Display:
         from .report import quick_ratings
 
         games = [{"seating": list(r.seating), "returns": list(r.returns)} for r in runner.results.values()]
-        rated = quick_ratings(runner.cfg, runner.names, games) if runner.cfg.kind != "team" else None
+        rated = quick_ratings(runner.cfg, runner.names, games)
         lines = [f"── {self.rate_and_eta(runner)} ──"]
         width = max(len(n) for n in runner.names)
         for k, (name, _, _, text) in enumerate(live_standings(runner), 1):
@@ -150,15 +150,15 @@ class Display:
         return "\n".join(lines)
 
     def game(self, runner, spec, record) -> None:
-        every = self.rating_interval if self.rating_interval is not None else runner.cfg.rating_interval
-        if self.mode != "quiet" and every and runner.plan.played % every == 0:
-            self.console.print(self.ratings_block(runner))
         if self.mode == "lines":
             w = record.winner()
             who = record.players[w] if w is not None else "no single winner"
             self.console.print(f"[{runner.plan.played}/{runner.plan.played + runner.plan.max_remaining}] "
                                f"{spec.pairing} game {spec.number}: {' vs '.join(record.players)} -> {who} "
                                f"({record.reason}) {record.returns}")
+        every = self.rating_interval if self.rating_interval is not None else runner.cfg.rating_interval
+        if self.mode != "quiet" and every and runner.plan.played % every == 0:
+            self.console.print(self.ratings_block(runner))
         self.progress(runner)
 
 
