@@ -44,7 +44,8 @@ from .records import GameRecord
 from .records.audit import audit, load_stored
 from .records.replay import replay, verify
 from .records.signing import KeyFileError, key_id, keygen, load_public_key, load_signer
-from .records.store import ResultsStore, load_records, match_setup
+from .records.store import STORAGE_ERRORS, ResultsStore, load_records, match_setup
+from .records.textexport import TEXT_FORMATS, TextImportError, import_games, read_games, to_csv, to_text
 from .sprt import concluded
 
 EXIT_OK, EXIT_VERIFY_FAILED, EXIT_USAGE, EXIT_ENGINE, EXIT_STORAGE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
@@ -624,6 +625,74 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return EXIT_VERIFY_FAILED if bad or tampered or not checked else EXIT_OK
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    """``arbiter export DB --format text|csv [-o FILE]``: every game in commit order (an event's
+    chain order, else by end time), so an import re-chains them as they were."""
+    try:
+        records = sorted(load_records(args.record), key=lambda r: (r.event_seq == 0, r.event_id, r.event_seq))
+        signer = load_signer(args.key) if args.key else None
+    except (OSError, ValueError, KeyFileError) as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}")
+        return EXIT_USAGE
+    chunks = (to_text if args.format == "text" else to_csv)(records, signer)
+    try:
+        if args.output and args.output != "-":
+            Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+            with open(args.output, "w", encoding="utf-8", newline="") as f:
+                f.writelines(chunks)
+            console.print(f"{len(records)} game(s) written to {escape(args.output)}", highlight=False)
+        else:
+            sys.stdout.writelines(chunks)
+            sys.stdout.flush()
+    except BrokenPipeError:  # `arbiter export DB | head`: the reader left; not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except OSError as exc:
+        console.print(f"[red]error:[/] {escape(args.output or 'standard output')}: "
+                      f"{escape(exc.strerror or str(exc))}")
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """``arbiter import FILE --db NEW.sqlite``: rebuild every game of a text or CSV export by
+    replaying it through the rules; a game that does not fit is named with its line (exit 1)."""
+    try:
+        if Path(args.db).exists():
+            raise ValueError(f"--db {args.db}: the file exists; import writes a new results database")
+        signer = load_signer(args.key) if args.key else None
+        public = load_public_key(args.public_key) if args.public_key else None
+        try:
+            data = Path(args.file).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ValueError(f"{args.file}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError:
+            raise ValueError(f"{args.file}: not UTF-8 text") from None
+        games = read_games(data, args.file)
+    except TextImportError as exc:
+        console.print(f"[red]REFUSED[/] {escape(str(exc))}", highlight=False)
+        return EXIT_VERIFY_FAILED
+    except (ValueError, KeyFileError) as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}")
+        return EXIT_USAGE
+    try:
+        count, notes, problem = import_games(games, args.db, signer, public)
+    except TextImportError as exc:
+        console.print(f"[red]REFUSED[/] {escape(str(exc))}", highlight=False)
+        console.print("nothing imported")
+        return EXIT_VERIFY_FAILED
+    except STORAGE_ERRORS as exc:
+        console.print(f"[red]error:[/] {escape(args.db)}: {escape(str(exc))}")
+        return EXIT_STORAGE
+    if problem:
+        console.print(f"[red]error:[/] {escape(problem)}")
+        return EXIT_STORAGE
+    for note in notes:
+        console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
+    console.print(f"{count} game(s) rebuilt from {escape(args.file)} and saved in {escape(args.db)}"
+                  + (f", signed with key {signer.key_id}" if signer else ", unsigned"), highlight=False)
+    return EXIT_OK
+
+
 def cmd_check_engine(args: argparse.Namespace) -> int:
     """``arbiter check-engine CMD --game G``: PASS/FAIL per conformance check (``arbiter.conformance``).
     Exit 0 all passed, 1 a check failed (the engine did not verify), 3 it could not even shake hands."""
@@ -1034,6 +1103,20 @@ def build_parser() -> argparse.ArgumentParser:
         c.add_argument("--db", default="runs/results.sqlite")
         c.add_argument("--quiet", action="store_true")
         c.set_defaults(func=func)
+
+    ex = sub.add_parser("export", help="write the games of a results file as compact text (PGN-like) or CSV")
+    ex.add_argument("record", help="results .sqlite, .jsonl export or .json record")
+    ex.add_argument("--format", choices=TEXT_FORMATS, default="text", help="text (default) or csv")
+    ex.add_argument("-o", "--output", help="file to write (default: standard output)")
+    ex.add_argument("--key", help="sign each game's digest with this referee key (arbiter keygen)")
+    ex.set_defaults(func=cmd_export)
+
+    im = sub.add_parser("import", help="rebuild full records from a text or CSV export into a new database")
+    im.add_argument("file", help="a file written by arbiter export")
+    im.add_argument("--db", required=True, help="the new SQLite results file (its .jsonl export beside it)")
+    im.add_argument("--key", help="sign the rebuilt records with this referee key (arbiter keygen)")
+    im.add_argument("--public-key", help="require every game of the file to be signed by this key (export --key)")
+    im.set_defaults(func=cmd_import)
 
     ce = sub.add_parser("check-engine", help="a conformance run for engine authors: PASS/FAIL per check")
     ce.add_argument("command_line", metavar="CMD", help="the engine's command line ({python}: this Python)")

@@ -42,6 +42,7 @@ TOP_KEYS = {
     "time_control": "time control, e.g. 180, 180+2, st=1, inf",
     "margin_ms": "ms an engine may overrun before losing on time",
     "concurrency": "games played in parallel (default: the number of cores)",
+    "rating_interval": "print standings, ratings, rate and ETA every N committed games (0: never, the default)",
     "seed": "tournament seed (string or integer): schedule and dice derive from it",
     "seed_file": "file holding the tournament seed instead of 'seed' (mode 600: engines must not read it)",
     "key_file": "the referee's secret key (arbiter keygen): every record is signed with it",
@@ -94,7 +95,7 @@ ENGINE_KEYS = {
 ALIASES = {"cmd": "command", "exe": "command", "program": "command", "setoption": "options", "option": "options",
            "flags": "args", "dir": "cwd",
            "workdir": "cwd", "tc": "time_control", "jobs": "concurrency", "threads": "concurrency",
-           "db": "output", "engine": "engines"}
+           "db": "output", "engine": "engines", "ratinginterval": "rating_interval"}
 """Names other tools use for our keys: suggested before spelling neighbours (``cmd`` is nearer to ``cwd``)."""
 ADJUDICATION_KEYS = {
     "max_plies": "end a game still going after this many decisions (rolls not counted): scored as the game scores "
@@ -211,6 +212,8 @@ class TournamentConfig:
     """Where ``seed`` was read from (then the seed is secret: not printed)."""
     key_file: Path | None = None
     on_start_failure: str = "stop"
+    rating_interval: int = 0
+    """Print standings and ratings every this many committed games (0: never)."""
     remote: RemoteSpec | None = None
     """The listening side for remote participants (``[remote]``), if any engine is remote."""
     adjudication: Adjudication | None = None
@@ -496,6 +499,9 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
     if concurrency is not None and concurrency < 1:
         raise c.error(("concurrency",), f"must be at least 1 (leave it out for one game per core), got {concurrency}")
     concurrency = concurrency or default_concurrency()
+    rating_interval = c.get(doc, "rating_interval", (), int, 0)
+    if rating_interval < 0:
+        raise c.error(("rating_interval",), f"must be 0 (never) or a number of games, got {rating_interval}")
     seed = c.get(doc, "seed", (), (str, int), None)
     seed = None if seed is None else str(seed)
     seed_file = c.get(doc, "seed_file", (), str, None)
@@ -650,4 +656,5 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
         engines=engines, remote=remote_spec if any(e.remote for e in engines) else None, sprt_given="sprt" in doc,
         adjudication=adjudication,
         source_text=text, seed_file=seed_file, key_file=key_file, on_start_failure=on_start_failure,
+        rating_interval=rating_interval,
         source_path=str(Path(source).resolve()) if source[:1] != "<" else source)
