@@ -15,6 +15,7 @@ says who is who, and every record says ``insecure``.
 from __future__ import annotations
 
 import collections
+import itertools
 import os
 import struct
 import sys
@@ -198,7 +199,6 @@ class _Peer:
     """What the hub knows of one participant's link."""
 
     participant: Participant
-    queue: collections.deque = field(default_factory=lambda: collections.deque())
     route: bytes | None = None
     """Routing id of the connection the participant last spoke on (where we send)."""
     fd: int | None = None
@@ -209,12 +209,25 @@ class _Peer:
     hello: Hello | None = None
     """The participant's last hello (a new session of a connected participant starts from it)."""
     overflow: int = 0
-    connection: "RemoteConnection | None" = None
+    connections: tuple["RemoteConnection", ...] = ()
+    """The referee's sessions with it, one per game it may be playing (``max_games``)."""
+    pings: dict[int, "RemoteConnection"] = field(default_factory=dict)
+    """Seq of each ping in flight outside a game -> the session that sent it (its pong goes there)."""
+    playing: int = 0
+    """Games of it in play (``RemoteHub.claim``)."""
+
+    @property
+    def max_games(self) -> int:
+        """Games it accepts at once: its hello's ``max_games`` (1 until it has said hello)."""
+        return max(1, self.hello.max_games) if self.hello is not None else 1
 
 
 class RemoteHub:
-    """The listening socket for remote participants. Single-threaded use (the referee's thread),
-    apart from the ZAP and monitor threads that only read and mark the peers' state."""
+    """The listening socket for remote participants. One I/O thread owns the socket: it reads and
+    files each message into the inbox of the session it is for (by ``game_id``; a hello goes to
+    every session of the participant), and sends what the sessions queue for it. Sessions may be
+    used from several threads (a tournament's games in parallel); the ZAP and monitor threads
+    only read and mark the peers' state."""
 
     _hubs: dict[str, "RemoteHub"] = {}
 
@@ -232,7 +245,11 @@ class RemoteHub:
         self.refused: list[tuple[str, str, str]] = []
         """(address, key fingerprint, why) of every refused connection, in order."""
         self.strangers = 0
+        self.stale = 0
+        """Messages for no session (a game that is over, a ping nobody waits for), dropped."""
         self.domain = f"arbiter-{id(self):x}".encode()
+        self._seqs = itertools.count(1)
+        self._outbox: collections.deque = collections.deque()
         raise_fd_limit()
         self.socket = network_context().socket(zmq.ROUTER)
         s = self.socket
@@ -251,9 +268,12 @@ class RemoteHub:
                 s.curve_server = True
                 s.curve_publickey, s.curve_secretkey = public, secret
             s.bind(endpoint)
+            self._wake_r, self._wake_w = os.pipe()
         except BaseException:
             s.close(linger=0)
             raise
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
         _Zap.register(self)
         monitor = s.get_monitor_socket(zmq.EVENT_DISCONNECTED | zmq.EVENT_MONITOR_STOPPED)
         self._watcher = threading.Thread(target=self._watch, args=(monitor,), name="hub-monitor", daemon=True)
@@ -261,6 +281,10 @@ class RemoteHub:
         self.endpoint = s.getsockopt(zmq.LAST_ENDPOINT).decode()
         self.poller = zmq.Poller()
         self.poller.register(s, zmq.POLLIN)
+        self.poller.register(self._wake_r, zmq.POLLIN)
+        self._closing = False
+        self._io = threading.Thread(target=self._run, name="hub-io", daemon=True)
+        self._io.start()
         RemoteHub._hubs[self.endpoint] = self
         if insecure:
             self.log(f"WARNING: INSECURE: {self.endpoint} is plain tcp without CURVE: anyone on the network can read "
@@ -309,66 +333,104 @@ class RemoteHub:
                 for peer in self.peers.values():
                     if peer.fd == value:
                         peer.suspect = True
+                self._wake()
         except zmq.ZMQError:
             return
         finally:
             monitor.close(linger=0)
 
-    # --- traffic (referee thread) ----------------------------------------------------------------
+    # --- traffic (I/O thread) --------------------------------------------------------------------
 
-    def pump(self, timeout_ms: int) -> None:
-        """Wait up to ``timeout_ms`` for frames; file up to ``PUMP_BURST`` of them by participant."""
-        self._probe()
-        if not self.poller.poll(max(0, timeout_ms)):
-            return
-        for _ in range(PUMP_BURST):
+    def _run(self) -> None:
+        """The I/O thread: sends what is queued, reads and files what arrives, probes suspect routes."""
+        wake = self._wake_r
+        while not self._closing:
             try:
-                frames = self.socket.recv_multipart(flags=zmq.NOBLOCK, copy=False)
-            except zmq.Again:
-                return
+                ready = dict(self.poller.poll(100))
             except zmq.ZMQError:
                 return
-            self._file(frames)
+            if wake in ready:
+                try:
+                    os.read(wake, 4096)
+                except BlockingIOError:
+                    pass
+            self._probe()
+            while self._outbox:
+                peer, data = self._outbox.popleft()
+                self._send_now(peer, data)
+            if self.socket in ready:
+                self._read()
 
-    def _file(self, frames: list) -> None:
+    def _read(self) -> None:
+        """Read up to ``PUMP_BURST`` frames (bounded work per turn) and file them."""
+        with ARRIVALS:  # the sessions' list of a peer does not change meanwhile
+            filed = False
+            for _ in range(PUMP_BURST):
+                try:
+                    frames = self.socket.recv_multipart(flags=zmq.NOBLOCK, copy=False)
+                except zmq.ZMQError:  # EAGAIN: nothing more
+                    break
+                filed = self._file(frames) or filed
+            if filed:
+                ARRIVALS.notify_all()
+
+    def _file(self, frames: list) -> bool:
         route, payload = frames[0].bytes, frames[1:]
         if len(payload) != 1:
             self.strangers += 1
-            return
+            return False
         data = payload[0]
         user = data.get("User-Id") if not self.insecure else ""
-        peer = self.peers.get(user) if user else self._insecure_peer(route, data.bytes)
+        body = data.bytes
+        try:
+            msg: Message | bytes = decode(body)
+        except ProtocolError:
+            msg = body  # garbage: the session that reads it forfeits the engine (``receive``)
+        peer = self.peers.get(user) if user else self._insecure_peer(route, msg)
         if peer is None:
             self.strangers += 1
-            return
+            return False
         if route != peer.route:
             peer.route, peer.gone_since, peer.suspect = route, None, False
             try:
                 peer.fd = data.get(zmq.SRCFD)
             except zmq.ZMQError:
                 peer.fd = None
-        body = data.bytes
-        if body[:40].find(b"pong") >= 0:
-            try:
-                msg = decode(body)
-                if isinstance(msg, Pong) and msg.seq == PROBE_SEQ:
-                    return
-            except ProtocolError:
-                pass
-        if len(peer.queue) >= QUEUE_LIMIT:
-            peer.overflow += 1
-            return
-        peer.queue.append(body)
+        if isinstance(msg, Pong) and msg.seq == PROBE_SEQ:
+            return False
+        if isinstance(msg, Hello):
+            peer.hello = msg
+            targets = peer.connections
+        else:
+            targets = self._route(peer, msg)
+        for connection in targets:
+            if len(connection.inbox) >= QUEUE_LIMIT:
+                peer.overflow += 1
+            else:
+                connection.inbox.append(msg)
+        return bool(targets)
 
-    def _insecure_peer(self, route: bytes, body: bytes) -> _Peer | None:
+    def _route(self, peer: _Peer, msg: "Message | bytes") -> tuple["RemoteConnection", ...]:
+        """The session a message is for: the one playing its ``game_id``; outside a game, the one
+        whose ping it answers; else the participant's first (which drops it as stale)."""
+        connections = peer.connections
+        if isinstance(msg, bytes):  # undecodable: every game it is playing is forfeited
+            return tuple(c for c in connections if c.game_id) or connections[:1]
+        if msg.game_id:
+            for c in connections:
+                if c.game_id == msg.game_id:
+                    return (c,)
+        elif isinstance(msg, Pong) and msg.seq in peer.pings:
+            return (peer.pings.pop(msg.seq),)
+        if not connections:
+            self.stale += 1
+        return connections[:1]
+
+    def _insecure_peer(self, route: bytes, msg: "Message | bytes") -> _Peer | None:
         """Without CURVE: the peer that spoke from ``route`` before, or the one a hello names."""
         for peer in self.peers.values():
             if peer.route == route:
                 return peer
-        try:
-            msg = decode(body)
-        except ProtocolError:
-            return None
         return self.peers.get(msg.name) if isinstance(msg, Hello) else None
 
     def _probe(self) -> None:
@@ -376,30 +438,79 @@ class RemoteHub:
         for peer in self.peers.values():
             if peer.suspect and peer.route is not None:
                 peer.suspect = False
-                if not self.send(peer, Ping(seq=PROBE_SEQ)):
+                if not self._send_now(peer, encode(Ping(seq=PROBE_SEQ))):
                     peer.gone_since = peer.gone_since or time.monotonic()
 
-    def send(self, peer: _Peer, message: Message) -> bool:
-        """Send to the participant's current connection; False if it has none (now)."""
+    def _send_now(self, peer: _Peer, data: bytes) -> bool:
         if peer.route is None or peer.gone_since is not None:
             return False
         try:
-            self.socket.send_multipart([peer.route, encode(message)], flags=zmq.NOBLOCK)
+            self.socket.send_multipart([peer.route, data], flags=zmq.NOBLOCK)
             return True
         except zmq.ZMQError:  # EHOSTUNREACH: the connection is gone; EAGAIN: it does not read
             peer.gone_since = time.monotonic()
             return False
+
+    def _wake(self) -> None:
+        try:
+            os.write(self._wake_w, b"!")
+        except (BlockingIOError, OSError):
+            pass  # the pipe is full (the I/O thread will wake anyway) or closed
+
+    # --- for the sessions (any thread) -----------------------------------------------------------
+
+    def send(self, peer: _Peer, message: "Message | bytes") -> bool:
+        """Queue a message for the participant's current connection; False if it has none (now)."""
+        if peer.route is None or peer.gone_since is not None:
+            return False
+        self._outbox.append((peer, message if isinstance(message, bytes) else encode(message)))
+        self._wake()
+        return True
+
+    def next_seq(self) -> int:
+        """A seq no other session of this hub uses (pings outside a game are routed back by it)."""
+        return next(self._seqs)
 
     def connection(self, name: str) -> "RemoteConnection":
         participant = self.roster.find(name)
         if participant is None:
             raise KeyError(f"{name!r} is not in the roster {self.roster.path}")
         peer = self.peers[participant.name]
-        peer.connection = RemoteConnection(self, peer)
-        return peer.connection
+        connection = RemoteConnection(self, peer)
+        with ARRIVALS:
+            if peer.hello is not None and peer.gone_since is None:
+                connection.inbox.append(peer.hello)  # a new session of a connected participant
+            peer.connections = (*peer.connections, connection)
+        return connection
+
+    def claim(self, names: list[str], timeout: float) -> bool:
+        """Count a game for each participant in ``names`` (engine or participant names; others are
+        ignored), waiting up to ``timeout`` until each of them plays fewer games than its
+        ``max_games``; False if that did not happen in time (nothing is counted then)."""
+        peers = [self.peers[p.name] for p in filter(None, map(self.roster.find, names))]
+        deadline = time.monotonic() + timeout
+        with ARRIVALS:
+            while any(p.playing >= p.max_games for p in peers):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                ARRIVALS.wait(min(left, 0.1))
+            for p in peers:
+                p.playing += 1
+        return True
+
+    def release(self, names: list[str]) -> None:
+        """The game counted by ``claim(names)`` is over."""
+        with ARRIVALS:
+            for p in filter(None, map(self.roster.find, names)):
+                self.peers[p.name].playing -= 1
+            ARRIVALS.notify_all()
 
     def close(self) -> None:
         RemoteHub._hubs.pop(self.endpoint, None)
+        self._closing = True
+        self._wake()
+        self._io.join(2.0)
         try:
             self.socket.disable_monitor()
         except zmq.ZMQError:
@@ -407,19 +518,30 @@ class RemoteHub:
         self._watcher.join(1.0)
         self.socket.close(linger=0)
         _Zap.unregister(self)  # after the socket: it never asks again
+        for fd in (self._wake_r, self._wake_w):
+            os.close(fd)
+
+
+ARRIVALS = threading.Condition()
+"""Notified whenever a hub files messages for a session, or a game of a participant ends."""
 
 
 class RemoteConnection:
-    """One participant's link as a ``protocol.connection.Connection``. It stays usable while the
-    participant is away: what is sent meanwhile is resent when it is back (its hello, on any new
-    connection, is answered with welcome, the current game's ``new_game`` and the pending
-    request carrying every move of the game so far)."""
+    """One session's view of a participant's link, as a ``protocol.connection.Connection``: it
+    receives the messages of the game it plays (a participant with ``max_games`` > 1 has several
+    at once). It stays usable while the participant is away: what is sent meanwhile is resent
+    when it is back (its hello, on any new connection, is answered with welcome, the current
+    game's ``new_game`` and the pending request carrying every move of the game so far)."""
 
     def __init__(self, hub: RemoteHub, peer: _Peer):
         self.hub, self.peer = hub, peer
         self.endpoint = hub.endpoint
+        self.inbox: collections.deque = collections.deque()
+        """Decoded messages for this session (bytes: one that could not be decoded)."""
         self.introduced = False
         self.game: NewGame | None = None
+        self.game_id = ""
+        """The game this session plays: messages with its id come here."""
         self.moves: list[str] = []
         """Every move the engine has been told of in the current game (for a resend)."""
         self.pending: Request | None = None
@@ -427,8 +549,6 @@ class RemoteConnection:
         self.reconnections = 0
         self.stale = 0
         """Messages before the participant's hello, dropped unread."""
-        if peer.hello is not None and peer.gone_since is None:
-            peer.queue.appendleft(encode(peer.hello))  # a new session of a connected participant
 
     @property
     def connected(self) -> bool:
@@ -446,45 +566,41 @@ class RemoteConnection:
 
     def send(self, message: Message) -> None:
         if isinstance(message, NewGame):
-            self.game, self.moves, self.pending = message, [], None
+            self.game, self.game_id, self.moves, self.pending = message, message.game_id, [], None
         elif isinstance(message, Request):
             self.moves.extend(message.last_moves)
             self.pending = message
         elif isinstance(message, GameOver):
-            self.game, self.pending = None, None
+            self.game, self.pending = None, None  # game_id kept: late replies still come here, to be dropped
+        elif isinstance(message, Ping) and not message.game_id:
+            self.peer.pings[message.seq] = self
         if not self.hub.send(self.peer, message) and self.disconnected:
             raise ConnectionError(f"{self.peer.participant.name} is disconnected")
 
     def wait(self, timeout_ms: int) -> bool:
-        deadline = time.monotonic() + timeout_ms / 1000
-        while not self.peer.queue:
-            left = int((deadline - time.monotonic()) * 1000)
-            if left <= 0:
-                return False
-            self.hub.pump(min(left, 50))
-        return True
+        if self.inbox:
+            return True
+        with ARRIVALS:
+            return bool(ARRIVALS.wait_for(lambda: self.inbox, max(0, timeout_ms) / 1000))
 
     @staticmethod
     def wait_any(connections: "list[RemoteConnection]", timeout_ms: int) -> set[int]:
-        deadline = time.monotonic() + timeout_ms / 1000
-        while True:
-            ready = {i for i, c in enumerate(connections) if c.peer.queue}
-            left = int((deadline - time.monotonic()) * 1000)
-            if ready or left <= 0:
-                return ready
-            for hub in {id(c.hub): c.hub for c in connections}.values():
-                hub.pump(min(left, 50) if len(connections) == 1 else 0)
-            if len(connections) > 1:
-                time.sleep(0.0005)
+        ready = {i for i, c in enumerate(connections) if c.inbox}
+        if ready or timeout_ms <= 0:
+            return ready
+        with ARRIVALS:
+            ARRIVALS.wait_for(lambda: any(c.inbox for c in connections), timeout_ms / 1000)
+        return {i for i, c in enumerate(connections) if c.inbox}
 
     def receive(self) -> Message | None:
-        if not self.peer.queue:
+        if not self.inbox:
             return None
-        msg = decode(self.peer.queue.popleft())
+        msg = self.inbox.popleft()
+        if isinstance(msg, bytes):
+            msg = decode(msg)  # raises ProtocolError: the engine sent garbage
         if isinstance(msg, Hello):
             if self.hub.insecure and msg.name != self.peer.participant.name:
                 return None
-            self.peer.hello = msg
             if not self.introduced:
                 self.introduced = True
                 return msg
@@ -501,8 +617,9 @@ class RemoteConnection:
     def _resume(self) -> None:
         """The participant is back on a new connection: bring it up to date."""
         self.reconnections += 1
-        self.hub.log(f"{self.peer.participant.name} reconnected")
-        self.hub.send(self.peer, Welcome(referee="arbiter"))
+        if self is self.peer.connections[0]:
+            self.hub.log(f"{self.peer.participant.name} reconnected")
+            self.hub.send(self.peer, Welcome(referee="arbiter"))
         if self.game is not None:
             self.resent_ready = self.game.seq
             self.hub.send(self.peer, self.game)
@@ -512,8 +629,10 @@ class RemoteConnection:
                 self.hub.send(self.peer, again)
 
     def close(self) -> None:
-        if self.peer.connection is self:
-            self.peer.connection = None
+        with ARRIVALS:
+            self.peer.connections = tuple(c for c in self.peer.connections if c is not self)
+            for seq in [s for s, c in self.peer.pings.items() if c is self]:
+                del self.peer.pings[seq]
 
 
 # --- fair lag ---------------------------------------------------------------------------------------
@@ -594,7 +713,7 @@ class RemoteSession(EngineSession):
         """A real round trip every time (never skipped): its time is a sample of the link's RTT."""
         self._pings += 1
         started = time.monotonic()
-        answer = self._request(Ping(seq=self._pings), timeout, "pong")
+        answer = self._request(Ping(seq=self.hub.next_seq()), timeout, "pong")
         if not isinstance(answer, Pong):
             raise EngineFault(EndReason.PROTOCOL_ERROR, f"expected pong, got {type(answer).__name__.lower()}")
         self.lag.rtts.append((time.monotonic() - started) * 1000)
