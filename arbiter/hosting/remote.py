@@ -48,6 +48,8 @@ HEARTBEAT_MS, HEARTBEAT_TIMEOUT_MS = 1000, 3000
 """ZeroMQ heartbeats: a peer silent at the transport level this long is disconnected (sooner
 than an engine's own 4 s, so when a dead link is redialled the referee has already let it go,
 and the new connection is not refused as a second one)."""
+GAME_PING_EVERY = 1.0
+"""Seconds between the pings a remote engine gets during a game while another seat thinks."""
 PROBE_SEQ = -1
 """Seq of the referee's liveness probes; their pongs are the hub's, not a session's."""
 
@@ -403,6 +405,8 @@ class RemoteHub:
             targets = peer.connections
         else:
             targets = self._route(peer, msg)
+            if isinstance(msg, Pong):  # an in-game ping's answer is timed now, on arrival
+                targets = tuple(c for c in targets if not (c.on_pong is not None and c.on_pong(msg)))
         for connection in targets:
             if len(connection.inbox) >= QUEUE_LIMIT:
                 peer.overflow += 1
@@ -549,6 +553,8 @@ class RemoteConnection:
         self.reconnections = 0
         self.stale = 0
         """Messages before the participant's hello, dropped unread."""
+        self.on_pong = None
+        """Called by the I/O thread with each pong for this session; True: consumed (not filed)."""
 
     @property
     def connected(self) -> bool:
@@ -689,12 +695,40 @@ class RemoteSession(EngineSession):
         self.hub = RemoteHub.at(config.endpoint)
         self.insecure = self.hub.insecure
         self.lag = LagAccount(self.hub.lag)
+        self._game_ping: tuple[int, float] | None = None
+        self._game_ping_at = 0.0
+        self.game_pings = 0
+        """In-game pings answered (each one an RTT sample)."""
 
     def launch(self) -> None:
         try:
             self.connection = self.hub.connection(self.config.participant)
         except KeyError as exc:
             raise EngineFault(EndReason.NOT_STARTED, str(exc.args[0])) from None
+        self.connection.on_pong = self._pong
+
+    def watch(self) -> None:
+        """Called while another seat of its game thinks: now and then (``GAME_PING_EVERY``) a
+        ping, with the game's id, whose round trip is one more sample of the link's RTT (the lag
+        bound follows the link during the game, not only as it was at the handshake). Never
+        raises; an unanswered ping costs nothing (the transport's heartbeats judge liveness)."""
+        c = self.connection
+        now = time.monotonic()
+        if c is None or c.game is None or c.away or now - self._game_ping_at < GAME_PING_EVERY:
+            return
+        self._game_ping_at = now
+        self._game_ping = (self.hub.next_seq(), now)
+        self.hub.send(c.peer, Ping(game_id=c.game_id, seq=self._game_ping[0]))
+
+    def _pong(self, pong: Pong) -> bool:
+        """(I/O thread) The answer to the in-game ping: its round trip is an RTT sample."""
+        ping = self._game_ping
+        if ping is None or pong.seq != ping[0]:
+            return False
+        self._game_ping = None
+        self.lag.rtts.append((time.monotonic() - ping[1]) * 1000)
+        self.game_pings += 1
+        return True
 
     def handshake(self, game: str | None = None) -> None:
         """Wait for the participant until the event's deadline; absent past it."""
