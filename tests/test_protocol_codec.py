@@ -20,7 +20,7 @@ SAMPLES: dict[type[Message], Message] = {
     m.__class__: m for m in [
         Hello(game_id="", seq=5, name="demo", author="A. Author", version="2.1", protocol_version=1,
               games=["einstein", "smess"], wants_legal_moves=True, wants_state=True, wants_game_info=True,
-              secret="9f2c"),
+              max_games=2, secret="9f2c"),
         Welcome(seq=5, referee="arbiter 0.1.0", protocol_version=1),
         Reject(seq=5, reason="unsupported protocol_version 9; this referee speaks 1"),
         NewGame(**G, game="einstein", options={"setup": "random", "depth": [1, 2.5, None]},
