@@ -15,6 +15,7 @@ has, so a match's games usually run on one pair of engine processes.
 """
 from __future__ import annotations
 
+import collections
 import hashlib
 import os
 import resource
@@ -260,15 +261,19 @@ class Runner:
             return
         candidates = list(islice((g for g in self.plan.iter_ready() if g.key not in self.in_flight), 256))
         busy_pairings = {spec.pairing for spec in self.in_flight.values()}
+        remote = {i for i, e in enumerate(self.cfg.engines) if e.remote}
+        playing = collections.Counter(i for spec in self.in_flight.values() for i in set(spec.seating) & remote)
         for slot in sorted(idle, key=lambda w: -len(w.engines)):
             if not candidates:
                 return
             best = min(range(len(candidates)), key=lambda k: (
-                -len(slot.engines & set(candidates[k].seating)),
+                sum(playing[i] for i in set(candidates[k].seating) & remote),  # remote participants' games
+                -len(slot.engines & set(candidates[k].seating)),               # wait for their max_games
                 candidates[k].pairing in busy_pairings, k))
             spec = candidates.pop(best)
             backend.submit(slot.worker, GameJob(spec.match_id, spec.number, tuple(spec.seating), spec.stream))
             busy_pairings.add(spec.pairing)
+            playing.update(set(spec.seating) & remote)
             self.in_flight[spec.key] = spec
 
     def _handle(self, done: FinishedGame) -> None:

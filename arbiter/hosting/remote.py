@@ -217,6 +217,8 @@ class _Peer:
     """Seq of each ping in flight outside a game -> the session that sent it (its pong goes there)."""
     playing: int = 0
     """Games of it in play (``RemoteHub.claim``)."""
+    welcomed: bytes | None = None
+    """The route its last welcome after a reconnection went to (one welcome however many games)."""
 
     @property
     def max_games(self) -> int:
@@ -623,7 +625,8 @@ class RemoteConnection:
     def _resume(self) -> None:
         """The participant is back on a new connection: bring it up to date."""
         self.reconnections += 1
-        if self is self.peer.connections[0]:
+        if self.peer.welcomed != self.peer.route:  # the first of its sessions to read the hello
+            self.peer.welcomed = self.peer.route
             self.hub.log(f"{self.peer.participant.name} reconnected")
             self.hub.send(self.peer, Welcome(referee="arbiter"))
         if self.game is not None:
