@@ -94,3 +94,57 @@ remote = "bob"
             if p.poll() is None:
                 p.kill()
             p.wait(5)
+
+
+def test_two_games_in_play_survive_a_restart_of_the_participant(tmp_path, keys):
+    """alice plays two games at once on one connection (two series in two threads, as the
+    tournament worker does); her engine is killed with -9 mid-game and restarted with the same
+    key: both games are resent (new_game, pending request with every move) and end normally."""
+    import threading
+    import time
+
+    from arbiter.clock import parse_time_control
+    from arbiter.formats.match import Series
+    from arbiter.games import load_game
+    from arbiter.hosting import EngineConfig
+    from test_remote import hub_for, remote
+
+    folder, roster = keys
+    logs: list[str] = []
+    hub = hub_for(folder, roster, grace=20, logs=logs)
+    port = int(hub.endpoint.rsplit(":", 1)[1])
+    first = participant(port, folder, "alice", "--max-games", "2", "--think", "150")
+    second = None
+    records: dict[int, object] = {}
+    lanes = [Series(load_game("einstein"), [remote(hub, "alice"), EngineConfig(
+        f"{PY} -m sample_engines.random_engine", name="local", cwd=str(ROOT))], parse_time_control("st=5"),
+        run_dir=tmp_path / str(i), match_id=f"m{i}") for i in range(2)]
+
+    def play(i: int) -> None:
+        records[i] = lanes[i].play_game(1, [0, 1] if i == 0 else [1, 0])
+
+    threads = [threading.Thread(target=play, args=(i,)) for i in range(2)]
+    try:
+        for t in threads:
+            t.start()
+        time.sleep(2.0)
+        assert all(t.is_alive() for t in threads)
+        assert hub.peers["alice"].playing == 0 and len(hub.peers["alice"].connections) == 2
+        first.kill()
+        first.wait(5)
+        time.sleep(0.5)
+        second = participant(port, folder, "alice", "--max-games", "2", "--think", "150")
+        for t in threads:
+            t.join(120)
+        assert set(records) == {0, 1}
+        for record in records.values():
+            assert record.reason == "normal", record.detail
+        assert sum("alice reconnected" in line for line in logs) == 1, logs
+    finally:
+        for series in lanes:
+            series.close()
+        for p in filter(None, (first, second)):
+            if p.poll() is None:
+                p.kill()
+            p.wait(5)
+        hub.close()
