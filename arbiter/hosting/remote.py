@@ -253,7 +253,8 @@ class RemoteHub:
         """Messages for no session (a game that is over, a ping nobody waits for), dropped."""
         self.domain = f"arbiter-{id(self):x}".encode()
         self._seqs = itertools.count(1)
-        self._outbox: collections.deque = collections.deque()
+        self._lock = threading.Lock()
+        """Held for every use of the socket: the I/O thread's reads, any session's sends."""
         raise_fd_limit()
         self.socket = network_context().socket(zmq.ROUTER)
         s = self.socket
@@ -283,8 +284,8 @@ class RemoteHub:
         self._watcher = threading.Thread(target=self._watch, args=(monitor,), name="hub-monitor", daemon=True)
         self._watcher.start()
         self.endpoint = s.getsockopt(zmq.LAST_ENDPOINT).decode()
-        self.poller = zmq.Poller()
-        self.poller.register(s, zmq.POLLIN)
+        self.poller = zmq.Poller()  # on the socket's signalling fd, not the socket: sends need no hand-over
+        self.poller.register(s.getsockopt(zmq.FD), zmq.POLLIN)
         self.poller.register(self._wake_r, zmq.POLLIN)
         self._closing = False
         self._io = threading.Thread(target=self._run, name="hub-io", daemon=True)
@@ -346,9 +347,17 @@ class RemoteHub:
     # --- traffic (I/O thread) --------------------------------------------------------------------
 
     def _run(self) -> None:
-        """The I/O thread: sends what is queued, reads and files what arrives, probes suspect routes."""
+        """The I/O thread: reads and files what arrives, probes suspect routes. It waits on the
+        socket's signalling fd (edge-triggered: the socket's ``EVENTS`` is checked after every use,
+        here and after each send) and on a pipe other threads write to to wake it."""
         wake = self._wake_r
         while not self._closing:
+            with self._lock:
+                self._probe()
+                self._read()
+                more = self.socket.getsockopt(zmq.EVENTS) & zmq.POLLIN
+            if more:
+                continue
             try:
                 ready = dict(self.poller.poll(100))
             except zmq.ZMQError:
@@ -358,12 +367,6 @@ class RemoteHub:
                     os.read(wake, 4096)
                 except BlockingIOError:
                     pass
-            self._probe()
-            while self._outbox:
-                peer, data = self._outbox.popleft()
-                self._send_now(peer, data)
-            if self.socket in ready:
-                self._read()
 
     def _read(self) -> None:
         """Read up to ``PUMP_BURST`` frames (bounded work per turn) and file them."""
@@ -466,12 +469,13 @@ class RemoteHub:
     # --- for the sessions (any thread) -----------------------------------------------------------
 
     def send(self, peer: _Peer, message: "Message | bytes") -> bool:
-        """Queue a message for the participant's current connection; False if it has none (now)."""
-        if peer.route is None or peer.gone_since is not None:
-            return False
-        self._outbox.append((peer, message if isinstance(message, bytes) else encode(message)))
-        self._wake()
-        return True
+        """Send to the participant's current connection; False if it has none (now)."""
+        data = message if isinstance(message, bytes) else encode(message)
+        with self._lock:
+            sent = self._send_now(peer, data)
+            if self.socket.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+                self._wake()  # the send may have taken the fd's signal of something to read
+        return sent
 
     def next_seq(self) -> int:
         """A seq no other session of this hub uses (pings outside a game are routed back by it)."""
