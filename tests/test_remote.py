@@ -407,7 +407,7 @@ def test_an_engine_killed_mid_game_and_restarted_within_the_grace_period_resumes
         second = steady(hub.endpoint, folder, reserve=4700)
         runner.join(120)
         record = result[0].records[0]
-        assert record.reason == "normal", record.detail
+        assert record.reason == "normal", (record.detail, logs, hub.refused)
         assert any("alice reconnected" in line for line in logs), logs
         second.kill()
         told = second.communicate(timeout=10)[1]

@@ -50,6 +50,8 @@ than an engine's own 4 s, so when a dead link is redialled the referee has alrea
 and the new connection is not refused as a second one)."""
 GAME_PING_EVERY = 1.0
 """Seconds between the pings a remote engine gets during a game while another seat thinks."""
+SUSPECT_PROBING = 2.0
+"""Seconds a suspect route is probed (at each turn of the I/O thread, at least every 0.1 s)."""
 PROBE_SEQ = -1
 """Seq of the referee's liveness probes; their pongs are the hub's, not a session's."""
 
@@ -204,8 +206,9 @@ class _Peer:
     route: bytes | None = None
     """Routing id of the connection the participant last spoke on (where we send)."""
     fd: int | None = None
-    suspect: bool = False
-    """The monitor saw the connection's file descriptor close: probe the route."""
+    suspect: float | None = None
+    """When the monitor saw the connection's file descriptor close: probe the route (for a while:
+    ZeroMQ may take a moment to drop the route, and a send before that still succeeds)."""
     gone_since: float | None = None
     """Monotonic time the participant's connection was found gone (None: connected or never was)."""
     hello: Hello | None = None
@@ -315,7 +318,7 @@ class RemoteHub:
         if participant is None:
             return self._refuse(address, fingerprint(key), "key not in the roster")
         peer = self.peers[participant.name]
-        if peer.route is not None and peer.gone_since is None and not peer.suspect:
+        if peer.route is not None and peer.gone_since is None and peer.suspect is None:
             return self._refuse(address, fingerprint(key), f"{participant.name} is already connected")
         return 200, "OK", participant.name
 
@@ -337,7 +340,7 @@ class RemoteHub:
                     return
                 for peer in self.peers.values():
                     if peer.fd == value:
-                        peer.suspect = True
+                        peer.suspect = time.monotonic()
                 self._wake()
         except zmq.ZMQError:
             return
@@ -398,7 +401,7 @@ class RemoteHub:
             self.strangers += 1
             return False
         if route != peer.route:
-            peer.route, peer.gone_since, peer.suspect = route, None, False
+            peer.route, peer.gone_since, peer.suspect = route, None, None
             try:
                 peer.fd = data.get(zmq.SRCFD)
             except zmq.ZMQError:
@@ -445,10 +448,11 @@ class RemoteHub:
     def _probe(self) -> None:
         """Check suspect routes: sending to a closed connection fails at once (ROUTER_MANDATORY)."""
         for peer in self.peers.values():
-            if peer.suspect and peer.route is not None:
-                peer.suspect = False
+            if peer.suspect is not None and peer.route is not None and peer.gone_since is None:
                 if not self._send_now(peer, encode(Ping(seq=PROBE_SEQ))):
-                    peer.gone_since = peer.gone_since or time.monotonic()
+                    peer.gone_since = time.monotonic()
+                elif time.monotonic() - peer.suspect > SUSPECT_PROBING:
+                    peer.suspect = None  # still there: another connection of its closed
 
     def _send_now(self, peer: _Peer, data: bytes) -> bool:
         if peer.route is None or peer.gone_since is not None:
@@ -472,6 +476,8 @@ class RemoteHub:
         """Send to the participant's current connection; False if it has none (now)."""
         data = message if isinstance(message, bytes) else encode(message)
         with self._lock:
+            if self._closing:
+                return False
             sent = self._send_now(peer, data)
             if self.socket.getsockopt(zmq.EVENTS) & zmq.POLLIN:
                 self._wake()  # the send may have taken the fd's signal of something to read
@@ -518,7 +524,10 @@ class RemoteHub:
 
     def close(self) -> None:
         RemoteHub._hubs.pop(self.endpoint, None)
-        self._closing = True
+        with self._lock:
+            if self._closing:
+                return
+            self._closing = True
         self._wake()
         self._io.join(2.0)
         try:
@@ -528,8 +537,10 @@ class RemoteHub:
         self._watcher.join(1.0)
         self.socket.close(linger=0)
         _Zap.unregister(self)  # after the socket: it never asks again
-        for fd in (self._wake_r, self._wake_w):
-            os.close(fd)
+        with self._lock:
+            for fd in (self._wake_r, self._wake_w):
+                os.close(fd)
+            self._wake_r = self._wake_w = -1  # never written to once closed (the number may be reused)
 
 
 ARRIVALS = threading.Condition()
