@@ -216,7 +216,7 @@ def _play_lanes(conn: Any, setup: WorkerSetup, hub, lanes: list, keep: int, part
 
     jobs: list[GameJob] = []
     free = list(range(len(lanes)))
-    done: "queue.Queue[tuple[int, GameJob, list, Any]]" = queue.Queue()
+    done: "queue.Queue[tuple[int, Any]]" = queue.Queue()  # (lane, FinishedGame or WorkerError)
     running = 0
     stopping = False
 
