@@ -5,9 +5,12 @@ CURVE-encrypted, with a ZAP handler that admits only keys of the ``Roster`` (bef
 message is read) and at most one healthy connection per key. Messages are told apart by the
 ``User-Id`` the ZAP handler gave the connection (the participant's name), so a participant can
 speak only for itself, whatever it puts in its messages. ``RemoteSession`` is the referee's
-session with one participant: it waits for it until a deadline (``absent``), survives a dropped
-connection for a grace period (the engine is sent the game again when it is back, else
-``disconnect``), and compensates network lag within a documented quota (``LagPolicy``).
+session with one participant in one game: it waits for it until a deadline (``absent``),
+survives a dropped connection for a grace period (the engine is sent the game again when it is
+back, else ``disconnect``), and compensates network lag within a documented quota
+(``LagPolicy``), measured by pings at the handshake, between games and during them. A
+participant whose hello says ``max_games`` > 1 has several sessions at once (one per game, in
+the threads of a tournament worker); the hub routes its messages by ``game_id``.
 
 Plain tcp (no CURVE) exists only for an explicit ``insecure`` event: then a hello's ``name``
 says who is who, and every record says ``insecure``.
@@ -39,7 +42,7 @@ from .process import EngineConfig
 from .session import EngineFault, EngineSession, raise_fd_limit
 
 QUEUE_LIMIT = 256
-"""Messages kept per participant until its session reads them; more is a flood and is dropped."""
+"""Messages kept per session until it reads them; more is a flood and is dropped."""
 PUMP_BURST = 256
 """At most this many frames are read from the socket in one go (bounded CPU per poll)."""
 HANDSHAKE_MS = 5000
