@@ -1151,6 +1151,19 @@ def _sigterm_as_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+def out_of_files(exc: "OSError | zmq.ZMQError") -> bool:
+    """Running out of file descriptors anywhere is one line naming the limit, not a traceback."""
+    import errno
+    import resource
+
+    if exc.errno not in (errno.EMFILE, errno.ENFILE):
+        return False
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    print(f"error: the referee ran out of file descriptors ({getattr(exc, 'filename', None) or exc.strerror}; limit {soft} open "
+          f"files): raise it with ulimit -n", file=sys.stderr)
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     import signal
     import threading
@@ -1164,6 +1177,10 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except (OSError, zmq.ZMQError) as exc:
+        if not out_of_files(exc):
+            raise
+        return EXIT_ENGINE
     finally:
         if main_thread:
             signal.signal(signal.SIGTERM, previous)

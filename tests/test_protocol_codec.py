@@ -22,7 +22,7 @@ SAMPLES: dict[type[Message], Message] = {
               games=["einstein", "smess"], wants_legal_moves=True, wants_state=True, wants_game_info=True,
               options=[EngineOption(name="depth", type="spin", default=3, min=1, max=9, description="plies"),
                        EngineOption(name="style", type="combo", default="calm", choices=["calm", "wild"])],
-              secret="9f2c"),
+              max_games=2, secret="9f2c"),
         Welcome(seq=5, referee="arbiter 0.1.0", protocol_version=1),
         Reject(seq=5, reason="unsupported protocol_version 9; this referee speaks 1"),
         NewGame(**G, game="einstein", options={"setup": "random", "depth": [1, 2.5, None]},

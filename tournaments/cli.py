@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+import zmq
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ENGINE, EXIT_STORAGE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
 
@@ -451,6 +453,12 @@ def main(argv: list[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except (OSError, zmq.ZMQError) as exc:
+        from arbiter.cli import out_of_files
+
+        if not out_of_files(exc):
+            raise
+        return EXIT_ENGINE
     finally:
         signal.signal(signal.SIGTERM, previous)
 

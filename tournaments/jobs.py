@@ -46,7 +46,10 @@ class WorkerSetup(msgspec.Struct, frozen=True, kw_only=True):
     db_marker: str
     """Marks every engine of this database in its environment (to find leftovers of a dead run)."""
     keep_engines: int = 4
-    """Engines a worker keeps running between games (at least a game's seats)."""
+    """Engines a worker keeps running between games (at least a game's seats), per lane."""
+    lanes: int = 1
+    """Games a worker plays at once, each in a thread of its own (the one worker of an event with
+    remote participants: they all connect to its port)."""
     worker: int = 0
     parent_pid: int = 0
     """Local workers: the tournament process, which the worker must not outlive."""

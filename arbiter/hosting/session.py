@@ -9,10 +9,12 @@ does can raise anything else into the referee.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
 import resource
 import secrets
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -21,6 +23,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, Sequence
+
+import zmq
 
 from protocol import PROTOCOL_VERSION, ProtocolError
 from protocol.connection import Connection, wait_any as wait_any_connection
@@ -182,6 +186,15 @@ class EngineSession:
             print(f"waiting for a remote engine to connect to {self.connection.endpoint}", file=sys.stderr)
             return
         raise_fd_limit()
+        try:
+            self._spawn(config)
+        except EngineFault:
+            raise
+        except (OSError, subprocess.SubprocessError, zmq.ZMQError) as exc:
+            self.stop()  # whatever was made before it failed: socket, work folder
+            raise EngineFault(EndReason.NOT_STARTED, _start_failure(config, exc)) from None
+
+    def _spawn(self, config: EngineConfig) -> None:
         secret = secrets.token_hex(16)
         self.work_dir = Path(tempfile.mkdtemp(prefix="arb-engine-"))
         secret_file = self.work_dir / "session-secret"
@@ -201,6 +214,8 @@ class EngineSession:
         except SandboxUnavailable as exc:
             raise EngineFault(EndReason.NOT_STARTED, str(exc)) from None
         except OSError as exc:
+            if exc.errno in (errno.EMFILE, errno.ENFILE):
+                raise
             raise EngineFault(EndReason.CRASH, f"cannot start {config.command!r}: {exc}") from None
 
     def handshake(self, game: str | None = None) -> None:
@@ -561,6 +576,19 @@ def raise_fd_limit() -> None:
                 return
             except (ValueError, OSError):
                 continue
+
+
+def _start_failure(config: EngineConfig, exc: BaseException) -> str:
+    """Why an engine could not be started, in one line; running out of file descriptors names
+    the limit to raise."""
+    if getattr(exc, "errno", None) in (errno.EMFILE, errno.ENFILE) or "Too many open files" in str(exc):
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        why = f"the referee ran out of file descriptors (limit {soft} open files; raise it with ulimit -n)"
+    elif isinstance(exc, subprocess.SubprocessError):
+        why = f"its process could not be set up (rlimits, control group, CPUs): {exc}"
+    else:
+        why = str(exc) or type(exc).__name__
+    return f"cannot start {config.command!r}: {why}"
 
 
 def _tag(msg: Message) -> str:
