@@ -169,7 +169,7 @@ class Runner:
                            engines=[e.engine_config(hide=self._hidden()) for e in cfg.engines],
                            time_control=cfg.time_control,
                            margin=cfg.margin_ms / 1000, master_seed=master_seed(self.seed), tid=cfg.tid,
-                           run_dir=logs_dir(self.db.path), remote=self._remote())
+                           run_dir=logs_dir(self.db.path), remote=self._remote(), openings=list(cfg.openings))
 
     def _remote(self) -> dict | None:
         r = self.cfg.remote
@@ -263,7 +263,8 @@ class Runner:
                 -len(slot.engines & set(candidates[k].seating)),
                 candidates[k].pairing in busy_pairings, k))
             spec = candidates.pop(best)
-            backend.submit(slot.worker, GameJob(spec.match_id, spec.number, tuple(spec.seating), spec.stream))
+            backend.submit(slot.worker, GameJob(spec.match_id, spec.number, tuple(spec.seating), spec.stream,
+                                                spec.opening))
             busy_pairings.add(spec.pairing)
             self.in_flight[spec.key] = spec
 
