@@ -13,6 +13,7 @@ from collections import Counter
 import json
 import math
 import os
+import re
 import shlex
 import sqlite3
 import sys
@@ -1017,9 +1018,6 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
-
 
 # --- openings, n-seat series and engines files for ``arbiter match`` (docs/tournaments.md) ---------
 
@@ -1032,6 +1030,8 @@ def _match_engines(args: argparse.Namespace) -> tuple:
     for i, cmd in enumerate(args.engine):
         if engines_file is not None and cmd in engines_file.tables:
             configs.append(_file_engine(engines_file, cmd, names[i], args, i))
+        elif engines_file is not None and re.fullmatch(r"[\w.-]+", cmd):  # a name, not a command line
+            raise ValueError(f"--engine {cmd}: {engines_file.unknown(cmd)}")
         else:
             configs.append(_engine_config(cmd, names[i] or f"{'ABCDE'[i]}:{_guess_name(cmd)}", args, args.restart, i))
     return tuple(configs)
@@ -1152,3 +1152,7 @@ def _run_table(args, game, tc, fmt, seed, configs, setup, match_id, done, openin
     console.print(summary)
     not_started = [r for r in result.records if r.reason == EndReason.NOT_STARTED]
     return storage_exit(store, EXIT_ENGINE if not_started and len(not_started) == len(result.records) else EXIT_OK)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
