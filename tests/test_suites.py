@@ -228,11 +228,17 @@ def test_match_engines_file_and_three_seats(tmp_path):
     assert six.returncode == 2 and "2 to 5 seats" in six.stdout.replace("\n", "")
     odd = arbiter(*args, "--option", "seats=3", "--format", "games=4", *[a for e in engines for a in ("--engine", e)])
     assert odd.returncode == 2 and "multiple of 3" in odd.stdout.replace("\n", "")
+    start = load_game("aachess", seats=3, max_rounds=2).new_initial_state()
+    first = start.to_text()
+    start.apply("")  # the first seat buys nothing
+    (tmp_path / "aa.txt").write_text(f"# two A&A Chess positions\n{first}\n{start.to_text()}\n")
     run = arbiter(*args, "--option", "seats=3", "--format", "games=6", "--name", "x", "--name", "y", "--name", "z",
-                  *[a for e in engines for a in ("--engine", e)])
+                  "--openings", str(tmp_path / "aa.txt"), *[a for e in engines for a in ("--engine", e)])
     assert run.returncode == 0, run.stdout + run.stderr
     records = sorted(load_records(db3), key=lambda r: r.game_number)
     assert [r.players for r in records] == [["x", "y", "z"], ["y", "z", "x"], ["z", "x", "y"],
                                             ["z", "y", "x"], ["y", "x", "z"], ["x", "z", "y"]]
     assert all(verify(r) == [] for r in records)
+    assert [r.opening.index for r in records] == [1, 1, 1, 2, 2, 2]  # one opening per rotation block
+    assert len({r.dice_stream for r in records[:3]}) == len({r.dice_stream for r in records[3:]}) == 1
     assert "total return" in run.stdout

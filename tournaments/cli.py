@@ -290,6 +290,9 @@ def cmd_check(args) -> int:
     console.print(f"{args.file}: ok — {cfg.name}: {cfg.game}, {cfg.kind} games, format {cfg.format}, "
                   f"{len(names)} engines, at most {plan.max_remaining} games, concurrency {cfg.concurrency}, "
                   f"results → {cfg.output}")
+    if cfg.openings:
+        console.print(f"  openings: {len(cfg.openings)} positions, {cfg.openings_order}, each played twice with "
+                      f"the seats swapped (tables: once per seat rotation)")
     shown = [s for s in plan.pairings][:40]
     for st in shown:
         p = st.pairing
