@@ -173,6 +173,11 @@ def test_tournament_openings_from_engines_file_deterministic(tmp_path):
     ready = {g.key: g.opening for g in Director(spec).plan(half).ready}
     assert ready == {(r.match_id, r.game_number): r.opening.index - 1 for r in records if r.game_number > 2}
 
+    # A changed openings file is a different tournament: resuming from the file is refused.
+    (tmp_path / "suite.toml").write_text(text)
+    (tmp_path / "ein.txt").write_text(EINSTEIN.replace("R3R1R62", "R1R3R62"))
+    with pytest.raises(api.TournamentStateError, match="openings"):
+        api.resume(tmp_path / "suite.toml")
     # The files named are stored with the tournament: it reopens without them.
     (tmp_path / "ein.txt").unlink()
     (tmp_path / "engines.toml").unlink()

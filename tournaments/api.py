@@ -144,7 +144,7 @@ def resume(target: str | Path, *, check_paths: bool = True) -> Opened:
         if stored.fingerprint() != cfg.fingerprint() or (cfg.seed is not None and cfg.seed != meta["seed"]):
             db.close()
             raise TournamentStateError(f"{target} does not describe the tournament stored in {cfg.output}: "
-                                       f"the game, format, engines, seed or time control changed")
+                                       f"the game, format, engines, openings, seed or time control changed")
     workdir = meta.get("workdir")
     if workdir and Path(workdir).is_dir():
         for e in cfg.engines:  # engines start where they started the first time
