@@ -247,3 +247,16 @@ def test_match_engines_file_and_three_seats(tmp_path):
     assert [r.opening.index for r in records] == [1, 1, 1, 2, 2, 2]  # one opening per rotation block
     assert len({r.dice_stream for r in records[:3]}) == len({r.dice_stream for r in records[3:]}) == 1
     assert "total return" in run.stdout
+
+
+def test_example_suite_parses_and_every_pairing_plays_the_same_positions(monkeypatch):
+    monkeypatch.chdir(ROOT)  # the example's paths are relative to the project folder
+    cfg = parse_config((ROOT / "tournaments/examples/einstein_suite.toml").read_text(), "einstein_suite.toml")
+    assert len(cfg.openings) == 8 and [e.name for e in cfg.engines] == ["expectimax-d2", "expectimax-d1", "random"]
+    plan = Director(ScheduleSpec.from_config(cfg, cfg.seed)).plan({})
+    per_pairing = {}
+    for g in plan.ready:
+        per_pairing.setdefault(g.match_id, []).append(g.opening)
+    assert len(per_pairing) == 3
+    (played,) = {tuple(v) for v in per_pairing.values()}  # the same positions, in the same order
+    assert len(set(played)) == 4 and all(played[i] == played[i + 1] for i in range(0, 8, 2))
