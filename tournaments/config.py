@@ -373,7 +373,7 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
     if key_file is not None and check_paths and not key_file.is_file():
         raise c.error(("key_file",), f"{key_file}: no such file (make one with `arbiter keygen`)")
     output = Path(c.get(doc, "output", (), str, f"runs/{slug(name)}.sqlite"))
-    duplicate = c.get(doc, "duplicate_dice", (), bool, False)
+    duplicate = c.get(doc, "duplicate_dice", (), bool, False) or bool(openings)  # a position's games share dice
     seeding = c.get(doc, "seeding", (), str, "order")
     if seeding not in ("order", "random"):
         raise c.error(("seeding",), f"expected 'order' or 'random', got {seeding!r}")

@@ -127,13 +127,13 @@ class ScheduleSpec:
     openings: tuple[int, ...] = ()
     """The openings file's positions (indices in file order) in the order games take them; a
     pairing's j-th pair (block of seat rotations) of its c-th meeting takes entry ``c * stride + j``
-    (wrapping around). Openings imply duplicate dice: each pair or block shares its dice."""
+    (wrapping around). Openings imply duplicate dice (``TournamentConfig.duplicate_dice``)."""
 
     @classmethod
     def from_config(cls, cfg, seed: str) -> "ScheduleSpec":
         order = play_order(cfg.openings, cfg.openings_order, seed) if cfg.openings else []
         return cls(tid=cfg.tid, n=len(cfg.engines), kind=cfg.kind, num_seats=cfg.num_seats, format=cfg.format,
-                   match=cfg.match, games=cfg.games, rounds=cfg.rounds, duplicate=cfg.duplicate_dice or bool(order),
+                   match=cfg.match, games=cfg.games, rounds=cfg.rounds, duplicate=cfg.duplicate_dice,
                    seed=seed, seeding=cfg.seeding, candidates=tuple(cfg.candidates or (0,)),
                    tiebreak_games=cfg.tiebreak_games, tiebreak_blocks=cfg.tiebreak_blocks, self_pairs=cfg.self_pairs,
                    bye_points=cfg.bye_points, openings=tuple(o.index - 1 for o in order))
