@@ -7,10 +7,10 @@ errors naming ``FILE:LINE: engines[i].key``) and what it becomes (``EngineSpec``
 from __future__ import annotations
 
 import difflib
+import re
 import shlex
 import sys
 import tomllib
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,12 +38,16 @@ ALIASES = {"cmd": "command", "exe": "command", "program": "command", "args": "op
            "workdir": "cwd", "tc": "time_control", "jobs": "concurrency", "threads": "concurrency",
            "db": "output", "engine": "engines"}
 """Names other tools use for our keys: suggested before spelling neighbours (``cmd`` is nearer to ``cwd``)."""
+
+
 class ConfigError(ValueError):
     """A problem in a tournament or engines file; the message names the file, line and key."""
 
 
 @dataclass
 class EngineSpec:
+    """One engine as an event describes it (checked); ``engine_config`` is how it is started."""
+
     name: str
     command: list[str]
     cwd: str | None = None
@@ -261,12 +265,9 @@ class EnginesFile:
                 from None
         return cls.parse(text, str(path))
 
-    def spec(self, name: str, defaults: EngineDefaults = EngineDefaults(), check_paths: bool = True,
-             overrides: dict | None = None) -> EngineSpec:
-        """The engine called ``name``, with ``overrides`` (a ``use`` table's other keys) over its keys."""
+    def spec(self, name: str, defaults: EngineDefaults = EngineDefaults(), check_paths: bool = True) -> EngineSpec:
+        """The engine called ``name`` with an event's ``defaults``; errors name its line in this file."""
         index, table = self.tables[name]
-        if overrides:
-            table = {**table, **overrides}
         return engine_spec(self.checker, table, ("engines", index), defaults, check_paths)
 
     def unknown(self, name: str) -> str:
