@@ -194,7 +194,7 @@ def test_config_errors_name_file_and_line(tmp_path):
         parse_config(_tournament(tmp_path, f'openings = "{tmp_path / "bad.txt"}"'), src)
     with pytest.raises(ConfigError, match=r"t\.toml:\d+: openings_order: expected 'sequential' or 'shuffled'"):
         parse_config(_tournament(tmp_path, f'openings = "{tmp_path / "bad.txt"}"\nopenings_order = "random"'), src)
-    with pytest.raises(ConfigError, match=r"t\.toml:12: engines\[1\]\.use: no engine named 'rand-c' .* did you mean"):
+    with pytest.raises(ConfigError, match=r"t\.toml:12: engines\[1\]: no engine named 'rand-c' .* did you mean"):
         parse_config(_tournament(tmp_path, "", 'engines = ["rand-a", "rand-c"]'), src)
     with pytest.raises(ConfigError, match=r"t\.toml:\d+: openings: .*cannot read the openings file"):
         parse_config(_tournament(tmp_path, 'openings = "missing.txt"'), src)
@@ -205,7 +205,7 @@ def test_config_errors_name_file_and_line(tmp_path):
     (tmp_path / "engines.toml").write_text(ENGINES + '\n[[engines]]\nname = "x"\ncommand = "prog"\ncwd = 3\n')
     with pytest.raises(ConfigError, match=r"engines\.toml:16: engines\[2\]\.cwd: expected a string"):
         parse_config(_tournament(tmp_path, ""), src)
-    with pytest.raises(ConfigError, match=r"t\.toml:\d+: engines\[0\]\.use: engine 'a': no engines_file"):
+    with pytest.raises(ConfigError, match=r"t\.toml:\d+: engines\[0\]: engine 'a': no engines_file"):
         parse_config('game = "einstein"\nengines = ["a", "b"]\n', src)
 
 

@@ -412,7 +412,8 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
     seen: dict[str, int] = {}
     for i, e in enumerate(raw_engines):
         p = ("engines", i)
-        if isinstance(e, str):  # engines = ["a", "b"]: the engines file's
+        named = isinstance(e, str)  # engines = ["a", "b"]: the engines file's
+        if named:
             e = {"use": e}
         if not isinstance(e, dict):
             raise c.error(p, "each engine must be a table ([[engines]] or {name = ..., command = ...}), "
@@ -420,10 +421,11 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
         c.unknown_keys(e, ENGINE_KEYS, p)
         use = c.get(e, "use", p, str, None)
         if use is not None:
+            where = p if named else p + ("use",)
             if engines_file is None:
-                raise c.error(p + ("use",), f"engine {use!r}: no engines_file to take it from")
+                raise c.error(where, f"engine {use!r}: no engines_file to take it from")
             if use not in engines_file.tables:
-                raise c.error(p + ("use",), engines_file.unknown(use))
+                raise c.error(where, engines_file.unknown(use))
             if "remote" in e:
                 raise c.error(p + ("remote",), "an engine of the engines_file runs here; remote engines are "
                                                "[[engines]] tables with name and remote")
