@@ -260,3 +260,32 @@ def test_example_suite_parses_and_every_pairing_plays_the_same_positions(monkeyp
     assert len(per_pairing) == 3
     (played,) = {tuple(v) for v in per_pairing.values()}  # the same positions, in the same order
     assert len(set(played)) == 4 and all(played[i] == played[i + 1] for i in range(0, 8, 2))
+
+
+def test_tournament_openings_interrupted_and_resumed_match_an_uninterrupted_run(tmp_path):
+    (tmp_path / "ein.txt").write_text(EINSTEIN)
+    (tmp_path / "engines.toml").write_text(ENGINES)
+
+    def run(name: str, stop_after: int | None) -> dict:
+        text = _tournament(tmp_path, f'openings = "{tmp_path / "ein.txt"}"\nopenings_order = "shuffled"')
+        text = text.replace(str(tmp_path / "suite.sqlite"), str(tmp_path / f"{name}.sqlite"))
+        opened = api.start(parse_config(text, str(tmp_path / "suite.toml")))
+        seen = []
+
+        def on_game(*_):
+            seen.append(1)
+            if stop_after is not None and len(seen) == stop_after:
+                raise KeyboardInterrupt  # as Ctrl-C: finished games are kept
+        _, summary = api.play(opened, on_game=on_game)
+        opened.db.close()
+        if stop_after is not None:
+            assert summary.interrupted and not summary.finished
+            reopened = api.resume(tmp_path / f"{name}.sqlite")
+            _, summary = api.play(reopened)
+            reopened.db.close()
+        assert summary.finished
+        return {(r.match_id, r.game_number): (r.opening, r.players, r.dice_stream, r.dice_seed)
+                for r in load_records(tmp_path / f"{name}.sqlite")}
+
+    whole, resumed = run("whole", None), run("resumed", 3)
+    assert len(whole) == 8 and resumed == whole
