@@ -519,6 +519,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         console.print(f"[bold]{record.game_id}[/] {record.game} {record.options} · "
                       + " vs ".join(f"{n} ({r})" for n, r in zip(record.players, record.seat_roles))
                       + f" · tc {record.time_control} · commitment {record.dice_commitment[:16]}…")
+        if record.opening:
+            console.print(escape(f"from opening {record.opening.index}: {record.opening.position}"),
+                          highlight=False, soft_wrap=True)
         try:
             for events, state in replay(record):
                 for e in events:

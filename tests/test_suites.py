@@ -119,6 +119,8 @@ def test_match_openings_pairs_and_resume(tmp_path):
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     after = {r.game_number: (r.opening, r.players, r.rolls) for r in load_records(db)}
     assert after == before  # same openings, seats and dice as before the interruption
+    shown = arbiter("show", str(db))
+    assert shown.returncode == 0 and f"from opening {records[-1].opening.index}: " in shown.stdout
 
     bad = tmp_path / "bad.txt"
     bad.write_text("# layouts\n\nR1R2R32/R4R53/R63B1/3B2B3/2B4B5B6 r - r play\nnot a position\n")
