@@ -33,7 +33,7 @@ from protocol.messages import EndReason
 from .clock import DEFAULT_MARGIN_MS, parse_time_control
 from .adjudication import Adjudication
 from .formats.coop import CoopGame, CoopResult, run_coop
-from .formats.match import Match, MatchFormat
+from .formats.match import Match, MatchFormat, TableMatch
 from .formats.solo import SuiteResult, compare, run_suite
 from .games import OptionError, Utility, game_class, game_names, load_game
 from .hosting import EngineConfig, EngineFault, EngineSession, Limits, OptionFault, parse_cpus
@@ -157,9 +157,10 @@ def _resume_match(args: argparse.Namespace) -> tuple[str, list[GameRecord], bool
     if status == "finished":
         raise ValueError(f"match {match_id} in {args.db} is finished; nothing to resume")
     for key in ("game", "tc", "format", "margin", "engine", "name", "sprt", "max_plies", "resign_moves",
-                "resign_score"):
+                "resign_score", "engines_file"):
         setattr(args, key, setup.get(key))
     args.engine_option = setup.get("engine_option") or []
+    args.openings, args.openings_played = None, setup.get("openings")
     args.option = [f"{k}={json.dumps(v)}" for k, v in setup["options"].items()]
     return match_id, done, setup.get("seeded", False)
 
@@ -174,19 +175,19 @@ def cmd_match(args: argparse.Namespace) -> int:
         game = load_game(args.game, **_parse_options(args.option))
         tc = parse_time_control(args.tc)
         sprt_bounds = parse_sprt(args.sprt) if getattr(args, "sprt", None) else None
+        _check_match_game(game, len(args.engine))
+        if game.num_seats > 2 and args.format in (None, "olympiad"):
+            args.format = f"games={game.num_seats}"  # one rotation: every engine in every seat once
         if args.format is None:  # an SPRT runs until it decides: at most this many games
             args.format = "games=10000" if sprt_bounds else "olympiad"
         fmt = MatchFormat.parse(args.format)
-        _check_match_game(game)
-        if len(args.engine) != 2:
-            raise ValueError(f"give exactly two --engine commands (got {len(args.engine)})")
-        names = (args.name or []) + [None, None]
+        _check_table_format(game, fmt, args)
         seed, _ = read_seed(args)
         engine_options = parse_engine_options(args.engine_option, len(args.engine))
         adjudication = parse_adjudication(args, game)
-        configs = tuple(dataclasses.replace(_engine_config(cmd, names[i] or f"{'AB'[i]}:{_guess_name(cmd)}", args,
-                                                           args.restart, i), options=engine_options[i])
-                        for i, cmd in enumerate(args.engine))
+        configs = tuple(dataclasses.replace(c, options={**c.options, **engine_options[i]})
+                        for i, c in enumerate(_match_engines(args)))
+        openings = _match_openings(args, game, seed)
         hub = _open_hub(args, configs)
     except (OptionError, ValueError, KeyFileError) as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
@@ -197,17 +198,22 @@ def cmd_match(args: argparse.Namespace) -> int:
     setup = dict(game=game.name, options=game.options, tc=tc.text, format=args.format, margin=args.margin,
                  sprt=args.sprt, engine_option=list(args.engine_option), max_plies=args.max_plies,
                  resign_moves=args.resign_moves, resign_score=args.resign_score,
-                 engine=list(args.engine), name=[c.name for c in configs], seeded=seed is not None)
+                 engine=list(args.engine), name=[c.name for c in configs], seeded=seed is not None,
+                 **_openings_setup(args, openings))
     if hub is not None:
         configs = tuple(dataclasses.replace(c, endpoint=hub.endpoint) if c.participant else c for c in configs)
     try:
-        return _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_bounds, adjudication)
+        if game.num_seats > 2:
+            return _run_table(args, game, tc, fmt, seed, configs, setup, match_id, done, openings, adjudication)
+        return _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_bounds, adjudication,
+                          openings)
     finally:
         if hub is not None:
             hub.close()
 
 
-def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_bounds, adjudication) -> int:
+def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_bounds, adjudication,
+               openings=()) -> int:
     """The match itself, once its configuration is known to be good (and a remote hub listens)."""
     store, code = _prepare(args, configs)
     if store is None:
@@ -239,7 +245,7 @@ def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_b
 
     match = Match(game, configs, tc, fmt, store=store, run_dir=logs_dir(args.db), margin=args.margin / 1000,
                   seed=seed, match_id=match_id, on_event=on_event, on_game=on_game, sprt=sprt_bounds,
-                  adjudication=adjudication)
+                  adjudication=adjudication, openings=openings)
     if failed := match.series.start_all():  # pre-flight: a broken command must not hand out wins
         for index, fault in failed:
             console.print(f"[red]error:[/] engine {escape(configs[index].name)} "
@@ -338,16 +344,24 @@ def logs_dir(db: str | Path) -> Path:
     return Path(db).with_name(Path(db).stem + "-logs")
 
 
-def _check_match_game(game) -> None:
-    """``arbiter match`` plays two-seat competitive games; ValueError points elsewhere."""
+def _check_match_game(game, engines: int) -> None:
+    """``arbiter match`` plays competitive games, one engine per seat; ValueError points elsewhere
+    or says how many engines the game (with these options) seats."""
     utility = game.game_type.utility
     if utility is Utility.IDENTICAL:
         raise ValueError(f"--game {game.name}: a cooperative game; play it with 'arbiter coop'")
     if utility is Utility.SOLO:
         raise ValueError(f"--game {game.name}: a one-seat game; play it with 'arbiter solo'")
-    if game.num_seats != 2:
-        raise ValueError(f"--game {game.name}: {game.num_seats} seats; 'arbiter match' plays two-seat games "
-                         f"(use an arbiter-tournament file for {game.num_seats}-seat tables)")
+    if engines == game.num_seats:
+        return
+    low, high = game.game_type.min_seats, game.game_type.max_seats
+    if low <= engines <= high:
+        raise ValueError(f"--game {game.name} with options {game.options} has {game.num_seats} seats, not {engines}: "
+                         f"choose the seat count with its options (docs/games/{game.name}.md), "
+                         f"or give {game.num_seats} --engine")
+    seats = f"{low} to {high} seats (by its options)" if low != high else f"{low} seats"
+    raise ValueError(f"--game {game.name} has {seats}: give {game.num_seats} --engine, one per seat "
+                     f"(got {engines})")
 
 
 def _engine_config(command: str, name: str, args: argparse.Namespace, restart: bool = False, index: int = 0):
@@ -540,6 +554,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         console.print(f"[bold]{record.game_id}[/] {record.game} {record.options} · "
                       + " vs ".join(f"{n} ({r})" for n, r in zip(record.players, record.seat_roles))
                       + f" · tc {record.time_control} · commitment {record.dice_commitment[:16]}…")
+        if record.opening:
+            console.print(escape(f"from opening {record.opening.index}: {record.opening.position}"),
+                          highlight=False, soft_wrap=True)
         try:
             for events, state in replay(record):
                 for e in events:
@@ -1023,11 +1040,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="arbiter", description="Referee matches between game engines.")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    m = sub.add_parser("match", help="play a match between two engines")
+    m = sub.add_parser("match", help="play a match between two engines (or a series between 3-5 at an n-seat game)")
     m.add_argument("--game", help="game name (arbiter games lists them)")
     m.add_argument("--engine", action="append", default=[],
                    help="engine command line ({python}: this Python), or remote:NAME for a participant of --roster "
-                        "connecting over tcp, or tcp://HOST:PORT with --insecure (give twice: A then B)")
+                        "connecting over tcp, or tcp://HOST:PORT with --insecure, or a name in --engines-file "
+                        "(give twice: A then B; 3-5 times for a game of that many seats)")
     m.add_argument("--name", action="append", help="engine display name (give twice)")
     m.add_argument("--option", action="append", default=[], help="game option KEY=VALUE (repeatable)")
     m.add_argument("--engine-option", action="append", default=[], metavar="N:NAME=VALUE",
@@ -1060,6 +1078,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="continue an interrupted match from --db (default: its latest unfinished one) with "
                         "the game, options, time control, format and engines it was started with")
     m.add_argument("--quiet", action="store_true", help="no live display")
+    _suite_arguments(m)
     m.set_defaults(func=cmd_match)
 
     d = sub.add_parser("demo", help="an EinStein olympiad match between the sample engines")
@@ -1147,6 +1166,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _suite_arguments(m: argparse.ArgumentParser) -> None:
+    """``arbiter match``'s openings and engines file (docs/tournaments.md)."""
+    m.add_argument("--openings", metavar="FILE",
+                   help="start positions, one per line in the game's notation ('#' comments): each is played "
+                        "twice, seats swapped, on the same dice (n seats: once per seat rotation)")
+    m.add_argument("--openings-order", choices=["sequential", "shuffled"],
+                   help="file order (default), or shuffled from the master seed")
+    m.add_argument("--engines-file", metavar="FILE",
+                   help="a TOML file of [[engines]] tables: --engine NAME takes that engine's command, cwd, "
+                        "options and limits")
+
+
 def _sigterm_as_interrupt(signum, frame):
     raise KeyboardInterrupt
 
@@ -1184,6 +1215,143 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if main_thread:
             signal.signal(signal.SIGTERM, previous)
+
+
+
+# --- openings, n-seat series and engines files for ``arbiter match`` (docs/tournaments.md) ---------
+
+def _match_engines(args: argparse.Namespace) -> tuple:
+    """The engines of ``arbiter match``: each ``--engine`` a command line, or with
+    ``--engines-file F`` the name of one of its engines. Default names: A:, B:, ... + a short name."""
+    engines_file = _load_engines_file(args.engines_file) if getattr(args, "engines_file", None) else None
+    names = list(args.name or []) + [None] * len(args.engine)
+    configs = []
+    for i, cmd in enumerate(args.engine):
+        if engines_file is not None and cmd in engines_file.tables:
+            configs.append(_file_engine(engines_file, cmd, names[i], args, i))
+        elif engines_file is not None and re.fullmatch(r"[\w.-]+", cmd):  # a name, not a command line
+            raise ValueError(f"--engine {cmd}: {engines_file.unknown(cmd)}")
+        else:
+            configs.append(_engine_config(cmd, names[i] or f"{'ABCDE'[i]}:{_guess_name(cmd)}", args, args.restart, i))
+    return tuple(configs)
+
+
+def _load_engines_file(path: str):
+    from .enginefile import ConfigError, EnginesFile
+
+    try:
+        return EnginesFile.load(path)
+    except ConfigError as exc:
+        raise ValueError(f"--engines-file {exc}") from None
+
+
+def _file_engine(engines_file, name: str, display: str | None, args: argparse.Namespace, index: int):
+    """``--engine NAME`` of ``--engines-file``: its command, cwd, options and limits (``--restart``
+    and ``--cpus`` still apply); ValueError names the file and line of a bad entry."""
+    from .enginefile import ConfigError
+
+    try:
+        spec = engines_file.spec(name)
+    except ConfigError as exc:
+        raise ValueError(f"--engines-file {exc}") from None
+    config = spec.engine_config(hide=_hosting(args)["hide"])
+    cpus = getattr(args, "cpus", None) or []
+    pinned = config.cpus
+    if index < len(cpus):
+        try:
+            pinned = parse_cpus(cpus[index])
+        except ValueError as exc:
+            raise ValueError(f"--cpus {cpus[index]} (engine {index + 1}): {exc}") from None
+    return dataclasses.replace(config, name=display or name, cpus=pinned,
+                               restart_each_game=config.restart_each_game or bool(args.restart))
+
+
+def _match_openings(args: argparse.Namespace, game, seed: bytes | None) -> list:
+    """``--openings FILE`` in the order the games take them (``--openings-order``; shuffled from
+    the master seed, or fresh randomness recorded with the match); a resumed match's as stored."""
+    from .openings import load_openings, play_order
+    from .records import Opening
+
+    played = getattr(args, "openings_played", None)
+    if played:
+        return [Opening(index=i, position=p) for i, p in played]
+    path, order = getattr(args, "openings", None), getattr(args, "openings_order", None) or "sequential"
+    if not path:
+        if getattr(args, "openings_order", None):
+            raise ValueError("--openings-order needs --openings FILE")
+        return []
+    openings = load_openings(path, game)  # OpeningsError is a ValueError naming the file and line
+    return play_order(openings, order, (seed or os.urandom(16)).hex())
+
+
+def _openings_setup(args: argparse.Namespace, openings: list) -> dict:
+    """What a resumed match needs of its openings and engines file (stored with the match)."""
+    out = {}
+    if openings:
+        out["openings"] = [[o.index, o.position] for o in openings]
+    if getattr(args, "engines_file", None):
+        out["engines_file"] = args.engines_file
+    return out
+
+
+def _check_table_format(game, fmt: MatchFormat, args: argparse.Namespace) -> None:
+    """An n-seat series plays ``games=N`` with N a multiple of n (each engine in each seat equally often)."""
+    n = game.num_seats
+    if n == 2:
+        return
+    if fmt.first_to is not None or fmt.games % n:
+        raise ValueError(f"--format {args.format}: a {n}-seat series plays games=N with N a multiple of {n} "
+                         f"(every engine in every seat equally often), e.g. games={2 * n}")
+    if getattr(args, "sprt", None):
+        raise ValueError(f"--sprt compares two engines; {game.name} here seats {n}")
+
+
+def _run_table(args, game, tc, fmt, seed, configs, setup, match_id, done, openings, adjudication=None) -> int:
+    """An n-seat series (3-5 engines): seats rotated every game, a line per game, a summary."""
+    store, code = _prepare(args, configs)
+    if store is None:
+        return code
+
+    def on_game(result, record):
+        winners = [record.players[s] for s, r in enumerate(record.returns)
+                   if r == max(record.returns) and min(record.returns) < max(record.returns)]
+        opening = f" from opening {record.opening.index}" if record.opening else ""
+        console.print(escape(f"game {record.game_number}{opening}: {' / '.join(record.players)} → "
+                             f"{', '.join(winners) or 'no winner'} [{record.reason}"
+                             f"{': ' + record.detail if record.detail else ''}] in {len(record.events)} events"),
+                      soft_wrap=True, highlight=False)
+
+    table = TableMatch(game, list(configs), tc, fmt.games, store=store, run_dir=logs_dir(args.db),
+                       margin=args.margin / 1000, seed=seed, match_id=match_id, on_game=on_game, openings=openings,
+                       adjudication=adjudication)
+    if failed := table.series.start_all():
+        for index, fault in failed:
+            console.print(f"[red]error:[/] engine {escape(configs[index].name)} cannot start: {escape(str(fault))}",
+                          soft_wrap=True)
+        console.print("no game was played, no result recorded")
+        table.series.close()
+        store.close()
+        return EXIT_ENGINE
+    console.print(escape(f"match {table.match_id}: {game.name} {game.options}, {len(configs)} seats, "
+                         f"{' / '.join(c.name for c in configs)}, tc {tc.text}, {fmt.games} games with the seats "
+                         f"rotated, results → {args.db}") + (f" (resumed after {len(done)} game(s))" if match_id else ""),
+                  soft_wrap=True, highlight=False)
+    try:
+        result = table.play(setup, done)
+    except KeyboardInterrupt:
+        console.print(f"[yellow]interrupted[/]: finished games are saved; continue with "
+                      f"`arbiter match --resume {table.match_id} --db {args.db}`", soft_wrap=True)
+        store.close()
+        return storage_exit(store, EXIT_INTERRUPTED)
+    store.close()
+    summary = Table(title=f"match {result.match_id}: {len(result.records)} games")
+    for col in ("engine", "games", "wins", "total return"):
+        summary.add_column(col, justify="left" if col == "engine" else "right")
+    for i, name in enumerate(result.players):
+        summary.add_row(escape(name), str(len(result.records)), str(result.wins[i]), f"{result.returns[i]:g}")
+    console.print(summary)
+    not_started = [r for r in result.records if r.reason == EndReason.NOT_STARTED]
+    return storage_exit(store, EXIT_ENGINE if not_started and len(not_started) == len(result.records) else EXIT_OK)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from .clock import DEFAULT_MARGIN_MS, Clock
 from .dice import Dice
 from .games.base import CHANCE, IllegalMove, Game, State
 from .hosting.session import EngineFault, Session, wait_any
-from .records import Event, GameRecord
+from .records import Event, GameRecord, Opening
 
 DEFAULT_MARGIN = DEFAULT_MARGIN_MS / 1000
 """Seconds an engine may overrun its allowance before it forfeits on time (IPC jitter)."""
@@ -62,7 +62,7 @@ class Referee:
                  match_id: str, game_number: int, players: list[str] | None = None,
                  margin: float = DEFAULT_MARGIN, on_event: EventHook | None = None,
                  replace_engine: Callable[[int], Session | None] | None = None,
-                 adjudication: Adjudication | None = None):
+                 adjudication: Adjudication | None = None, opening: Opening | None = None):
         if len(engines) != game.num_seats:
             raise ValueError(f"{game.name} needs {game.num_seats} engines, got {len(engines)}")
         self.game = game
@@ -77,7 +77,7 @@ class Referee:
         self.clocks = [Clock(time_control) for _ in engines]
         self.game_id = f"{match_id}.{game_number}.{uuid.uuid4().hex[:6]}"
         self.seq = 0
-        self.state = game.new_initial_state()
+        self.state = game.from_text(opening.position) if opening is not None else game.new_initial_state()
         self.seen_events = [0] * len(engines)
         self._unrested: list[int] = []
         """Seats that answered the last step and are not frozen yet (see ``_rest_earlier_deciders``)."""
@@ -86,6 +86,8 @@ class Referee:
             options=dict(game.options), players=players or [e.name for e in engines],
             seat_roles=list(game.seat_roles), time_control=time_control.text, margin_ms=int(margin * 1000),
             started_at=time.time(), dice_stream=dice.stream, dice_commitment=dice.commitment)
+        if opening is not None:
+            self.record.opening = opening
         if any(getattr(e, "insecure", False) for e in engines):
             self.record.insecure = True
         if any(options := [getattr(e, "options", None) or {} for e in engines]):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tournaments.config import ConfigError, load_config, parse_config
-from tournaments.tomlpos import dotted, key_lines
+from arbiter.tomlpos import dotted, key_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -84,7 +84,7 @@ def start(cfg: TournamentConfig, *, overwrite: bool = False) -> Opened:
     staging = TournamentDB(tmp)
     staging.set_meta(format=FORMAT_VERSION, config_text=cfg.source_text, config_source=cfg.source_path,
                      fingerprint=cfg.fingerprint(), seed=seed, tid=cfg.tid, created_at=str(time.time()),
-                     workdir=os.getcwd(), name=cfg.name)
+                     workdir=os.getcwd(), name=cfg.name, included_files=json.dumps(cfg.included))
     staging.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # everything into the main file before the rename
     staging.close()
     remove_database(path)
@@ -101,7 +101,8 @@ def config_from_db(db: TournamentDB, check_paths: bool = True) -> tuple[Tourname
     meta = db.meta()
     if meta.get("format") != FORMAT_VERSION:
         raise TournamentStateError(f"{db.path} is not a tournament database (no {FORMAT_VERSION} metadata)")
-    cfg = parse_config(meta["config_text"], meta.get("config_source", str(db.path)), check_paths=check_paths)
+    cfg = parse_config(meta["config_text"], meta.get("config_source", str(db.path)), check_paths=check_paths,
+                       included=json.loads(meta.get("included_files") or "{}"))
     return cfg, meta
 
 
@@ -144,7 +145,7 @@ def resume(target: str | Path, *, check_paths: bool = True) -> Opened:
         if stored.fingerprint() != cfg.fingerprint() or (cfg.seed is not None and cfg.seed != meta["seed"]):
             db.close()
             raise TournamentStateError(f"{target} does not describe the tournament stored in {cfg.output}: "
-                                       f"the game, format, engines, seed or time control changed")
+                                       f"the game, format, engines, openings, seed or time control changed")
     workdir = meta.get("workdir")
     if workdir and Path(workdir).is_dir():
         for e in cfg.engines:  # engines start where they started the first time

@@ -345,6 +345,9 @@ def cmd_check(args) -> int:
                   f"{len(names)} engines, at most {plan.max_remaining} games, concurrency {cfg.concurrency}, "
                   f"results → {cfg.output}"
                   + (f"; adjudication: {cfg.adjudication.describe()}" if cfg.adjudication else ""))
+    if cfg.openings:
+        console.print(f"  openings: {len(cfg.openings)} positions, {cfg.openings_order}, each played twice with "
+                      f"the seats swapped (tables: once per seat rotation)")
     shown = [s for s in plan.pairings][:40]
     for st in shown:
         p = st.pairing

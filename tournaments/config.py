@@ -5,14 +5,10 @@ message names the file, the line and the key (``olympiad.toml:12: engines[1].com
 """
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import os
 import re
-import shlex
-import sys
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,12 +17,16 @@ import msgspec
 
 from arbiter.adjudication import Adjudication
 from arbiter.clock import DEFAULT_MARGIN_MS, parse_time_control
+from arbiter.enginefile import (ENGINE_KEYS, Checker, ConfigError, EngineDefaults, EnginesFile, EngineSpec,
+                                check_limits, check_sandbox, engine_options, engine_spec, toml_document)
 from arbiter.formats.match import MatchFormat
 from arbiter.games import Game, OptionError, Utility, load_game
-from arbiter.hosting import EngineConfig, Limits, SandboxMode, parse_cpus
+from arbiter.hosting import Limits
+from arbiter.openings import ORDERS, OpeningsError, parse_openings
+from arbiter.records import Opening
 from protocol.messages import TimeControl
 
-from .tomlpos import dotted, key_lines
+__all__ = ["ConfigError", "EngineSpec", "TournamentConfig", "load_config", "parse_config", "game_kind"]
 
 FORMATS = ("round_robin", "double_round_robin", "gauntlet", "swiss", "knockout")
 TWO_SEAT_ONLY = ("swiss", "knockout")
@@ -63,7 +63,10 @@ TOP_KEYS = {
     "anchor": "rating anchor: 'engine name' or {engine = 'name', elo = 1500}",
     "sprt": "table: elo0, elo1, alpha, beta (logistic Elo)",
     "adjudication": "table: max_plies, resign_moves, resign_score (end games early; docs/tournaments.md)",
-    "engines": "array of tables [[engines]]",
+    "engines": "array of tables [[engines]], or of names of engines in engines_file",
+    "engines_file": "a file of [[engines]] tables shared by events: refer to them by name",
+    "openings": "a file of start positions, one per line: each is played by every pairing twice, seats swapped",
+    "openings_order": "sequential (default) | shuffled (by the tournament seed)",
     "remote": "table: roster, server_key, listen, wait, grace, insecure, lag_move_ms, lag_quota_ms (remote participants)",
 }
 REMOTE_KEYS = {
@@ -76,27 +79,6 @@ REMOTE_KEYS = {
     "lag_move_ms": "network lag compensated per decision at most (default 250)",
     "lag_quota_ms": "network lag compensated per game at most (default 5000)",
 }
-ENGINE_KEYS = {
-    "name": "unique display name (required)",
-    "command": "command line: a string or a list; {python} is this Python",
-    "remote": "instead of command: the participant of the [remote] roster who runs this engine on its own machine",
-    "cwd": "working directory",
-    "options": "table of values for the options the engine declares in its hello (arbiter engine-info CMD)",
-    "args": "table of command-line flags, appended as --key value (true: --key; false: omitted)",
-    "env": "table of extra environment variables",
-    "restart": "start a fresh process for every game",
-    "handshake_timeout": "seconds to wait for hello",
-    "ready_timeout": "seconds to wait for ready",
-    "sandbox": "auto | required | none",
-    "ponder": "may it think on the opponent's time",
-    "cpus": "pin it to CPU cores: \"1\", \"0,2-3\" or [0, 2] (keep engines on disjoint cores)",
-    "limits": "table: memory_mb, processes, open_files, log_mb, info_chars, disk_mb (over the event's defaults)",
-}
-ALIASES = {"cmd": "command", "exe": "command", "program": "command", "setoption": "options", "option": "options",
-           "flags": "args", "dir": "cwd",
-           "workdir": "cwd", "tc": "time_control", "jobs": "concurrency", "threads": "concurrency",
-           "db": "output", "engine": "engines", "ratinginterval": "rating_interval"}
-"""Names other tools use for our keys: suggested before spelling neighbours (``cmd`` is nearer to ``cwd``)."""
 ADJUDICATION_KEYS = {
     "max_plies": "end a game still going after this many decisions (rolls not counted): scored as the game scores "
                  "an unfinished one, a draw unless its rules say otherwise",
@@ -105,51 +87,6 @@ ADJUDICATION_KEYS = {
 }
 SPRT_KEYS = {"elo0": "", "elo1": "", "alpha": "", "beta": "",
              "stop": "true: end the tournament (two engines) when the head-to-head GSPRT accepts H0 or H1"}
-
-
-class ConfigError(ValueError):
-    """A problem in a tournament file; the message names the file, line and key."""
-
-
-@dataclass
-class EngineSpec:
-    name: str
-    command: list[str]
-    cwd: str | None = None
-    options: dict[str, Any] = field(default_factory=dict)
-    """Values for the options the engine declares in its hello (checked at the handshake)."""
-    args: dict[str, Any] = field(default_factory=dict)
-    """Command-line flags appended to ``command``."""
-    env: dict[str, str] = field(default_factory=dict)
-    restart: bool = False
-    handshake_timeout: float = 10.0
-    ready_timeout: float = 10.0
-    sandbox: SandboxMode = SandboxMode.AUTO
-    ponder: bool = False
-    limits: Limits = field(default_factory=Limits)
-    cpus: tuple[int, ...] | None = None
-    remote: str | None = None
-    """The roster participant who connects this engine over tcp (then ``command`` is empty)."""
-
-    def argv(self) -> list[str]:
-        out = [sys.executable if p == "{python}" else p.replace("{python}", sys.executable) for p in self.command]
-        for key, value in self.args.items():
-            if value is True:
-                out.append(f"--{key}")
-            elif value is False or value is None:
-                continue
-            else:
-                out += [f"--{key}", str(value)]
-        return out
-
-    def engine_config(self, hide: tuple[str, ...] = ()) -> EngineConfig:
-        if self.remote:
-            return EngineConfig(command=None, name=self.name, participant=self.remote,
-                                ready_timeout=self.ready_timeout, limits=self.limits, options=dict(self.options))
-        return EngineConfig(command=self.argv(), name=self.name, cwd=self.cwd, env=dict(self.env),
-                            restart_each_game=self.restart, handshake_timeout=self.handshake_timeout,
-                            ready_timeout=self.ready_timeout, hide=hide, sandbox=self.sandbox, ponder=self.ponder,
-                            limits=self.limits, cpus=self.cpus, options=dict(self.options))
 
 
 @dataclass
@@ -218,6 +155,11 @@ class TournamentConfig:
     """The listening side for remote participants (``[remote]``), if any engine is remote."""
     adjudication: Adjudication | None = None
     """``[adjudication]``: the rules that end games early (``arbiter.adjudication``), if any."""
+    openings: list[Opening] = field(default_factory=list)
+    """The openings file's positions in file order (``play_order`` gives the order games take them)."""
+    openings_order: str = "sequential"
+    included: dict[str, str] = field(default_factory=dict)
+    """The texts of the files the tournament file names (engines_file, openings), stored with it."""
 
     def fingerprint(self) -> str:
         """A hash of everything that decides which games are played and how: a resume refuses a
@@ -230,6 +172,8 @@ class TournamentConfig:
                     bye=self.bye_points, engines=[e.name for e in self.engines], tid=self.tid)
         if self.adjudication:  # decides how games end (absent otherwise: fingerprints unchanged)
             data["adjudication"] = msgspec.structs.asdict(self.adjudication)
+        if self.openings:  # which positions are played (absent otherwise: fingerprints unchanged)
+            data["openings"] = [[o.index, o.position] for o in self.openings] + [self.openings_order]
         if self.sprt.stop:  # the SPRT decides which games are played (absent otherwise: fingerprints unchanged)
             data["sprt_stop"] = [self.sprt.elo0, self.sprt.elo1, self.sprt.alpha, self.sprt.beta]
         return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -247,49 +191,7 @@ def slug(text: str) -> str:
     return s[:48] or "tournament"
 
 
-class _Checker:
-    """Reads values out of the parsed document, raising ConfigError with file:line: key."""
-
-    def __init__(self, source: str, text: str):
-        self.source = source
-        self.lines = key_lines(text)
-
-    def line_of(self, path: tuple) -> int | None:
-        while path:
-            if path in self.lines:
-                return self.lines[path]
-            path = path[:-1]
-        return None
-
-    def error(self, path: tuple, message: str) -> ConfigError:
-        line = self.line_of(path)
-        where = f"{self.source}:{line}" if line else self.source
-        return ConfigError(f"{where}: {dotted(path)}: {message}" if path else f"{where}: {message}")
-
-    def unknown_keys(self, table: dict, allowed: dict, path: tuple) -> None:
-        for key in table:
-            if key not in allowed:
-                close = [ALIASES[key]] if ALIASES.get(key) in allowed else \
-                    difflib.get_close_matches(key, list(allowed), n=1)
-                hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(allowed)}"
-                raise self.error(path + (key,), f"unknown key{hint}")
-
-    def get(self, table: dict, key: str, path: tuple, types: type | tuple, default: Any = ..., what: str = "") -> Any:
-        if key not in table:
-            if default is ...:
-                header = f" in [{dotted(path)}]" if path else ""
-                raise self.error(path, f"missing required key {key!r}{header}") if path else \
-                    ConfigError(f"{self.source}: missing required key {key!r}")
-            return default
-        value = table[key]
-        if isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
-            raise self.error(path + (key,), f"expected {what or _type_names(types)}, got {value!r}")
-        if not isinstance(value, types):
-            raise self.error(path + (key,), f"expected {what or _type_names(types)}, got {value!r}")
-        return value
-
-
-def _remote(c: "_Checker", doc: dict, source: str, check_paths: bool):
+def _remote(c: "Checker", doc: dict, source: str, check_paths: bool):
     """The ``[remote]`` table (and its roster, loaded when paths are checked), or (None, None)."""
     table = c.get(doc, "remote", (), dict, None)
     if table is None:
@@ -329,17 +231,7 @@ def _remote(c: "_Checker", doc: dict, source: str, check_paths: bool):
     return spec, roster
 
 
-def _engine_options(c: "_Checker", table: dict, path: tuple, key: str) -> dict[str, Any]:
-    """An engine's ``options`` (checked against its hello when it starts) or ``args`` table."""
-    values = c.get(table, key, path, dict, {})
-    for k, v in values.items():
-        if isinstance(v, (dict, list)) or isinstance(v, float) and key == "options":
-            raise c.error(path + (key, k), "an engine option must be a string, an integer or true/false"
-                          if key == "options" else "a command-line flag's value must be a string, number or boolean")
-    return dict(values)
-
-
-def _adjudication(c: "_Checker", doc: dict, game: Game) -> Adjudication | None:
+def _adjudication(c: "Checker", doc: dict, game: Game) -> Adjudication | None:
     """The ``[adjudication]`` table, checked against the game (the resign rule: two-seat zero-sum only)."""
     table = c.get(doc, "adjudication", (), dict, None)
     if table is None:
@@ -352,42 +244,6 @@ def _adjudication(c: "_Checker", doc: dict, game: Game) -> Adjudication | None:
     if problem := rules.problem(game):
         raise c.error(p + (problem[0],), problem[1])
     return rules or None
-
-
-def _sandbox(c: "_Checker", table: dict, path: tuple, default: SandboxMode = SandboxMode.AUTO) -> SandboxMode:
-    value = c.get(table, "sandbox", path, str, default.value)
-    try:
-        return SandboxMode(value)
-    except ValueError:
-        raise c.error(path + ("sandbox",), f"expected one of {', '.join(m.value for m in SandboxMode)}, "
-                                           f"got {value!r}") from None
-
-
-def _cpus(c: "_Checker", table: dict, path: tuple) -> tuple[int, ...] | None:
-    try:
-        return parse_cpus(table.get("cpus"))
-    except ValueError as exc:
-        raise c.error(path + ("cpus",), str(exc)) from None
-
-
-def _limits(c: "_Checker", table: dict, path: tuple, base: Limits) -> Limits:
-    raw = c.get(table, "limits", path, dict, {})
-    for key, value in raw.items():
-        try:
-            Limits.from_mapping({key: value}, base)
-        except ValueError as exc:
-            raise c.error(path + ("limits", key), str(exc)) from None
-    try:
-        return Limits.from_mapping(raw, base)
-    except ValueError as exc:
-        raise c.error(path + ("limits",), str(exc)) from None
-
-
-def _type_names(types: type | tuple) -> str:
-    names = {str: "a string", int: "an integer", float: "a number", bool: "true or false", dict: "a table",
-             list: "an array"}
-    types = types if isinstance(types, tuple) else (types,)
-    return " or ".join(dict.fromkeys(names.get(t, t.__name__) for t in types))
 
 
 def game_kind(game: Game) -> str:
@@ -427,17 +283,52 @@ def load_config(path: str | Path, text: str | None = None, check_paths: bool = T
     return parse_config(text, str(path), check_paths=check_paths)
 
 
-def parse_config(text: str, source: str = "<tournament>", check_paths: bool = True) -> TournamentConfig:
+def _included_text(c: Checker, key: str, name: str, included: dict[str, str] | None, what: str) -> str:
+    """The text of the file ``name`` that key ``key`` names: from ``included`` (the copy stored
+    with a started tournament) when given, else read now."""
+    if included is not None and name in included:
+        return included[name]
     try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        msg = str(exc)
-        m = re.search(r"\(at line (\d+), column (\d+)\)", msg)
-        if m:
-            raise ConfigError(f"{source}:{m.group(1)}: TOML syntax error: {msg[:m.start()].strip()} "
-                              f"(column {m.group(2)})") from None
-        raise ConfigError(f"{source}: TOML syntax error: {msg}") from None
-    c = _Checker(source, text)
+        return Path(name).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise c.error((key,), f"{name}: cannot read the {what}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _engines_file(c: Checker, doc: dict, included: dict[str, str] | None, read: dict[str, str]) -> EnginesFile | None:
+    name = c.get(doc, "engines_file", (), str, None)
+    if name is None:
+        return None
+    text = _included_text(c, "engines_file", name, included, "engines file")
+    read[name] = text
+    return EnginesFile.parse(text, name)
+
+
+def _openings(c: Checker, doc: dict, game: Game, included: dict[str, str] | None,
+              read: dict[str, str]) -> tuple[list[Opening], str]:
+    """The openings file's positions (checked against the game) and their order, or ([], order)."""
+    order = c.get(doc, "openings_order", (), str, "sequential")
+    if order not in ORDERS:
+        raise c.error(("openings_order",), f"expected {' or '.join(repr(o) for o in ORDERS)}, got {order!r}")
+    name = c.get(doc, "openings", (), str, None)
+    if name is None:
+        if "openings_order" in doc:
+            raise c.error(("openings_order",), "needs openings = \"FILE\"")
+        return [], order
+    text = _included_text(c, "openings", name, included, "openings file")
+    read[name] = text
+    try:
+        return parse_openings(text, game, name), order
+    except OpeningsError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def parse_config(text: str, source: str = "<tournament>", check_paths: bool = True,
+                 included: dict[str, str] | None = None) -> TournamentConfig:
+    """``included``: the texts of the files the tournament file names (engines_file, openings) as
+    stored with the tournament, read instead of the files (which may have moved or changed)."""
+    doc = toml_document(text, source)
+    c = Checker(source, text)
+    read: dict[str, str] = {}  # the texts of the files it names, stored with the tournament
     c.unknown_keys(doc, TOP_KEYS, ())
 
     game_name = c.get(doc, "game", (), str)
@@ -453,6 +344,7 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
         raise c.error(("game",), f"cannot load game {game_name!r}: {exc}") from None
 
     name = c.get(doc, "name", (), str, Path(source).stem)
+    openings, openings_order = _openings(c, doc, game, included, read)
     fmt = c.get(doc, "format", (), str, "round_robin")
     if fmt not in FORMATS:
         raise c.error(("format",), f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
@@ -516,7 +408,7 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
     if key_file is not None and check_paths and not key_file.is_file():
         raise c.error(("key_file",), f"{key_file}: no such file (make one with `arbiter keygen`)")
     output = Path(c.get(doc, "output", (), str, f"runs/{slug(name)}.sqlite"))
-    duplicate = c.get(doc, "duplicate_dice", (), bool, False)
+    duplicate = c.get(doc, "duplicate_dice", (), bool, False) or bool(openings)  # a position's games share dice
     seeding = c.get(doc, "seeding", (), str, "order")
     if seeding not in ("order", "random"):
         raise c.error(("seeding",), f"expected 'order' or 'random', got {seeding!r}")
@@ -529,9 +421,9 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
         raise c.error(("self_pairs",), "only cooperative games pair an engine with itself")
     bye_points = float(c.get(doc, "bye_points", (), (int, float), 1.0))
     default_restart = c.get(doc, "restart", (), bool, False)
-    default_sandbox = _sandbox(c, doc, ())
+    default_sandbox = check_sandbox(c, doc, ())
     default_ponder = c.get(doc, "ponder", (), bool, False)
-    default_limits = _limits(c, doc, (), Limits())
+    default_limits = check_limits(c, doc, (), Limits())
     on_start_failure = c.get(doc, "on_start_failure", (), str, "stop")
     if on_start_failure not in ("stop", "forfeit"):
         raise c.error(("on_start_failure",), f"expected 'stop' or 'forfeit', got {on_start_failure!r}")
@@ -548,14 +440,33 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
 
     adjudication = _adjudication(c, doc, game)
     remote_spec, roster = _remote(c, doc, source, check_paths)
+    defaults = EngineDefaults(restart=default_restart, sandbox=default_sandbox, ponder=default_ponder,
+                              limits=default_limits)
+    engines_file = _engines_file(c, doc, included, read)
     raw_engines = c.get(doc, "engines", (), list, ..., what="an array of tables [[engines]]")
     engines: list[EngineSpec] = []
     seen: dict[str, int] = {}
     for i, e in enumerate(raw_engines):
         p = ("engines", i)
+        named = isinstance(e, str)  # engines = ["a", "b"]: the engines file's
+        if named:
+            e = {"use": e}
         if not isinstance(e, dict):
-            raise c.error(p, "each engine must be a table ([[engines]] or {name = ..., command = ...})")
+            raise c.error(p, "each engine must be a table ([[engines]] or {name = ..., command = ...}), "
+                             "or the name of an engine in engines_file")
         c.unknown_keys(e, ENGINE_KEYS, p)
+        use = c.get(e, "use", p, str, None)
+        if use is not None:
+            where = p if named else p + ("use",)
+            if engines_file is None:
+                raise c.error(where, f"engine {use!r}: no engines_file to take it from")
+            if use not in engines_file.tables:
+                raise c.error(where, engines_file.unknown(use))
+            if "remote" in e:
+                raise c.error(p + ("remote",), "an engine of the engines_file runs here; remote engines are "
+                                               "[[engines]] tables with name and remote")
+            engines_file.spec(use, defaults, check_paths)  # its own keys, errors at its own line
+            e = {**engines_file.tables[use][1], **{k: v for k, v in e.items() if k != "use"}}
         ename = c.get(e, "name", p, str)
         if not ename.strip():
             raise c.error(p + ("name",), "must not be empty")
@@ -571,38 +482,11 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
             if roster is not None and roster.find(remote) is None:
                 raise c.error(p + ("remote",), f"{remote!r} is not in the roster {remote_spec.roster}")
             engines.append(EngineSpec(name=ename, command=[], remote=remote,
-                                      options=_engine_options(c, e, p, "options"),
+                                      options=engine_options(c, e, p, "options"),
                                       ready_timeout=float(c.get(e, "ready_timeout", p, (int, float), 10.0)),
-                                      limits=_limits(c, e, p, default_limits)))
+                                      limits=check_limits(c, e, p, default_limits)))
             continue
-        command = c.get(e, "command", p, (str, list))
-        if isinstance(command, str):
-            try:
-                argv = shlex.split(command)
-            except ValueError as exc:
-                raise c.error(p + ("command",), f"cannot split the command line: {exc}") from None
-        else:
-            if not all(isinstance(a, str) for a in command):
-                raise c.error(p + ("command",), "a command list must hold only strings")
-            argv = list(command)
-        if not argv:
-            raise c.error(p + ("command",), "must not be empty")
-        cwd = c.get(e, "cwd", p, str, None)
-        if cwd is not None and check_paths and not Path(cwd).is_dir():
-            raise c.error(p + ("cwd",), f"no such directory: {cwd}")
-        options = _engine_options(c, e, p, "options")
-        flags = _engine_options(c, e, p, "args")
-        env = c.get(e, "env", p, dict, {})
-        for k, v in env.items():
-            if not isinstance(v, (str, int, float)) or isinstance(v, bool):
-                raise c.error(p + ("env", k), "an environment value must be a string or a number")
-        engines.append(EngineSpec(
-            name=ename, command=argv, cwd=cwd, options=options, args=flags, env={k: str(v) for k, v in env.items()},
-            restart=c.get(e, "restart", p, bool, default_restart),
-            handshake_timeout=float(c.get(e, "handshake_timeout", p, (int, float), 10.0)),
-            ready_timeout=float(c.get(e, "ready_timeout", p, (int, float), 10.0)),
-            sandbox=_sandbox(c, e, p, default_sandbox), ponder=c.get(e, "ponder", p, bool, default_ponder),
-            limits=_limits(c, e, p, default_limits), cpus=_cpus(c, e, p)))
+        engines.append(engine_spec(c, e, p, defaults, check_paths))
 
     n = len(engines)
     need = {"solo": 1, "team": 1 if self_pairs else 2, "match": 2, "table": num_seats}[kind]
@@ -655,6 +539,7 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
         tiebreak_blocks=tb_blocks, self_pairs=self_pairs, bye_points=bye_points, anchor=anchor, sprt=sprt,
         engines=engines, remote=remote_spec if any(e.remote for e in engines) else None, sprt_given="sprt" in doc,
         adjudication=adjudication,
+        openings=openings, openings_order=openings_order, included=read,
         source_text=text, seed_file=seed_file, key_file=key_file, on_start_failure=on_start_failure,
         rating_interval=rating_interval,
         source_path=str(Path(source).resolve()) if source[:1] != "<" else source)

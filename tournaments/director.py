@@ -24,6 +24,7 @@ from itertools import combinations
 from typing import Iterator, Mapping
 
 from arbiter.formats.match import MatchFormat
+from arbiter.openings import play_order
 from arbiter.stats import game_points
 
 from .schedule import (SwissPlayer, knockout_rounds, knockout_slots, rotation, round_robin_rounds,
@@ -41,6 +42,8 @@ class GameSpec:
     pairing: str
     round: int
     tiebreak: bool = False
+    opening: int | None = None
+    """Index into the openings file's positions (file order) of the game's start position."""
 
     @property
     def key(self) -> tuple[str, int]:
@@ -63,6 +66,8 @@ class Pairing:
     kind: str
     """``match`` (A, B), ``table``, ``team``, ``solo`` or ``bye``."""
     match_id: str
+    cycle: int = 0
+    """Which meeting of its engines this is (0-based cycle; Swiss and knockout: round − 1): openings go on from there."""
 
 
 @dataclass
@@ -119,13 +124,19 @@ class ScheduleSpec:
     tiebreak_blocks: int = 3
     self_pairs: bool = False
     bye_points: float = 1.0
+    openings: tuple[int, ...] = ()
+    """The openings file's positions (indices in file order) in the order games take them; a
+    pairing's j-th pair (block of seat rotations) of its c-th meeting takes entry ``c * stride + j``
+    (wrapping around). Openings imply duplicate dice (``TournamentConfig.duplicate_dice``)."""
 
     @classmethod
     def from_config(cls, cfg, seed: str) -> "ScheduleSpec":
+        order = play_order(cfg.openings, cfg.openings_order, seed) if cfg.openings else []
         return cls(tid=cfg.tid, n=len(cfg.engines), kind=cfg.kind, num_seats=cfg.num_seats, format=cfg.format,
-                   match=cfg.match, games=cfg.games, rounds=cfg.rounds, duplicate=cfg.duplicate_dice, seed=seed,
-                   seeding=cfg.seeding, candidates=tuple(cfg.candidates or (0,)), tiebreak_games=cfg.tiebreak_games,
-                   tiebreak_blocks=cfg.tiebreak_blocks, self_pairs=cfg.self_pairs, bye_points=cfg.bye_points)
+                   match=cfg.match, games=cfg.games, rounds=cfg.rounds, duplicate=cfg.duplicate_dice,
+                   seed=seed, seeding=cfg.seeding, candidates=tuple(cfg.candidates or (0,)),
+                   tiebreak_games=cfg.tiebreak_games, tiebreak_blocks=cfg.tiebreak_blocks, self_pairs=cfg.self_pairs,
+                   bye_points=cfg.bye_points, openings=tuple(o.index - 1 for o in order))
 
 
 class Director:
@@ -209,7 +220,8 @@ class Director:
                         rnd = c * len(base) + r + 1
                         for a, b in pairs:
                             a, b = (a, b) if c % 2 == 0 else (b, a)
-                            out.append(Pairing(f"r{rnd}-{a}-{b}", rnd, (a, b), "match", self._mid(f"r{rnd}-{a}-{b}")))
+                            out.append(Pairing(f"r{rnd}-{a}-{b}", rnd, (a, b), "match", self._mid(f"r{rnd}-{a}-{b}"),
+                                               c))
                 else:  # gauntlet
                     for x in s.candidates:
                         for o in range(n):
@@ -217,7 +229,7 @@ class Director:
                                 continue
                             a, b = (x, o) if c % 2 == 0 else (o, x)
                             key = f"g{c + 1}-{a}-{b}"
-                            out.append(Pairing(key, c + 1, (a, b), "match", self._mid(key)))
+                            out.append(Pairing(key, c + 1, (a, b), "match", self._mid(key), c))
         elif kind in ("table", "team"):
             k = s.num_seats
             if s.format == "gauntlet":
@@ -230,12 +242,12 @@ class Director:
             for c in range(s.rounds):
                 for t, members in enumerate(groups):
                     key = f"c{c + 1}-" + "-".join(str(m) for m in members)
-                    out.append(Pairing(key, c + 1, members, kind, self._mid(key)))
+                    out.append(Pairing(key, c + 1, members, kind, self._mid(key), c))
         else:  # solo
             for c in range(s.rounds):
                 for i in range(n):
                     key = f"c{c + 1}-solo-{i}"
-                    out.append(Pairing(key, c + 1, (i,), "solo", self._mid(key)))
+                    out.append(Pairing(key, c + 1, (i,), "solo", self._mid(key), c))
         self._static = out
         return out
 
@@ -256,26 +268,38 @@ class Director:
     # --- matches (two-seat competitive) -------------------------------------------------------
 
     @staticmethod
-    def _main_blocks(fmt: MatchFormat, duplicate: bool) -> list[list[tuple[int, str, str]]]:
-        """The main games in release blocks: (number, letter, stream suffix) per game. A block is
-        released when every earlier block is committed; early stopping is checked between blocks."""
+    def _main_blocks(fmt: MatchFormat, duplicate: bool) -> list[list[tuple[int, str, str, int]]]:
+        """The main games in release blocks: (number, letter, stream suffix, pair index) per game.
+        A block is released when every earlier block is committed; early stopping is checked
+        between blocks. The pair index (0-based; games 2j+1 and 2j+2) picks the opening."""
         letters = list(fmt.schedule)
-        games = [(i + 1, letters[i], str(i + 1)) for i in range(fmt.games)]
+        games = [(i + 1, letters[i], str(i + 1), i // 2) for i in range(fmt.games)]
         if duplicate:
             for j in range(0, fmt.games - 1, 2):  # pair j: the same stream, seats swapped
                 second = "B" if letters[j] == "A" else "A"
-                games[j] = (j + 1, letters[j], f"pair{j // 2 + 1}")
-                games[j + 1] = (j + 2, second, f"pair{j // 2 + 1}")
+                games[j] = (j + 1, letters[j], f"pair{j // 2 + 1}", j // 2)
+                games[j + 1] = (j + 2, second, f"pair{j // 2 + 1}", j // 2)
         if fmt.first_to is None:
             return [games]
         step = 2 if duplicate else 1
         return [games[i:i + step] for i in range(0, len(games), step)]
 
-    def _spec_for(self, p: Pairing, number: int, letter: str, suffix: str, tiebreak: bool = False) -> GameSpec:
+    def _spec_for(self, p: Pairing, number: int, letter: str, suffix: str, pair: int, tiebreak: bool = False) -> GameSpec:
         a, b = p.engines
         seating = (a, b) if letter == "A" else (b, a)
         stream = f"{p.match_id}|{suffix}"
-        return GameSpec(p.match_id, number, seating, stream, stream, p.key, p.round, tiebreak)
+        return GameSpec(p.match_id, number, seating, stream, stream, p.key, p.round, tiebreak,
+                        self._opening(p, pair, self._max_match_games()))
+
+    def _opening(self, p: Pairing, block: int, games: int) -> int | None:
+        """The opening of ``p``'s ``block``-th pair of games (or block of seat rotations), when a
+        meeting has ``games`` games: the play order goes on from one meeting to the next."""
+        order = self.spec.openings
+        if not order:
+            return None
+        size = 2 if p.kind == "match" else len(p.engines)
+        stride = -(-games // size)
+        return order[(p.cycle * stride + block) % len(order)]
 
     def _match_state(self, p: Pairing, results: Mapping, seed_rank: dict[int, int] | None) -> PairingState:
         s, fmt = self.spec, self.spec.match
@@ -295,7 +319,7 @@ class Director:
                 for key in self._fresh:
                     pending.pop(key, None)
             else:
-                specs = (self._spec_for(p, num, letter, suffix) for num, letter, suffix in block)
+                specs = (self._spec_for(p, *game) for game in block)
                 pending = {g.key: g for g in specs if g.key not in results}
                 self._pending[p.key] = (bi, pending)
             if pending:
@@ -303,7 +327,7 @@ class Director:
                 later = sum(len(bl) for bl in self._blocks[bi + 1:])
                 return PairingState(p, ready=list(pending.values()), played=played + len(block) - len(pending),
                                     remaining_max=len(pending) + later + tb_max, points=points)
-            specs = [self._spec_for(p, num, letter, suffix) for num, letter, suffix in block]
+            specs = [self._spec_for(p, *game) for game in block]
             for g in specs:
                 r = results[g.key]
                 pa, pb = game_points(r.returns, r.seating.index(a), r.seating.index(b))
@@ -329,7 +353,8 @@ class Director:
                 letter = "AB"[j % 2]
                 suffix = (f"tb{t + 1}pair{j // 2 + 1}" if s.duplicate and (j // 2) * 2 + 1 < s.tiebreak_games
                           else str(number))
-                specs.append(self._spec_for(p, number, letter, suffix, tiebreak=True))
+                pair = -(-fmt.games // 2) + t * -(-s.tiebreak_games // 2) + j // 2
+                specs.append(self._spec_for(p, number, letter, suffix, pair, tiebreak=True))
             missing = [g for g in specs if g.key not in results]
             if missing:
                 left = (s.tiebreak_blocks - t - 1) * s.tiebreak_games
@@ -370,7 +395,8 @@ class Director:
                 else:
                     stream = f"{s.tid}|suite|{cycle}{g + 1}"
                     unit = f"{p.match_id}|{g + 1}"
-            specs.append(GameSpec(p.match_id, g + 1, seating, stream, unit, p.key, p.round))
+            specs.append(GameSpec(p.match_id, g + 1, seating, stream, unit, p.key, p.round,
+                                  opening=self._opening(p, g // k, s.games)))
         missing = [g for g in specs if g.key not in results]
         return PairingState(p, ready=missing, done=not missing, played=len(specs) - len(missing),
                             remaining_max=len(missing))
@@ -443,7 +469,7 @@ class Director:
         rnd = swiss_pairings(ranked, r, coin)
         if rnd.relaxed:
             self.notes.append(f"round {r}: the {rnd.relaxed} rule had to be relaxed to pair every engine")
-        out = [Pairing(f"s{r}-{a}-{b}", r, (a, b), "match", self._mid(f"s{r}-{a}-{b}")) for a, b in rnd.pairs]
+        out = [Pairing(f"s{r}-{a}-{b}", r, (a, b), "match", self._mid(f"s{r}-{a}-{b}"), r - 1) for a, b in rnd.pairs]
         if rnd.bye is not None:
             out.append(Pairing(f"s{r}-bye-{rnd.bye}", r, (rnd.bye,), "bye", self._mid(f"s{r}-bye-{rnd.bye}")))
         self._swiss[r] = out
@@ -466,6 +492,6 @@ class Director:
                 out.append(Pairing(f"k{r}-bye-{e}", r, (e,), "bye", self._mid(f"k{r}-bye-{e}")))
                 continue
             a, b = (x, y) if rank[x] <= rank[y] else (y, x)  # the higher seed is A
-            out.append(Pairing(f"k{r}-{a}-{b}", r, (a, b), "match", self._mid(f"k{r}-{a}-{b}")))
+            out.append(Pairing(f"k{r}-{a}-{b}", r, (a, b), "match", self._mid(f"k{r}-{a}-{b}"), r - 1))
         self._ko[r] = out
         return out

@@ -19,7 +19,7 @@ import msgspec
 
 from arbiter.adjudication import Adjudication
 from arbiter.hosting import EngineConfig
-from arbiter.records import GameRecord, from_json
+from arbiter.records import GameRecord, Opening, from_json
 from protocol.messages import TimeControl
 
 
@@ -60,6 +60,8 @@ class WorkerSetup(msgspec.Struct, frozen=True, kw_only=True):
     remote: dict[str, Any] | None = None
     """Remote participants: the ``RemoteHub`` the worker opens (roster, server_key, listen,
     deadline as Unix time, grace, insecure, lag_move_ms, lag_quota_ms)."""
+    openings: list[Opening] = []
+    """The openings file's positions in file order (``GameJob.opening`` indexes it)."""
 
 
 class GameJob(msgspec.Struct, frozen=True):
@@ -69,6 +71,8 @@ class GameJob(msgspec.Struct, frozen=True):
     number: int
     seating: tuple[int, ...]
     stream: str
+    opening: int | None = None
+    """Index into ``WorkerSetup.openings`` of the start position (None: the game's initial one)."""
 
     @property
     def key(self) -> tuple[str, int]:

@@ -170,7 +170,7 @@ class Runner:
                            time_control=cfg.time_control,
                            margin=cfg.margin_ms / 1000, master_seed=master_seed(self.seed), tid=cfg.tid,
                            run_dir=logs_dir(self.db.path), remote=self._remote(), adjudication=cfg.adjudication,
-                           lanes=lanes)
+                           lanes=lanes, openings=list(cfg.openings))
 
     def _remote(self) -> dict | None:
         r = self.cfg.remote
@@ -271,7 +271,8 @@ class Runner:
                 -len(slot.engines & set(candidates[k].seating)),               # wait for their max_games
                 candidates[k].pairing in busy_pairings, k))
             spec = candidates.pop(best)
-            backend.submit(slot.worker, GameJob(spec.match_id, spec.number, tuple(spec.seating), spec.stream))
+            backend.submit(slot.worker, GameJob(spec.match_id, spec.number, tuple(spec.seating), spec.stream,
+                                                spec.opening))
             busy_pairings.add(spec.pairing)
             playing.update(set(spec.seating) & remote)
             self.in_flight[spec.key] = spec

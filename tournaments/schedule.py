@@ -13,6 +13,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from arbiter.formats.match import rotation  # noqa: F401  (re-exported: the director's and the tests' name)
+
 
 # --- round robin -------------------------------------------------------------------------------
 
@@ -188,18 +190,7 @@ def knockout_rounds(n: int) -> int:
     return r
 
 
-# --- seat rotation -----------------------------------------------------------------------------
-
-def rotation(members: tuple[int, ...], game: int) -> tuple[int, ...]:
-    """Seating of game ``game`` (0-based) of a table: the k cyclic rotations of the members, then
-    the k rotations of the reversed order, and so on; each block of k games puts every member in
-    every seat once, and alternate blocks (of three or more seats) change who sits after whom.
-    Two seats simply alternate."""
-    k = len(members)
-    block, rot = divmod(game, k)
-    base = members if block % 2 == 0 or k <= 2 else tuple(reversed(members))
-    return tuple(base[(s + rot) % k] for s in range(k))
-
+# --- seat rotation: arbiter.formats.match.rotation (``arbiter match`` rotates n-seat series too) ----
 
 def seeded_order(n: int, seed: str, salt: str) -> list[int]:
     """A permutation of ``0..n-1`` that depends only on the tournament seed and ``salt``."""

@@ -187,7 +187,8 @@ def worker_main(conn: Any, setup: WorkerSetup) -> None:
             seating = list(job.seating)
             series.retire_idle(keep, seating)  # keep the engines of recent games, up to ``keep``
             try:
-                record = series.play_game(job.number, seating, job.stream, match_id=job.match_id)
+                opening = setup.openings[job.opening] if job.opening is not None else None
+                record = series.play_game(job.number, seating, job.stream, match_id=job.match_id, opening=opening)
             except Exception:
                 conn.send(WorkerError(setup.worker, job, traceback.format_exc()))
                 continue

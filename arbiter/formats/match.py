@@ -11,6 +11,7 @@ Formats (text syntax, used by ``arbiter match --format``):
 """
 from __future__ import annotations
 
+import os
 import re
 import time
 import uuid
@@ -24,7 +25,7 @@ from ..adjudication import Adjudication
 from ..dice import Dice, seed_for, stream_name
 from ..hosting import EngineFault, PlayerSpec, Session, open_session
 from ..games.base import Game
-from ..records import GameRecord
+from ..records import GameRecord, Opening
 from ..referee import DEFAULT_MARGIN, EventHook, Referee
 from ..records.store import ResultsStore
 from ..sprt import concluded, sprt, trinomial
@@ -56,6 +57,27 @@ class MatchFormat:
             n = int(m.group(1))
             return cls(n, None, ("AB" * n)[:n])
         raise ValueError(f"format {text!r}: expected 'olympiad', 'boN', 'boN:ABBA...' or 'games=N'")
+
+
+def rotation(members: tuple[int, ...], game: int) -> tuple[int, ...]:
+    """Seating of game ``game`` (0-based) of a table: the k cyclic rotations of the members, then
+    the k rotations of the reversed order, and so on; each block of k games puts every member in
+    every seat once, and alternate blocks (of three or more seats) change who sits after whom.
+    Two seats simply alternate."""
+    k = len(members)
+    block, rot = divmod(game, k)
+    base = members if block % 2 == 0 or k <= 2 else tuple(reversed(members))
+    return tuple(base[(s + rot) % k] for s in range(k))
+
+
+def paired_opening(openings: list[Opening], match_id: str, number: int, block: int) -> tuple[Opening | None, str | None]:
+    """With ``openings``: game ``number`` (1-based) belongs to block ``(number - 1) // block``,
+    whose games all start from the same opening (the list repeats) on the same dice stream
+    ``{match_id}|pair{k}`` (duplicate dice). Without: (None, None)."""
+    if not openings:
+        return None, None
+    k = (number - 1) // block
+    return openings[k % len(openings)], f"{match_id}|pair{k + 1}"
 
 
 @dataclass
@@ -172,9 +194,10 @@ class Series:
         return sorted(failures.items())
 
     def play_game(self, number: int, seating: list[int], dice_stream: str | None = None,
-                  match_id: str | None = None) -> GameRecord:
+                  match_id: str | None = None, opening: Opening | None = None) -> GameRecord:
         """Play game ``number`` with ``seating``; save and return its record. ``match_id`` files
-        the game under another match than the series' own (a tournament's pairings share engines)."""
+        the game under another match than the series' own (a tournament's pairings share engines);
+        ``opening``: start from that position instead of the game's initial one."""
         if match_id is not None:
             self.match_id = match_id
         if len(seating) != self.game.num_seats:
@@ -203,7 +226,7 @@ class Series:
             self._reused = reused
             return None if failure else self.engines[index]
 
-        referee = Referee(self.game, engines, self.tc, dice, replace_engine=replace, **referee_args)
+        referee = Referee(self.game, engines, self.tc, dice, replace_engine=replace, opening=opening, **referee_args)
         record = referee.play() if failure is None else referee.forfeit_unstarted(*failure)
         if self.store:
             self.store.save_game(record)
@@ -253,20 +276,33 @@ class Match:
                  fmt: MatchFormat, *, store: ResultsStore | None = None, run_dir: Path = Path("runs"),
                  margin: float = DEFAULT_MARGIN, seed: bytes | None = None, match_id: str | None = None,
                  on_event: EventHook | None = None, on_game: Callable[["MatchResult", GameRecord], None] | None = None,
-                 sprt: tuple[float, float, float, float] | None = None, adjudication: Adjudication | None = None):
+                 sprt: tuple[float, float, float, float] | None = None, adjudication: Adjudication | None = None,
+                 openings: list[Opening] = ()):
         """``sprt`` = (elo0, elo1, alpha, beta): after each game a GSPRT of A against B on the
-        games so far (trinomial, logistic Elo); the match stops when it accepts either hypothesis."""
+        games so far (trinomial, logistic Elo); the match stops when it accepts either hypothesis.
+        ``openings`` (in the order games take them): games 2k-1 and 2k start from opening k (the
+        list repeats when shorter), the second with the seats swapped and on the same dice."""
         if game.num_seats != 2:
             raise ValueError(f"a match is for two-seat games; {game.name} has {game.num_seats} seats")
+        if openings and seed is None:  # a pair's games share their dice: one master seed for the match
+            seed = os.urandom(32)
         self.series = Series(game, list(configs), time_control, store=store, run_dir=run_dir, margin=margin,
                              seed=seed, match_id=match_id, on_event=on_event, adjudication=adjudication)
         self.fmt, self.store, self.on_game, self.sprt = fmt, store, on_game, sprt
+        self.openings = list(openings)
         self.match_id = self.series.match_id
         self.names = tuple(self.series.names)
 
     def seating(self, number: int) -> list[int]:
-        """Engine index per seat in game ``number``: the schedule's letter moves first."""
+        """Engine index per seat in game ``number``: the schedule's letter moves first (with
+        openings, the second game of each pair swaps the first's seats whatever the schedule says)."""
+        if self.openings and number % 2 == 0:
+            return self.seating(number - 1)[::-1]
         return [0, 1] if self.fmt.schedule[number - 1] == "A" else [1, 0]
+
+    def opening(self, number: int) -> tuple[Opening | None, str | None]:
+        """Game ``number``'s opening and dice stream (None, None: initial position, own dice)."""
+        return paired_opening(self.openings, self.match_id, number, 2)
 
     def _count(self, result: MatchResult, record: GameRecord) -> None:
         seating = self.seating(record.game_number)
@@ -295,7 +331,8 @@ class Match:
                     break
                 if result.sprt is not None and concluded(result.sprt):
                     break
-                record = series.play_game(number, self.seating(number))
+                opening, stream = self.opening(number)
+                record = series.play_game(number, self.seating(number), stream, opening=opening)
                 self._count(result, record)
                 if self.on_game:
                     self.on_game(result, record)
@@ -304,4 +341,72 @@ class Match:
             series.close()
             if self.store:
                 self.store.end_match(self.match_id, result.points, status)
+        return result
+
+
+@dataclass
+class TableResult:
+    """An n-seat series: every engine's wins and summed returns, and the records."""
+
+    match_id: str
+    players: tuple[str, ...]
+    records: list[GameRecord] = field(default_factory=list)
+    wins: list[int] = field(default_factory=list)
+    """Games in which the engine's return was the best and not everyone's (a side's win counts for each of its seats)."""
+    returns: list[float] = field(default_factory=list)
+
+
+class TableMatch:
+    """Three to five engines at one n-seat game: ``games`` games with the seats rotated (each
+    block of n games seats every engine once in every seat; ``rotation``). ``openings``: every
+    game of block k starts from opening k, on the block's shared dice."""
+
+    def __init__(self, game: Game, configs: list[PlayerSpec], time_control: TimeControl, games: int, *,
+                 store: ResultsStore | None = None, run_dir: Path = Path("runs"), margin: float = DEFAULT_MARGIN,
+                 seed: bytes | None = None, match_id: str | None = None, on_event: EventHook | None = None,
+                 on_game: Callable[["TableResult", GameRecord], None] | None = None, openings: list[Opening] = (),
+                 adjudication: Adjudication | None = None):
+        if len(configs) != game.num_seats:
+            raise ValueError(f"{game.name} has {game.num_seats} seats; {len(configs)} engines do not fit")
+        if openings and seed is None:  # a pair's games share their dice: one master seed for the match
+            seed = os.urandom(32)
+        self.series = Series(game, list(configs), time_control, store=store, run_dir=run_dir, margin=margin,
+                             seed=seed, match_id=match_id, on_event=on_event, adjudication=adjudication)
+        self.games, self.store, self.on_game, self.openings = games, store, on_game, list(openings)
+        self.match_id = self.series.match_id
+        self.names = tuple(self.series.names)
+
+    def seating(self, number: int) -> list[int]:
+        return list(rotation(tuple(range(len(self.names))), number - 1))
+
+    def _count(self, result: TableResult, record: GameRecord) -> None:
+        seating, returns = self.seating(record.game_number), record.returns
+        for seat, engine in enumerate(seating):
+            result.returns[engine] += returns[seat]
+            result.wins[engine] += returns[seat] == max(returns) and min(returns) < max(returns)
+        result.records.append(record)
+
+    def play(self, setup: dict | None = None, done: list[GameRecord] = ()) -> TableResult:
+        """Play the series, or the rest of it after ``done`` (as ``Match.play``)."""
+        n = len(self.names)
+        result = TableResult(self.match_id, self.names, wins=[0] * n, returns=[0.0] * n)
+        for record in sorted(done, key=lambda r: r.game_number):
+            self._count(result, record)
+        series = self.series
+        if self.store:
+            self.store.begin_match(self.match_id, series.game.name, list(self.names), series.tc.text,
+                                   f"games={self.games}", setup)
+        status = "interrupted"
+        try:
+            for number in range(len(result.records) + 1, self.games + 1):
+                opening, stream = paired_opening(self.openings, self.match_id, number, n)
+                record = series.play_game(number, self.seating(number), stream, opening=opening)
+                self._count(result, record)
+                if self.on_game:
+                    self.on_game(result, record)
+            status = "finished"
+        finally:
+            series.close()
+            if self.store:
+                self.store.end_match(self.match_id, result.returns, status)
         return result

@@ -50,6 +50,15 @@ class Event(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Remote engines: the part of ``lag_ms`` not charged to the clock (the lag policy)."""
 
 
+class Opening(msgspec.Struct, kw_only=True, frozen=True):
+    """The start position a game was played from, out of an openings file (``arbiter.openings``)."""
+
+    index: int
+    """The position's number in its file (1-based, in file order, comments and blank lines not counted)."""
+    position: str
+    """The position in the game's text notation, as the file gives it: the game starts here."""
+
+
 class GameRecord(msgspec.Struct, kw_only=True):
     format: str = RECORD_FORMAT
     game_id: str
@@ -79,6 +88,8 @@ class GameRecord(msgspec.Struct, kw_only=True):
     dropped_messages: int = 0
     insecure: bool | msgspec.UnsetType = msgspec.UNSET
     """True when a seat was reached over plain tcp without CURVE (absent otherwise)."""
+    opening: Opening | msgspec.UnsetType = msgspec.UNSET
+    """The start position out of an openings file (absent: the game's own initial position)."""
     """Late or stray engine messages recognised by seq / game id and ignored."""
     engine_options: list[dict[str, Any]] | msgspec.UnsetType = msgspec.UNSET
     """Per seat, the engine options set for it (``new_game.engine_options``); absent when none were."""

@@ -17,8 +17,7 @@ from .record import Event, GameRecord
 
 def replay(record: GameRecord) -> Iterator[tuple[list[Event], State]]:
     """Yield (events applied, state after them) step by step; raise ValueError on inconsistency."""
-    game = load_game(record.game, **record.options)
-    state = game.new_initial_state()
+    state = start_state(record)
     rolls = {r.index: r for r in record.rolls}
     events = record.events
     i = 0
@@ -58,6 +57,17 @@ def replay(record: GameRecord) -> Iterator[tuple[list[Event], State]]:
         yield step, state
 
 
+def start_state(record: GameRecord) -> State:
+    """The position the game began in: its opening's, or the game's initial one."""
+    game = load_game(record.game, **record.options)
+    if record.opening:
+        try:
+            return game.from_text(record.opening.position)
+        except Exception as exc:  # a tampered or foreign record: an inconsistency, not a crash
+            raise ValueError(f"opening {record.opening.index}: not a position of {record.game}: {exc}") from None
+    return game.new_initial_state()
+
+
 def _check(state: State, event: Event, index: int) -> None:
     try:
         state.check_move(event.move, event.seat)
@@ -82,7 +92,7 @@ def verify(record: GameRecord) -> list[str]:
         problems.append(str(exc))
         return problems
     if state is None:
-        state = load_game(record.game, **record.options).new_initial_state()
+        state = start_state(record)
     used = {e.roll for e in record.events if e.roll is not None}
     if used != set(range(len(record.rolls))):
         problems.append(f"{len(record.rolls)} rolls recorded but events use {len(used)}")
