@@ -188,6 +188,7 @@ class Referee:
                 raise _Forfeit(seat, fault.reason, fault.detail) from None
         resting_since = time.monotonic() if self._unrested else None
         self._rest_earlier_deciders(keep=seats)
+        self.dice.prefetch()  # while the engines think: the next roll is then quick
         replies = self._collect(sent, resting_since)
         self._unrested = list(seats)
         moves: dict[int, str] = {}

@@ -302,8 +302,8 @@ class EngineSession:
         return round((now - started) * 1000, 1)
 
     def poll_reply(self) -> Reply | None:
-        for _ in range(_READ_BURST):
-            if not self.connection.wait(0):
+        for i in range(_READ_BURST):
+            if i and not self.connection.wait(0):  # the first read needs no poll: it does not block
                 return None
             msg = self._read_one()
             if msg is None:
