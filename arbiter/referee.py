@@ -200,7 +200,7 @@ class Referee:
                 self.state.check_move(reply.move, seat)
             except IllegalMove as exc:
                 raise _Forfeit(seat, EndReason.ILLEGAL_MOVE, f"{kind} {reply.move!r}: {exc}") from None
-            allowed_ms = self.clocks[seat].allowance_ms()  # before charging: a fallen flag allows nothing
+            allowed_ms = requests[seat].time_left_ms  # the clock's allowance, unchanged since the request
             lag = getattr(self.engines[seat], "lag", None)  # a remote engine: network lag not charged
             if lag is not None:
                 lags[seat] = lag.compensate(elapsed * 1000, reply.info.time_ms if reply.info else None)

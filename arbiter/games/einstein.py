@@ -488,8 +488,9 @@ class EinsteinState(State):
     # --- text --------------------------------------------------------------------------------
 
     def board_text(self) -> str:
-        board = self._board
-        return "/".join(_row_text(tuple(board[r * SIZE:(r + 1) * SIZE])) for r in range(SIZE))
+        b, row = self._board, _row_text  # unrolled (SIZE = 5): the referee writes one per request
+        return (f"{row(tuple(b[0:5]))}/{row(tuple(b[5:10]))}/{row(tuple(b[10:15]))}/{row(tuple(b[15:20]))}/"
+                f"{row(tuple(b[20:25]))}")
 
     def to_text(self) -> str:
         die = "-" if self._die is None else str(self._die)
