@@ -254,27 +254,14 @@ class Runner:
         idle = backend.idle()
         if not idle:
             return
-        source = islice((g for g in self.plan.iter_ready() if g.key not in self.in_flight), 256)
-        candidates: list[GameSpec] = []  # the first of those 256, taken from source only as far as needed
+        candidates = list(islice((g for g in self.plan.iter_ready() if g.key not in self.in_flight), 256))
         busy_pairings = {spec.pairing for spec in self.in_flight.values()}
         for slot in sorted(idle, key=lambda w: -len(w.engines)):
-            best, best_rank, k = None, None, 0
-            while True:  # the lowest (engines not running, pairing busy, position) among the 256
-                if k == len(candidates):
-                    g = next(source, None)
-                    if g is None:
-                        break
-                    candidates.append(g)
-                g = candidates[k]
-                warm = len(slot.engines.intersection(g.seating))
-                rank = (-warm, g.pairing in busy_pairings, k)
-                if best_rank is None or rank < best_rank:
-                    best, best_rank = k, rank
-                if warm == len(slot.engines) and not rank[1]:
-                    break  # nothing later can rank lower: stop looking (a commit's dispatch stays short)
-                k += 1
-            if best is None:
+            if not candidates:
                 return
+            best = min(range(len(candidates)), key=lambda k: (
+                -len(slot.engines & set(candidates[k].seating)),
+                candidates[k].pairing in busy_pairings, k))
             spec = candidates.pop(best)
             backend.submit(slot.worker, GameJob(spec.match_id, spec.number, tuple(spec.seating), spec.stream))
             busy_pairings.add(spec.pairing)
