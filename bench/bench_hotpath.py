@@ -64,9 +64,9 @@ def main() -> int:
             match = one_match(args.games, 2 * r, Path(d))
             with instrumented_referee() as (timeline, _games):
                 result = match.play()
-            bad = [rec.reason for rec in result.records if rec.reason != "normal"]
+            bad = [rec for rec in result.records if rec.reason != "normal"]
             if bad:
-                print(f"round {r}: abnormal endings {bad}")
+                print(f"round {r}: {len(bad)} abnormal endings, the first: {bad[0].reason}: {bad[0].detail}")
             for k, v in overheads_from_timeline(timeline).items():
                 per[k].extend(v)
         if args.profile:
