@@ -149,6 +149,8 @@ class Clock:
         self._periods_left = tc.periods if tc.kind == Kind.BYO_YOMI else 0
         self._moves_made = 0
         self._flagged = False
+        self._kind = Kind(tc.kind)
+        """``tc.kind``, kept here: the referee reads its clocks several times per decision."""
 
     @property
     def remaining(self) -> float:
@@ -186,7 +188,9 @@ class Clock:
         For byo-yomi that is the main time plus every period left: overrunning a period
         only uses it up, so the flag falls only past the last one.
         """
-        kind = self.tc.kind
+        kind = self._kind
+        if kind is Kind.SUDDEN_DEATH or kind is Kind.FISCHER or kind is Kind.MOVES_IN_TIME:
+            return 0.0 if self._flagged else self._remaining  # the common kinds first
         if kind == Kind.UNLIMITED:
             return None
         if self._flagged:
@@ -240,9 +244,10 @@ class Clock:
 
     def remaining_ms(self) -> int:
         """``remaining`` in whole ms for the wire (rounded down; 0 when unlimited)."""
-        if math.isinf(self.remaining):
+        remaining = self._period if self._kind is Kind.FIXED_PER_MOVE else self._remaining
+        if remaining == math.inf:
             return 0
-        return _floor_ms(self.remaining)
+        return math.floor(remaining * 1000 + 1e-6)  # as _floor_ms
 
     def allowance_ms(self) -> int:
         """``allowance`` in whole ms for the wire, 0 meaning unlimited. Rounded down, but never

@@ -37,15 +37,20 @@ def stream_name(match_id: str, game_number: int) -> str:
     return f"{match_id}|{game_number}"
 
 
-def derive_roll(seed: bytes, stream: str, index: int, outcomes: int) -> int:
-    """The outcome index of roll ``index``: a pure function of its inputs."""
+def _draw(seed: bytes, stream: str, index: int, attempt: int) -> int:
+    """The 64-bit number of roll ``index``, try ``attempt`` (it does not depend on the outcomes)."""
+    return struct.unpack_from(">Q", hmac.digest(seed, f"{stream}|{index}|{attempt}".encode(), "sha256"))[0]
+
+
+def derive_roll(seed: bytes, stream: str, index: int, outcomes: int, first: int | None = None) -> int:
+    """The outcome index of roll ``index``: a pure function of its inputs (``first``: its
+    attempt-0 number, if already drawn)."""
     if outcomes < 1:
         raise ValueError("a roll needs at least one outcome")
     limit = _TWO64 - _TWO64 % outcomes
     attempt = 0
     while True:
-        msg = f"{stream}|{index}|{attempt}".encode()
-        (u,) = struct.unpack_from(">Q", hmac.digest(seed, msg, "sha256"))
+        u = first if attempt == 0 and first is not None else _draw(seed, stream, index, attempt)
         if u < limit:
             return u % outcomes
         attempt += 1
@@ -65,15 +70,27 @@ class Dice:
         self.seed = seed
         self.stream = stream
         self.rolls: list[Roll] = []
+        self._ahead: tuple[int, int] | None = None
+        """(index, attempt-0 number) of the next roll, drawn by ``prefetch``."""
 
     @property
     def commitment(self) -> str:
         return commitment(self.seed)
 
     def roll(self, outcomes: int) -> int:
-        value = derive_roll(self.seed, self.stream, len(self.rolls), outcomes)
-        self.rolls.append(Roll(len(self.rolls), outcomes, value))
+        index = len(self.rolls)
+        ahead, self._ahead = self._ahead, None
+        value = derive_roll(self.seed, self.stream, index, outcomes,
+                            ahead[1] if ahead is not None and ahead[0] == index else None)
+        self.rolls.append(Roll(index, outcomes, value))
         return value
+
+    def prefetch(self) -> None:
+        """Draw the next roll's number now (the HMAC is most of a roll's cost), so that the roll
+        itself is quick: the referee calls it while engines think. The outcome is the same."""
+        index = len(self.rolls)
+        if self._ahead is None or self._ahead[0] != index:
+            self._ahead = (index, _draw(self.seed, self.stream, index, 0))
 
 
 def verify_rolls(seed_hex: str, commitment_hex: str, stream: str, rolls: Iterable[Roll]) -> list[str]:

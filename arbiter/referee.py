@@ -203,6 +203,7 @@ class Referee:
                 raise _Forfeit(seat, fault.reason, fault.detail) from None
         resting_since = time.monotonic() if self._unrested else None
         self._rest_earlier_deciders(keep=seats)
+        self.dice.prefetch()  # while the engines think: the next roll is then quick
         replies = self._collect(sent, resting_since)
         self._unrested = list(seats)
         moves: dict[int, str] = {}
@@ -214,7 +215,7 @@ class Referee:
                 self.state.check_move(reply.move, seat)
             except IllegalMove as exc:
                 raise _Forfeit(seat, EndReason.ILLEGAL_MOVE, f"{kind} {reply.move!r}: {exc}") from None
-            allowed_ms = self.clocks[seat].allowance_ms()  # before charging: a fallen flag allows nothing
+            allowed_ms = requests[seat].time_left_ms  # the clock's allowance, unchanged since the request
             lag = getattr(self.engines[seat], "lag", None)  # a remote engine: network lag not charged
             if lag is not None:
                 lags[seat] = lag.compensate(elapsed * 1000, reply.info.time_ms if reply.info else None)

@@ -18,13 +18,25 @@ Run from the repository root::
 3. CPU share: CPU time of the tournament process and its workers (the referee side) against
    all CPU time used, engines included (the workers report their own CPU; the rest of their
    children's time is the engines').
+4. Scale (``--scale GAMES``, alone): ``arbiter-tournament run`` of a round robin of 10 random
+   engines, end to end, as a subprocess. Every few seconds the coordinator's own CPU time
+   (``/proc/PID/stat``: the tournament process, not its workers or engines) and the number of
+   committed games (read-only from the database) are sampled; printed per window: games/s and
+   the coordinator's CPU per committed game, which must not grow with the number of games
+   already played (planning, commits and bookkeeping per game stay constant).
+
+       .venv/bin/python bench/bench_tournaments.py --scale 100000 --concurrency 2 --out runs/scale
 """
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import platform
+import resource
+import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -118,11 +130,106 @@ def bench_throughput(levels: list[int], games: int) -> None:
                   f" / {summary.cpu_engines:.1f})")
 
 
+SCALE_TOML = """
+name = "scale"
+game = "einstein"
+format = "round_robin"
+match = "games={games}"
+time_control = "180"
+seed = "scale"
+concurrency = {concurrency}
+output = "{db}"
+""" + "".join(f"""
+[[engines]]
+name = "random{i}"
+command = "{{{{python}}}} -m sample_engines.random_engine --seed {i}"
+cwd = "{{root}}"
+""" for i in range(10))
+
+
+def _cpu_seconds(pid: int) -> float:
+    """utime + stime of one process (all its threads, none of its children)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _committed(db: Path) -> int:
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
+        try:
+            return con.execute("SELECT count(*) FROM games").fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return -1
+
+
+def bench_scale(games: int, concurrency: int, out: Path, every: float) -> None:
+    """One ``arbiter-tournament run`` of a 10-engine round robin with about ``games`` games."""
+    per_pairing = math.ceil(games / 45)
+    out.mkdir(parents=True, exist_ok=True)
+    db = (out / f"scale-{games}.sqlite").resolve()
+    toml = out / f"scale-{games}.toml"
+    toml.write_text(SCALE_TOML.format(games=per_pairing, concurrency=concurrency, db=db, root=ROOT))
+    log = open(out / f"scale-{games}.log", "w")
+    cmd = [sys.executable, "-m", "tournaments", "run", str(toml), "--overwrite", "--quiet", "--no-report"]
+    print(f"4. Scale: {' '.join(cmd)}\n   10 random engines, round robin, games={per_pairing} per pairing "
+          f"({45 * per_pairing} games), tc 180, concurrency {concurrency}; load average {os.getloadavg()[0]:.2f}")
+    print("   committed  wall s  games/s (window)  coordinator CPU ms/game (window)  cumulative ms/game  load")
+    t0 = time.monotonic()
+    kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+    last = (t0, 0, 0.0)
+    windows: list[tuple[int, float]] = []
+    try:
+        while proc.poll() is None:
+            time.sleep(every)
+            try:
+                cpu = _cpu_seconds(proc.pid)
+            except OSError:
+                break
+            n, now = _committed(db), time.monotonic()
+            if n <= last[1]:
+                continue
+            rate = (n - last[1]) / (now - last[0])
+            per = (cpu - last[2]) / (n - last[1]) * 1000
+            windows.append((n, per))
+            print(f"   {n:9d}  {now - t0:6.0f}  {rate:16.1f}  {per:32.2f}  {cpu / n * 1000:18.2f}  "
+                  f"{os.getloadavg()[0]:.2f}", flush=True)
+            last = (now, n, cpu)
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+        proc.wait()
+        log.close()
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = (kids.ru_utime + kids.ru_stime) - (kids0.ru_utime + kids0.ru_stime)  # the whole tree, reaped
+    wall = time.monotonic() - t0
+    print(f"   {last[1]} games in {wall:.0f} s: {last[1] / wall:.1f} games/s; coordinator CPU {last[2]:.1f} s of "
+          f"{total:.1f} s used by the whole run (workers, engines): coordinator share {100 * last[2] / total:.1f} %")
+    tail = (out / f"scale-{games}.log").read_text().strip().splitlines()[-3:]
+    print("   arbiter-tournament run said: " + " | ".join(tail))
+    early = [p for n, p in windows[1:] if n <= max(1000, windows[1][0])]  # the first window holds start-up
+    late = [p for n, p in windows if n >= windows[-1][0] - max(1000, windows[-1][0] // 20)]
+    if early and late:
+        a, b = statistics.median(early), statistics.median(late)
+        print(f"   coordinator CPU per game: first ~1k games {a:.2f} ms, last windows (at {windows[-1][0]} games) "
+              f"{b:.2f} ms: ratio {b / a:.2f} (target <= 1.5)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats and games")
+    parser.add_argument("--scale", type=int, metavar="GAMES", help="only the end-to-end scale run of about GAMES games")
+    parser.add_argument("--concurrency", type=int, default=2, help="for --scale")
+    parser.add_argument("--every", type=float, default=5.0, help="for --scale: seconds between samples")
+    parser.add_argument("--out", default="runs/scale", help="for --scale: folder for the database and log")
     args = parser.parse_args()
     print(f"machine: {machine()}")
+    if args.scale:
+        bench_scale(args.scale, args.concurrency, Path(args.out), args.every)
+        return 0
     bench_fit(3 if args.quick else 7)
     bench_throughput([1, 2], 10 if args.quick else 40)
     return 0

@@ -36,6 +36,40 @@ def context() -> zmq.Context:
     return zmq.Context.instance()
 
 
+_calmed: set[tuple[int, int]] = set()
+
+
+def calm_io_threads() -> None:
+    """Give this process's ZeroMQ I/O threads the ``SCHED_BATCH`` policy (Linux; best effort).
+
+    Every send wakes the context's I/O thread. A normal thread woken that way may preempt the
+    sender on its core, so a send returned only after the I/O thread had run: ~40 us per send
+    on a busy 2-core machine. A batch thread does not preempt on wake-up; it runs on an idle core
+    or as soon as the sender blocks in its next poll (tens of microseconds later at most), so
+    messages go out as fast and the sender does not stall. Called after a socket is made
+    (libzmq starts its threads with the context's first socket); threads already done are kept
+    by (pid, tid), so a forked child does its own."""
+    batch = getattr(os, "SCHED_BATCH", None)
+    if batch is None:
+        return
+    pid = os.getpid()
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return
+    for tid in tids:
+        if (pid, int(tid)) in _calmed:
+            continue
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                if not f.read().startswith("ZMQbg/IO"):
+                    continue
+            os.sched_setscheduler(int(tid), batch, os.sched_param(0))
+        except OSError:
+            pass
+        _calmed.add((pid, int(tid)))
+
+
 def new_ipc_endpoint(own_folder: bool = False) -> str:
     """A fresh ``ipc://`` path in a private directory (kept short: Unix paths max ~107 bytes);
     with ``own_folder``, in a folder of its own (so a sandbox can show an engine its socket and
@@ -74,6 +108,7 @@ class ZmqConnection:
         self.socket.setsockopt(zmq.RCVHWM, RECEIVE_HWM)
         self.socket.setsockopt(zmq.ROUTER_MANDATORY, 1)
         self.socket.bind(endpoint or new_ipc_endpoint())
+        calm_io_threads()
         self.endpoint: str = self.socket.getsockopt(zmq.LAST_ENDPOINT).decode()
         self.accepted = 0
         """Connections ever accepted: an engine needs one; ``MAX_CONNECTIONS`` makes it a flood."""
@@ -122,8 +157,10 @@ class ZmqConnection:
     def send(self, message: Message) -> None:
         if self.peer is None:
             raise ProtocolError("no engine has connected yet")
-        try:
-            self.socket.send_multipart([self.peer, encode(message)], flags=zmq.NOBLOCK)
+        data = encode(message)
+        try:  # two frames sent directly: send_multipart's checks cost ~2 us per message
+            self.socket.send(self.peer, zmq.SNDMORE | zmq.NOBLOCK)
+            self.socket.send(data, zmq.NOBLOCK)
         except zmq.ZMQError as exc:  # EHOSTUNREACH: the peer is gone
             self._disconnected = True
             raise ConnectionError(f"cannot send to the engine: {exc}") from None
@@ -228,6 +265,7 @@ class EngineSocket:
             self.socket.setsockopt(zmq.HEARTBEAT_TIMEOUT, 4000)
             self._monitor = self.socket.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED)
         self.socket.connect(endpoint)
+        calm_io_threads()
         self.poller = zmq.Poller()
         self.poller.register(self.socket, zmq.POLLIN)
 

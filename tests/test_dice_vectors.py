@@ -85,3 +85,22 @@ def test_a_roll_needs_an_outcome():
     with pytest.raises(ValueError, match="at least one outcome"):
         derive_roll(SPEC_SEED, "m|1", 0, 0)
     assert derive_roll(SPEC_SEED, "m|1", 0, 1) == 0
+
+
+def test_prefetched_rolls_are_the_same_rolls():
+    """``Dice.prefetch`` draws the next number early (off the referee's hot path); the outcomes,
+    rejections included, are those of ``derive_roll``. With n = 2**63 + 1 about half of the
+    first attempts are rejected, so later attempts are exercised too."""
+    for n in (6, 720, 2 ** 63 + 1):
+        plain, early = Dice(SPEC_SEED, "m|1"), Dice(SPEC_SEED, "m|1")
+        got = []
+        for i in range(40):
+            if i % 3:  # sometimes twice, sometimes not at all
+                early.prefetch()
+                early.prefetch()
+            got.append(early.roll(n))
+        assert got == [plain.roll(n) for _ in range(40)] == [derive_roll(SPEC_SEED, "m|1", i, n) for i in range(40)]
+        assert early.rolls == plain.rolls
+    rejected = [i for i in range(40) if int.from_bytes(hmac.digest(SPEC_SEED, f"m|1|{i}|0".encode(), "sha256")[:8],
+                                                       "big") >= (1 << 64) - (1 << 64) % (2 ** 63 + 1)]
+    assert rejected  # the case the test is for

@@ -505,3 +505,23 @@ def test_random_play_statistics():
     assert abs(mean_len - 21.6) < 1.0
     assert abs(first_share - 0.533) < 0.03   # sigma ~0.7% at n=5000
     assert abs(corner / n - 0.988) < 0.01
+
+
+def test_a_checked_move_is_parsed_again_once_the_position_changed():
+    """``check_move`` keeps its parse for ``apply`` (the referee's hot path); any change of the
+    position in between must drop it, so ``apply`` still refuses a move that became illegal."""
+    s = GAME.new_initial_state()
+    s.apply_joint({0: "123456", 1: "123456"})
+    s.apply_chance(1)
+    (m,) = [m for m in s.legal_moves() if m.startswith("a5")][:1]
+    s.check_move(m, 0)
+    s.set_die(6)  # cube 1 may not move on a 6 while cube 6 is on the board
+    with pytest.raises(IllegalMove):
+        s.apply(m)
+    t = s.clone()
+    s.set_die(1)
+    s.check_move(m, 0)
+    s.apply(m)  # the cached parse
+    t.set_die(1)
+    t.apply(m)  # parsed afresh
+    assert s.to_text() == t.to_text()

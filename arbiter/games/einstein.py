@@ -163,7 +163,7 @@ class EinsteinState(State):
     """One position. Mutable; small (a 25-int board, a 14-int cube table, a few ints)."""
 
     __slots__ = ("game", "_board", "_pos", "_count", "_turn", "_die", "_phase", "_winner",
-                 "_seat0")
+                 "_seat0", "_checked")
 
     def __init__(self, game: "EinsteinGame", seat0: int = RED, phase: int = SETUP):
         self.game = game
@@ -175,6 +175,9 @@ class EinsteinState(State):
         self._die: int | None = None
         self._phase = phase
         self._winner = -1
+        self._checked: tuple[str, int, int] | None = None
+        """(move, from, to) of the last ``check_move`` in this position: ``apply`` does not parse it
+        again (every change of the position clears it)."""
 
     # --- seats and colours ---------------------------------------------------------------
 
@@ -262,7 +265,8 @@ class EinsteinState(State):
             if err:
                 raise IllegalMove(err)
             return
-        self._parse_move(move)
+        frm, to = self._parse_move(move)
+        self._checked = (move, frm, to)
 
     def _phase_error(self) -> str | None:
         phase = self._phase
@@ -309,6 +313,10 @@ class EinsteinState(State):
         return frm, to
 
     def apply(self, move: str) -> None:
+        checked = self._checked
+        if checked is not None and checked[0] == move:
+            self.apply_move_ints(checked[1], checked[2])
+            return
         frm, to = self._parse_move(move)
         self.apply_move_ints(frm, to)
 
@@ -324,6 +332,7 @@ class EinsteinState(State):
                 raise IllegalMove(f"seat {seat}: {err}")
         for seat in (0, 1):
             self._place(seat ^ self._seat0, moves[seat])
+        self._checked = None
         self._phase = PLAY
         self._turn = self._seat0
         self._die = None
@@ -347,6 +356,7 @@ class EinsteinState(State):
         raise ChanceError(f"not a chance node: {self._phase_error() or 'a decision is pending'}")
 
     def apply_chance(self, outcome: Any) -> None:
+        self._checked = None
         phase = self._phase
         if phase == PLAY and self._die is None:
             if type(outcome) is not int or not 1 <= outcome <= 6:
@@ -429,9 +439,11 @@ class EinsteinState(State):
     def set_die(self, die: int) -> None:
         """Engine fast path: roll ``die`` (1..6) at a die node, without checks."""
         self._die = die
+        self._checked = None
 
     def apply_move_ints(self, frm: int, to: int) -> None:
         """Engine fast path: play ``(frm, to)`` from ``moves_ints()``, without checks."""
+        self._checked = None
         board = self._board
         v = board[frm]
         w = board[to]
@@ -470,13 +482,15 @@ class EinsteinState(State):
         s._phase = self._phase
         s._winner = self._winner
         s._seat0 = self._seat0
+        s._checked = None
         return s
 
     # --- text --------------------------------------------------------------------------------
 
     def board_text(self) -> str:
-        board = self._board
-        return "/".join(_row_text(tuple(board[r * SIZE:(r + 1) * SIZE])) for r in range(SIZE))
+        b, row = self._board, _row_text  # unrolled (SIZE = 5): the referee writes one per request
+        return (f"{row(tuple(b[0:5]))}/{row(tuple(b[5:10]))}/{row(tuple(b[10:15]))}/{row(tuple(b[15:20]))}/"
+                f"{row(tuple(b[20:25]))}")
 
     def to_text(self) -> str:
         die = "-" if self._die is None else str(self._die)

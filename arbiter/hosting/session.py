@@ -334,8 +334,8 @@ class EngineSession:
         return round((now - started) * 1000, 1)
 
     def poll_reply(self) -> Reply | None:
-        for _ in range(_READ_BURST):
-            if not self.connection.wait(0):
+        for i in range(_READ_BURST):
+            if i and not self.connection.wait(0):  # the first read needs no poll: it does not block
                 return None
             msg = self._read_one()
             if msg is None:
@@ -547,6 +547,8 @@ def open_session(spec: PlayerSpec, log_dir: Path, hide: tuple[str, ...] = ()) ->
 
 def wait_any(sessions: Sequence[Session], timeout_ms: int) -> set[int]:
     """Indexes of the sessions with something to read, waiting up to ``timeout_ms``."""
+    if len(sessions) == 1 and not isinstance(sessions[0], InProcessSession):  # the common case, kept short
+        return {0} if sessions[0].connection.wait(timeout_ms) else set()  # type: ignore[attr-defined]
     ready = {i for i, s in enumerate(sessions) if isinstance(s, InProcessSession)}
     if ready:
         return ready  # an in-process reply is there at once
