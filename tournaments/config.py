@@ -39,6 +39,7 @@ TOP_KEYS = {
     "time_control": "time control, e.g. 180, 180+2, st=1, inf",
     "margin_ms": "ms an engine may overrun before losing on time",
     "concurrency": "games played in parallel (default: the number of cores)",
+    "cluster": "play on a Dask cluster: a scheduler address (tcp://host:8786) or local:N (N worker processes here)",
     "seed": "tournament seed (string or integer): schedule and dice derive from it",
     "seed_file": "file holding the tournament seed instead of 'seed' (mode 600: engines must not read it)",
     "key_file": "the referee's secret key (arbiter keygen): every record is signed with it",
@@ -198,6 +199,8 @@ class TournamentConfig:
     on_start_failure: str = "stop"
     remote: RemoteSpec | None = None
     """The listening side for remote participants (``[remote]``), if any engine is remote."""
+    cluster: str | None = None
+    """Where the games are played: None (local worker processes) or a Dask cluster (``tournaments.cluster``)."""
 
     def fingerprint(self) -> str:
         """A hash of everything that decides which games are played and how: a resume refuses a
@@ -452,6 +455,14 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
     if concurrency is not None and concurrency < 1:
         raise c.error(("concurrency",), f"must be at least 1 (leave it out for one game per core), got {concurrency}")
     concurrency = concurrency or default_concurrency()
+    cluster = c.get(doc, "cluster", (), str, None)
+    if cluster is not None:
+        from .cluster import parse_cluster
+
+        try:
+            cluster = parse_cluster(cluster)
+        except ValueError as exc:
+            raise c.error(("cluster",), str(exc)) from None
     seed = c.get(doc, "seed", (), (str, int), None)
     seed = None if seed is None else str(seed)
     seed_file = c.get(doc, "seed_file", (), str, None)
@@ -605,4 +616,4 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
         tiebreak_blocks=tb_blocks, self_pairs=self_pairs, bye_points=bye_points, anchor=anchor, sprt=sprt,
         engines=engines, remote=remote_spec if any(e.remote for e in engines) else None, sprt_given="sprt" in doc,
         source_text=text, seed_file=seed_file, key_file=key_file, on_start_failure=on_start_failure,
-        source_path=str(Path(source).resolve()) if source[:1] != "<" else source)
+        cluster=cluster, source_path=str(Path(source).resolve()) if source[:1] != "<" else source)

@@ -127,6 +127,7 @@ class Runner:
         self.on_progress, self.on_game = on_progress, on_game
         self.run_id = uuid.uuid4().hex[:12]
         self.in_flight: dict[tuple[str, int], GameSpec] = {}
+        self.active_backend: Backend | None = None
         self.summary = RunSummary()
         self.started = time.monotonic()
         self._known = db.pairings()
@@ -196,6 +197,7 @@ class Runner:
             s.played_total = plan.played
             return s
         pool = self.backend(self._setup(), max(1, min(self.concurrency, plan.max_remaining)))
+        self.active_backend = pool
         s.killed_leftovers = pool.killed_leftovers
         try:
             self._loop(pool)

@@ -76,9 +76,12 @@ class GameRecord(msgspec.Struct, kw_only=True):
     dice_commitment: str = ""
     dice_seed: str = ""
     dropped_messages: int = 0
+    """Late or stray engine messages recognised by seq / game id and ignored."""
     insecure: bool | msgspec.UnsetType = msgspec.UNSET
     """True when a seat was reached over plain tcp without CURVE (absent otherwise)."""
-    """Late or stray engine messages recognised by seq / game id and ignored."""
+    played_on: str | msgspec.UnsetType = msgspec.UNSET
+    """The machine that played the game when it was not the referee's own (cluster backend):
+    host, CPU model, cores."""
     # Tamper evidence (docs/records.md, "Chains and signatures"); set by the results store when the
     # record is saved. Records written before chaining have the defaults and stay loadable.
     match_seq: int = 0
