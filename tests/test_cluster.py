@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+import msgspec
 import psutil
 import pytest
 
@@ -166,3 +167,32 @@ def test_a_bad_cluster_value_names_the_flag_and_the_key(tmp_path):
     toml.write_text(toml.read_text().replace('cluster = "nowhere"', 'cluster = "tcp://127.0.0.1:9"'))
     run = cli("run", str(toml), "--quiet", "--no-report", timeout=120)
     assert run.returncode != 0 and "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in " ".join(run.stdout.split())
+
+
+def test_time_controls_scale_by_each_workers_measured_speed(tmp_path):
+    from arbiter.clock import parse_time_control
+    from tournaments import cluster
+    from tournaments.jobs import WorkerSetup
+
+    setup = WorkerSetup(run_id="r", game="einstein", game_options={}, game_class=None, engines=[],
+                        time_control=parse_time_control("60+1"), margin=0.05, master_seed=b"x", tid="t",
+                        run_dir=tmp_path, db_marker="m")
+    speed = cluster.speed_probe(setup, seconds=0.15)
+    assert speed > 1000  # moves per second of EinStein's rules on any machine this runs on
+    cluster._speed["einstein"] = speed
+    tc, factor = cluster.scaled_time_control(msgspec.structs.replace(setup, speed_reference=2 * speed))
+    assert factor == 2.0 and (tc.base_ms, tc.increment_ms) == (120_000, 2_000)
+    assert cluster.scaled_time_control(setup) == (setup.time_control, 1.0)  # off by default
+    cluster._speed.clear()
+
+    toml, db = _event(tmp_path, "scaled")
+    toml.write_text(toml.read_text().replace("concurrency = 2", "concurrency = 2\nscale_time_control = true"))
+    run = cli("run", str(toml), "--quiet", "--no-report", "--cluster", "local:2", timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "time controls scaled by speed" in " ".join(run.stdout.split())
+    conn = sqlite3.connect(db)
+    try:
+        scales = [row[0] for row in conn.execute("SELECT json_extract(record, '$.tc_scale') FROM games")]
+    finally:
+        conn.close()
+    assert scales and all(0.25 <= s <= 4 for s in scales), scales  # one machine: near 1, noise aside

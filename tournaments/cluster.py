@@ -38,13 +38,16 @@ import msgspec
 
 from arbiter.hosting import kill_marked
 
-from .jobs import FinishedGame, GameJob, Slot, TournamentError, WorkerError, WorkerSetup
+from .jobs import FinishedGame, GameJob, GameLost, Slot, TournamentError, WorkerError, WorkerSetup
 from .worker import DB_ENV, RUN_ENV, WORKER_ENV
 
 MISSING = ("the cluster backend needs dask.distributed: .venv/bin/pip install -e '.[cluster]' "
            "(or pip install distributed)")
 CONNECT_TIMEOUT = 30.0
 """Seconds to reach the scheduler before giving up with a clear message."""
+RECONNECT_WAIT = float(os.environ.get("ARBITER_CLUSTER_WAIT", 60))
+"""Seconds the director waits for a scheduler that went away to come back before it stops
+(every committed game is kept: ``resume`` continues, on the same or another cluster)."""
 
 
 def _distributed():
@@ -101,6 +104,64 @@ def _local_configs(setup: WorkerSetup, parent_python: str, marker: str) -> list:
     return configs + list(configs)  # copies for self-pairs, as the local pool does
 
 
+def speed_probe(setup: WorkerSetup, seconds: float = 0.3) -> float:
+    """This machine's speed as moves per second of random playouts through the event's own rules
+    (best of three slices): a proxy for how fast engines run here, as fishtest and OpenBench scale
+    time controls by a measured factor. 0.0 when the game cannot say its moves."""
+    import random
+
+    from arbiter import games as arbiter_games
+    from arbiter.games.base import CHANCE, SIMULTANEOUS
+
+    if setup.game_class is not None:
+        arbiter_games.register_game(setup.game, setup.game_class)
+    game = arbiter_games.load_game(setup.game, **setup.game_options)
+    rng = random.Random(0)
+    best = 0.0
+    for _ in range(3):
+        moves, started, state = 0, time.perf_counter(), game.new_initial_state()
+        while (elapsed := time.perf_counter() - started) < seconds / 3:
+            for _ in range(50):
+                if state.is_terminal():
+                    state = game.new_initial_state()
+                player = state.current_player()
+                if player == CHANCE:
+                    state.apply_chance(rng.choice(state.chance_outcomes()))
+                elif player == SIMULTANEOUS:
+                    choices = {seat: state.legal_moves(seat) for seat in state.acting_seats()}
+                    if any(not c for c in choices.values()):
+                        return 0.0
+                    state.apply_joint({seat: rng.choice(c) for seat, c in choices.items()})
+                else:
+                    legal = state.legal_moves()
+                    if not legal:
+                        return 0.0
+                    state.apply(rng.choice(legal))
+                moves += 1
+        best = max(best, moves / elapsed)
+    return best
+
+
+_speed: dict[str, float] = {}
+"""This worker's probe result per game (measured once)."""
+
+
+def scaled_time_control(setup: WorkerSetup) -> tuple[Any, float]:
+    """The time control this worker plays with, and the factor (1.0 when scaling is off): a worker
+    half as fast as the director's machine gives twice the time (bounded to 0.25-4)."""
+    if setup.speed_reference <= 0:
+        return setup.time_control, 1.0
+    if setup.game not in _speed:
+        _speed[setup.game] = speed_probe(setup)
+    mine = _speed[setup.game]
+    if not mine:
+        return setup.time_control, 1.0
+    factor = round(min(4.0, max(0.25, setup.speed_reference / mine)), 3)
+    tc = setup.time_control
+    return msgspec.structs.replace(tc, base_ms=round(tc.base_ms * factor), increment_ms=round(tc.increment_ms * factor),
+                                   period_ms=round(tc.period_ms * factor)), factor
+
+
 def check_engines(setup: WorkerSetup, parent_python: str) -> list[str]:
     """Run on every worker before the first game: what stops an engine from starting here."""
     problems = []
@@ -136,14 +197,18 @@ def play_game(setup: WorkerSetup, parent_python: str, job: GameJob) -> bytes:
             arbiter_games.register_game(setup.game, setup.game_class)
         game = arbiter_games.load_game(setup.game, **setup.game_options)
         marker = f"{setup.run_id}.{socket.gethostname()}.{os.getpid()}.{threading.get_ident()}"
-        series = Series(game, _local_configs(setup, parent_python, marker), setup.time_control, store=None,
+        time_control, factor = scaled_time_control(setup)
+        series = Series(game, _local_configs(setup, parent_python, marker), time_control, store=None,
                         run_dir=setup.run_dir, margin=setup.margin, seed=setup.master_seed, match_id=setup.tid)
+        series.tc_scale = factor
         with _series_lock:
             _series[key] = series
     seating = list(job.seating)
     series.retire_idle(max(series.game.num_seats, setup.keep_engines), seating)
     record = series.play_game(job.number, seating, job.stream, match_id=job.match_id)
     record.played_on = machine()
+    if setup.speed_reference > 0:
+        record.tc_scale = series.tc_scale
     return msgspec.msgpack.encode(FinishedGame(0, job, to_json(record).decode(), tuple(series.running())))
 
 
@@ -192,9 +257,14 @@ class DaskBackend:
             raise TournamentError(f"cannot reach the Dask scheduler at {address}: {exc}") from exc
         self.address = address
         self.dashboard = self.client.dashboard_link
-        self._setup = setup
         self._python = sys.executable
         try:
+            if setup.speed_reference < 0:  # asked for: the director measures its own machine as the reference
+                setup = msgspec.structs.replace(setup, speed_reference=speed_probe(setup) or 0.0)
+                speeds = self.client.run(speed_probe, setup)
+                self.log("cluster: time controls scaled by speed (moves/s of the rules): here "
+                         f"{setup.speed_reference:,.0f}; " + ", ".join(f"{w} {v:,.0f}" for w, v in sorted(speeds.items())))
+            self._setup = setup
             self._check(setup)
             self.killed_leftovers = kill_marked(DB_ENV, setup.db_marker, unless=(RUN_ENV, setup.run_id))
             for pids in self.client.run(kill_leftovers, setup.db_marker, setup.run_id).values():
@@ -234,7 +304,7 @@ class DaskBackend:
             play_game, self._setup_future, self._python, job, pure=False,
             key=f"game-{self._setup.run_id}-{job.match_id}-{job.number}-{time.monotonic_ns()}")
 
-    def wait(self, timeout: float) -> list[FinishedGame | WorkerError]:
+    def wait(self, timeout: float) -> list[FinishedGame | WorkerError | GameLost]:
         distributed = _distributed()
         if not self._running:
             time.sleep(timeout)
@@ -243,12 +313,17 @@ class DaskBackend:
             done, _ = distributed.wait(list(self._running.values()), timeout=timeout, return_when="FIRST_COMPLETED")
         except TimeoutError:
             return []
-        out: list[FinishedGame | WorkerError] = []
+        except distributed.client.FuturesCancelledError:  # the scheduler went away: see below
+            done = {f for f in self._running.values() if f.done()}
+        out: list[FinishedGame | WorkerError | GameLost] = []
         for slot, future in list(self._running.items()):
             if future not in done:
                 continue
             job = self._jobs.pop(slot)
             del self._running[slot]
+            if future.status == "cancelled":  # not finished: planned and handed out again
+                out.append(GameLost(slot, job))
+                continue
             if future.status == "finished":
                 finished = msgspec.msgpack.decode(future.result(), type=FinishedGame)
                 host = finished.game_record().played_on
@@ -261,7 +336,26 @@ class DaskBackend:
                                       f"({exc}); fix the cause, then resume")
             text = "".join(traceback.format_exception(type(exc), exc, future.traceback()))
             out.append(WorkerError(slot, job, text))
+        if any(isinstance(o, GameLost) for o in out):
+            self._await_scheduler()
         return out
+
+    def _await_scheduler(self) -> None:
+        """Games were cancelled: if the scheduler went away, wait a while for it to come back."""
+        if self.client.status == "running":
+            return
+        self.log(f"cluster: lost the Dask scheduler at {self.address}; waiting up to {RECONNECT_WAIT:.0f} s for it "
+                 f"(the games it had are played again)")
+        deadline = time.monotonic() + RECONNECT_WAIT
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            if self.client.status == "running" and self.client.nthreads():
+                self.log("cluster: the scheduler is back")
+                self._setup_future = self.client.scatter(self._setup, broadcast=True)
+                return
+        raise TournamentError(f"the Dask scheduler at {self.address} went away and did not come back within "
+                              f"{RECONNECT_WAIT:.0f} s; every finished game is saved: start the cluster again, "
+                              f"then resume")
 
     def stop(self, graceful: bool) -> None:
         for future in self._running.values():
@@ -269,6 +363,8 @@ class DaskBackend:
         self._running.clear()
         self._jobs.clear()
         try:
+            if self.client.status != "running":
+                raise ConnectionError("the scheduler is gone")
             self.client.run(close_run, self._setup.run_id)
         except Exception as exc:  # a worker gone or a scheduler away: the engines die with the worker
             self.log(f"cluster: could not close every worker's engines ({exc})")

@@ -39,6 +39,7 @@ TOP_KEYS = {
     "time_control": "time control, e.g. 180, 180+2, st=1, inf",
     "margin_ms": "ms an engine may overrun before losing on time",
     "concurrency": "games played in parallel (default: the number of cores)",
+    "scale_time_control": "cluster: scale each worker's time control by its measured speed (default false)",
     "cluster": "play on a Dask cluster: a scheduler address (tcp://host:8786) or local:N (N worker processes here)",
     "seed": "tournament seed (string or integer): schedule and dice derive from it",
     "seed_file": "file holding the tournament seed instead of 'seed' (mode 600: engines must not read it)",
@@ -200,6 +201,8 @@ class TournamentConfig:
     remote: RemoteSpec | None = None
     """The listening side for remote participants (``[remote]``), if any engine is remote."""
     cluster: str | None = None
+    scale_time_control: bool = False
+    """Cluster backend: each worker's time control × (director's speed / worker's speed), recorded."""
     """Where the games are played: None (local worker processes) or a Dask cluster (``tournaments.cluster``)."""
 
     def fingerprint(self) -> str:
@@ -616,4 +619,4 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
         tiebreak_blocks=tb_blocks, self_pairs=self_pairs, bye_points=bye_points, anchor=anchor, sprt=sprt,
         engines=engines, remote=remote_spec if any(e.remote for e in engines) else None, sprt_given="sprt" in doc,
         source_text=text, seed_file=seed_file, key_file=key_file, on_start_failure=on_start_failure,
-        cluster=cluster, source_path=str(Path(source).resolve()) if source[:1] != "<" else source)
+        cluster=cluster, scale_time_control=c.get(doc, "scale_time_control", (), bool, False), source_path=str(Path(source).resolve()) if source[:1] != "<" else source)

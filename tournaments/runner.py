@@ -170,7 +170,8 @@ class Runner:
                            engines=[e.engine_config(hide=self._hidden()) for e in cfg.engines],
                            time_control=cfg.time_control,
                            margin=cfg.margin_ms / 1000, master_seed=master_seed(self.seed), tid=cfg.tid,
-                           run_dir=logs_dir(self.db.path), remote=self._remote())
+                           run_dir=logs_dir(self.db.path), remote=self._remote(),
+                           speed_reference=-1.0 if cfg.scale_time_control else 0.0)
 
     def _remote(self) -> dict | None:
         r = self.cfg.remote

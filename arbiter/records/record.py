@@ -82,6 +82,9 @@ class GameRecord(msgspec.Struct, kw_only=True):
     played_on: str | msgspec.UnsetType = msgspec.UNSET
     """The machine that played the game when it was not the referee's own (cluster backend):
     host, CPU model, cores."""
+    tc_scale: float | msgspec.UnsetType = msgspec.UNSET
+    """The factor the time control was scaled by for that machine's speed (cluster backend with
+    ``scale_time_control``; absent otherwise): every time of the game was ``time_control`` × it."""
     # Tamper evidence (docs/records.md, "Chains and signatures"); set by the results store when the
     # record is saved. Records written before chaining have the defaults and stay loadable.
     match_seq: int = 0
