@@ -10,6 +10,7 @@ real Dask worker processes, real engine subprocesses, the director's real SQLite
 from __future__ import annotations
 
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -196,3 +197,65 @@ def test_time_controls_scale_by_each_workers_measured_speed(tmp_path):
     finally:
         conn.close()
     assert scales and all(0.25 <= s <= 4 for s in scales), scales  # one machine: near 1, noise aside
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_cluster(port: int, workers: int) -> list[subprocess.Popen]:
+    """A real scheduler and workers, as an operator starts them (``dask scheduler``, ``dask worker``)."""
+    dask = str(Path(sys.executable).with_name("dask"))
+    logs = subprocess.DEVNULL
+    procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                               "--dashboard-address", ":0"], stdout=logs, stderr=logs, start_new_session=True)]
+    procs.append(subprocess.Popen([dask, "worker", f"tcp://127.0.0.1:{port}", "--nworkers", str(workers),
+                                   "--nthreads", "1"], cwd=ROOT, stdout=logs, stderr=logs, start_new_session=True))
+    return procs
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait(10)
+
+
+def test_a_scheduler_that_goes_away_stops_the_director_cleanly_and_resume_finishes(tmp_path):
+    toml, straight = _event(tmp_path, "local")
+    assert cli("run", str(toml), "--quiet", "--no-report").returncode == 0
+    expected = games_of(straight)
+
+    toml, db = _event(tmp_path, "cluster")
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    cluster = _start_cluster(int(address.rsplit(":", 1)[1]), 2)
+    try:
+        director = subprocess.Popen([sys.executable, "-m", "tournaments", "run", str(toml), "--quiet", "--no-report",
+                                     "--cluster", address], cwd=ROOT, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True, env={**os.environ, "ARBITER_CLUSTER_WAIT": "3"})
+        _wait_games(db, 2, director)
+        os.killpg(cluster[0].pid, signal.SIGKILL)  # the scheduler goes away mid-event
+        out, _ = director.communicate(timeout=120)
+    finally:
+        _stop(cluster)
+    said = " ".join(out.split())
+    assert director.returncode == 1, said
+    assert "lost the Dask scheduler" in said and "did not come back within 3 s" in said and "Traceback" not in said
+    _wait_none_left(db)
+    saved = games_of(db)
+    assert 2 <= len(saved) < len(expected) and all(saved[k] == expected[k] for k in saved)
+
+    cluster = _start_cluster(int(address.rsplit(":", 1)[1]), 2)  # the operator starts it again
+    try:
+        resumed = cli("resume", str(db), "--quiet", "--no-report", "--cluster", address, timeout=300)
+    finally:
+        _stop(cluster)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert games_of(db) == expected
+    _wait_none_left(db)

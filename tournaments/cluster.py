@@ -242,6 +242,9 @@ class DaskBackend:
         self.restarts = 0
         self.cpu_seconds = 0.0
         self._cluster = None
+        # the director says itself what went wrong with the scheduler (one line, what to do next);
+        # the client's own reconnect tracebacks would only bury it
+        logging.getLogger("distributed.client").setLevel(logging.CRITICAL)
         if setup.remote is not None:
             raise TournamentError("remote participants connect to one listening port: play them without --cluster")
         try:
@@ -259,6 +262,11 @@ class DaskBackend:
         self.dashboard = self.client.dashboard_link
         self._python = sys.executable
         try:
+            try:
+                self.client.wait_for_workers(1, timeout=CONNECT_TIMEOUT)
+            except TimeoutError:
+                raise TournamentError(f"no worker joined the Dask cluster at {address} within "
+                                      f"{CONNECT_TIMEOUT:.0f} s (start some: dask worker {address})") from None
             if setup.speed_reference < 0:  # asked for: the director measures its own machine as the reference
                 setup = msgspec.structs.replace(setup, speed_reference=speed_probe(setup) or 0.0)
                 speeds = self.client.run(speed_probe, setup)
@@ -269,8 +277,8 @@ class DaskBackend:
             self.killed_leftovers = kill_marked(DB_ENV, setup.db_marker, unless=(RUN_ENV, setup.run_id))
             for pids in self.client.run(kill_leftovers, setup.db_marker, setup.run_id).values():
                 self.killed_leftovers += [p for p in pids if p not in self.killed_leftovers]
-            threads = sum(self.client.nthreads().values())
-            self._slots = max(1, min(slots, threads))
+            self._cap = slots
+            threads = self._threads()
             self._setup_future = self.client.scatter(setup, broadcast=True)
         except BaseException:
             self.close_client()
@@ -280,7 +288,13 @@ class DaskBackend:
         self.per_worker: dict[str, int] = {}
         """Games finished per worker host (the console shows them)."""
         self.log(f"cluster {address}: {len(self.client.nthreads())} worker(s), {threads} thread(s), "
-                 f"{self._slots} game(s) at a time; dashboard {self.dashboard}")
+                 f"{min(slots, threads)} game(s) at a time; dashboard {self.dashboard}")
+
+    def _threads(self) -> int:
+        """Worker threads of the cluster now (workers may join or leave during the event)."""
+        self._counted = time.monotonic()
+        self._thread_count = sum(w.get("nthreads", 1) for w in self.client.scheduler_info()["workers"].values())
+        return self._thread_count
 
     def _check(self, setup: WorkerSetup) -> None:
         found = self.client.run(check_engines, setup, self._python)
@@ -294,7 +308,10 @@ class DaskBackend:
     # --- jobs.Backend ----------------------------------------------------------------------------
 
     def idle(self) -> list[Slot]:
-        return [Slot(i) for i in range(self._slots) if i not in self._running]
+        if time.monotonic() - self._counted > 2.0:
+            self._threads()
+        slots = max(1, min(self._cap, self._thread_count))
+        return [Slot(i) for i in range(slots) if i not in self._running]
 
     def submit(self, worker: int, job: GameJob) -> None:
         if worker in self._running:
