@@ -80,13 +80,18 @@ def _wait_games(db: Path, at_least: int, proc: subprocess.Popen, timeout: float 
     raise AssertionError(f"fewer than {at_least} games after {timeout} s")
 
 
-def test_a_local_cluster_plays_exactly_the_games_of_local_workers(tmp_path):
-    toml, straight = _event(tmp_path, "local")
+@pytest.fixture(scope="module")
+def expected(tmp_path_factory) -> dict:
+    """The event's games on local worker processes: what every cluster run must reproduce."""
+    toml, straight = _event(tmp_path_factory.mktemp("local"), "local")
     run = cli("run", str(toml), "--quiet", "--no-report")
     assert run.returncode == 0, run.stdout + run.stderr
-    expected = games_of(straight)
-    assert len(expected) >= 12 and all(g["moves"] for g in expected.values())
+    games = games_of(straight)
+    assert len(games) >= 12 and all(g["moves"] for g in games.values())
+    return games
 
+
+def test_a_local_cluster_plays_exactly_the_games_of_local_workers(tmp_path, expected):
     toml, clustered = _event(tmp_path, "cluster")
     run = cli("run", str(toml), "--quiet", "--no-report", "--cluster", "local:2", timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
@@ -116,11 +121,7 @@ def _dask_worker_of(db: Path) -> psutil.Process | None:
     return None
 
 
-def test_a_killed_worker_and_a_killed_director_resume_to_the_same_games(tmp_path):
-    toml, straight = _event(tmp_path, "local")
-    assert cli("run", str(toml), "--quiet", "--no-report").returncode == 0
-    expected = games_of(straight)
-
+def test_a_killed_worker_and_a_killed_director_resume_to_the_same_games(tmp_path, expected):
     toml, db = _event(tmp_path, "cluster")
     director = subprocess.Popen([sys.executable, "-m", "tournaments", "run", str(toml), "--quiet", "--no-report",
                                  "--cluster", "local:3"], cwd=ROOT, stdout=subprocess.PIPE,
@@ -227,11 +228,7 @@ def _stop(procs: list[subprocess.Popen]) -> None:
         p.wait(10)
 
 
-def test_a_scheduler_that_goes_away_stops_the_director_cleanly_and_resume_finishes(tmp_path):
-    toml, straight = _event(tmp_path, "local")
-    assert cli("run", str(toml), "--quiet", "--no-report").returncode == 0
-    expected = games_of(straight)
-
+def test_a_scheduler_that_goes_away_stops_the_director_cleanly_and_resume_finishes(tmp_path, expected):
     toml, db = _event(tmp_path, "cluster")
     address = f"tcp://127.0.0.1:{_free_port()}"
     cluster = _start_cluster(int(address.rsplit(":", 1)[1]), 2)
