@@ -11,9 +11,10 @@ The event: a round robin of four ``sample_engines.random_engine`` processes play
 (``games=N`` per pairing, tc 180). The cluster is a real ``dask scheduler`` and ``dask worker
 --nworkers W --nthreads 1`` started by this script (as an operator would), so the scheduler's CPU
 is its own process's and the director's is this process's. Reported per backend: games/s over the
-whole run, the director's CPU seconds per committed game (this process: planning, commits, the
-Dask client), the scheduler's CPU per game, and the games/s the director alone could sustain
-(1 / its CPU per game) — the figure that says when the director would become the bottleneck.
+whole run and in the steady state (first to last commit), the director's CPU per committed game in
+the steady state (this process, all its threads: planning, commits, the Dask client; start-up such
+as importing Dask excluded), the scheduler's CPU per game, and the games/s the director alone
+could sustain (1 / its CPU per game) — the figure that says when it would become the bottleneck.
 """
 from __future__ import annotations
 
@@ -61,12 +62,19 @@ def run(label: str, games: int, folder: Path, concurrency: int, cluster: str | N
     db = folder / f"{label}.sqlite"
     cfg = parse_config(TOML.format(label=label, games=games, db=db), source=f"<{label}>")
     opened = api.start(cfg, overwrite=True)
-    cpu0, t0 = time.process_time(), time.monotonic()
-    _, summary = api.play(opened, concurrency=concurrency, cluster=cluster, log=lambda text: None)
-    wall, cpu = time.monotonic() - t0, time.process_time() - cpu0
+    marks: list[tuple[float, float]] = []  # (cpu, wall) at each commit: the steady state lies between
+
+    def on_game(runner, spec, record) -> None:
+        marks.append((time.process_time(), time.monotonic()))
+
+    t0 = time.monotonic()
+    _, summary = api.play(opened, concurrency=concurrency, cluster=cluster, log=lambda text: None, on_game=on_game)
+    wall = time.monotonic() - t0
     opened.db.close()
     n = summary.committed
-    return dict(label=label, games=n, rate=n / wall, director_ms=1000 * cpu / n, wall=wall)
+    (cpu_a, wall_a), (cpu_b, wall_b) = marks[0], marks[-1]
+    return dict(label=label, games=n, rate=n / wall, steady=(n - 1) / (wall_b - wall_a),
+                director_ms=1000 * (cpu_b - cpu_a) / (n - 1), wall=wall)
 
 
 def main() -> None:
@@ -76,13 +84,13 @@ def main() -> None:
     args = ap.parse_args()
     dask = str(Path(sys.executable).with_name("dask"))
     print(f"load average at start {os.getloadavg()[0]:.2f}; {os.cpu_count()} cores")
-    print(f"{'backend':<18} {'games':>6} {'games/s':>8} {'director ms/game':>17} {'scheduler ms/game':>18} "
-          f"{'director-bound games/s':>23}")
+    print(f"{'backend':<18} {'games':>6} {'games/s':>8} {'steady':>7} {'director ms/game':>17} "
+          f"{'scheduler ms/game':>18} {'director-bound games/s':>23}")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for workers in [int(w) for w in args.workers.split(",")]:
             local = run(f"local-{workers}", args.games, folder, workers, None)
-            print(f"{'local pool ' + str(workers):<18} {local['games']:>6} {local['rate']:>8.1f} "
+            print(f"{'local pool ' + str(workers):<18} {local['games']:>6} {local['rate']:>8.1f} {local['steady']:>7.1f} "
                   f"{local['director_ms']:>17.2f} {'-':>18} {1000 / local['director_ms']:>23.0f}")
             port = _port()
             procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
@@ -104,7 +112,7 @@ def main() -> None:
                     except ProcessLookupError:
                         pass
                     p.wait(10)
-            print(f"{'dask ' + str(workers) + ' worker(s)':<18} {dk['games']:>6} {dk['rate']:>8.1f} "
+            print(f"{'dask ' + str(workers) + ' worker(s)':<18} {dk['games']:>6} {dk['rate']:>8.1f} {dk['steady']:>7.1f} "
                   f"{dk['director_ms']:>17.2f} {sched_ms:>18.2f} {1000 / dk['director_ms']:>23.0f}")
     print(f"load average at end {os.getloadavg()[0]:.2f}")
 

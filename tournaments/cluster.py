@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import os
 import platform
+import queue
 import shutil
 import socket
 import sys
@@ -284,6 +285,8 @@ class DaskBackend:
             self.close_client()
             raise
         self._running: dict[int, Any] = {}  # slot -> future
+        self._done: queue.Queue = queue.Queue()
+        """(slot, future) of every task that ended, put there by the future's done-callback."""
         self._jobs: dict[int, GameJob] = {}
         self.per_worker: dict[str, int] = {}
         """Games finished per worker host (the console shows them)."""
@@ -317,24 +320,27 @@ class DaskBackend:
         if worker in self._running:
             raise TournamentError(f"slot {worker} is busy with {self._jobs[worker].key}; cannot start {job.key}")
         self._jobs[worker] = job
-        self._running[worker] = self.client.submit(
-            play_game, self._setup_future, self._python, job, pure=False,
-            key=f"game-{self._setup.run_id}-{job.match_id}-{job.number}-{time.monotonic_ns()}")
+        future = self.client.submit(play_game, self._setup_future, self._python, job, pure=False,
+                                    key=f"game-{self._setup.run_id}-{job.match_id}-{job.number}-{time.monotonic_ns()}")
+        self._running[worker] = future
+        future.add_done_callback(lambda f, slot=worker: self._done.put((slot, f)))
 
     def wait(self, timeout: float) -> list[FinishedGame | WorkerError | GameLost]:
+        """Finished tasks arrive through their done-callbacks (the client's thread) in a queue: no
+        polling, and nothing done per running game while waiting."""
         distributed = _distributed()
-        if not self._running:
-            time.sleep(timeout)
-            return []
         try:
-            done, _ = distributed.wait(list(self._running.values()), timeout=timeout, return_when="FIRST_COMPLETED")
-        except TimeoutError:
+            arrived = [self._done.get(timeout=timeout)]
+        except queue.Empty:
             return []
-        except distributed.client.FuturesCancelledError:  # the scheduler went away: see below
-            done = {f for f in self._running.values() if f.done()}
+        while True:
+            try:
+                arrived.append(self._done.get_nowait())
+            except queue.Empty:
+                break
         out: list[FinishedGame | WorkerError | GameLost] = []
-        for slot, future in list(self._running.items()):
-            if future not in done:
+        for slot, future in arrived:
+            if self._running.get(slot) is not future:  # cancelled by stop()
                 continue
             job = self._jobs.pop(slot)
             del self._running[slot]
