@@ -6,7 +6,7 @@ BIN = $(VENV)/bin
 
 $(BIN)/arbiter: pyproject.toml
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test,cluster]'
 	touch $(BIN)/arbiter
 
 .PHONY: demo test hostile coverage bench tournament

@@ -192,16 +192,25 @@ def preflight(cfg: TournamentConfig, db_path: str | Path,
 
 
 def play(opened: Opened, *, concurrency: int | None = None, on_progress=None,
-         on_game=None) -> tuple[Runner, RunSummary]:
-    """Play every game the database does not hold yet; record the run in the metadata."""
+         on_game=None, cluster: str | None = None, log=None) -> tuple[Runner, RunSummary]:
+    """Play every game the database does not hold yet; record the run in the metadata.
+    ``cluster`` (or the file's ``cluster``): play on Dask (``tournaments.cluster``); then, without
+    ``concurrency``, as many games at a time as the cluster has worker threads."""
+    cluster = cluster or opened.cfg.cluster
+    extra = {}
+    if cluster:
+        from .cluster import backend_for
+
+        extra["backend"] = backend_for(cluster, log=log)
+        concurrency = concurrency or 1 << 20
     runner = Runner(opened.cfg, opened.db, opened.seed, concurrency=concurrency, on_progress=on_progress,
-                    on_game=on_game)
+                    on_game=on_game, **extra)
     started = time.time()
     summary = runner.run()
     runs = json.loads(opened.db.meta().get("runs", "[]"))
     runs.append({"started_at": started, "ended_at": time.time(), "committed": summary.committed,
                  "finished": summary.finished, "interrupted": summary.interrupted,
-                 "concurrency": runner.concurrency})
+                 "concurrency": runner.concurrency, **({"cluster": cluster} if cluster else {})})
     extra = {"finished_at": str(time.time())} if summary.finished else {}
     try:
         opened.db.set_meta(runs=runs, **extra)

@@ -117,7 +117,10 @@ class Display:
         playing = [f"  {spec.pairing} game {spec.number}: " + " vs ".join(runner.names[e % len(runner.names)]
                                                                           for e in spec.seating)
                    for spec in runner.in_flight.values()]
-        return Group(head, line, table, *(["[dim]playing:[/]"] + playing[:8] if playing else []))
+        per_worker = getattr(runner.active_backend, "per_worker", None) or {}
+        workers = [f"  {host}: {n} games, {n / elapsed:.2f}/s" for host, n in sorted(per_worker.items())]
+        return Group(head, line, table, *(["[dim]playing:[/]"] + playing[:8] if playing else []),
+                     *(["[dim]per worker:[/]"] + workers[:8] if workers else []))
 
     def progress(self, runner) -> None:
         if self.live is not None:
@@ -253,14 +256,17 @@ def cmd_run(args, resume: bool) -> int:
     if resume and (code := _preflight(console, cfg, opened.db.path)):
         opened.db.close()
         return code
+    from rich.markup import escape
+
     mode = "quiet" if args.quiet else ("live" if console.is_terminal else "lines")
     console.print(f"{'resuming' if resume else 'starting'} tournament [bold]{cfg.name}[/] → {opened.db.path} "
                   f"(seed {'from ' + str(cfg.seed_file) if cfg.seed_file else opened.seed})")
     display = Display(console, mode, args.rating_interval)
     try:
         with display:
-            runner, summary = api.play(opened, concurrency=args.concurrency,
-                                       on_progress=display.progress, on_game=display.game)
+            runner, summary = api.play(opened, concurrency=args.concurrency, cluster=args.cluster,
+                                       on_progress=display.progress, on_game=display.game,
+                                       log=lambda text: console.print(escape(text)))
     except TournamentError as exc:
         console.print(f"[red]tournament failed:[/] {exc}")
         opened.db.close()
@@ -389,6 +395,15 @@ def _positive(text: str) -> int:
     return value
 
 
+def _cluster(text: str) -> str:
+    from .cluster import parse_cluster
+
+    try:
+        return parse_cluster(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="arbiter-tournament",
                                      description="Run tournaments between game engines, durably; report ratings.")
@@ -401,6 +416,9 @@ def build_parser() -> argparse.ArgumentParser:
     for p in (r, s):
         p.add_argument("--concurrency", "-j", type=_positive, default=None,
                        help="games in parallel (default: the file's)")
+        p.add_argument("--cluster", metavar="ADDRESS", type=_cluster, default=None,
+                       help="play on a Dask cluster: its scheduler (tcp://host:8786) or local:N (N worker processes "
+                            "here); default: the file's 'cluster', else local worker processes")
         p.add_argument("--quiet", "-q", action="store_true", help="no progress display")
         p.add_argument("--no-report", action="store_true", help="do not print the report at the end")
         p.add_argument("--rating-interval", type=_count, default=None, metavar="N",

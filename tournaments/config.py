@@ -43,6 +43,8 @@ TOP_KEYS = {
     "margin_ms": "ms an engine may overrun before losing on time",
     "concurrency": "games played in parallel (default: the number of cores)",
     "rating_interval": "print standings, ratings, rate and ETA every N committed games (0: never, the default)",
+    "scale_time_control": "cluster: scale each worker's time control by its measured speed (default false)",
+    "cluster": "play on a Dask cluster: a scheduler address (tcp://host:8786) or local:N (N worker processes here)",
     "seed": "tournament seed (string or integer): schedule and dice derive from it",
     "seed_file": "file holding the tournament seed instead of 'seed' (mode 600: engines must not read it)",
     "key_file": "the referee's secret key (arbiter keygen): every record is signed with it",
@@ -160,6 +162,10 @@ class TournamentConfig:
     openings_order: str = "sequential"
     included: dict[str, str] = field(default_factory=dict)
     """The texts of the files the tournament file names (engines_file, openings), stored with it."""
+    cluster: str | None = None
+    """Where the games are played: None (local worker processes) or a Dask cluster (``tournaments.cluster``)."""
+    scale_time_control: bool = False
+    """Cluster backend: each worker's time control × (director's speed / worker's speed), recorded."""
 
     def fingerprint(self) -> str:
         """A hash of everything that decides which games are played and how: a resume refuses a
@@ -394,6 +400,14 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
     rating_interval = c.get(doc, "rating_interval", (), int, 0)
     if rating_interval < 0:
         raise c.error(("rating_interval",), f"must be 0 (never) or a number of games, got {rating_interval}")
+    cluster = c.get(doc, "cluster", (), str, None)
+    if cluster is not None:
+        from .cluster import parse_cluster
+
+        try:
+            cluster = parse_cluster(cluster)
+        except ValueError as exc:
+            raise c.error(("cluster",), str(exc)) from None
     seed = c.get(doc, "seed", (), (str, int), None)
     seed = None if seed is None else str(seed)
     seed_file = c.get(doc, "seed_file", (), str, None)
@@ -541,5 +555,6 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
         adjudication=adjudication,
         openings=openings, openings_order=openings_order, included=read,
         source_text=text, seed_file=seed_file, key_file=key_file, on_start_failure=on_start_failure,
-        rating_interval=rating_interval,
+        rating_interval=rating_interval, cluster=cluster,
+        scale_time_control=c.get(doc, "scale_time_control", (), bool, False),
         source_path=str(Path(source).resolve()) if source[:1] != "<" else source)

@@ -57,6 +57,10 @@ class WorkerSetup(msgspec.Struct, frozen=True, kw_only=True):
     """Local forked workers: the database lock's inherited descriptor, which they close."""
     adjudication: Adjudication | None = None
     """The event's rules for ending games early (``[adjudication]``)."""
+    speed_reference: float = 0.0
+    """Cluster backend with ``scale_time_control``: the director's own ``speed_probe`` (moves of the
+    game's rules per second); a worker scales the time control by this over its own. 0: off;
+    negative: asked for, not measured yet (the backend measures it)."""
     remote: dict[str, Any] | None = None
     """Remote participants: the ``RemoteHub`` the worker opens (roster, server_key, listen,
     deadline as Unix time, grace, insecure, lag_move_ms, lag_quota_ms)."""

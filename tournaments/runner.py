@@ -127,6 +127,7 @@ class Runner:
         self.on_progress, self.on_game = on_progress, on_game
         self.run_id = uuid.uuid4().hex[:12]
         self.in_flight: dict[tuple[str, int], GameSpec] = {}
+        self.active_backend: Backend | None = None
         self.summary = RunSummary()
         self.started = time.monotonic()
         self._known = db.pairings()
@@ -170,7 +171,8 @@ class Runner:
                            time_control=cfg.time_control,
                            margin=cfg.margin_ms / 1000, master_seed=master_seed(self.seed), tid=cfg.tid,
                            run_dir=logs_dir(self.db.path), remote=self._remote(), adjudication=cfg.adjudication,
-                           lanes=lanes, openings=list(cfg.openings))
+                           lanes=lanes, openings=list(cfg.openings),
+                           speed_reference=-1.0 if cfg.scale_time_control else 0.0)
 
     def _remote(self) -> dict | None:
         r = self.cfg.remote
@@ -201,6 +203,7 @@ class Runner:
             pool = self.backend(self._setup(lanes=games), 1)
         else:
             pool = self.backend(self._setup(), games)
+        self.active_backend = pool
         s.killed_leftovers = pool.killed_leftovers
         try:
             self._loop(pool)

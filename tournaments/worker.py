@@ -152,7 +152,7 @@ def worker_main(conn: Any, setup: WorkerSetup) -> None:
     def new_series() -> Series:
         return Series(arbiter_games.load_game(setup.game, **setup.game_options), configs, setup.time_control,
                       store=None, run_dir=setup.run_dir, margin=setup.margin, seed=setup.master_seed,
-                      match_id=setup.tid)
+                      match_id=setup.tid, adjudication=setup.adjudication)
 
     if setup.lanes > 1:
         lanes = [new_series() for _ in range(setup.lanes)]
@@ -229,7 +229,8 @@ def _play_lanes(conn: Any, setup: WorkerSetup, hub, lanes: list, keep: int, part
         seating = list(job.seating)
         try:
             series.retire_idle(keep, seating)
-            record = series.play_game(job.number, seating, job.stream, match_id=job.match_id)
+            opening = setup.openings[job.opening] if job.opening is not None else None
+            record = series.play_game(job.number, seating, job.stream, match_id=job.match_id, opening=opening)
             outcome: Any = FinishedGame(setup.worker, job, to_json(record), tuple(series.running()))
         except Exception:
             outcome = WorkerError(setup.worker, job, traceback.format_exc())

@@ -86,15 +86,21 @@ class GameRecord(msgspec.Struct, kw_only=True):
     dice_commitment: str = ""
     dice_seed: str = ""
     dropped_messages: int = 0
+    """Late or stray engine messages recognised by seq / game id and ignored."""
     insecure: bool | msgspec.UnsetType = msgspec.UNSET
     """True when a seat was reached over plain tcp without CURVE (absent otherwise)."""
     opening: Opening | msgspec.UnsetType = msgspec.UNSET
     """The start position out of an openings file (absent: the game's own initial position)."""
-    """Late or stray engine messages recognised by seq / game id and ignored."""
     engine_options: list[dict[str, Any]] | msgspec.UnsetType = msgspec.UNSET
     """Per seat, the engine options set for it (``new_game.engine_options``); absent when none were."""
     adjudication: Adjudication | msgspec.UnsetType = msgspec.UNSET
     """The event's adjudication rules (``arbiter.adjudication``), when it had any: ``verify`` re-judges by them."""
+    played_on: str | msgspec.UnsetType = msgspec.UNSET
+    """The machine that played the game when it was not the referee's own (cluster backend):
+    host, CPU model, cores."""
+    tc_scale: float | msgspec.UnsetType = msgspec.UNSET
+    """The factor the time control was scaled by for that machine's speed (cluster backend with
+    ``scale_time_control``; absent otherwise): every time of the game was ``time_control`` × it."""
     # Tamper evidence (docs/records.md, "Chains and signatures"); set by the results store when the
     # record is saved. Records written before chaining have the defaults and stay loadable.
     match_seq: int = 0

@@ -1,0 +1,121 @@
+#!/usr/bin/env python
+"""Cluster benchmark (issue 16): the same tournament on local worker processes and on a Dask cluster
+of 1, 2 and 4 workers, side by side in one run; and the director's own cost per game.
+
+Run from the repository root::
+
+    .venv/bin/python bench/bench_cluster.py             # ~2 minutes on 2 cores
+    .venv/bin/python bench/bench_cluster.py --games 40  # per pairing (default 60)
+
+The event: a round robin of four ``sample_engines.random_engine`` processes playing EinStein
+(``games=N`` per pairing, tc 180). The cluster is a real ``dask scheduler`` and ``dask worker
+--nworkers W --nthreads 1`` started by this script (as an operator would), so the scheduler's CPU
+is its own process's and the director's is this process's. Reported per backend: games/s over the
+whole run and in the steady state (first to last commit), the director's CPU per committed game in
+the steady state (this process, all its threads: planning, commits, the Dask client; start-up such
+as importing Dask excluded), the scheduler's CPU per game, and the games/s the director alone
+could sustain (1 / its CPU per game) — the figure that says when it would become the bottleneck.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import psutil  # noqa: E402
+
+from tournaments import api  # noqa: E402
+from tournaments.config import parse_config  # noqa: E402
+
+TOML = """\
+name = "bench-cluster-{label}"
+game = "einstein"
+format = "round_robin"
+match = "games={games}"
+time_control = "180"
+seed = "bench"
+output = "{db}"
+on_start_failure = "forfeit"
+""" + "".join(f"""
+[[engines]]
+name = "r{i}"
+command = "{{{{python}}}} -m sample_engines.random_engine --seed {i}"
+""" for i in range(4))
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(label: str, games: int, folder: Path, concurrency: int, cluster: str | None) -> dict:
+    db = folder / f"{label}.sqlite"
+    cfg = parse_config(TOML.format(label=label, games=games, db=db), source=f"<{label}>")
+    opened = api.start(cfg, overwrite=True)
+    marks: list[tuple[float, float]] = []  # (cpu, wall) at each commit: the steady state lies between
+
+    def on_game(runner, spec, record) -> None:
+        marks.append((time.process_time(), time.monotonic()))
+
+    t0 = time.monotonic()
+    _, summary = api.play(opened, concurrency=concurrency, cluster=cluster, log=lambda text: None, on_game=on_game)
+    wall = time.monotonic() - t0
+    opened.db.close()
+    n = summary.committed
+    (cpu_a, wall_a), (cpu_b, wall_b) = marks[0], marks[-1]
+    return dict(label=label, games=n, rate=n / wall, steady=(n - 1) / (wall_b - wall_a),
+                director_ms=1000 * (cpu_b - cpu_a) / (n - 1), wall=wall)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--games", type=int, default=60, help="games per pairing (6 pairings)")
+    ap.add_argument("--workers", default="1,2,4")
+    args = ap.parse_args()
+    dask = str(Path(sys.executable).with_name("dask"))
+    print(f"load average at start {os.getloadavg()[0]:.2f}; {os.cpu_count()} cores")
+    print(f"{'backend':<18} {'games':>6} {'games/s':>8} {'steady':>7} {'director ms/game':>17} "
+          f"{'scheduler ms/game':>18} {'director-bound games/s':>23}")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for workers in [int(w) for w in args.workers.split(",")]:
+            local = run(f"local-{workers}", args.games, folder, workers, None)
+            print(f"{'local pool ' + str(workers):<18} {local['games']:>6} {local['rate']:>8.1f} {local['steady']:>7.1f} "
+                  f"{local['director_ms']:>17.2f} {'-':>18} {1000 / local['director_ms']:>23.0f}")
+            port = _port()
+            procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                                       "--dashboard-address", ":0"], stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL, start_new_session=True)]
+            procs.append(subprocess.Popen([dask, "worker", f"tcp://127.0.0.1:{port}", "--nworkers", str(workers),
+                                           "--nthreads", "1"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL, start_new_session=True))
+            try:
+                scheduler = psutil.Process(procs[0].pid)
+                time.sleep(1.0)
+                s0 = sum(scheduler.cpu_times()[:2])
+                dk = run(f"dask-{workers}", args.games, folder, workers, f"tcp://127.0.0.1:{port}")
+                sched_ms = 1000 * (sum(scheduler.cpu_times()[:2]) - s0) / dk["games"]
+            finally:
+                for p in procs:
+                    try:
+                        os.killpg(p.pid, 9)
+                    except ProcessLookupError:
+                        pass
+                    p.wait(10)
+            print(f"{'dask ' + str(workers) + ' worker(s)':<18} {dk['games']:>6} {dk['rate']:>8.1f} {dk['steady']:>7.1f} "
+                  f"{dk['director_ms']:>17.2f} {sched_ms:>18.2f} {1000 / dk['director_ms']:>23.0f}")
+    print(f"load average at end {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

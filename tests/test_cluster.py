@@ -1,0 +1,258 @@
+"""Tournaments on a Dask cluster (``tournaments.cluster``), end to end with ``--cluster local:2``:
+real Dask worker processes, real engine subprocesses, the director's real SQLite file.
+
+* the same seed and deterministic engines give exactly the games of a run on local workers
+  (seats, dice, moves, results), each record naming the machine that played it;
+* a Dask worker SIGKILLed mid-event and then the director SIGKILLed: ``resume`` on a new local
+  cluster ends with exactly those games, each committed once, and no engine is left behind;
+* an engine a worker cannot start stops the event before any game, naming engine and worker.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import msgspec
+import psutil
+import pytest
+
+from tests.test_tournament_run import DETERMINISTIC_ENGINE, ROOT, cli, games_of, marked_processes
+
+pytest.importorskip("distributed")
+
+TOML = """\
+name = "cluster-test"
+game = "einstein"
+format = "swiss"
+rounds = 3
+match = "bo3"
+time_control = "60"
+seed = "on-the-cluster"
+duplicate_dice = true
+concurrency = 2
+output = "{db}"
+
+[game_options]
+setup = "random"
+""" + "".join(f"""
+[[engines]]
+name = "d{i}"
+command = "{{{{python}}}} {{engine}} {i}"
+cwd = "{{engine_dir}}"
+""" for i in range(5))
+
+
+def _event(tmp_path: Path, name: str) -> tuple[Path, Path]:
+    engine_dir = tmp_path / "engine"
+    engine_dir.mkdir(exist_ok=True)
+    engine = engine_dir / "det_engine.py"
+    engine.write_text(DETERMINISTIC_ENGINE)
+    db = tmp_path / "results" / f"{name}.sqlite"
+    toml = tmp_path / f"{name}.toml"
+    toml.write_text(TOML.format(db=db, engine=engine, engine_dir=engine_dir))
+    return toml, db
+
+
+def _wait_none_left(db: Path, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while (left := marked_processes(db)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not left, f"engine processes left behind: {[p.cmdline() for p in left]}"
+
+
+def _wait_games(db: Path, at_least: int, proc: subprocess.Popen, timeout: float = 120) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()[0]
+        if db.exists():
+            try:
+                n = len(games_of(db))
+            except Exception:  # the schema is being created
+                n = 0
+            if n >= at_least:
+                return n
+        time.sleep(0.1)
+    raise AssertionError(f"fewer than {at_least} games after {timeout} s")
+
+
+@pytest.fixture(scope="module")
+def expected(tmp_path_factory) -> dict:
+    """The event's games on local worker processes: what every cluster run must reproduce."""
+    toml, straight = _event(tmp_path_factory.mktemp("local"), "local")
+    run = cli("run", str(toml), "--quiet", "--no-report")
+    assert run.returncode == 0, run.stdout + run.stderr
+    games = games_of(straight)
+    assert len(games) >= 12 and all(g["moves"] for g in games.values())
+    return games
+
+
+def test_a_local_cluster_plays_exactly_the_games_of_local_workers(tmp_path, expected):
+    toml, clustered = _event(tmp_path, "cluster")
+    run = cli("run", str(toml), "--quiet", "--no-report", "--cluster", "local:2", timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    said = " ".join(run.stdout.split())
+    assert "cluster local:2: 2 worker(s)" in said and "dashboard http://" in said
+    assert games_of(clustered) == expected
+    conn = sqlite3.connect(clustered)
+    try:
+        hosts = {row[0] for row in conn.execute("SELECT json_extract(record, '$.played_on') FROM games")}
+    finally:
+        conn.close()
+    assert len(hosts) == 1 and os.uname().nodename in next(iter(hosts)) and "cores)" in next(iter(hosts))
+    _wait_none_left(clustered)
+
+
+def _dask_worker_of(db: Path) -> psutil.Process | None:
+    """The Dask worker process running this event's engines (an engine's parent)."""
+    for engine in marked_processes(db):
+        try:
+            parent = engine.parent()
+            while parent is not None and "python" not in parent.name():
+                parent = parent.parent()
+            if parent is not None and "tournaments" not in " ".join(parent.cmdline()):
+                return parent
+        except psutil.Error:
+            continue
+    return None
+
+
+def test_a_killed_worker_and_a_killed_director_resume_to_the_same_games(tmp_path, expected):
+    toml, db = _event(tmp_path, "cluster")
+    director = subprocess.Popen([sys.executable, "-m", "tournaments", "run", str(toml), "--quiet", "--no-report",
+                                 "--cluster", "local:3"], cwd=ROOT, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+    try:
+        before = _wait_games(db, 2, director)
+        worker = None
+        deadline = time.monotonic() + 30
+        while worker is None and time.monotonic() < deadline:
+            worker = _dask_worker_of(db)
+        assert worker is not None, "no Dask worker found running engines"
+        worker.kill()  # one of three, mid-game: Dask hands the task to another worker, which replays it
+        _wait_games(db, before + 3, director)
+        director.kill()  # kill -9 of the director: its local cluster goes with it
+        director.communicate(timeout=30)
+    finally:
+        if director.poll() is None:
+            director.kill()
+    _wait_none_left(db)
+    resumed = cli("resume", str(db), "--quiet", "--no-report", "--cluster", "local:2", timeout=300)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert games_of(db) == expected  # games_of also asserts that no game was committed twice
+    _wait_none_left(db)
+
+
+def test_an_engine_a_worker_cannot_start_stops_the_event_naming_it(tmp_path):
+    toml, db = _event(tmp_path, "missing")
+    text = toml.read_text().replace('command = "{python} ', 'command = "/nonexistent/python ', 1)
+    toml.write_text(text.replace('output =', 'on_start_failure = "forfeit"\noutput =', 1))
+    run = cli("run", str(toml), "--quiet", "--no-report", "--cluster", "local:2", timeout=300)
+    assert run.returncode != 0
+    out = " ".join(run.stdout.split())
+    assert "an engine cannot start on the cluster" in out and "engine d0: program /nonexistent/python not found" in out
+    assert "worker tcp://" in out
+    assert not games_of(db)
+
+
+def test_a_bad_cluster_value_names_the_flag_and_the_key(tmp_path):
+    toml, _ = _event(tmp_path, "bad")
+    run = cli("run", str(toml), "--cluster", "local:0")
+    assert run.returncode == 2 and "--cluster" in run.stderr and "at least 1" in run.stderr
+    toml.write_text(toml.read_text().replace("concurrency = 2", 'concurrency = 2\ncluster = "nowhere"'))
+    run = cli("run", str(toml))
+    assert run.returncode == 2 and "cluster" in run.stdout and "scheduler address" in run.stdout
+    toml.write_text(toml.read_text().replace('cluster = "nowhere"', 'cluster = "tcp://127.0.0.1:9"'))
+    run = cli("run", str(toml), "--quiet", "--no-report", timeout=120)
+    assert run.returncode != 0 and "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in " ".join(run.stdout.split())
+
+
+def test_time_controls_scale_by_each_workers_measured_speed(tmp_path):
+    from arbiter.clock import parse_time_control
+    from tournaments import cluster
+    from tournaments.jobs import WorkerSetup
+
+    setup = WorkerSetup(run_id="r", game="einstein", game_options={}, game_class=None, engines=[],
+                        time_control=parse_time_control("60+1"), margin=0.05, master_seed=b"x", tid="t",
+                        run_dir=tmp_path, db_marker="m")
+    speed = cluster.speed_probe(setup, seconds=0.15)
+    assert speed > 1000  # moves per second of EinStein's rules on any machine this runs on
+    cluster._speed["einstein"] = speed
+    tc, factor = cluster.scaled_time_control(msgspec.structs.replace(setup, speed_reference=2 * speed))
+    assert factor == 2.0 and (tc.base_ms, tc.increment_ms) == (120_000, 2_000)
+    assert cluster.scaled_time_control(setup) == (setup.time_control, 1.0)  # off by default
+    cluster._speed.clear()
+
+    toml, db = _event(tmp_path, "scaled")
+    toml.write_text(toml.read_text().replace("concurrency = 2", "concurrency = 2\nscale_time_control = true"))
+    run = cli("run", str(toml), "--quiet", "--no-report", "--cluster", "local:2", timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "time controls scaled by speed" in " ".join(run.stdout.split())
+    conn = sqlite3.connect(db)
+    try:
+        scales = [row[0] for row in conn.execute("SELECT json_extract(record, '$.tc_scale') FROM games")]
+    finally:
+        conn.close()
+    assert scales and all(0.25 <= s <= 4 for s in scales), scales  # one machine: near 1, noise aside
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_cluster(port: int, workers: int) -> list[subprocess.Popen]:
+    """A real scheduler and workers, as an operator starts them (``dask scheduler``, ``dask worker``)."""
+    dask = str(Path(sys.executable).with_name("dask"))
+    logs = subprocess.DEVNULL
+    procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                               "--dashboard-address", ":0"], stdout=logs, stderr=logs, start_new_session=True)]
+    procs.append(subprocess.Popen([dask, "worker", f"tcp://127.0.0.1:{port}", "--nworkers", str(workers),
+                                   "--nthreads", "1"], cwd=ROOT, stdout=logs, stderr=logs, start_new_session=True))
+    return procs
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait(10)
+
+
+def test_a_scheduler_that_goes_away_stops_the_director_cleanly_and_resume_finishes(tmp_path, expected):
+    toml, db = _event(tmp_path, "cluster")
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    cluster = _start_cluster(int(address.rsplit(":", 1)[1]), 2)
+    try:
+        director = subprocess.Popen([sys.executable, "-m", "tournaments", "run", str(toml), "--quiet", "--no-report",
+                                     "--cluster", address], cwd=ROOT, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True, env={**os.environ, "ARBITER_CLUSTER_WAIT": "3"})
+        _wait_games(db, 2, director)
+        os.killpg(cluster[0].pid, signal.SIGKILL)  # the scheduler goes away mid-event
+        out, _ = director.communicate(timeout=120)
+    finally:
+        _stop(cluster)
+    said = " ".join(out.split())
+    assert director.returncode == 1, said
+    assert "lost the Dask scheduler" in said and "did not come back within 3 s" in said and "Traceback" not in said
+    _wait_none_left(db)
+    saved = games_of(db)
+    assert 2 <= len(saved) < len(expected) and all(saved[k] == expected[k] for k in saved)
+
+    cluster = _start_cluster(int(address.rsplit(":", 1)[1]), 2)  # the operator starts it again
+    try:
+        resumed = cli("resume", str(db), "--quiet", "--no-report", "--cluster", address, timeout=300)
+    finally:
+        _stop(cluster)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert games_of(db) == expected
+    _wait_none_left(db)

@@ -1,0 +1,413 @@
+"""The cluster backend: a tournament's games played as tasks on a Dask cluster (``dask.distributed``).
+
+The director stays one process and keeps all of the runner's rules (``tournaments.runner``): it
+plans, hands ready games out, receives finished records, commits each to SQLite and only then
+counts it. This module only replaces *where* the games are played: each game is one Dask task
+(``play_game``) instead of a message to a local worker process (``tournaments.pool``). Workers
+never see the database.
+
+* ``--cluster tcp://scheduler:8786`` (or ``cluster = "..."`` in the tournament file) uses a running
+  cluster; ``--cluster local:N`` starts a ``LocalCluster`` of N single-threaded worker processes
+  on this machine (a quick try, and what the tests use).
+* Engines run on the worker: its own Python stands for ``{python}``; before the first game every
+  worker checks that it can find every engine's program and folder, and the director stops
+  naming the engine and the worker if one cannot (``TournamentError``), rather than forfeiting.
+* A worker keeps the engines of its last games running between tasks (one ``Series`` per run
+  and worker thread), as local workers do; the director's stop closes them on every worker.
+* A worker that dies mid-game: Dask gives the task to another worker, which replays the game from
+  the start with the same seats and dice stream; only a finished record comes back, so it is
+  counted once. A task that keeps killing workers ends the run with a clear error (resume later).
+* Every record names the machine that played it (``played_on``: host, CPU model, cores).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import platform
+import queue
+import shutil
+import socket
+import sys
+import threading
+import time
+import traceback
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from arbiter.hosting import kill_marked
+
+from .jobs import FinishedGame, GameJob, GameLost, Slot, TournamentError, WorkerError, WorkerSetup
+from .worker import DB_ENV, RUN_ENV, WORKER_ENV
+
+MISSING = ("the cluster backend needs dask.distributed: .venv/bin/pip install -e '.[cluster]' "
+           "(or pip install distributed)")
+CONNECT_TIMEOUT = 30.0
+"""Seconds to reach the scheduler before giving up with a clear message."""
+RECONNECT_WAIT = float(os.environ.get("ARBITER_CLUSTER_WAIT", 60))
+"""Seconds the director waits for a scheduler that went away to come back before it stops
+(every committed game is kept: ``resume`` continues, on the same or another cluster)."""
+
+
+def _distributed():
+    try:
+        import distributed
+    except ImportError as exc:  # an optional extra
+        raise TournamentError(MISSING) from exc
+    return distributed
+
+
+def parse_cluster(text: str) -> str:
+    """Check a ``--cluster`` / ``cluster =`` value: ``local:N`` or a scheduler address."""
+    text = text.strip()
+    if text.startswith("local:"):
+        n = text.removeprefix("local:")
+        if not n.isdigit() or int(n) < 1:
+            raise ValueError(f"local:N needs a number of workers of at least 1, got {text!r}")
+        return text
+    if "://" not in text and ":" not in text:
+        raise ValueError(f"expected local:N or a scheduler address such as tcp://host:8786, got {text!r}")
+    return text
+
+
+# --- what runs on a worker -------------------------------------------------------------------------
+
+_series: dict[tuple[str, int], Any] = {}
+"""This worker's open series, by (run id, thread): the engines of its last games."""
+_series_lock = threading.Lock()
+
+
+def machine() -> str:
+    """Where a game was played: host, CPU model and cores (recorded in ``played_on``)."""
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"{socket.gethostname()} ({model}, {os.cpu_count()} cores)"
+
+
+def _local_configs(setup: WorkerSetup, parent_python: str, marker: str) -> list:
+    """The engines as this worker runs them: its own Python for the director's, the run's markers."""
+    extra_env = {DB_ENV: setup.db_marker, RUN_ENV: setup.run_id, WORKER_ENV: marker}
+    configs = []
+    for c in setup.engines:
+        command = c.command
+        if command and command[0] == parent_python:
+            command = [sys.executable, *command[1:]]
+        configs.append(replace(c, command=command, env={**c.env, **extra_env}))
+    return configs + list(configs)  # copies for self-pairs, as the local pool does
+
+
+def speed_probe(setup: WorkerSetup, seconds: float = 0.3) -> float:
+    """This machine's speed as moves per second of random playouts through the event's own rules
+    (best of three slices): a proxy for how fast engines run here, as fishtest and OpenBench scale
+    time controls by a measured factor. 0.0 when the game cannot say its moves."""
+    import random
+
+    from arbiter import games as arbiter_games
+    from arbiter.games.base import CHANCE, SIMULTANEOUS
+
+    if setup.game_class is not None:
+        arbiter_games.register_game(setup.game, setup.game_class)
+    game = arbiter_games.load_game(setup.game, **setup.game_options)
+    rng = random.Random(0)
+    best = 0.0
+    for _ in range(3):
+        moves, started, state = 0, time.perf_counter(), game.new_initial_state()
+        while (elapsed := time.perf_counter() - started) < seconds / 3:
+            for _ in range(50):
+                if state.is_terminal():
+                    state = game.new_initial_state()
+                player = state.current_player()
+                if player == CHANCE:
+                    state.apply_chance(rng.choice(state.chance_outcomes()))
+                elif player == SIMULTANEOUS:
+                    choices = {seat: state.legal_moves(seat) for seat in state.acting_seats()}
+                    if any(not c for c in choices.values()):
+                        return 0.0
+                    state.apply_joint({seat: rng.choice(c) for seat, c in choices.items()})
+                else:
+                    legal = state.legal_moves()
+                    if not legal:
+                        return 0.0
+                    state.apply(rng.choice(legal))
+                moves += 1
+        best = max(best, moves / elapsed)
+    return best
+
+
+_speed: dict[str, float] = {}
+"""This worker's probe result per game (measured once)."""
+
+
+def scaled_time_control(setup: WorkerSetup) -> tuple[Any, float]:
+    """The time control this worker plays with, and the factor (1.0 when scaling is off): a worker
+    half as fast as the director's machine gives twice the time (bounded to 0.25-4)."""
+    if setup.speed_reference <= 0:
+        return setup.time_control, 1.0
+    if setup.game not in _speed:
+        _speed[setup.game] = speed_probe(setup)
+    mine = _speed[setup.game]
+    if not mine:
+        return setup.time_control, 1.0
+    factor = round(min(4.0, max(0.25, setup.speed_reference / mine)), 3)
+    tc = setup.time_control
+    return msgspec.structs.replace(tc, base_ms=round(tc.base_ms * factor), increment_ms=round(tc.increment_ms * factor),
+                                   period_ms=round(tc.period_ms * factor)), factor
+
+
+def check_engines(setup: WorkerSetup, parent_python: str) -> list[str]:
+    """Run on every worker before the first game: what stops an engine from starting here."""
+    problems = []
+    for c in _local_configs(setup, parent_python, "check")[:len(setup.engines)]:
+        if not c.command:
+            continue
+        program = c.command[0]
+        if c.cwd and not Path(c.cwd).is_dir():
+            problems.append(f"engine {c.name}: folder {c.cwd} does not exist")
+            continue
+        found = (shutil.which(program, path=os.environ.get("PATH")) if os.sep not in program
+                 else program if os.access(Path(c.cwd or ".") / program, os.X_OK) else None)
+        if found is None:
+            problems.append(f"engine {c.name}: program {program} not found or not executable")
+    return problems
+
+
+def play_game(setup: WorkerSetup, parent_python: str, job: GameJob) -> bytes:
+    """One task: play ``job`` with this worker's engines; the ``FinishedGame`` comes back as msgpack."""
+    from arbiter import games as arbiter_games
+    from arbiter.formats.match import Series
+    from arbiter.records import to_json
+
+    key = (setup.run_id, threading.get_ident())
+    with _series_lock:
+        series = _series.get(key)
+    if series is None:
+        try:  # a session of its own, as local workers (tournaments.worker): a fair CPU share beside engines
+            os.setsid()
+        except OSError:
+            pass
+        if setup.game_class is not None:
+            arbiter_games.register_game(setup.game, setup.game_class)
+        game = arbiter_games.load_game(setup.game, **setup.game_options)
+        marker = f"{setup.run_id}.{socket.gethostname()}.{os.getpid()}.{threading.get_ident()}"
+        time_control, factor = scaled_time_control(setup)
+        series = Series(game, _local_configs(setup, parent_python, marker), time_control, store=None,
+                        run_dir=setup.run_dir, margin=setup.margin, seed=setup.master_seed, match_id=setup.tid,
+                        adjudication=setup.adjudication)
+        series.tc_scale = factor
+        with _series_lock:
+            _series[key] = series
+    seating = list(job.seating)
+    series.retire_idle(max(series.game.num_seats, setup.keep_engines), seating)
+    opening = setup.openings[job.opening] if job.opening is not None else None
+    record = series.play_game(job.number, seating, job.stream, match_id=job.match_id, opening=opening)
+    record.played_on = machine()
+    if setup.speed_reference > 0:
+        record.tc_scale = series.tc_scale
+    return msgspec.msgpack.encode(FinishedGame(0, job, to_json(record).decode(), tuple(series.running())))
+
+
+def close_run(run_id: str) -> int:
+    """Run on every worker when the director stops: close this run's engines, then kill whatever
+    of the run is left on the machine (engines of a worker that was killed). Returns how many series."""
+    with _series_lock:
+        closing = [_series.pop(k) for k in [k for k in _series if k[0] == run_id]]
+    try:
+        for series in closing:
+            series.close()
+    finally:
+        kill_marked(RUN_ENV, run_id)
+    return len(closing)
+
+
+def kill_leftovers(db_marker: str, run_id: str) -> list[int]:
+    """Run on every worker at the start: engines an earlier run of the same database left behind."""
+    return kill_marked(DB_ENV, db_marker, unless=(RUN_ENV, run_id))
+
+
+# --- the director's side ---------------------------------------------------------------------------
+
+
+class DaskBackend:
+    """Games as Dask tasks (a ``jobs.Backend``): ``slots`` games at a time, at most one per worker thread."""
+
+    def __init__(self, setup: WorkerSetup, slots: int, address: str, *, log=None):
+        distributed = _distributed()
+        self.log = log or (lambda text: print(text, file=sys.stderr, flush=True))
+        self.restarts = 0
+        self.cpu_seconds = 0.0
+        self._cluster = None
+        # the director says itself what went wrong with the scheduler (one line, what to do next);
+        # the client's own reconnect tracebacks would only bury it
+        logging.getLogger("distributed.client").setLevel(logging.CRITICAL)
+        if setup.remote is not None:
+            raise TournamentError("remote participants connect to one listening port: play them without --cluster")
+        try:
+            if address.startswith("local:"):
+                self._cluster = distributed.LocalCluster(
+                    n_workers=int(address.removeprefix("local:")), threads_per_worker=1, processes=True,
+                    dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
+                self.client = distributed.Client(self._cluster, timeout=CONNECT_TIMEOUT)
+            else:
+                self.client = distributed.Client(address, timeout=CONNECT_TIMEOUT)
+        except (OSError, TimeoutError) as exc:
+            self._close_cluster()
+            raise TournamentError(f"cannot reach the Dask scheduler at {address}: {exc}") from exc
+        self.address = address
+        self.dashboard = self.client.dashboard_link
+        self._python = sys.executable
+        try:
+            try:
+                self.client.wait_for_workers(1, timeout=CONNECT_TIMEOUT)
+            except TimeoutError:
+                raise TournamentError(f"no worker joined the Dask cluster at {address} within "
+                                      f"{CONNECT_TIMEOUT:.0f} s (start some: dask worker {address})") from None
+            if setup.speed_reference < 0:  # asked for: the director measures its own machine as the reference
+                setup = msgspec.structs.replace(setup, speed_reference=speed_probe(setup) or 0.0)
+                speeds = self.client.run(speed_probe, setup)
+                self.log("cluster: time controls scaled by speed (moves/s of the rules): here "
+                         f"{setup.speed_reference:,.0f}; " + ", ".join(f"{w} {v:,.0f}" for w, v in sorted(speeds.items())))
+            self._setup = setup
+            self._check(setup)
+            self.killed_leftovers = kill_marked(DB_ENV, setup.db_marker, unless=(RUN_ENV, setup.run_id))
+            for pids in self.client.run(kill_leftovers, setup.db_marker, setup.run_id).values():
+                self.killed_leftovers += [p for p in pids if p not in self.killed_leftovers]
+            self._cap = slots
+            threads = self._threads()
+            self._setup_future = self.client.scatter(setup, broadcast=True)
+        except BaseException:
+            self.close_client()
+            raise
+        self._running: dict[int, Any] = {}  # slot -> future
+        self._done: queue.Queue = queue.Queue()
+        """(slot, future) of every task that ended, put there by the future's done-callback."""
+        self._jobs: dict[int, GameJob] = {}
+        self.per_worker: dict[str, int] = {}
+        """Games finished per worker host (the console shows them)."""
+        self.log(f"cluster {address}: {len(self.client.nthreads())} worker(s), {threads} thread(s), "
+                 f"{min(slots, threads)} game(s) at a time; dashboard {self.dashboard}")
+
+    def _threads(self) -> int:
+        """Worker threads of the cluster now (workers may join or leave during the event)."""
+        self._counted = time.monotonic()
+        self._thread_count = sum(w.get("nthreads", 1) for w in self.client.scheduler_info()["workers"].values())
+        return self._thread_count
+
+    def _check(self, setup: WorkerSetup) -> None:
+        found = self.client.run(check_engines, setup, self._python)
+        if not found:
+            raise TournamentError(f"the Dask cluster at {self.address} has no workers")
+        bad = [f"worker {worker}: {problem}" for worker, problems in sorted(found.items()) for problem in problems]
+        if bad:
+            raise TournamentError("an engine cannot start on the cluster (no game was played):\n  "
+                                  + "\n  ".join(bad))
+
+    # --- jobs.Backend ----------------------------------------------------------------------------
+
+    def idle(self) -> list[Slot]:
+        if time.monotonic() - self._counted > 2.0:
+            self._threads()
+        slots = max(1, min(self._cap, self._thread_count))
+        return [Slot(i) for i in range(slots) if i not in self._running]
+
+    def submit(self, worker: int, job: GameJob) -> None:
+        if worker in self._running:
+            raise TournamentError(f"slot {worker} is busy with {self._jobs[worker].key}; cannot start {job.key}")
+        self._jobs[worker] = job
+        future = self.client.submit(play_game, self._setup_future, self._python, job, pure=False,
+                                    key=f"game-{self._setup.run_id}-{job.match_id}-{job.number}-{time.monotonic_ns()}")
+        self._running[worker] = future
+        future.add_done_callback(lambda f, slot=worker: self._done.put((slot, f)))
+
+    def wait(self, timeout: float) -> list[FinishedGame | WorkerError | GameLost]:
+        """Finished tasks arrive through their done-callbacks (the client's thread) in a queue: no
+        polling, and nothing done per running game while waiting."""
+        distributed = _distributed()
+        try:
+            arrived = [self._done.get(timeout=timeout)]
+        except queue.Empty:
+            return []
+        while True:
+            try:
+                arrived.append(self._done.get_nowait())
+            except queue.Empty:
+                break
+        out: list[FinishedGame | WorkerError | GameLost] = []
+        for slot, future in arrived:
+            if self._running.get(slot) is not future:  # cancelled by stop()
+                continue
+            job = self._jobs.pop(slot)
+            del self._running[slot]
+            if future.status == "cancelled":  # not finished: planned and handed out again
+                out.append(GameLost(slot, job))
+                continue
+            if future.status == "finished":
+                finished = msgspec.msgpack.decode(future.result(), type=FinishedGame)
+                host = finished.game_record().played_on
+                self.per_worker[host] = self.per_worker.get(host, 0) + 1
+                out.append(msgspec.structs.replace(finished, worker=slot))
+                continue
+            exc = future.exception()
+            if isinstance(exc, distributed.KilledWorker):
+                raise TournamentError(f"{job.match_id} game {job.number} killed every worker that tried it "
+                                      f"({exc}); fix the cause, then resume")
+            text = "".join(traceback.format_exception(type(exc), exc, future.traceback()))
+            out.append(WorkerError(slot, job, text))
+        if any(isinstance(o, GameLost) for o in out):
+            self._await_scheduler()
+        return out
+
+    def _await_scheduler(self) -> None:
+        """Games were cancelled: if the scheduler went away, wait a while for it to come back."""
+        if self.client.status == "running":
+            return
+        self.log(f"cluster: lost the Dask scheduler at {self.address}; waiting up to {RECONNECT_WAIT:.0f} s for it "
+                 f"(the games it had are played again)")
+        deadline = time.monotonic() + RECONNECT_WAIT
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            if self.client.status == "running" and self.client.nthreads():
+                self.log("cluster: the scheduler is back")
+                self._setup_future = self.client.scatter(self._setup, broadcast=True)
+                return
+        raise TournamentError(f"the Dask scheduler at {self.address} went away and did not come back within "
+                              f"{RECONNECT_WAIT:.0f} s; every finished game is saved: start the cluster again, "
+                              f"then resume")
+
+    def stop(self, graceful: bool) -> None:
+        for future in self._running.values():
+            future.cancel()
+        self._running.clear()
+        self._jobs.clear()
+        try:
+            if self.client.status != "running":
+                raise ConnectionError("the scheduler is gone")
+            self.client.run(close_run, self._setup.run_id)
+        except Exception as exc:  # a worker gone or a scheduler away: the engines die with the worker
+            self.log(f"cluster: could not close every worker's engines ({exc})")
+        self.close_client()
+
+    def close_client(self) -> None:
+        try:
+            self.client.close()
+        finally:
+            self._close_cluster()
+
+    def _close_cluster(self) -> None:
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
+
+
+def backend_for(address: str, log=None):
+    """The runner's ``backend`` argument for a cluster address."""
+    _distributed()  # fail early, before the tournament starts, when it is not installed
+    return lambda setup, slots: DaskBackend(setup, slots, address, log=log)
