@@ -205,6 +205,30 @@ def cmd_run(args, resume: bool) -> int:
     if resume and cfg.on_start_failure == "stop" and not _preflight_ok(console, cfg, opened.db.path):
         opened.db.close()
         return EXIT_ENGINE
+    web = None
+    if args.web is not None:  # the live web view (docs/web.md), in a thread beside the director
+        from .web import web_server
+
+        try:
+            web = web_server(opened.db.path, args.web_host, args.web)
+        except (OSError, ValueError) as exc:
+            console.print(f"[red]error:[/] --web: {exc}", soft_wrap=True)
+            opened.db.close()
+            return EXIT_USAGE
+        web.start()
+        console.print(f"live web view: {web.url}")
+    try:
+        return _run_with_display(console, args, opened, resume)
+    finally:
+        if web is not None:
+            web.stop()
+
+
+def _run_with_display(console, args, opened, resume: bool) -> int:
+    from . import api
+    from .runner import TournamentError
+
+    cfg = opened.cfg
     mode = "quiet" if args.quiet else ("live" if console.is_terminal else "lines")
     console.print(f"{'resuming' if resume else 'starting'} tournament [bold]{cfg.name}[/] → {opened.db.path} "
                   f"(seed {'from ' + str(cfg.seed_file) if cfg.seed_file else opened.seed})")
@@ -320,6 +344,31 @@ def _positive(text: str) -> int:
     return value
 
 
+def _port(text: str) -> int:
+    """A TCP port: 0 (any free one) to 65535 (argparse names the flag)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0..65535, not {value}")
+    return value
+
+
+def cmd_serve(args) -> int:
+    from .web import web_server
+
+    console = _console()
+    try:
+        server = web_server(args.db, args.host, args.port)
+    except (OSError, ValueError) as exc:
+        console.print(f"[red]error:[/] {exc}", soft_wrap=True)
+        return EXIT_USAGE
+    console.print(f"serving {args.db} on {server.url} (read-only; Ctrl-C stops)", soft_wrap=True)
+    server.run()
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="arbiter-tournament",
                                      description="Run tournaments between game engines, durably; report ratings.")
@@ -334,6 +383,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="games in parallel (default: the file's)")
         p.add_argument("--quiet", "-q", action="store_true", help="no progress display")
         p.add_argument("--no-report", action="store_true", help="do not print the report at the end")
+        p.add_argument("--web", metavar="PORT", type=_port, default=None,
+                       help="serve the live web view on PORT while the event runs (docs/web.md)")
+        p.add_argument("--web-host", metavar="ADDR", default="127.0.0.1",
+                       help="address the web view listens on (default 127.0.0.1: this machine only)")
     p = sub.add_parser("report", help="standings, crosstable, ratings and tests from a tournament database")
     p.add_argument("db", help="tournament database (.sqlite)")
     p.add_argument("--json", metavar="PATH", help="write the report as JSON ('-' for stdout)")
@@ -341,6 +394,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", metavar="PATH", help="plot the ratings with error bars (.png or .svg)")
     p.add_argument("--text", metavar="PATH", help="write the text report to PATH")
     p.add_argument("--quiet", "-q", action="store_true", help="do not print the text report")
+    w = sub.add_parser("serve", help="a live, read-only web view of a tournament database (docs/web.md)")
+    w.add_argument("db", help="tournament database (.sqlite)")
+    w.add_argument("--port", type=_port, default=8080, help="port to listen on (default 8080)")
+    w.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     c = sub.add_parser("check", help="validate a tournament file and show its first pairings")
     c.add_argument("file")
     return parser
@@ -364,6 +421,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_run(args, resume=True)
         if args.command == "report":
             return cmd_report(args)
+        if args.command == "serve":
+            return cmd_serve(args)
         return cmd_check(args)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED

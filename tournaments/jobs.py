@@ -54,6 +54,8 @@ class WorkerSetup(msgspec.Struct, frozen=True, kw_only=True):
     remote: dict[str, Any] | None = None
     """Remote participants: the ``RemoteHub`` the worker opens (roster, server_key, listen,
     deadline as Unix time, grace, insecure, lag_move_ms, lag_quota_ms)."""
+    feed: str | None = None
+    """Where the games' live spectator view is published (``arbiter.feed``; docs/web.md)."""
 
 
 class GameJob(msgspec.Struct, frozen=True):

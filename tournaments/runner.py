@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 from arbiter import games as arbiter_games
+from arbiter.feed import feed_endpoint
 from arbiter.records import GameRecord
 from arbiter.records.store import STORAGE_ERRORS
 from arbiter.sprt import concluded, test_points
@@ -169,7 +170,8 @@ class Runner:
                            engines=[e.engine_config(hide=self._hidden()) for e in cfg.engines],
                            time_control=cfg.time_control,
                            margin=cfg.margin_ms / 1000, master_seed=master_seed(self.seed), tid=cfg.tid,
-                           run_dir=logs_dir(self.db.path), remote=self._remote())
+                           run_dir=logs_dir(self.db.path), remote=self._remote(),
+                           feed=feed_endpoint(self.db.path))
 
     def _remote(self) -> dict | None:
         r = self.cfg.remote

@@ -147,8 +147,12 @@ def worker_main(conn: Any, setup: WorkerSetup) -> None:
                for c in setup.engines]
     configs += [replace(c, env={**c.env, **extra_env}) for c in setup.engines]  # copies for self-pairs
     keep = max(game.num_seats, setup.keep_engines)
+    from arbiter.feed import Feed
+
+    feed = Feed(setup.feed) if setup.feed else None  # the web view's live feed (never waits)
     series = Series(game, configs, setup.time_control, store=None, run_dir=setup.run_dir,
-                    margin=setup.margin, seed=setup.master_seed, match_id=setup.tid)
+                    margin=setup.margin, seed=setup.master_seed, match_id=setup.tid,
+                    on_event=feed.hook if feed else None)
     state["series"] = series
     try:
         while True:
@@ -167,10 +171,14 @@ def worker_main(conn: Any, setup: WorkerSetup) -> None:
             except Exception:
                 conn.send(WorkerError(setup.worker, job, traceback.format_exc()))
                 continue
+            if feed is not None:
+                feed.finished(record)
             conn.send(FinishedGame(setup.worker, job, to_json(record), tuple(series.running())))
     finally:
         usage = resource.getrusage(resource.RUSAGE_SELF)
         series.close()
+        if feed is not None:
+            feed.close()
         if hub is not None:
             hub.close()
         kill_marked(WORKER_ENV, marker)

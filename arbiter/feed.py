@@ -1,0 +1,137 @@
+"""The live feed: a running game's spectator view, published without ever waiting for a viewer.
+
+A referee (in the arbiter's own process or in a tournament worker) calls ``Feed.hook`` on every
+event and ``Feed.finished`` at the end of a game. The feed is a ZeroMQ PUB socket that *connects*
+to the viewer's SUB socket (``arbiter/web``): PUB never blocks, and with no viewer bound, or a
+viewer that is slow (its queue past ``SNDHWM``), messages are dropped, so a viewer can never slow a
+game. Each message is a msgpack map; a viewer that missed some rebuilds from the next one (every
+event message carries the whole spectator view, not a delta).
+
+What a message holds is all a spectator may know (docs/web.md, "No leaks"): the board from
+``State.render_svg()`` (hidden information stays hidden), the decisions made, the dice outcomes of
+games without hidden information (a hidden-information game's draws are shown as ``?``), clocks,
+engine info; never the dice seed. The end message carries the full record (seed, final position,
+and the board with ``reveal=True``): the game is over.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import zmq
+
+from .clock import Clock
+from .games.base import State
+from .records import Event, GameRecord
+
+HIGH_WATER = 1000
+"""Messages queued for a viewer before the feed drops the newest ones."""
+
+
+def feed_endpoint(anchor: str | Path) -> str:
+    """The ipc endpoint beside ``anchor`` (an event's database): ``DB.feed``, or a name under the
+    temporary directory derived from its path when that path is too long for a Unix socket."""
+    path = os.path.abspath(str(anchor)) + ".feed"
+    if len(path) > 100:
+        digest = hashlib.sha256(path.encode()).hexdigest()[:20]
+        path = os.path.join(tempfile.gettempdir(), f"arbiter-feed-{digest}")
+    return f"ipc://{path}"
+
+
+def public_event(event: Event, hidden_draws: bool) -> dict[str, Any]:
+    """An event as a spectator may see it during the game."""
+    out: dict[str, Any] = {"ply": event.ply, "seat": event.seat, "kind": event.kind, "move": event.move}
+    if event.seat < 0 and hidden_draws:
+        out["move"] = "?"
+    else:
+        if event.note:
+            out["note"] = event.note
+    if event.measured_ms is not None:
+        out["ms"] = event.measured_ms
+    if event.clock_ms is not None:
+        out["clock_ms"] = event.clock_ms
+    if event.info is not None:
+        out["info"] = {k: v for k, v in msgspec.structs.asdict(event.info).items() if v is not None}
+    return out
+
+
+def spectator_view(record: GameRecord, state: State, clocks: list[Clock], hidden: bool,
+                   events: int = 40) -> dict[str, Any]:
+    """The whole live view of a running game: everything public, nothing else."""
+    acting = state.acting_seats() if not state.is_terminal() else []
+    return {
+        "type": "live", "game_id": record.game_id, "match_id": record.match_id, "number": record.game_number,
+        "game": record.game, "players": record.players, "roles": record.seat_roles,
+        "time_control": record.time_control, "dice_commitment": record.dice_commitment,
+        "started_at": record.started_at, "ply": len(record.events), "acting": acting,
+        "clocks_ms": [c.remaining_ms() if c.allowance() is not None else None for c in clocks],
+        "sent_at": time.time(),
+        "board": state.render_svg(),
+        "last": [public_event(e, hidden) for e in record.events[-events:]],
+    }
+
+
+class Feed:
+    """Publishes a referee's games to ``endpoint`` (see the module doc). One per process."""
+
+    def __init__(self, endpoint: str):
+        self.endpoint = endpoint
+        self._ctx = zmq.Context.instance()
+        self._sock = self._ctx.socket(zmq.PUB)
+        self._sock.setsockopt(zmq.SNDHWM, HIGH_WATER)
+        self._sock.setsockopt(zmq.LINGER, 0)
+        self._sock.connect(endpoint)
+        self._hidden: dict[str, bool] = {}
+        self._game, self._on = "", False
+        self.dropped = 0
+
+    def listening(self) -> bool:
+        """Whether a viewer may be there: an ipc endpoint's socket file exists (checked once per
+        game, so an event nobody watches pays nothing for its feed)."""
+        if self.endpoint.startswith("ipc://"):
+            return os.path.exists(self.endpoint[len("ipc://"):])
+        return True
+
+    def _send(self, message: dict[str, Any]) -> None:
+        try:
+            self._sock.send(msgspec.msgpack.encode(message), zmq.NOBLOCK)
+        except zmq.Again:
+            self.dropped += 1
+
+    def hook(self, record: GameRecord, state: State, event: Event, clocks: list[Clock]) -> None:
+        """The referee's ``on_event``: publish the game's spectator view after this event."""
+        if record.game_id != self._game:
+            self._game, self._on = record.game_id, self.listening()
+        if not self._on:
+            return
+        hidden = self._hidden.get(record.game)
+        if hidden is None:
+            hidden = self._hidden[record.game] = state.game.game_type.hidden_information
+        self._send(spectator_view(record, state, clocks, hidden))
+
+    def finished(self, record: GameRecord) -> None:
+        """The game is over: everything may be shown now, the dice seed included."""
+        from .records import to_json
+
+        if self.listening():
+            self._send({"type": "end", "game_id": record.game_id, "record": msgspec.json.decode(to_json(record))})
+
+    def close(self) -> None:
+        self._sock.close(0)
+
+
+def chain(*hooks):
+    """One ``on_event`` calling each given hook (None ones skipped)."""
+    hooks = [h for h in hooks if h is not None]
+    if len(hooks) == 1:
+        return hooks[0]
+
+    def call(*args):
+        for h in hooks:
+            h(*args)
+    return call if hooks else None
