@@ -191,9 +191,21 @@ def cmd_match(args: argparse.Namespace) -> int:
                  engine=list(args.engine), name=[c.name for c in configs], seeded=seed is not None)
     if hub is not None:
         configs = tuple(dataclasses.replace(c, endpoint=hub.endpoint) if c.participant else c for c in configs)
+    args.live_view = None
     try:
+        if getattr(args, "web", None) is not None:
+            from .web.live import LiveView
+
+            try:
+                args.live_view = LiveView(f"{configs[0].name} vs {configs[1].name}", args.web, args.web_host)
+            except OSError as exc:
+                console.print(f"[red]error:[/] --web: {escape(str(exc))}", soft_wrap=True)
+                return EXIT_USAGE
+            console.print(f"live web view: {args.live_view.url}")
         return _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_bounds)
     finally:
+        if args.live_view is not None:
+            args.live_view.close()
         if hub is not None:
             hub.close()
 
@@ -228,6 +240,9 @@ def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_b
         if args.quiet:
             console.print(line)
 
+    web = getattr(args, "live_view", None)  # --web: the live web view (docs/web.md) wraps the hooks
+    if web is not None:
+        on_event, on_game = web.on_event(None if args.quiet else on_event), web.on_game(on_game)
     match = Match(game, configs, tc, fmt, store=store, run_dir=logs_dir(args.db), margin=args.margin / 1000,
                   seed=seed, match_id=match_id, on_event=on_event, on_game=on_game, sprt=sprt_bounds)
     if failed := match.series.start_all():  # pre-flight: a broken command must not hand out wins
@@ -902,6 +917,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="continue an interrupted match from --db (default: its latest unfinished one) with "
                         "the game, options, time control, format and engines it was started with")
     m.add_argument("--quiet", action="store_true", help="no live display")
+    m.add_argument("--web", metavar="PORT", type=int, default=None,
+                   help="serve the live web view on PORT during the match (docs/web.md)")
+    m.add_argument("--web-host", metavar="ADDR", default="127.0.0.1",
+                   help="address the web view listens on (default 127.0.0.1: this machine only)")
     m.set_defaults(func=cmd_match)
 
     d = sub.add_parser("demo", help="an EinStein olympiad match between the sample engines")

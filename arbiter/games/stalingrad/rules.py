@@ -1030,7 +1030,8 @@ def _render_svg(state: "StalingradState", reveal: bool = False) -> str:
             shown = codes[t] if state.s_up[a] or reveal else "?"
             face = "#b71c1c" if state.s_up[a] else "#7a5b5b"
             body.append(f'<rect class="soviet" x="{x - 16}" y="{y - 4}" width="32" height="18" fill="{face}"/>'
-                        f'<text x="{x}" y="{y + 9}" font-size="11" fill="#fff" text-anchor="middle">{esc(shown)}</text>')
+                        f'<text class="soviet-code" x="{x}" y="{y + 9}" font-size="11" fill="#fff" text-anchor="middle">'
+                        f'{esc(shown)}</text>')
         for k, i in enumerate(state.german_at(a)):
             gx, gy = x + 28, y - 22 + 15 * k
             flipped = "*" if state.g_flip[i] else ""
