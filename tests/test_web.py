@@ -180,3 +180,42 @@ def test_port_in_use_is_named(tmp_path):
             WebServer(MemorySource(), None, port=port)
     finally:
         busy.close()
+
+
+@pytest.mark.parametrize("name", ["einstein", "smess", "catalonia", "stalingrad", "aachess"])
+def test_every_game_draws_its_board_as_svg(name):
+    """``render_svg`` gives well-formed SVG along a random game, and the drawing changes as the game
+    goes; the hidden-information game hides its face-down counters unless ``reveal``."""
+    import random
+    import xml.etree.ElementTree as ET
+
+    from arbiter.games.base import CHANCE, SIMULTANEOUS
+
+    rng = random.Random(7)
+    state = load_game(name).new_initial_state()
+    drawings = set()
+    for _ in range(40):
+        for reveal in (False, True):
+            root = ET.fromstring(state.render_svg(reveal=reveal))
+            assert root.tag == "{http://www.w3.org/2000/svg}svg" and root.get("viewBox")
+        drawings.add(state.render_svg())
+        if state.is_terminal():
+            break
+        p = state.current_player()
+        if p == CHANCE:
+            state.apply_chance(rng.choice(state.chance_outcomes()))
+        elif p == SIMULTANEOUS:
+            state.apply_joint({s: rng.choice(state.legal_moves(s)) for s in state.acting_seats()})
+        else:
+            moves = state.legal_moves()
+            if moves is None and state.decision_kind() == "purchase":  # A&A: its library's random buyer
+                from arbiter.games.aachess.library import random_purchase
+
+                moves = [random_purchase(state, rng)]
+            if moves is None:
+                break
+            state.apply(rng.choice(moves))
+    assert len(drawings) > 1
+    if name == "stalingrad":
+        hidden = sum(1 for a in range(len(state.s_type)) if state.s_type[a] >= 0 and not state.s_up[a])
+        assert hidden and state.render_svg().count(">?<") == hidden and ">?<" not in state.render_svg(reveal=True)

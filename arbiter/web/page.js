@@ -88,7 +88,7 @@ function lastInfo(g) {
 }
 
 function liveCard(g) {
-  const moves = g.last.map((e) => `${e.ply}.${e.seat < 0 ? "🎲" : ""}${esc(e.move)}`).join(" ");
+  const moves = g.last.map((e) => `${e.ply}.${e.seat < 0 ? "roll " : ""}${esc(e.move)}`).join(" ");
   return `<div class="card" data-game="${esc(g.game_id)}" data-ply="${g.ply}">` +
     `<div><a href="#/game/${encodeURIComponent(g.game_id)}">game ${g.number}</a> · ${esc(g.match_id)} · ply ${g.ply}</div>` +
     `<div class="clocks">${clockSpans(g)}</div>${g.board}<div class="moves">${moves}</div>${lastInfo(g)}</div>`;
@@ -105,14 +105,14 @@ function finishedRows(rows) {
 function renderEvent() {
   const sm = S.summary || {};
   $("#title").textContent = (sm.tournament || {}).name || sm.title || "arbiter";
-  const ratingRows = (sm.ratings && sm.ratings.table) || (sm.standings || []).filter((r) => r.elo !== undefined)
-    .map((r) => ({ engine: r.engine, elo: r.elo, lo: r.elo_lo, hi: r.elo_hi }));
+  const ratingRows = ((sm.ratings && sm.ratings.table) || (sm.standings || [])
+    .map((r) => ({ engine: r.engine, elo: r.elo, lo: r.elo_lo, hi: r.elo_hi }))).filter((r) => r.elo !== null && r.elo !== undefined);
   const cols = [["rank", "#"], ["engine", "engine", link], ["games", "games"], ["points", "points", (v) => num(v, 1)],
     ["W", "W"], ["D", "D"], ["L", "L"], ["score", "score", (v) => num(v === null ? null : 100 * v, 1) + " %"]];
   if ((sm.standings || []).some((r) => r.elo !== undefined)) cols.push(["elo", "Elo", (v, r) => v === null ? "–" : `${num(v, 0)} [${num(r.elo_lo, 0)}, ${num(r.elo_hi, 0)}]`]);
   const live = Object.values(S.live).sort((a, b) => a.game_id < b.game_id ? -1 : 1);
   $("#view").innerHTML =
-    `<section><h2>Progress</h2>${progress(sm)}</section>` +
+    `<section><h2>Progress</h2>${progress(sm)}${sm.note ? `<p>${esc(sm.note)}</p>` : ""}</section>` +
     `<section><h2>Standings</h2>${table(sm.standings, cols, "standings")}</section>` +
     crosstable(sm.crosstable) +
     (ratingRows.length ? `<section><h2>Ratings (95 % intervals)</h2>${ratingPlot(ratingRows)}</section>` : "") +
@@ -151,7 +151,7 @@ async function showStep(i) {
 function drawReplay() {
   const r = S.replay, rec = r.record, row = r.row;
   const moves = rec.events.map((e, i) => `<span data-step="${i + 1}" title="${esc(e.kind)}${e.measured_ms ? " · " + num(e.measured_ms, 0) + " ms" : ""}">` +
-    `${e.ply}.${e.seat < 0 ? "🎲" : esc(rec.players[e.seat]) + ":"}${esc(e.move)}</span>`).join(" ");
+    `${e.ply}.${e.seat < 0 ? "roll " : esc(rec.players[e.seat]) + ":"}${esc(e.move)}</span>`).join(" ");
   const forfeit = row.forfeit_seat !== null && row.forfeit_seat !== undefined ? `<p class="bad" id="forfeit">forfeit by ${esc(rec.players[row.forfeit_seat])}: ${esc(row.reason)} — ${esc(row.detail)}</p>` : "";
   $("#view").innerHTML = `<section id="game" data-live="0"><h2>${rec.players.map(link).join(" vs ")} · game ${row.number} · ${esc(row.returns.join(" : "))} (${esc(row.reason)}${row.detail ? ": " + esc(row.detail) : ""})</h2>` +
     forfeit +
