@@ -5,7 +5,8 @@ event and ``Feed.finished`` at the end of a game. The feed is a ZeroMQ PUB socke
 to the viewer's SUB socket (``arbiter/web``): PUB never blocks, and with no viewer bound, or a
 viewer that is slow (its queue past ``SNDHWM``), messages are dropped, so a viewer can never slow a
 game. Each message is a msgpack map; a viewer that missed some rebuilds from the next one (every
-event message carries the whole spectator view, not a delta).
+event message carries the whole spectator view, not a delta), which is also why the feed may send
+only the newest view every ``interval`` (50 ms) when engines move faster than that.
 
 What a message holds is all a spectator may know (docs/web.md, "No leaks"): the board from
 ``State.render_svg()`` (hidden information stays hidden), the decisions made, the dice outcomes of
@@ -18,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -60,35 +62,42 @@ def public_event(event: Event, hidden_draws: bool) -> dict[str, Any]:
     return out
 
 
-def spectator_view(record: GameRecord, state: State, clocks: list[Clock], hidden: bool,
-                   events: int = 40) -> dict[str, Any]:
-    """The whole live view of a running game: everything public, nothing else."""
+def spectator_view(record: GameRecord, state: State, events: list[Event], clocks_ms: list[int | None],
+                   hidden: bool, at: float) -> dict[str, Any]:
+    """The whole live view of a running game (``state`` after ``events``, at Unix time ``at``, when
+    the clocks were read): everything public."""
     acting = state.acting_seats() if not state.is_terminal() else []
     return {
         "type": "live", "game_id": record.game_id, "match_id": record.match_id, "number": record.game_number,
         "game": record.game, "players": record.players, "roles": record.seat_roles,
         "time_control": record.time_control, "dice_commitment": record.dice_commitment,
-        "started_at": record.started_at, "ply": len(record.events), "acting": acting,
-        "clocks_ms": [c.remaining_ms() if c.allowance() is not None else None for c in clocks],
-        "sent_at": time.time(),
+        "started_at": record.started_at, "ply": events[-1].ply + 1 if events else 0, "acting": acting,
+        "clocks_ms": clocks_ms, "sent_at": at,
         "board": state.render_svg(),
-        "last": [public_event(e, hidden) for e in record.events[-events:]],
+        "last": [public_event(e, hidden) for e in events],
     }
 
 
 class Feed:
-    """Publishes a referee's games to ``endpoint`` (see the module doc). One per process."""
+    """Publishes a referee's games to ``endpoint`` (see the module doc). One per process.
 
-    def __init__(self, endpoint: str):
-        self.endpoint = endpoint
-        self._ctx = zmq.Context.instance()
-        self._sock = self._ctx.socket(zmq.PUB)
-        self._sock.setsockopt(zmq.SNDHWM, HIGH_WATER)
-        self._sock.setsockopt(zmq.LINGER, 0)
-        self._sock.connect(endpoint)
+    The referee's hook only takes a snapshot (a clone of the state, the last events, the clocks);
+    a thread of the feed draws and sends it, at most once per ``interval`` per feed (the newest
+    snapshot wins), so a game between instant engines costs the referee a clone per event, and a
+    viewer at most ``interval`` of delay."""
+
+    def __init__(self, endpoint: str, interval: float = 0.05, events: int = 40):
+        self.endpoint, self.interval, self.events = endpoint, interval, events
         self._hidden: dict[str, bool] = {}
         self._game, self._on = "", False
+        self._cond = threading.Condition()
+        self._pending: dict[str, tuple] = {}
+        self._ends: list[dict[str, Any]] = []
+        self._closing = False
         self.dropped = 0
+        self.sent = 0
+        self._thread = threading.Thread(target=self._run, name="feed", daemon=True)
+        self._thread.start()
 
     def listening(self) -> bool:
         """Whether a viewer may be there: an ipc endpoint's socket file exists (checked once per
@@ -97,14 +106,8 @@ class Feed:
             return os.path.exists(self.endpoint[len("ipc://"):])
         return True
 
-    def _send(self, message: dict[str, Any]) -> None:
-        try:
-            self._sock.send(msgspec.msgpack.encode(message), zmq.NOBLOCK)
-        except zmq.Again:
-            self.dropped += 1
-
     def hook(self, record: GameRecord, state: State, event: Event, clocks: list[Clock]) -> None:
-        """The referee's ``on_event``: publish the game's spectator view after this event."""
+        """The referee's ``on_event``: queue the game's view after this event (never waits)."""
         if record.game_id != self._game:
             self._game, self._on = record.game_id, self.listening()
         if not self._on:
@@ -112,17 +115,64 @@ class Feed:
         hidden = self._hidden.get(record.game)
         if hidden is None:
             hidden = self._hidden[record.game] = state.game.game_type.hidden_information
-        self._send(spectator_view(record, state, clocks, hidden))
+        snapshot = (record, state.clone(), record.events[-self.events:],
+                    [c.remaining_ms() if c.allowance() is not None else None for c in clocks], hidden, time.time())
+        with self._cond:
+            idle = not self._pending
+            self._pending[record.game_id] = snapshot
+            if idle:
+                self._cond.notify()
 
     def finished(self, record: GameRecord) -> None:
         """The game is over: everything may be shown now, the dice seed included."""
         from .records import to_json
 
-        if self.listening():
-            self._send({"type": "end", "game_id": record.game_id, "record": msgspec.json.decode(to_json(record))})
+        if not self.listening():
+            return
+        message = {"type": "end", "game_id": record.game_id, "record": msgspec.json.decode(to_json(record))}
+        with self._cond:
+            self._pending.pop(record.game_id, None)
+            self._ends.append(message)
+            self._cond.notify()
+
+    def _run(self) -> None:
+        sock = zmq.Context.instance().socket(zmq.PUB)
+        sock.setsockopt(zmq.SNDHWM, HIGH_WATER)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.connect(self.endpoint)
+        last = 0.0
+        try:
+            while True:
+                with self._cond:
+                    while not (self._pending or self._ends or self._closing):
+                        self._cond.wait()
+                    if self._closing and not self._ends:
+                        return
+                    wait = last + self.interval - time.monotonic()
+                if not self._ends and wait > 0:
+                    time.sleep(wait)  # not woken by every event of a fast game: the newest view waits
+                    continue
+                with self._cond:
+                    pending, self._pending = list(self._pending.values()), {}
+                    ends, self._ends = self._ends, []
+                messages = [spectator_view(*snap) for snap in pending] + ends
+                for message in messages:
+                    try:
+                        sock.send(msgspec.msgpack.encode(message), zmq.NOBLOCK)
+                        self.sent += 1
+                    except zmq.Again:
+                        self.dropped += 1
+                if pending:
+                    last = time.monotonic()
+        finally:
+            sock.close(0)
 
     def close(self) -> None:
-        self._sock.close(0)
+        """Send what is queued for the end of a game, then stop."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+        self._thread.join(2)
 
 
 def chain(*hooks):

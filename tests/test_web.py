@@ -91,7 +91,7 @@ def test_stalingrad_spectators_see_no_hidden_counter_and_no_seed(tmp_path):
     sse = SSE(server.host, server.port)
     try:
         sse.wait(lambda e: e[0] == "snapshot")
-        feed = Feed(endpoint)
+        feed = Feed(endpoint, interval=0)  # every view the publisher gets to, not the newest per 50 ms
         truth: dict[int, tuple[int, list[str]]] = {}  # ply -> (counters face down on the map, codes face up)
 
         def capture(record, state, event, clocks):
@@ -115,7 +115,7 @@ def test_stalingrad_spectators_see_no_hidden_counter_and_no_seed(tmp_path):
         sse.wait(lambda e: e[0] == "end")
         feed.close()
         lives = [data for name, data in sse.events if name == "live"]
-        assert len(lives) > 10 and live in lives
+        assert len(lives) >= 5 and live in lives
         checked = 0
         for data in lives + [mid_game]:
             text = json.dumps(data)
