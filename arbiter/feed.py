@@ -6,7 +6,8 @@ to the viewer's SUB socket (``arbiter/web``): PUB never blocks, and with no view
 viewer that is slow (its queue past ``SNDHWM``), messages are dropped, so a viewer can never slow a
 game. Each message is a msgpack map; a viewer that missed some rebuilds from the next one (every
 event message carries the whole spectator view, not a delta), which is also why the feed may send
-only the newest view every ``interval`` (50 ms) when engines move faster than that.
+only the newest view every ``interval`` (50 ms) when engines move faster than that (a viewer keeps
+the view of the highest ply it got).
 
 What a message holds is all a spectator may know (docs/web.md, "No leaks"): the board from
 ``State.render_svg()`` (hidden information stays hidden), the decisions made, the dice outcomes of
@@ -81,23 +82,30 @@ def spectator_view(record: GameRecord, state: State, events: list[Event], clocks
 class Feed:
     """Publishes a referee's games to ``endpoint`` (see the module doc). One per process.
 
-    The referee's hook only takes a snapshot (a clone of the state, the last events, the clocks);
-    a thread of the feed draws and sends it, at most once per ``interval`` per feed (the newest
-    snapshot wins), so a game between instant engines costs the referee a clone per event, and a
-    viewer at most ``interval`` of delay."""
+    At most one view per ``interval`` (50 ms): the hook draws and sends the current view itself
+    when the last one is older than that (a few hundred microseconds, so at most ~1 % of the
+    referee's time however fast the engines), and otherwise only keeps a copy of the state; a
+    thread sends the newest such copy once the interval is over, if the game did not go on by then
+    (the last move before a long think is shown too). Drawing in a thread for every event instead
+    would take the interpreter lock from the referee at any moment."""
 
     def __init__(self, endpoint: str, interval: float = 0.05, events: int = 40):
         self.endpoint, self.interval, self.events = endpoint, interval, events
         self._hidden: dict[str, bool] = {}
         self._game, self._on = "", False
-        self._cond = threading.Condition()
-        self._pending: dict[str, tuple] = {}
-        self._ends: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        """Guards the socket (used from the referee's thread and the feed's) and ``_pending``."""
+        self._sock = zmq.Context.instance().socket(zmq.PUB)
+        self._sock.setsockopt(zmq.SNDHWM, HIGH_WATER)
+        self._sock.setsockopt(zmq.LINGER, 0)
+        self._sock.connect(endpoint)
+        self._pending: tuple | None = None
+        self._last = 0.0
+        self._wake = threading.Event()
         self._closing = False
+        self._thread: threading.Thread | None = None
         self.dropped = 0
         self.sent = 0
-        self._thread = threading.Thread(target=self._run, name="feed", daemon=True)
-        self._thread.start()
 
     def listening(self) -> bool:
         """Whether a viewer may be there: an ipc endpoint's socket file exists (checked once per
@@ -107,7 +115,7 @@ class Feed:
         return True
 
     def hook(self, record: GameRecord, state: State, event: Event, clocks: list[Clock]) -> None:
-        """The referee's ``on_event``: queue the game's view after this event (never waits)."""
+        """The referee's ``on_event``: publish the game's view after this event (never waits)."""
         if record.game_id != self._game:
             self._game, self._on = record.game_id, self.listening()
         if not self._on:
@@ -115,64 +123,66 @@ class Feed:
         hidden = self._hidden.get(record.game)
         if hidden is None:
             hidden = self._hidden[record.game] = state.game.game_type.hidden_information
-        snapshot = (record, state.clone(), record.events[-self.events:],
-                    [c.remaining_ms() if c.allowance() is not None else None for c in clocks], hidden, time.time())
-        with self._cond:
-            idle = not self._pending
-            self._pending[record.game_id] = snapshot
-            if idle:
-                self._cond.notify()
+        now = time.monotonic()
+        clocks_ms = [c.remaining_ms() if c.allowance() is not None else None for c in clocks]
+        if now - self._last >= self.interval:
+            self._last = now
+            with self._lock:
+                self._pending = None
+            self._publish((record, state, record.events[-self.events:], clocks_ms, hidden, time.time()))
+            return
+        snapshot = (record, state.clone(), record.events[-self.events:], clocks_ms, hidden, time.time())
+        with self._lock:
+            self._pending = snapshot
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._trail, name="feed", daemon=True)
+            self._thread.start()
+        self._wake.set()
+
+    def _publish(self, snapshot: tuple) -> None:
+        self._send(spectator_view(*snapshot))
+
+    def _send(self, message: dict[str, Any]) -> None:
+        data = msgspec.msgpack.encode(message)
+        with self._lock:
+            try:
+                self._sock.send(data, zmq.NOBLOCK)
+                self.sent += 1
+            except zmq.Again:
+                self.dropped += 1
+
+    def _trail(self) -> None:
+        """Send the view kept by a throttled event once its interval is over, unless newer came."""
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            if self._closing:
+                return
+            delay = self._last + self.interval - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            with self._lock:
+                snapshot, self._pending = self._pending, None
+            if snapshot is not None:
+                self._last = time.monotonic()
+                self._publish(snapshot)
 
     def finished(self, record: GameRecord) -> None:
         """The game is over: everything may be shown now, the dice seed included."""
         from .records import to_json
 
-        if not self.listening():
-            return
-        message = {"type": "end", "game_id": record.game_id, "record": msgspec.json.decode(to_json(record))}
-        with self._cond:
-            self._pending.pop(record.game_id, None)
-            self._ends.append(message)
-            self._cond.notify()
-
-    def _run(self) -> None:
-        sock = zmq.Context.instance().socket(zmq.PUB)
-        sock.setsockopt(zmq.SNDHWM, HIGH_WATER)
-        sock.setsockopt(zmq.LINGER, 0)
-        sock.connect(self.endpoint)
-        last = 0.0
-        try:
-            while True:
-                with self._cond:
-                    while not (self._pending or self._ends or self._closing):
-                        self._cond.wait()
-                    if self._closing and not self._ends:
-                        return
-                    wait = last + self.interval - time.monotonic()
-                if not self._ends and wait > 0:
-                    time.sleep(wait)  # not woken by every event of a fast game: the newest view waits
-                    continue
-                with self._cond:
-                    pending, self._pending = list(self._pending.values()), {}
-                    ends, self._ends = self._ends, []
-                messages = [spectator_view(*snap) for snap in pending] + ends
-                for message in messages:
-                    try:
-                        sock.send(msgspec.msgpack.encode(message), zmq.NOBLOCK)
-                        self.sent += 1
-                    except zmq.Again:
-                        self.dropped += 1
-                if pending:
-                    last = time.monotonic()
-        finally:
-            sock.close(0)
+        with self._lock:
+            self._pending = None
+        if self.listening():
+            self._send({"type": "end", "game_id": record.game_id, "record": msgspec.json.decode(to_json(record))})
 
     def close(self) -> None:
-        """Send what is queued for the end of a game, then stop."""
-        with self._cond:
-            self._closing = True
-            self._cond.notify()
-        self._thread.join(2)
+        self._closing = True
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(2)
+        with self._lock:
+            self._sock.close(0)
 
 
 def chain(*hooks):

@@ -154,12 +154,79 @@ def run(tmp: Path, tag: str, games: int, viewers: int) -> dict:
     return {"per": per, "total": total, "decisions": n, "elapsed": elapsed, "clients": clients}
 
 
+def hook_cost(games: int) -> dict:
+    """In this process: EinStein games between two random engine subprocesses with a feed to a
+    bound SUB socket (drained by a thread); the time spent in ``Feed.hook`` per event, beside the
+    referee's whole overhead per decision in the same games."""
+    import zmq
+
+    from arbiter.clock import parse_time_control
+    from arbiter.feed import Feed
+    from arbiter.formats.match import Series
+    from arbiter.games import load_game
+    from arbiter.hosting import EngineConfig
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-web-"))
+    endpoint = f"ipc://{tmp}/feed"
+    ctx = zmq.Context.instance()
+    sub = ctx.socket(zmq.SUB)
+    sub.setsockopt(zmq.SUBSCRIBE, b"")
+    sub.bind(endpoint)
+    got = [0]
+
+    def drain():
+        while True:
+            try:
+                sub.recv()
+                got[0] += 1
+            except zmq.ZMQError:
+                return
+    threading.Thread(target=drain, daemon=True).start()
+    feed = Feed(endpoint)
+    spent: list[float] = []
+
+    def timed(*args):
+        t = time.perf_counter()
+        feed.hook(*args)
+        spent.append(time.perf_counter() - t)
+    configs = [EngineConfig([PY, "-m", "sample_engines.random_engine", "--seed", str(i)], name=f"r{i}", cwd=str(ROOT))
+               for i in (1, 2)]
+    out = {}
+    for tag, hook in (("no feed", None), ("feed", timed)):
+        series = Series(load_game("einstein"), configs, parse_time_control("60"), run_dir=tmp / "logs",
+                        seed=b"bench-web", on_event=hook)
+        per, n_dec, over = [], 0, 0.0
+        try:
+            for g in range(games):
+                r = series.play_game(g + 1, [g % 2, 1 - g % 2])
+                decisions = [e for e in r.events if e.seat >= 0]
+                wall = r.ended_at - r.started_at
+                over += wall - sum(e.measured_ms for e in decisions) / 1000
+                n_dec += len(decisions)
+        finally:
+            series.close()
+        out[tag] = over / n_dec * 1e6
+    feed.close()
+    sub.close(0)
+    out["hook_us"] = sorted(spent)
+    out["published"] = got[0]
+    out["events"] = len(spent)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--games", type=int, default=20, help="games per pairing (3 pairings)")
     ap.add_argument("--viewers", type=int, default=100)
+    ap.add_argument("--hook-games", type=int, default=40, help="games of the in-process hook measurement")
     a = ap.parse_args()
     print(f"load average before: {os.getloadavg()}; {os.cpu_count()} cores")
+    h = hook_cost(a.hook_games)
+    us = h["hook_us"]
+    print(f"in-process, {a.hook_games} EinStein games per mode between two random engine subprocesses:")
+    print(f"  Feed.hook per event: median {us[len(us) // 2] * 1e6:.1f} us, p99 {us[int(len(us) * 0.99)] * 1e6:.1f} us, "
+          f"mean {sum(us) / len(us) * 1e6:.1f} us ({h['events']} events, {h['published']} views published)")
+    print(f"  referee overhead per decision: {h['no feed']:.0f} us without the feed, {h['feed']:.0f} us with it")
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         base = run(tmp, "alone", a.games, 0)

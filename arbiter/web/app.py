@@ -221,6 +221,9 @@ class Hub:
         self.messages += 1
         kind = message.get("type")
         if kind == "live":
+            known = self.live.get(message["game_id"])
+            if known is not None and known["ply"] > message["ply"]:
+                return  # an older view sent late by the feed's thread: the newer one stands
             self.live[message["game_id"]] = message
             self.broadcast(message)
         elif kind == "end":

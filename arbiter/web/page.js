@@ -158,8 +158,8 @@ function drawReplay() {
     `<p id="dice">dice: seed <code>${esc(r.dice.seed)}</code>, commitment <code>${esc(r.dice.commitment)}</code>, ${r.dice.rolls} rolls — ` +
     `<b class="${r.dice.verified ? "ok" : "bad"}">${r.dice.verified ? "verified" : "NOT verified: " + esc(r.dice.problems.join("; "))}</b>` +
     ` · record replays: <b class="${r.verified ? "ok" : "bad"}">${r.verified ? "consistent" : esc(r.problems.join("; "))}</b></p>` +
-    `<div><button id="first" title="Home">⏮</button><button id="prev" title="←">◀</button>` +
-    `<button id="next" title="→">▶</button><button id="last" title="End">⏭</button> <span id="step"></span></div>` +
+    `<div><button id="first" title="Home">|◀</button><button id="prev" title="←">◀</button>` +
+    `<button id="next" title="→">▶</button><button id="last" title="End">▶|</button> <span id="step"></span></div>` +
     `<div id="board" style="max-width:560px"></div><div id="movelist" class="moves" style="max-height:200px">${moves}</div></section>`;
   $("#first").onclick = () => showStep(0);
   $("#prev").onclick = () => showStep(r.step - 1);
