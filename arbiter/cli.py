@@ -193,15 +193,11 @@ def cmd_match(args: argparse.Namespace) -> int:
         configs = tuple(dataclasses.replace(c, endpoint=hub.endpoint) if c.participant else c for c in configs)
     args.live_view = None
     try:
-        if getattr(args, "web", None) is not None:
-            from .web.live import LiveView
-
-            try:
-                args.live_view = LiveView(f"{configs[0].name} vs {configs[1].name}", args.web, args.web_host)
-            except OSError as exc:
-                console.print(f"[red]error:[/] --web: {escape(str(exc))}", soft_wrap=True)
-                return EXIT_USAGE
-            console.print(f"live web view: {args.live_view.url}")
+        try:
+            args.live_view = _start_web(args, f"{configs[0].name} vs {configs[1].name}")
+        except OSError as exc:
+            console.print(f"[red]error:[/] --web {args.web}: {escape(str(exc))}", soft_wrap=True)
+            return EXIT_USAGE
         return _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_bounds)
     finally:
         if args.live_view is not None:
@@ -657,6 +653,24 @@ def cmd_keygen(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _start_web(args: argparse.Namespace, title: str):
+    """``--web PORT``: the live web view (docs/web.md) in this process, or None; OSError names the port."""
+    if getattr(args, "web", None) is None:
+        return None
+    from .web.live import LiveView
+
+    view = LiveView(title, args.web, args.web_host)
+    console.print(f"live web view: {view.url}")
+    return view
+
+
+def _web_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--web", metavar="PORT", type=int, default=None,
+                   help="serve the live web view on PORT while the games run (docs/web.md)")
+    p.add_argument("--web-host", metavar="ADDR", default="127.0.0.1",
+                   help="address the web view listens on (default 127.0.0.1: this machine only)")
+
+
 def cmd_coop(args: argparse.Namespace) -> int:
     """``arbiter coop``: a pair of engines plays ``--games`` games; per-game lines and a summary."""
     try:
@@ -687,6 +701,12 @@ def cmd_coop(args: argparse.Namespace) -> int:
     store, code = _prepare(args, configs)
     if store is None:
         return code
+    try:
+        web = _start_web(args, f"{configs[0].name} + {configs[1].name}")
+    except OSError as exc:
+        console.print(f"[red]error:[/] --web {args.web}: {escape(str(exc))}", soft_wrap=True)
+        store.close()
+        return EXIT_USAGE
     console.print(f"coop series: {game.name} {game.options}, {configs[0].name} + {configs[1].name}, "
                   f"{args.count} games, tc {tc.text}, master seed from {source} (revealed at the end), "
                   f"results → {args.db}")
@@ -704,11 +724,15 @@ def cmd_coop(args: argparse.Namespace) -> int:
                                 + (f" ± {se:.1f}" if not math.isnan(se) else ""))
 
             result = run_coop(game, configs, tc, args.count, master_seed=master, store=store,
-                              run_dir=logs_dir(args.db), margin=args.margin / 1000, on_game=on_game)
+                              run_dir=logs_dir(args.db), margin=args.margin / 1000,
+                              on_event=web.on_event() if web else None, on_game=web.on_game(on_game) if web else on_game)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: finished games are saved")
         store.close()
         return storage_exit(store, EXIT_INTERRUPTED)
+    finally:
+        if web is not None:
+            web.close()
     store.close()
     console.print(coop_summary_table(result))
     console.print(coop_distribution_table(result))
@@ -797,6 +821,12 @@ def cmd_solo(args: argparse.Namespace) -> int:
     store, code = _prepare(args, configs)
     if store is None:
         return code
+    try:
+        web = _start_web(args, f"solo: {', '.join(c.name for c in configs)}")
+    except OSError as exc:
+        console.print(f"[red]error:[/] --web {args.web}: {escape(str(exc))}", soft_wrap=True)
+        store.close()
+        return EXIT_USAGE
     console.print(f"solo suite: {game.name}, {args.count} seeds, tc {tc.text}, master seed from {source} "
                   f"(revealed at the end), results → {args.db}")
     suites: list[SuiteResult] = []
@@ -815,11 +845,16 @@ def cmd_solo(args: argparse.Namespace) -> int:
                         console.print(f"{record.players[0]} seed {k}: {'won' if record.returns[0] > 0 else 'lost'} "
                                       f"[{record.reason}{': ' + record.detail if record.detail else ''}]")
                 suites.append(run_suite(game, config, tc, args.count, master, store=store,
-                                        run_dir=logs_dir(args.db), margin=args.margin / 1000, on_game=on_game))
+                                        run_dir=logs_dir(args.db), margin=args.margin / 1000,
+                                        on_event=web.on_event() if web else None,
+                                        on_game=web.on_game(on_game) if web else on_game))
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: finished games are saved")
         store.close()
         return storage_exit(store, EXIT_INTERRUPTED)
+    finally:
+        if web is not None:
+            web.close()
     store.close()
     console.print(solo_summary_table(suites))
     if len(suites) > 1:
@@ -917,10 +952,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="continue an interrupted match from --db (default: its latest unfinished one) with "
                         "the game, options, time control, format and engines it was started with")
     m.add_argument("--quiet", action="store_true", help="no live display")
-    m.add_argument("--web", metavar="PORT", type=int, default=None,
-                   help="serve the live web view on PORT during the match (docs/web.md)")
-    m.add_argument("--web-host", metavar="ADDR", default="127.0.0.1",
-                   help="address the web view listens on (default 127.0.0.1: this machine only)")
+    _web_arguments(m)
     m.set_defaults(func=cmd_match)
 
     d = sub.add_parser("demo", help="an EinStein olympiad match between the sample engines")
@@ -963,6 +995,7 @@ def build_parser() -> argparse.ArgumentParser:
         _hosting_arguments(c)
         c.add_argument("--db", default="runs/results.sqlite")
         c.add_argument("--quiet", action="store_true")
+        _web_arguments(c)
         c.set_defaults(func=func)
 
     ce = sub.add_parser("check-engine", help="a conformance run for engine authors: PASS/FAIL per check")

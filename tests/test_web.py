@@ -27,7 +27,7 @@ from arbiter.feed import Feed, chain  # noqa: E402
 from arbiter.formats.match import Series  # noqa: E402
 from arbiter.games import load_game  # noqa: E402
 from arbiter.hosting import EngineConfig  # noqa: E402
-from arbiter.web import MemorySource, WebServer  # noqa: E402
+from arbiter.web import MemorySource, PortError, WebServer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -166,6 +166,10 @@ def test_serve_bad_input(tmp_path):
         assert r.returncode == 2 and "no such file" in r.stdout
         r = cli("serve", "x.sqlite", "--port", "70000")
         assert r.returncode == 2 and "--port" in r.stderr
+        r = subprocess.run([PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", "true", "--engine",
+                            "true", "--db", str(tmp_path / "m.sqlite"), "--web", str(port)], cwd=ROOT,
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and f"--web {port}: cannot listen on 127.0.0.1:{port}" in r.stdout, r.stdout
     finally:
         busy.close()
 
@@ -176,8 +180,11 @@ def test_port_in_use_is_named(tmp_path):
     busy.listen(1)
     port = busy.getsockname()[1]
     try:
-        with pytest.raises(OSError, match=f"--port {port}: cannot listen on 127.0.0.1:{port}"):
+        with pytest.raises(PortError, match=f"cannot listen on 127.0.0.1:{port}"):
             WebServer(MemorySource(), None, port=port)
+        server = WebServer(MemorySource(), None, port=0)  # this machine only unless asked
+        assert server.sock.getsockname()[0] == "127.0.0.1"
+        server.stop()
     finally:
         busy.close()
 

@@ -212,7 +212,7 @@ def cmd_run(args, resume: bool) -> int:
         try:
             web = web_server(opened.db.path, args.web_host, args.web)
         except (OSError, ValueError) as exc:
-            console.print(f"[red]error:[/] --web: {exc}", soft_wrap=True)
+            console.print(f"[red]error:[/] --web {args.web}: {exc}", soft_wrap=True)
             opened.db.close()
             return EXIT_USAGE
         web.start()
@@ -358,9 +358,14 @@ def _port(text: str) -> int:
 def cmd_serve(args) -> int:
     from .web import web_server
 
+    from arbiter.web import PortError
+
     console = _console()
     try:
         server = web_server(args.db, args.host, args.port)
+    except PortError as exc:
+        console.print(f"[red]error:[/] --port {args.port}: {exc}", soft_wrap=True)
+        return EXIT_USAGE
     except (OSError, ValueError) as exc:
         console.print(f"[red]error:[/] {exc}", soft_wrap=True)
         return EXIT_USAGE

@@ -54,8 +54,11 @@ def engine_page(records: list[GameRecord], name: str) -> dict[str, Any] | None:
         seat = seats[0]
         best = max(r.returns) if r.returns else 0
         mine = r.returns[seat] if r.returns else 0
-        won = mine == best and r.returns.count(best) == 1 and len(r.returns) > 1
-        drawn = len(set(r.returns)) == 1 and len(r.returns) > 1
+        if len(r.returns) == 1:  # a solo game: won or lost against the game
+            won, drawn = mine > 0, False
+        else:
+            won = mine == best and r.returns.count(best) == 1
+            drawn = len(set(r.returns)) == 1
         w, d, l = w + won, d + drawn, l + (not won and not drawn)
         points += 1.0 if won else 0.5 if drawn else 0.0
         used = 0.0
@@ -370,15 +373,8 @@ def build_app(source: Source, feed: str | None, *, poll: float = 0.5):
 
 # --- serving -------------------------------------------------------------------------------------
 
-def port_error(host: str, port: int) -> str | None:
-    """Why ``host:port`` cannot be listened on (in use, not an address here), or None."""
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError as exc:
-            return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
-    return None
+class PortError(OSError):
+    """The web view cannot listen where asked (the message names the address and port)."""
 
 
 class WebServer:
@@ -395,7 +391,7 @@ class WebServer:
             self.sock.bind((host, port))
         except OSError as exc:
             self.sock.close()
-            raise OSError(f"--port {port}: cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+            raise PortError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
         self.sock.listen(128)
         self.host, self.port = host, self.sock.getsockname()[1]
         self.app = build_app(source, feed, poll=poll)
