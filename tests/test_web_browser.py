@@ -36,7 +36,7 @@ game = "einstein"
 format = "round_robin"
 match = "games=2"
 time_control = "60"
-seed = "web-browser"
+seed = "{seed}"
 output = "{db}"
 concurrency = 1
 [game_options]
@@ -51,6 +51,9 @@ command = "{{python}} -m sample_engines.random_engine --seed 5"
 """
 
 
+SEED = "s33d-of-the-event"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -63,7 +66,7 @@ def site(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("web")
     db = tmp / "event.sqlite"
     toml = tmp / "event.toml"
-    toml.write_text(TOURNAMENT.format(db=db))
+    toml.write_text(TOURNAMENT.format(db=db, seed=SEED))
     shots = [tmp]
     if os.environ.get("WEB_SCREENSHOTS"):
         shots.append(Path(os.environ["WEB_SCREENSHOTS"]))
@@ -129,6 +132,8 @@ def test_running_board_changes_after_a_move(site):
     board = card.inner_html()
     page.wait_for_function("([gid, ply]) => { const c = document.querySelector(`#live .card[data-game='${gid}']`);"
                            " return !c || Number(c.dataset.ply) > ply; }", arg=[gid, ply], timeout=30000)
+    served = page.evaluate("async () => JSON.stringify(await (await fetch('/api/state')).json())")
+    assert SEED not in served  # every game's dice derive from it: hidden until the event is over
     card = page.query_selector(f"#live .card[data-game='{gid}']")
     if card is not None:  # still running: its board was redrawn for the new position
         assert int(card.get_attribute("data-ply")) > ply
@@ -151,6 +156,8 @@ def test_standings_change_when_a_game_ends(site):
     # the finished event, served by a process of its own from the database
     start(site["procs"], site["port"], "serve", str(site["db"]), "--port", str(site["port"]))
     page.wait_for_function(f"() => document.querySelectorAll('#finished tr').length === 3", timeout=30000)
+    served = page.evaluate("async () => JSON.stringify(await (await fetch('/api/state')).json())")
+    assert f'"seed":"{SEED}"' in served  # the event is over: its master seed is public
     # while no server listened, the page's event stream failed and reconnected: that is no page error
     site["errors"][gap:] = [e for e in site["errors"][gap:] if "net::ERR_" not in e]
 
