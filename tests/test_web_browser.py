@@ -75,6 +75,7 @@ def site(tmp_path_factory):
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        page.set_default_timeout(60000)  # a loaded machine (2 cores, engines and a tournament besides)
         page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
         port = free_port()
@@ -153,9 +154,11 @@ def test_standings_change_when_a_game_ends(site):
     site["proc"].wait(120)  # the whole event: both games; its web view stops with it
     assert site["proc"].returncode == 0
     gap = len(site["errors"])
+    snapshots = int(page.evaluate("() => document.body.dataset.snapshots"))
     # the finished event, served by a process of its own from the database
     start(site["procs"], site["port"], "serve", str(site["db"]), "--port", str(site["port"]))
-    page.wait_for_function(f"() => document.querySelectorAll('#finished tr').length === 3", timeout=30000)
+    page.wait_for_function(f"() => Number(document.body.dataset.snapshots) > {snapshots}", timeout=60000)
+    page.wait_for_function("() => document.querySelectorAll('#finished tr').length === 3", timeout=60000)
     served = page.evaluate("async () => JSON.stringify(await (await fetch('/api/state')).json())")
     assert f'"seed":"{SEED}"' in served  # the event is over: its master seed is public
     # while no server listened, the page's event stream failed and reconnected: that is no page error

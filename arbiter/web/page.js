@@ -209,6 +209,7 @@ function connect() {
     const now = performance.now();
     d.live.forEach((g) => { S.live[g.game_id] = g; S.recv[g.game_id] = now; });
     $("#status").textContent = "live";
+    document.body.dataset.snapshots = Number(document.body.dataset.snapshots || 0) + 1;  // (tests wait on it)
     route();
   });
   es.addEventListener("live", (ev) => {
