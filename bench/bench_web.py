@@ -97,9 +97,8 @@ class Viewers:
                 key.data[1] = buf
                 for msg in done:
                     if b"event: live" in msg:
-                        m = SENT.search(msg)
-                        if m:
-                            self.latencies.append(now - float(m.group(1)))
+                        for sent in SENT.findall(msg):
+                            self.latencies.append(now - float(sent))
                             self.counts[i] += 1
 
     def close(self) -> None:

@@ -86,7 +86,7 @@ def get_json(server: WebServer, path: str) -> tuple[int, dict]:
 def test_stalingrad_spectators_see_no_hidden_counter_and_no_seed(tmp_path):
     game = load_game("stalingrad")
     endpoint = f"ipc://{tmp_path}/feed"
-    server = WebServer(MemorySource("leak test"), endpoint, port=0)
+    server = WebServer(MemorySource("leak test"), endpoint, port=0, tick=0.001)  # (nearly) every view served
     server.start()
     sse = SSE(server.host, server.port)
     try:
@@ -108,14 +108,14 @@ def test_stalingrad_spectators_see_no_hidden_counter_and_no_seed(tmp_path):
             record = series.play_game(1, [0])
         finally:
             series.close()
-        live = sse.wait(lambda e: e[0] == "live" and e[1]["ply"] == len(record.events))[1]  # the last one came
+        sse.wait(lambda e: e[0] == "live" and any(g["ply"] == len(record.events) for g in e[1]["games"]))
         status, mid_game = get_json(server, f"/api/game/{record.game_id}")  # still running for the server
         assert status == 200 and mid_game["type"] == "live"
         feed.finished(record)
         sse.wait(lambda e: e[0] == "end")
         feed.close()
-        lives = [data for name, data in sse.events if name == "live"]
-        assert len(lives) >= 5 and live in lives
+        lives = [g for name, data in sse.events if name == "live" for g in data["games"]]
+        assert len(lives) >= 5 and lives[-1]["ply"] == len(record.events)
         checked = 0
         for data in lives + [mid_game]:
             text = json.dumps(data)

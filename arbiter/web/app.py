@@ -3,8 +3,8 @@
 Two inputs, two kinds of truth: the *feed* (``arbiter.feed``: running games, bound here as a ZeroMQ
 SUB socket the referees connect to) and the *source* (finished games and standings: a tournament's
 SQLite database read-only, or the games a match announced). Browsers get one snapshot, then
-server-sent events: ``live`` (a running game's whole public view), ``end`` (a game finished) and
-``summary`` (standings changed). Each browser has a bounded queue; one too slow to keep up is
+server-sent events: ``live`` (the whole public views of the running games that changed, at most
+one event per ``TICK``), ``end`` (a game finished) and ``summary`` (standings changed). Each browser has a bounded queue; one too slow to keep up is
 dropped (its EventSource reconnects and starts again from a snapshot), so no viewer holds up
 another, nor the server, nor (through the feed) any game.
 """
@@ -29,6 +29,8 @@ from ..records.replay import replay, verify
 
 QUEUE = 256
 """Messages a browser may lag behind before it is dropped (and reconnects)."""
+TICK = 0.05
+"""Seconds between pushes of the running games' changed views (see ``Hub.flush``)."""
 STALE = 600.0
 """A running game not heard of for this long (seconds) is taken off the page (its referee died)."""
 
@@ -188,6 +190,8 @@ class Hub:
     def __init__(self, source: Source):
         self.source = source
         self.live: dict[str, dict[str, Any]] = {}
+        self.dirty: dict[str, dict[str, Any]] = {}
+        """Games whose view changed since the last ``flush``."""
         self.queues: set[asyncio.Queue] = set()
         self.summary_cache: tuple[Any, dict] | None = None
         self.messages = 0
@@ -220,6 +224,13 @@ class Hub:
             except asyncio.QueueFull:  # too slow: drop it; its browser reconnects for a snapshot
                 self.queues.discard(q)
 
+    def flush(self) -> None:
+        """One ``live`` event with every game whose view changed: a browser gets at most one
+        write per tick however many games run and however fast."""
+        if self.dirty:
+            games, self.dirty = list(self.dirty.values()), {}
+            self.broadcast({"type": "live", "games": games})
+
     def on_feed(self, message: dict[str, Any]) -> None:
         self.messages += 1
         kind = message.get("type")
@@ -227,11 +238,11 @@ class Hub:
             known = self.live.get(message["game_id"])
             if known is not None and known["ply"] > message["ply"]:
                 return  # an older view sent late by the feed's thread: the newer one stands
-            self.live[message["game_id"]] = message
-            self.broadcast(message)
+            self.live[message["game_id"]] = self.dirty[message["game_id"]] = message
         elif kind == "end":
             record = msgspec.convert(message["record"], GameRecord)
             self.live.pop(record.game_id, None)
+            self.dirty.pop(record.game_id, None)
             self.source.announced(record)
             self.broadcast({"type": "end", "game_id": record.game_id, "row": game_row(record)})
 
@@ -265,6 +276,12 @@ async def _feed_task(hub: Hub, endpoint: str, bound: threading.Event) -> None:
                 pass
 
 
+async def _flush_task(hub: Hub, every: float) -> None:
+    while True:
+        await asyncio.sleep(every)
+        hub.flush()
+
+
 async def _watch_task(hub: Hub, every: float) -> None:
     """Push the standings whenever the source changes (a game committed to the database)."""
     version = hub.source.version()
@@ -276,7 +293,7 @@ async def _watch_task(hub: Hub, every: float) -> None:
             hub.broadcast(await asyncio.to_thread(hub.summary))
 
 
-def build_app(source: Source, feed: str | None, *, poll: float = 0.5):
+def build_app(source: Source, feed: str | None, *, poll: float = 0.5, tick: float = TICK):
     """The Starlette app of the web view over ``source``, listening to ``feed`` (an endpoint)."""
     from contextlib import asynccontextmanager
 
@@ -292,7 +309,7 @@ def build_app(source: Source, feed: str | None, *, poll: float = 0.5):
 
     @asynccontextmanager
     async def lifespan(app):
-        tasks = [asyncio.create_task(_watch_task(hub, poll))]
+        tasks = [asyncio.create_task(_watch_task(hub, poll)), asyncio.create_task(_flush_task(hub, tick))]
         if feed:
             tasks.append(asyncio.create_task(_feed_task(hub, feed, bound)))
         yield
@@ -382,7 +399,7 @@ class WebServer:
     the caller reports before anything starts); ``start`` runs it in a thread, ``run`` here."""
 
     def __init__(self, source: Source, feed: str | None, host: str = "127.0.0.1", port: int = 8080,
-                 poll: float = 0.5):
+                 poll: float = 0.5, tick: float = TICK):
         import uvicorn
 
         self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
@@ -394,7 +411,7 @@ class WebServer:
             raise PortError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
         self.sock.listen(128)
         self.host, self.port = host, self.sock.getsockname()[1]
-        self.app = build_app(source, feed, poll=poll)
+        self.app = build_app(source, feed, poll=poll, tick=tick)
         config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="on",
                                 timeout_graceful_shutdown=1)
         self.server = uvicorn.Server(config)

@@ -213,9 +213,10 @@ function connect() {
     route();
   });
   es.addEventListener("live", (ev) => {
-    const g = JSON.parse(ev.data);
-    S.live[g.game_id] = g; S.recv[g.game_id] = performance.now();
-    onUpdate(g.game_id);
+    const now = performance.now(), games = JSON.parse(ev.data).games;
+    games.forEach((g) => { S.live[g.game_id] = g; S.recv[g.game_id] = now; });
+    const open = decodeURIComponent(location.hash.split("/").slice(2).join("/"));
+    onUpdate(games.some((g) => g.game_id === open) ? open : undefined);
   });
   es.addEventListener("end", (ev) => {
     const d = JSON.parse(ev.data);
