@@ -5,7 +5,8 @@ Run from the repository root::
 
     .venv/bin/python bench/bench_web.py [--games 20] [--viewers 100]
 
-The same EinStein tournament (three random engines, round robin, concurrency 2, one seed) is run
+The same EinStein tournament (three random engines, or with ``--movetime S`` three expectimax
+engines searching S seconds a move; round robin, concurrency 2, one seed) is run
 twice with ``arbiter-tournament run``: without a viewer, then with ``--web`` and ``--viewers``
 event-stream clients on loopback (one thread, raw sockets) reading every message. Printed:
 
@@ -44,15 +45,28 @@ time_control = "60"
 seed = "web-bench"
 output = "{db}"
 concurrency = 2
+{engines}"""
+RANDOM = """
 [[engines]]
-name = "r1"
-command = "{{python}} -m sample_engines.random_engine --seed 1"
+name = "r{i}"
+command = "{{python}} -m sample_engines.random_engine --seed {i}"
+"""
+SEARCH = """
 [[engines]]
-name = "r2"
-command = "{{python}} -m sample_engines.random_engine --seed 2"
-[[engines]]
-name = "r3"
-command = "{{python}} -m sample_engines.random_engine --seed 3"
+name = "x{i}"
+command = "{{python}} -m sample_engines.einstein_expectimax --movetime {movetime}"
+"""
+
+DRAIN = """
+import signal, sys, zmq
+sub = zmq.Context().socket(zmq.SUB)
+sub.setsockopt(zmq.SUBSCRIBE, b"")
+sub.bind(sys.argv[1])
+n = 0
+signal.signal(signal.SIGTERM, lambda *a: (print(n), sys.exit(0)))
+while True:
+    sub.recv()
+    n += 1
 """
 
 SENT = re.compile(rb'"sent_at":([0-9.e+]+)')
@@ -123,10 +137,11 @@ def overheads(db: Path) -> tuple[list[float], float, int]:
     return per, (wall_all - engine_all) / n_all * 1e6, n_all
 
 
-def run(tmp: Path, tag: str, games: int, viewers: int) -> dict:
+def run(tmp: Path, tag: str, games: int, viewers: int, movetime: float) -> dict:
     db = tmp / f"{tag}.sqlite"
     toml = tmp / f"{tag}.toml"
-    toml.write_text(TOURNAMENT.format(games=games, db=db))
+    engines = "".join((SEARCH if movetime else RANDOM).format(i=i, movetime=movetime) for i in (1, 2, 3))
+    toml.write_text(TOURNAMENT.format(games=games, db=db, engines=engines))
     args = [PY, "-m", "tournaments", "run", str(toml), "-q", "--no-report"]
     port = free_port()
     if viewers:
@@ -155,10 +170,8 @@ def run(tmp: Path, tag: str, games: int, viewers: int) -> dict:
 
 def hook_cost(games: int) -> dict:
     """In this process: EinStein games between two random engine subprocesses with a feed to a
-    bound SUB socket (drained by a thread); the time spent in ``Feed.hook`` per event, beside the
-    referee's whole overhead per decision in the same games."""
-    import zmq
-
+    SUB socket bound by another process (which counts what it gets); the time spent in
+    ``Feed.hook`` per event, beside the referee's whole overhead per decision in the same games."""
     from arbiter.clock import parse_time_control
     from arbiter.feed import Feed
     from arbiter.formats.match import Series
@@ -167,20 +180,9 @@ def hook_cost(games: int) -> dict:
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-web-"))
     endpoint = f"ipc://{tmp}/feed"
-    ctx = zmq.Context.instance()
-    sub = ctx.socket(zmq.SUB)
-    sub.setsockopt(zmq.SUBSCRIBE, b"")
-    sub.bind(endpoint)
-    got = [0]
-
-    def drain():
-        while True:
-            try:
-                sub.recv()
-                got[0] += 1
-            except zmq.ZMQError:
-                return
-    threading.Thread(target=drain, daemon=True).start()
+    drain = subprocess.Popen([PY, "-c", DRAIN, endpoint], stdout=subprocess.PIPE, text=True)  # the viewer's socket
+    while not (tmp / "feed").exists():
+        time.sleep(0.01)
     feed = Feed(endpoint)
     spent: list[float] = []
 
@@ -206,9 +208,10 @@ def hook_cost(games: int) -> dict:
             series.close()
         out[tag] = over / n_dec * 1e6
     feed.close()
-    sub.close(0)
+    time.sleep(0.3)
+    drain.terminate()
     out["hook_us"] = sorted(spent)
-    out["published"] = got[0]
+    out["published"] = int(drain.communicate()[0] or 0)
     out["events"] = len(spent)
     return out
 
@@ -218,18 +221,22 @@ def main() -> None:
     ap.add_argument("--games", type=int, default=20, help="games per pairing (3 pairings)")
     ap.add_argument("--viewers", type=int, default=100)
     ap.add_argument("--hook-games", type=int, default=40, help="games of the in-process hook measurement")
+    ap.add_argument("--movetime", type=float, default=0.0,
+                    help="0: random engines (instant); else expectimax engines searching this many seconds a move")
     a = ap.parse_args()
     print(f"load average before: {os.getloadavg()}; {os.cpu_count()} cores")
+    print("tournament engines: " + (f"3 expectimax, --movetime {a.movetime}" if a.movetime else "3 random (instant)"))
     h = hook_cost(a.hook_games)
     us = h["hook_us"]
     print(f"in-process, {a.hook_games} EinStein games per mode between two random engine subprocesses:")
     print(f"  Feed.hook per event: median {us[len(us) // 2] * 1e6:.1f} us, p99 {us[int(len(us) * 0.99)] * 1e6:.1f} us, "
           f"mean {sum(us) / len(us) * 1e6:.1f} us ({h['events']} events, {h['published']} views published)")
     print(f"  referee overhead per decision: {h['no feed']:.0f} us without the feed, {h['feed']:.0f} us with it")
+    print("tournament (concurrency 2), the same seed twice:")
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        base = run(tmp, "alone", a.games, 0)
-        web = run(tmp, "watched", a.games, a.viewers)
+        base = run(tmp, "alone", a.games, 0, a.movetime)
+        web = run(tmp, "watched", a.games, a.viewers, a.movetime)
     for tag, r in (("no viewer", base), (f"--web + {a.viewers} viewers", web)):
         print(f"{tag:>22}: {r['decisions']} decisions in {r['elapsed']:.1f} s; referee overhead per decision: "
               f"median over games {statistics.median(r['per']):.0f} us, all games {r['total']:.0f} us")
