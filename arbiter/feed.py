@@ -137,7 +137,8 @@ class Feed:
         if self._thread is None:
             self._thread = threading.Thread(target=self._trail, name="feed", daemon=True)
             self._thread.start()
-        self._wake.set()
+        if not self._wake.is_set():
+            self._wake.set()
 
     def _publish(self, snapshot: tuple) -> None:
         self._send(spectator_view(*snapshot))
