@@ -202,12 +202,20 @@ def cmd_match(args: argparse.Namespace) -> int:
                  **_openings_setup(args, openings))
     if hub is not None:
         configs = tuple(dataclasses.replace(c, endpoint=hub.endpoint) if c.participant else c for c in configs)
+    args.live_view = None
     try:
+        try:
+            args.live_view = _start_web(args, " vs ".join(c.name for c in configs))
+        except OSError as exc:
+            console.print(f"[red]error:[/] --web {args.web}: {escape(str(exc))}", soft_wrap=True)
+            return EXIT_USAGE
         if game.num_seats > 2:
             return _run_table(args, game, tc, fmt, seed, configs, setup, match_id, done, openings, adjudication)
         return _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_bounds, adjudication,
                           openings)
     finally:
+        if args.live_view is not None:
+            args.live_view.close()
         if hub is not None:
             hub.close()
 
@@ -243,6 +251,9 @@ def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_b
         if args.quiet:
             console.print(line)
 
+    web = getattr(args, "live_view", None)  # --web: the live web view (docs/web.md) wraps the hooks
+    if web is not None:
+        on_event, on_game = web.on_event(None if args.quiet else on_event), web.on_game(on_game)
     match = Match(game, configs, tc, fmt, store=store, run_dir=logs_dir(args.db), margin=args.margin / 1000,
                   seed=seed, match_id=match_id, on_event=on_event, on_game=on_game, sprt=sprt_bounds,
                   adjudication=adjudication, openings=openings)
@@ -805,6 +816,24 @@ def cmd_keygen(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _start_web(args: argparse.Namespace, title: str):
+    """``--web PORT``: the live web view (docs/web.md) in this process, or None; OSError names the port."""
+    if getattr(args, "web", None) is None:
+        return None
+    from .web.live import LiveView
+
+    view = LiveView(title, args.web, args.web_host)
+    console.print(f"live web view: {view.url}")
+    return view
+
+
+def _web_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--web", metavar="PORT", type=int, default=None,
+                   help="serve the live web view on PORT while the games run (docs/web.md)")
+    p.add_argument("--web-host", metavar="ADDR", default="127.0.0.1",
+                   help="address the web view listens on (default 127.0.0.1: this machine only)")
+
+
 def cmd_coop(args: argparse.Namespace) -> int:
     """``arbiter coop``: a pair of engines plays ``--games`` games; per-game lines and a summary."""
     try:
@@ -835,6 +864,12 @@ def cmd_coop(args: argparse.Namespace) -> int:
     store, code = _prepare(args, configs)
     if store is None:
         return code
+    try:
+        web = _start_web(args, f"{configs[0].name} + {configs[1].name}")
+    except OSError as exc:
+        console.print(f"[red]error:[/] --web {args.web}: {escape(str(exc))}", soft_wrap=True)
+        store.close()
+        return EXIT_USAGE
     console.print(f"coop series: {game.name} {game.options}, {configs[0].name} + {configs[1].name}, "
                   f"{args.count} games, tc {tc.text}, master seed from {source} (revealed at the end), "
                   f"results → {args.db}")
@@ -852,11 +887,15 @@ def cmd_coop(args: argparse.Namespace) -> int:
                                 + (f" ± {se:.1f}" if not math.isnan(se) else ""))
 
             result = run_coop(game, configs, tc, args.count, master_seed=master, store=store,
-                              run_dir=logs_dir(args.db), margin=args.margin / 1000, on_game=on_game)
+                              run_dir=logs_dir(args.db), margin=args.margin / 1000,
+                              on_event=web.on_event() if web else None, on_game=web.on_game(on_game) if web else on_game)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: finished games are saved")
         store.close()
         return storage_exit(store, EXIT_INTERRUPTED)
+    finally:
+        if web is not None:
+            web.close()
     store.close()
     console.print(coop_summary_table(result))
     console.print(coop_distribution_table(result))
@@ -945,6 +984,12 @@ def cmd_solo(args: argparse.Namespace) -> int:
     store, code = _prepare(args, configs)
     if store is None:
         return code
+    try:
+        web = _start_web(args, f"solo: {', '.join(c.name for c in configs)}")
+    except OSError as exc:
+        console.print(f"[red]error:[/] --web {args.web}: {escape(str(exc))}", soft_wrap=True)
+        store.close()
+        return EXIT_USAGE
     console.print(f"solo suite: {game.name}, {args.count} seeds, tc {tc.text}, master seed from {source} "
                   f"(revealed at the end), results → {args.db}")
     suites: list[SuiteResult] = []
@@ -963,11 +1008,16 @@ def cmd_solo(args: argparse.Namespace) -> int:
                         console.print(f"{record.players[0]} seed {k}: {'won' if record.returns[0] > 0 else 'lost'} "
                                       f"[{record.reason}{': ' + record.detail if record.detail else ''}]")
                 suites.append(run_suite(game, config, tc, args.count, master, store=store,
-                                        run_dir=logs_dir(args.db), margin=args.margin / 1000, on_game=on_game))
+                                        run_dir=logs_dir(args.db), margin=args.margin / 1000,
+                                        on_event=web.on_event() if web else None,
+                                        on_game=web.on_game(on_game) if web else on_game))
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: finished games are saved")
         store.close()
         return storage_exit(store, EXIT_INTERRUPTED)
+    finally:
+        if web is not None:
+            web.close()
     store.close()
     console.print(solo_summary_table(suites))
     if len(suites) > 1:
@@ -1079,6 +1129,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "the game, options, time control, format and engines it was started with")
     m.add_argument("--quiet", action="store_true", help="no live display")
     _suite_arguments(m)
+    _web_arguments(m)
     m.set_defaults(func=cmd_match)
 
     d = sub.add_parser("demo", help="an EinStein olympiad match between the sample engines")
@@ -1121,6 +1172,7 @@ def build_parser() -> argparse.ArgumentParser:
         _hosting_arguments(c)
         c.add_argument("--db", default="runs/results.sqlite")
         c.add_argument("--quiet", action="store_true")
+        _web_arguments(c)
         c.set_defaults(func=func)
 
     ex = sub.add_parser("export", help="write the games of a results file as compact text (PGN-like) or CSV")
@@ -1321,7 +1373,11 @@ def _run_table(args, game, tc, fmt, seed, configs, setup, match_id, done, openin
                              f"{': ' + record.detail if record.detail else ''}] in {len(record.events)} events"),
                       soft_wrap=True, highlight=False)
 
-    table = TableMatch(game, list(configs), tc, fmt.games, store=store, run_dir=logs_dir(args.db),
+    web = getattr(args, "live_view", None)  # --web: the live web view (docs/web.md) wraps the hooks
+    on_event = None
+    if web is not None:
+        on_event, on_game = web.on_event(None), web.on_game(on_game)
+    table = TableMatch(game, list(configs), tc, fmt.games, store=store, run_dir=logs_dir(args.db), on_event=on_event,
                        margin=args.margin / 1000, seed=seed, match_id=match_id, on_game=on_game, openings=openings,
                        adjudication=adjudication)
     if failed := table.series.start_all():

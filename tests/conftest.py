@@ -9,6 +9,7 @@ SKIP_GROUPS = {
     "needs the sandbox: ": "sandbox",             # test_hostile.py
     "no sandbox here: ": "sandbox",               # test_isolation.py
     "needs the C engine's build tools: ": "C engine",  # test_c_engine.py
+    "needs a browser: ": "web browser",           # test_web_browser.py
 }
 """How the skip reasons of each group's tests begin, and the group's name; the rest is the problem."""
 

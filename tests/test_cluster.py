@@ -23,7 +23,6 @@ import pytest
 
 from tests.test_tournament_run import DETERMINISTIC_ENGINE, ROOT, cli, games_of, marked_processes
 
-pytest.importorskip("distributed")
 
 TOML = """\
 name = "cluster-test"

@@ -256,8 +256,32 @@ def cmd_run(args, resume: bool) -> int:
     if resume and (code := _preflight(console, cfg, opened.db.path)):
         opened.db.close()
         return code
+    web = None
+    if args.web is not None:  # the live web view (docs/web.md), in a thread beside the director
+        from .web import web_server
+
+        try:
+            web = web_server(opened.db.path, args.web_host, args.web)
+        except (OSError, ValueError) as exc:
+            console.print(f"[red]error:[/] --web {args.web}: {exc}", soft_wrap=True)
+            opened.db.close()
+            return EXIT_USAGE
+        web.start()
+        console.print(f"live web view: {web.url}")
+    try:
+        return _run_with_display(console, args, opened, resume)
+    finally:
+        if web is not None:
+            web.stop()
+
+
+def _run_with_display(console, args, opened, resume: bool) -> int:
     from rich.markup import escape
 
+    from . import api
+    from .runner import TournamentError
+
+    cfg = opened.cfg
     mode = "quiet" if args.quiet else ("live" if console.is_terminal else "lines")
     console.print(f"{'resuming' if resume else 'starting'} tournament [bold]{cfg.name}[/] → {opened.db.path} "
                   f"(seed {'from ' + str(cfg.seed_file) if cfg.seed_file else opened.seed})")
@@ -404,6 +428,36 @@ def _cluster(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _port(text: str) -> int:
+    """A TCP port: 0 (any free one) to 65535 (argparse names the flag)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0..65535, not {value}")
+    return value
+
+
+def cmd_serve(args) -> int:
+    from .web import web_server
+
+    from arbiter.web import PortError
+
+    console = _console()
+    try:
+        server = web_server(args.db, args.host, args.port)
+    except PortError as exc:
+        console.print(f"[red]error:[/] --port {args.port}: {exc}", soft_wrap=True)
+        return EXIT_USAGE
+    except (OSError, ValueError) as exc:
+        console.print(f"[red]error:[/] {exc}", soft_wrap=True)
+        return EXIT_USAGE
+    console.print(f"serving {args.db} on {server.url} (read-only; Ctrl-C stops)", soft_wrap=True)
+    server.run()
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="arbiter-tournament",
                                      description="Run tournaments between game engines, durably; report ratings.")
@@ -424,6 +478,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--rating-interval", type=_count, default=None, metavar="N",
                        help="print standings, ratings, rate and ETA every N games (0: never; default: the "
                             "file's rating_interval)")
+        p.add_argument("--web", metavar="PORT", type=_port, default=None,
+                       help="serve the live web view on PORT while the event runs (docs/web.md)")
+        p.add_argument("--web-host", metavar="ADDR", default="127.0.0.1",
+                       help="address the web view listens on (default 127.0.0.1: this machine only)")
     p = sub.add_parser("report", help="standings, crosstable, ratings and tests from a tournament database")
     p.add_argument("db", help="tournament database (.sqlite)")
     p.add_argument("--json", metavar="PATH", help="write the report as JSON ('-' for stdout)")
@@ -439,6 +497,10 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--format", choices=("text", "csv"), default="text", help="text (default) or csv")
     x.add_argument("-o", "--output", help="file to write (default: standard output)")
     x.add_argument("--key", help="sign each game's digest with this referee key")
+    w = sub.add_parser("serve", help="a live, read-only web view of a tournament database (docs/web.md)")
+    w.add_argument("db", help="tournament database (.sqlite)")
+    w.add_argument("--port", type=_port, default=8080, help="port to listen on (default 8080)")
+    w.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     c = sub.add_parser("check", help="validate a tournament file and show its first pairings")
     c.add_argument("file")
     return parser
@@ -466,6 +528,8 @@ def main(argv: list[str] | None = None) -> int:
             from arbiter.cli import cmd_export
 
             return cmd_export(args)
+        if args.command == "serve":
+            return cmd_serve(args)
         return cmd_check(args)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED

@@ -199,16 +199,21 @@ def play_game(setup: WorkerSetup, parent_python: str, job: GameJob) -> bytes:
         game = arbiter_games.load_game(setup.game, **setup.game_options)
         marker = f"{setup.run_id}.{socket.gethostname()}.{os.getpid()}.{threading.get_ident()}"
         time_control, factor = scaled_time_control(setup)
+        from arbiter.feed import Feed
+
+        feed = Feed(setup.feed) if setup.feed else None  # the web view's feed: only where its socket is (this host)
         series = Series(game, _local_configs(setup, parent_python, marker), time_control, store=None,
                         run_dir=setup.run_dir, margin=setup.margin, seed=setup.master_seed, match_id=setup.tid,
-                        adjudication=setup.adjudication)
-        series.tc_scale = factor
+                        adjudication=setup.adjudication, on_event=feed.hook if feed else None)
+        series.tc_scale, series.feed = factor, feed
         with _series_lock:
             _series[key] = series
     seating = list(job.seating)
     series.retire_idle(max(series.game.num_seats, setup.keep_engines), seating)
     opening = setup.openings[job.opening] if job.opening is not None else None
     record = series.play_game(job.number, seating, job.stream, match_id=job.match_id, opening=opening)
+    if series.feed is not None:
+        series.feed.finished(record)
     record.played_on = machine()
     if setup.speed_reference > 0:
         record.tc_scale = series.tc_scale
@@ -223,6 +228,8 @@ def close_run(run_id: str) -> int:
     try:
         for series in closing:
             series.close()
+            if series.feed is not None:
+                series.feed.close()
     finally:
         kill_marked(RUN_ENV, run_id)
     return len(closing)

@@ -66,6 +66,8 @@ class WorkerSetup(msgspec.Struct, frozen=True, kw_only=True):
     deadline as Unix time, grace, insecure, lag_move_ms, lag_quota_ms)."""
     openings: list[Opening] = []
     """The openings file's positions in file order (``GameJob.opening`` indexes it)."""
+    feed: str | None = None
+    """Where the games' live spectator view is published (``arbiter.feed``; docs/web.md)."""
 
 
 class GameJob(msgspec.Struct, frozen=True):

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Callable
 
 from arbiter import games as arbiter_games
+from arbiter.feed import feed_endpoint
 from arbiter.records import GameRecord
 from arbiter.records.store import STORAGE_ERRORS
 from arbiter.sprt import concluded, test_points
@@ -172,7 +173,7 @@ class Runner:
                            margin=cfg.margin_ms / 1000, master_seed=master_seed(self.seed), tid=cfg.tid,
                            run_dir=logs_dir(self.db.path), remote=self._remote(), adjudication=cfg.adjudication,
                            lanes=lanes, openings=list(cfg.openings),
-                           speed_reference=-1.0 if cfg.scale_time_control else 0.0)
+                           speed_reference=-1.0 if cfg.scale_time_control else 0.0, feed=feed_endpoint(self.db.path))
 
     def _remote(self) -> dict | None:
         r = self.cfg.remote

@@ -148,21 +148,26 @@ def worker_main(conn: Any, setup: WorkerSetup) -> None:
                for c in setup.engines]
     configs += [replace(c, env={**c.env, **extra_env}) for c in setup.engines]  # copies for self-pairs
     keep = max(game.num_seats, setup.keep_engines)
+    from arbiter.feed import Feed
+
+    feed = Feed(setup.feed) if setup.feed else None  # the web view's live feed (never waits)
 
     def new_series() -> Series:
         return Series(arbiter_games.load_game(setup.game, **setup.game_options), configs, setup.time_control,
                       store=None, run_dir=setup.run_dir, margin=setup.margin, seed=setup.master_seed,
-                      match_id=setup.tid, adjudication=setup.adjudication)
+                      match_id=setup.tid, adjudication=setup.adjudication, on_event=feed.hook if feed else None)
 
     if setup.lanes > 1:
         lanes = [new_series() for _ in range(setup.lanes)]
         state["lanes"] = lanes
         try:
-            _play_lanes(conn, setup, hub, lanes, keep, [c.participant for c in configs])
+            _play_lanes(conn, setup, hub, lanes, keep, [c.participant for c in configs], feed)
         finally:
             usage = resource.getrusage(resource.RUSAGE_SELF)
             for series in lanes:
                 series.close()
+            if feed is not None:
+                feed.close()
             if hub is not None:
                 hub.close()
             kill_marked(WORKER_ENV, marker)
@@ -172,7 +177,8 @@ def worker_main(conn: Any, setup: WorkerSetup) -> None:
                 pass
         return
     series = Series(game, configs, setup.time_control, store=None, run_dir=setup.run_dir,
-                    margin=setup.margin, seed=setup.master_seed, match_id=setup.tid, adjudication=setup.adjudication)
+                    margin=setup.margin, seed=setup.master_seed, match_id=setup.tid, adjudication=setup.adjudication,
+                    on_event=feed.hook if feed else None)
     state["series"] = series
     try:
         while True:
@@ -192,10 +198,14 @@ def worker_main(conn: Any, setup: WorkerSetup) -> None:
             except Exception:
                 conn.send(WorkerError(setup.worker, job, traceback.format_exc()))
                 continue
+            if feed is not None:
+                feed.finished(record)
             conn.send(FinishedGame(setup.worker, job, to_json(record), tuple(series.running())))
     finally:
         usage = resource.getrusage(resource.RUSAGE_SELF)
         series.close()
+        if feed is not None:
+            feed.close()
         if hub is not None:
             hub.close()
         kill_marked(WORKER_ENV, marker)
@@ -205,7 +215,7 @@ def worker_main(conn: Any, setup: WorkerSetup) -> None:
             pass
 
 
-def _play_lanes(conn: Any, setup: WorkerSetup, hub, lanes: list, keep: int, participants: list) -> None:
+def _play_lanes(conn: Any, setup: WorkerSetup, hub, lanes: list, keep: int, participants: list, feed=None) -> None:
     """Play up to ``len(lanes)`` games at once, each in a thread with a series of its own: the
     worker of an event with remote participants, who connect once to its one port and may play
     several games over that connection. A game waits (other games go first) until each remote
@@ -231,6 +241,8 @@ def _play_lanes(conn: Any, setup: WorkerSetup, hub, lanes: list, keep: int, part
             series.retire_idle(keep, seating)
             opening = setup.openings[job.opening] if job.opening is not None else None
             record = series.play_game(job.number, seating, job.stream, match_id=job.match_id, opening=opening)
+            if feed is not None:
+                feed.finished(record)
             outcome: Any = FinishedGame(setup.worker, job, to_json(record), tuple(series.running()))
         except Exception:
             outcome = WorkerError(setup.worker, job, traceback.format_exc())

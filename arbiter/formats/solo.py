@@ -22,7 +22,7 @@ from ..games.base import Game, Utility
 from ..hosting import PlayerSpec
 from ..records import GameRecord
 from ..records.store import ResultsStore
-from ..referee import DEFAULT_MARGIN
+from ..referee import DEFAULT_MARGIN, EventHook
 from ..stats import PairedComparison, paired_comparison, wilson_interval
 from .match import Series
 
@@ -104,14 +104,14 @@ def _seed_result(record: GameRecord) -> SeedResult:
 
 def run_suite(game: Game, config: PlayerSpec, tc: TimeControl, seeds: int | Iterable[int], master_seed: bytes,
               *, store: ResultsStore | None = None, run_dir: Path = Path("runs"), margin: float = DEFAULT_MARGIN,
-              match_id: str | None = None,
+              match_id: str | None = None, on_event: EventHook | None = None,
               on_game: Callable[[int, GameRecord], None] | None = None) -> SuiteResult:
     """Play ``config``'s engine on every seed through the referee; one game per seed."""
     if game.game_type.utility is not Utility.SOLO:
         raise ValueError(f"the solo format is for one-seat games; {game.name} has {game.num_seats} seats")
     seed_list = _seed_list(seeds)
     series = Series(game, [config], tc, store=store, run_dir=run_dir, margin=margin, seed=master_seed,
-                    match_id=match_id)
+                    match_id=match_id, on_event=on_event)
     result = SuiteResult(series.names[0], game.name, master_seed.hex())
     if store:
         store.begin_match(series.match_id, game.name, [series.names[0]], tc.text, f"solo seeds={len(seed_list)}")

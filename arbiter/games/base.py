@@ -235,6 +235,15 @@ class State(abc.ABC):
         """A board drawing for people (``arbiter show``)."""
         return self.to_text()
 
+    def render_svg(self, reveal: bool = False) -> str:
+        """The board as an SVG drawing for spectators (the web view). It shows only what every seat
+        may know (face-down counters stay face down) unless ``reveal`` (the game is over). Games
+        draw their own; this default sets ``render()`` as text (which must then hide nothing)."""
+        from .svg import text_board
+
+        return text_board(self.render() if reveal or not self.game.game_type.hidden_information
+                          else self.observation(0))
+
     @abc.abstractmethod
     def clone(self) -> "State": ...
 

@@ -942,6 +942,9 @@ class CataloniaState(State):
             "end": self._end or None,
         }
 
+    def render_svg(self, reveal: bool = False) -> str:
+        return _render_svg(self, reveal)
+
     def render(self) -> str:
         names = SQUARE_NAMES
         lines = []
@@ -1157,3 +1160,47 @@ class CataloniaGame(Game):
             s._end = arg
         elif arg != "-":
             raise ValueError(f"at step {STEP_NAMES[step]} the argument must be '-', not {arg!r}")
+
+
+def _render_svg(state: "CataloniaState", reveal: bool = False) -> str:
+    """The 8x8 board: pieces by letter (upper case White), pits dark, and the chain scored this
+    turn highlighted and joined in its order."""
+    from .svg import document, esc
+
+    cell, pad = 52, 22
+    chain = list(state._chain)
+    body = ['<rect width="100%" height="100%" fill="#efe9dc"/>']
+
+    def centre(sq: int) -> tuple[float, float]:
+        return pad + (sq % 8) * cell + cell / 2, pad + (7 - sq // 8) * cell + cell / 2
+
+    for sq in range(64):
+        x, y = pad + (sq % 8) * cell, pad + (7 - sq // 8) * cell
+        pit = (state._pits >> sq) & 1
+        fill = "#3b342c" if pit else "#ffe08a" if sq in chain else ("#fbf7ee" if (sq // 8 + sq) % 2 else "#e9dfc8")
+        body.append(f'<rect x="{x}" y="{y}" width="{cell}" height="{cell}" fill="{fill}" stroke="#a89c85"/>')
+    if len(chain) > 1:
+        points = " ".join(f"{x},{y}" for x, y in map(centre, chain))
+        body.append(f'<polyline class="chain" points="{points}" fill="none" stroke="#e07b00" stroke-width="5" '
+                    f'stroke-opacity="0.7" stroke-linejoin="round"/>')
+    for sq in range(64):
+        v = state._board[sq]
+        if v and not (state._pits >> sq) & 1:
+            cx, cy = centre(sq)
+            white = v > 0
+            body.append(f'<circle cx="{cx}" cy="{cy}" r="17" fill="{"#fff" if white else "#222"}" stroke="#222"/>'
+                        f'<text x="{cx}" y="{cy + 6}" font-size="17" font-weight="700" text-anchor="middle" '
+                        f'fill="{"#222" if white else "#fff"}">{esc(piece_text(v).upper())}</text>')
+    for i in range(8):
+        body.append(f'<text x="{pad + i * cell + cell / 2}" y="{pad + 8 * cell + 15}" font-size="12" '
+                    f'text-anchor="middle">{"abcdefgh"[i]}</text>')
+        body.append(f'<text x="10" y="{pad + (7 - i) * cell + cell / 2 + 4}" font-size="12" text-anchor="middle">{i + 1}</text>')
+    h = pad * 2 + 8 * cell
+    total = sum(state._scores)
+    status = f"turn {state._turn}/{state.game.turns} · total {total}"
+    if chain:
+        status += f" · chain of {len(chain)} ({len(chain) ** 2})"
+    if state._step == OVER:
+        status += f" · over: {state.end_detail()}"
+    body.append(f'<text x="{pad}" y="{h + 6}" font-size="13">{esc(status)}</text>')
+    return document(pad * 2 + 8 * cell, h + 14, body, "Catalonia")

@@ -514,6 +514,9 @@ class EinsteinState(State):
             "winner_colour": None if self._winner < 0 else COLOUR_NAMES[self._winner],
         }
 
+    def render_svg(self, reveal: bool = False) -> str:
+        return _render_svg(self, reveal)
+
     def render(self) -> str:
         files = "     " + "  ".join(f" {f}" for f in FILES)
         lines = [files]
@@ -679,3 +682,41 @@ class EinsteinGame(Game):
                     raise ValueError(f"rank {SIZE - r} has more than 5 squares: {row!r}")
             if c != SIZE:
                 raise ValueError(f"rank {SIZE - r} has {c} squares, not 5: {row!r}")
+
+
+def _render_svg(state: "EinsteinState", reveal: bool = False) -> str:
+    """The 5x5 board with numbered red and blue cubes, the corners and the die (EinStein has no
+    hidden information on the board: a hidden set-up is placed only once both layouts are in)."""
+    from .svg import document, esc
+
+    cell, pad = 60, 20
+    body = ['<rect width="100%" height="100%" fill="#f7f1e3"/>']
+    for r in range(SIZE):
+        for c in range(SIZE):
+            x, y = pad + c * cell, pad + r * cell
+            corner = "#fde2e2" if (r, c) == (0, 0) else "#dde8fb" if (r, c) == (SIZE - 1, SIZE - 1) else "#fffdf7"
+            body.append(f'<rect x="{x}" y="{y}" width="{cell}" height="{cell}" fill="{corner}" stroke="#8a7f6a"/>')
+            v = state._board[r * SIZE + c]
+            if v:
+                colour = "#c62828" if v > 0 else "#1e4fb5"
+                body.append(f'<rect class="cube" x="{x + 8}" y="{y + 8}" width="{cell - 16}" height="{cell - 16}" rx="7" '
+                            f'fill="{colour}" stroke="#222"/><text x="{x + cell / 2}" y="{y + cell / 2 + 8}" '
+                            f'font-size="24" font-weight="700" text-anchor="middle" fill="#fff">{abs(v)}</text>')
+    for i in range(SIZE):
+        body.append(f'<text x="{pad + i * cell + cell / 2}" y="{pad + SIZE * cell + 15}" font-size="12" '
+                    f'text-anchor="middle">{FILES[i]}</text>')
+        body.append(f'<text x="8" y="{pad + i * cell + cell / 2 + 4}" font-size="12" text-anchor="middle">{SIZE - i}</text>')
+    dx = pad * 2 + SIZE * cell
+    phase = state._phase
+    if phase == PLAY and state._die is not None:
+        colour = "#c62828" if state._turn == RED else "#1e4fb5"
+        body.append(f'<rect class="die" x="{dx}" y="{pad}" width="50" height="50" rx="8" fill="#fff" stroke="{colour}" '
+                    f'stroke-width="3"/><text x="{dx + 25}" y="{pad + 34}" font-size="26" font-weight="700" '
+                    f'text-anchor="middle" fill="{colour}">{state._die}</text>')
+    status = {SETUP: "hidden set-up", DEAL: "dealing"}.get(phase)
+    if phase == PLAY:
+        status = f"{COLOUR_NAMES[state._turn]} to {'move' if state._die is not None else 'roll'}"
+    elif phase == OVER:
+        status = f"{COLOUR_NAMES[state._winner]} wins"
+    body.append(f'<text x="{dx}" y="{pad + 80}" font-size="13">{esc(status)}</text>')
+    return document(dx + 110, pad * 2 + SIZE * cell, body, "EinStein würfelt nicht!")

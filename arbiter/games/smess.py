@@ -723,6 +723,9 @@ class SmessState(State):
             "winner_colour": None if self._winner < 0 else COLOUR_NAMES[self._winner],
         }
 
+    def render_svg(self, reveal: bool = False) -> str:
+        return _render_svg(self, reveal)
+
     def render(self) -> str:
         """The board with every square's arrows around its piece (3x3 glyphs per square)."""
         rb = self._rb
@@ -970,3 +973,49 @@ class SmessGame(Game):
                     raise ValueError(f"a {name} Ninny on {rb.square_names[sq]} would have been promoted "
                                      f"to a Numskull")
         return board
+
+
+def _render_svg(state: "SmessState", reveal: bool = False) -> str:
+    """The board with every square's arrows (where a piece standing there may move) and the
+    pieces on top: Brains, Numskulls and Ninnies, blue and red; promotion squares marked."""
+    from .svg import document, esc
+
+    rb = state._rb
+    cell, pad = 56, 22
+    colours = {BLUE: "#1e4fb5", RED: "#c62828"}
+    body = ['<rect width="100%" height="100%" fill="#f3efe4"/>',
+            '<defs><marker id="sm-head" viewBox="0 0 6 6" refX="5" refY="3" markerWidth="4" markerHeight="4" '
+            'orient="auto"><path d="M0,0 L6,3 L0,6 z" fill="#8d8370"/></marker></defs>']
+    for r in range(rb.ranks):
+        for f in range(rb.files):
+            sq = r * rb.files + f
+            x, y = pad + f * cell, pad + (rb.ranks - 1 - r) * cell
+            promo = sq in rb.promotion_squares[BLUE] or sq in rb.promotion_squares[RED]
+            body.append(f'<rect x="{x}" y="{y}" width="{cell}" height="{cell}" fill="{"#efe0bd" if promo else "#fffdf7"}" '
+                        f'stroke="#a99f8a"/>')
+            cx, cy = x + cell / 2, y + cell / 2
+            for d in rb.arrows[sq]:
+                dx, dy = DIRECTIONS[d]
+                body.append(f'<line class="arrow" x1="{cx + dx * 8}" y1="{cy - dy * 8}" x2="{cx + dx * 24}" '
+                            f'y2="{cy - dy * 24}" stroke="#8d8370" stroke-width="1.5" marker-end="url(#sm-head)"/>')
+            v = state._board[sq]
+            if v:
+                colour = colours[BLUE] if v > 0 else colours[RED]
+                body.append(f'<circle class="piece" cx="{cx}" cy="{cy}" r="14" fill="{colour}" stroke="#111"/>'
+                            f'<text x="{cx}" y="{cy + 5}" font-size="14" font-weight="700" text-anchor="middle" '
+                            f'fill="#fff">{_PIECE_LETTER[v].upper()}</text>')
+    for f in range(rb.files):
+        body.append(f'<text x="{pad + f * cell + cell / 2}" y="{pad + rb.ranks * cell + 15}" font-size="12" '
+                    f'text-anchor="middle">{chr(97 + f)}</text>')
+    for r in range(rb.ranks):
+        body.append(f'<text x="10" y="{pad + (rb.ranks - 1 - r) * cell + cell / 2 + 4}" font-size="12" '
+                    f'text-anchor="middle">{r + 1}</text>')
+    if state._end is None:
+        status = f"{COLOUR_NAMES[state._side]} to move · move {state.move_number()}"
+    elif state._winner >= 0:
+        status = f"{COLOUR_NAMES[state._winner]} wins: {state._detail}"
+    else:
+        status = f"draw: {state._detail}"
+    h = pad * 2 + rb.ranks * cell
+    body.append(f'<text x="{pad}" y="{h + 6}" font-size="13">{esc(status)} · B brain, S numskull, N ninny</text>')
+    return document(pad * 2 + rb.files * cell, h + 14, body, f"Smess ({rb.name})")

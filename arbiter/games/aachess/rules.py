@@ -1579,6 +1579,9 @@ class AAChessState(State):
     def observation_data(self, seat: int) -> dict[str, Any]:
         return self.to_data()
 
+    def render_svg(self, reveal: bool = False) -> str:
+        return _render_svg(self, reveal)
+
     def render(self) -> str:
         """What happened since the previous render (purchases, moves, battle rounds, income),
         then a one-line summary; a position without history shows the board by power."""
@@ -1779,3 +1782,84 @@ class AAChessGame(Game):
         st.raid_die = d.get("raid_die")
         st.result, st.detail = d["result"], d["detail"]
         return st
+
+
+_LAYOUTS: dict[int, list[tuple[float, float]]] = {}
+
+
+def _layout(board) -> list[tuple[float, float]]:
+    """Where each space goes on the schematic: a force-directed layout of the adjacency graph
+    (deterministic: it starts from a circle), made once per board."""
+    key = id(board)
+    if key not in _LAYOUTS:
+        import numpy as np
+
+        n = len(board.names)
+        angle = np.arange(n) * 2 * np.pi / n
+        pos = np.stack([np.cos(angle), np.sin(angle)], axis=1)
+        adj = np.zeros((n, n))
+        for a, ns in enumerate(board.adjacent):
+            adj[a, list(ns)] = 1
+        k = 1.0 / np.sqrt(n)
+        temp = 0.1
+        for _ in range(200):
+            dx = pos[:, 0:1] - pos[:, 0]
+            dy = pos[:, 1:2] - pos[:, 1]
+            dist2 = np.maximum(dx * dx + dy * dy, 1e-6)
+            scale = k * k / dist2 - adj * np.sqrt(dist2) / k
+            move = np.stack([(scale * dx).sum(axis=1), (scale * dy).sum(axis=1)], axis=1)
+            length = np.maximum(np.sqrt((move * move).sum(axis=1)), 1e-9)[:, None]
+            pos += move / length * np.minimum(length, temp)
+            temp *= 0.98
+        pos -= pos.min(axis=0)
+        pos /= np.maximum(pos.max(axis=0), 1e-9)
+        _LAYOUTS[key] = [(float(x), float(y)) for x, y in pos]
+    return _LAYOUTS[key]
+
+
+_POWER_COLOURS = ("#b33a3a", "#5a5a5a", "#c9a227", "#d9822b", "#3f7f3f", "#7a4fa0", "#2f6f9f")
+
+
+def _render_svg(state: "AAChessState", reveal: bool = False) -> str:
+    """A schematic of the map: spaces placed by their adjacency (not geography), land coloured by
+    its owner, sea zones small and blue, each with the number of units on it."""
+    from ..svg import document, esc
+
+    b = state.board
+    pos = _layout(b)
+    W, H, m = 900, 620, 30
+    xy = [(m + x * (W - 2 * m), m + y * (H - 2 * m)) for x, y in pos]
+    counts: dict[int, dict[int, int]] = {}
+    for u in state.units.values():
+        counts.setdefault(u.at, {}).setdefault(u.p, 0)
+        counts[u.at][u.p] += 1
+    body = ['<rect width="100%" height="100%" fill="#f2f0e8"/>']
+    for a, ns in enumerate(b.adjacent):
+        for c in ns:
+            if a < c:
+                body.append(f'<line x1="{xy[a][0]:.1f}" y1="{xy[a][1]:.1f}" x2="{xy[c][0]:.1f}" y2="{xy[c][1]:.1f}" '
+                            f'stroke="#c8c2b0" stroke-width="0.8"/>')
+    for s, name in enumerate(b.names):
+        x, y = xy[s]
+        owner = state.owner[s]
+        if b.sea[s]:
+            fill, r = "#9cc3e4", 6
+        else:
+            fill = _POWER_COLOURS[owner % len(_POWER_COLOURS)] if owner is not None else "#d8d2c0"
+            r = 9 if b.production[s] else 7
+        body.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r}" fill="{fill}" stroke="#333" stroke-width="0.6">'
+                    f'<title>{esc(name)}</title></circle>')
+        here = counts.get(s)
+        if here:
+            label = " ".join(f"{b.powers[p].code}{n}" for p, n in sorted(here.items()))
+            body.append(f'<text x="{x + r + 1:.1f}" y="{y + 3:.1f}" font-size="8" fill="#111">{esc(label)}</text>')
+    legend = " · ".join(f'<tspan fill="{_POWER_COLOURS[i % len(_POWER_COLOURS)]}">■</tspan> {esc(p.code)} {state.pus[i]} PU'
+                        for i, p in enumerate(b.powers))
+    decider = state.decider()
+    status = f"round {state.round} · {b.powers[state.mover].code} · {state.phase}"
+    if decider is not None:
+        status += f" · {state.decision_kind()} by {b.powers[decider].code}"
+    body.append(f'<text x="10" y="{H + 14}" font-size="12">{legend}</text>')
+    body.append(f'<text x="10" y="{H + 30}" font-size="12">{esc(status)} (a schematic: spaces placed by '
+                f'adjacency)</text>')
+    return document(W, H + 38, body, "Axis & Allies")

@@ -800,6 +800,9 @@ class StalingradState(State):
                              for i, a in enumerate(self.g_area) if a}
         return data
 
+    def render_svg(self, reveal: bool = False) -> str:
+        return _render_svg(self, reveal)
+
     def render(self) -> str:
         ed = self.ed
         codes = ed.soviet_codes
@@ -983,3 +986,59 @@ def _area(text: str, what: str) -> int:
     if not text.isdigit() or int(text) not in AREA_NUMBERS:
         raise ValueError(f"stalingrad position: {what}: {text!r} is not an area 2-12")
     return int(text)
+
+
+def _render_svg(state: "StalingradState", reveal: bool = False) -> str:
+    """The street map as a graph (areas in columns by their distance from the German entry areas),
+    the Soviet counters (face down ``?`` unless ``reveal``) and the German counters beside them."""
+    from ..svg import document, esc
+
+    ed = state.ed
+    codes = ed.soviet_codes
+    depth = {a: 0 for a in ed.entry}
+    frontier = list(ed.entry)
+    while frontier:
+        nxt = []
+        for a in frontier:
+            for b in ed.adjacent.get(a, ()):
+                if b not in depth:
+                    depth[b] = depth[a] + 1
+                    nxt.append(b)
+        frontier = nxt
+    columns: dict[int, list[int]] = {}
+    for a in AREA_NUMBERS:
+        columns.setdefault(depth.get(a, max(depth.values(), default=0) + 1), []).append(a)
+    pos, cw, rh = {}, 150, 78
+    for col, areas in sorted(columns.items()):
+        for row, a in enumerate(areas):
+            pos[a] = (40 + col * cw, 40 + row * rh)
+    width = 40 + len(columns) * cw + 40
+    height = 40 + max(len(v) for v in columns.values()) * rh + 30
+    body = ['<rect width="100%" height="100%" fill="#ece7dc"/>']
+    for a, ns in ed.adjacent.items():
+        for b in ns:
+            if a < b and a in pos and b in pos:
+                body.append(f'<line x1="{pos[a][0]}" y1="{pos[a][1]}" x2="{pos[b][0]}" y2="{pos[b][1]}" stroke="#9a917e"/>')
+    for a in AREA_NUMBERS:
+        x, y = pos[a]
+        fill = "#f6d9a8" if a in ed.shields else "#d7e4c8" if a in ed.entry else "#fbf8f2"
+        body.append(f'<circle cx="{x}" cy="{y}" r="24" fill="{fill}" stroke="#555"/>'
+                    f'<text x="{x}" y="{y - 10}" font-size="11" text-anchor="middle">{a}'
+                    f'{" " + "★" * ed.shields[a] if a in ed.shields else ""}</text>')
+        t = state.s_type[a]
+        if t >= 0:
+            shown = codes[t] if state.s_up[a] or reveal else "?"
+            face = "#b71c1c" if state.s_up[a] else "#7a5b5b"
+            body.append(f'<rect class="soviet" x="{x - 16}" y="{y - 4}" width="32" height="18" fill="{face}"/>'
+                        f'<text class="soviet-code" x="{x}" y="{y + 9}" font-size="11" fill="#fff" text-anchor="middle">'
+                        f'{esc(shown)}</text>')
+        for k, i in enumerate(state.german_at(a)):
+            gx, gy = x + 28, y - 22 + 15 * k
+            flipped = "*" if state.g_flip[i] else ""
+            body.append(f'<rect class="german" x="{gx}" y="{gy}" width="44" height="13" fill="#4a5a3a"/>'
+                        f'<text x="{gx + 22}" y="{gy + 10}" font-size="9" fill="#fff" text-anchor="middle">'
+                        f'{esc(ed.german_ids[i] + flipped)}</text>')
+    over = (" · " + ("won: " if state.step == WON else "lost: ") + state.end_detail()) if state.is_terminal() else ""
+    body.append(f'<text x="10" y="{height - 10}" font-size="12">turn {state.turn}/{state.game.max_turns} · '
+                f'air strikes {state.ast} · {esc(state._step_text())}{esc(over)}</text>')
+    return document(width, height, body, f"Stalingrad ({ed.name})")

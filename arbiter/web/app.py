@@ -1,0 +1,440 @@
+"""The web view's server: a Starlette app, its live state (the feed) and its sources.
+
+Two inputs, two kinds of truth: the *feed* (``arbiter.feed``: running games, bound here as a ZeroMQ
+SUB socket the referees connect to) and the *source* (finished games and standings: a tournament's
+SQLite database read-only, or the games a match announced). Browsers get one snapshot, then
+server-sent events: ``live`` (the whole public views of the running games that changed, at most
+one event per ``TICK``), ``end`` (a game finished) and ``summary`` (standings changed). Each browser has a bounded queue; one too slow to keep up is
+dropped (its EventSource reconnects and starts again from a snapshot), so no viewer holds up
+another, nor the server, nor (through the feed) any game.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import threading
+import time
+from collections import OrderedDict
+from importlib import resources
+from typing import Any
+
+import msgspec
+
+from ..dice import verify_rolls
+from ..games import load_game
+from ..records import GameRecord
+from ..records.replay import replay, verify
+
+QUEUE = 256
+"""Messages a browser may lag behind before it is dropped (and reconnects)."""
+TICK = 0.05
+"""Seconds between pushes of the running games' changed views (see ``Hub.flush``)."""
+STALE = 600.0
+"""A running game not heard of for this long (seconds) is taken off the page (its referee died)."""
+
+
+# --- what the page shows besides the running games -------------------------------------------
+
+def game_row(r: GameRecord) -> dict[str, Any]:
+    return {"game_id": r.game_id, "match_id": r.match_id, "number": r.game_number, "game": r.game,
+            "players": r.players, "returns": r.returns, "reason": str(r.reason), "detail": r.detail,
+            "forfeit_seat": r.forfeit_seat, "plies": len(r.events), "started_at": r.started_at,
+            "ended_at": r.ended_at}
+
+
+def engine_page(records: list[GameRecord], name: str) -> dict[str, Any] | None:
+    """One engine's results, time use, forfeits and latency, from the finished games."""
+    games, points, w, d, l = 0, 0.0, 0, 0, 0
+    measured, reported, lags, forfeits, rows = [], [], [], [], []
+    for r in records:
+        seats = [s for s, p in enumerate(r.players) if p == name]
+        if not seats:
+            continue
+        games += 1
+        seat = seats[0]
+        best = max(r.returns) if r.returns else 0
+        mine = r.returns[seat] if r.returns else 0
+        if len(r.returns) == 1:  # a solo game: won or lost against the game
+            won, drawn = mine > 0, False
+        else:
+            won = mine == best and r.returns.count(best) == 1
+            drawn = len(set(r.returns)) == 1
+        w, d, l = w + won, d + drawn, l + (not won and not drawn)
+        points += 1.0 if won else 0.5 if drawn else 0.0
+        used = 0.0
+        for e in r.events:
+            if e.seat in seats and e.measured_ms is not None:
+                measured.append(e.measured_ms)
+                used += e.measured_ms
+                if e.reported_ms is not None:
+                    reported.append(e.reported_ms)
+                    lags.append(e.measured_ms - e.reported_ms)
+        if r.forfeit_seat in seats:
+            forfeits.append({"game_id": r.game_id, "reason": str(r.reason), "detail": r.detail})
+        rows.append({**game_row(r), "seat": seat, "result": "W" if won else "D" if drawn else "L",
+                     "time_ms": round(used, 1)})
+    if not games:
+        return None
+
+    def mean(xs):
+        return round(sum(xs) / len(xs), 3) if xs else None
+    return {"engine": name, "games": games, "W": w, "D": d, "L": l, "points": points, "decisions": len(measured),
+            "mean_ms": mean(measured), "max_ms": max(measured) if measured else None, "total_ms": round(sum(measured), 1),
+            "mean_reported_ms": mean(reported), "mean_latency_ms": mean(lags), "forfeits": forfeits, "results": rows}
+
+
+def scores(records: list[GameRecord]) -> list[dict[str, Any]]:
+    """A score table (points, W/D/L) from finished games: the standings of a plain match."""
+    names: list[str] = []
+    for r in records:
+        names += [p for p in r.players if p not in names]
+    rows = [engine_page(records, n) for n in names]
+    rows = [{k: row[k] for k in ("engine", "games", "W", "D", "L", "points")} for row in rows if row]
+    rows.sort(key=lambda row: (-row["points"], row["engine"]))
+    for rank, row in enumerate(rows, 1):
+        row["rank"] = rank
+        row["score"] = row["points"] / row["games"] if row["games"] else None
+    return rows
+
+
+class Source:
+    """Finished games and standings; a tournament database or a match's own games."""
+
+    title = "arbiter"
+
+    def version(self) -> Any:
+        """Anything that changes when the finished games or the standings do (polled)."""
+        return len(self.records())
+
+    def records(self) -> list[GameRecord]:
+        raise NotImplementedError
+
+    def record(self, game_id: str) -> GameRecord | None:
+        return next((r for r in self.records() if r.game_id == game_id), None)
+
+    def summary(self) -> dict[str, Any]:
+        """Public standings (no seed of a game still to be played)."""
+        return {"title": self.title, "standings": scores(self.records())}
+
+    def announced(self, record: GameRecord) -> None:
+        """The feed announced a finished game (a source that stores nothing keeps it)."""
+
+
+class MemorySource(Source):
+    """The games the feed announced (``arbiter match --web``): the match's own results."""
+
+    def __init__(self, title: str = "arbiter match", total: int | None = None):
+        self.title, self.total = title, total
+        self._records: list[GameRecord] = []
+        self._lock = threading.Lock()
+
+    def records(self) -> list[GameRecord]:
+        with self._lock:
+            return list(self._records)
+
+    def announced(self, record: GameRecord) -> None:
+        with self._lock:
+            if all(r.game_id != record.game_id for r in self._records):
+                self._records.append(record)
+
+    def summary(self) -> dict[str, Any]:
+        out = super().summary()
+        out["progress"] = {"played": len(self._records), "total": self.total}
+        return out
+
+
+# --- finished games: steps and boards ----------------------------------------------------------
+
+class Replays:
+    """The boards of a finished game at each step, made once per game (a few games kept)."""
+
+    def __init__(self, keep: int = 8):
+        self._cache: OrderedDict[str, list[str]] = OrderedDict()
+        self.keep = keep
+
+    def boards(self, record: GameRecord) -> list[str]:
+        boards = self._cache.get(record.game_id)
+        if boards is None:
+            state = load_game(record.game, **record.options).new_initial_state()
+            boards = [state.render_svg(reveal=True)]
+            try:
+                for step, state in replay(record):
+                    boards += [state.render_svg(reveal=True)] * len(step)
+            except Exception:  # a record that does not replay: show what replayed (verify says why)
+                pass
+            self._cache[record.game_id] = boards
+            while len(self._cache) > self.keep:
+                self._cache.popitem(last=False)
+        self._cache.move_to_end(record.game_id)
+        return boards
+
+
+def game_detail(record: GameRecord) -> dict[str, Any]:
+    """A finished game for its page: every move, the dice and their verification, why it ended."""
+    data = json.loads(msgspec.json.encode(record))
+    dice_problems = verify_rolls(record.dice_seed, record.dice_commitment, record.dice_stream, record.rolls)
+    problems = verify(record)
+    return {"type": "finished", "row": game_row(record), "record": data,
+            "dice": {"seed": record.dice_seed, "commitment": record.dice_commitment, "stream": record.dice_stream,
+                     "rolls": len(record.rolls), "verified": not dice_problems, "problems": dice_problems},
+            "verified": not problems, "problems": problems}
+
+
+# --- the live state and the browsers -----------------------------------------------------------
+
+class Hub:
+    """Running games (from the feed) and the browsers' queues."""
+
+    def __init__(self, source: Source):
+        self.source = source
+        self.live: dict[str, dict[str, Any]] = {}
+        self.dirty: dict[str, dict[str, Any]] = {}
+        """Games whose view changed since the last ``flush``."""
+        self.queues: set[asyncio.Queue] = set()
+        self.summary_cache: tuple[Any, dict] | None = None
+        self.messages = 0
+
+    def summary(self) -> dict[str, Any]:
+        version = self.source.version()
+        if self.summary_cache is None or self.summary_cache[0] != version:
+            records = self.source.records()
+            summary = self.source.summary()
+            summary["finished"] = [game_row(r) for r in sorted(records, key=lambda r: -r.ended_at)][:200]
+            durations = [r.ended_at - r.started_at for r in records if r.ended_at]
+            summary["mean_game_s"] = sum(durations) / len(durations) if durations else None
+            self.summary_cache = (version, summary)
+        out = dict(self.summary_cache[1])
+        out["type"] = "summary"
+        out["running"] = len(self.live)
+        return out
+
+    def snapshot(self) -> dict[str, Any]:
+        now = time.time()
+        for gid in [g for g, v in self.live.items() if now - v["sent_at"] > STALE]:
+            del self.live[gid]
+        return {"type": "snapshot", "summary": self.summary(), "live": list(self.live.values())}
+
+    def broadcast(self, message: dict[str, Any]) -> None:
+        text = f"event: {message['type']}\ndata: {json.dumps(message, separators=(',', ':'))}\n\n"
+        for q in list(self.queues):
+            try:
+                q.put_nowait(text)
+            except asyncio.QueueFull:  # too slow: drop it; its browser reconnects for a snapshot
+                self.queues.discard(q)
+
+    def flush(self) -> None:
+        """One ``live`` event with every game whose view changed: a browser gets at most one
+        write per tick however many games run and however fast."""
+        if self.dirty:
+            games, self.dirty = list(self.dirty.values()), {}
+            self.broadcast({"type": "live", "games": games})
+
+    def on_feed(self, message: dict[str, Any]) -> None:
+        self.messages += 1
+        kind = message.get("type")
+        if kind == "live":
+            known = self.live.get(message["game_id"])
+            if known is not None and known["ply"] > message["ply"]:
+                return  # an older view sent late by the feed's thread: the newer one stands
+            self.live[message["game_id"]] = self.dirty[message["game_id"]] = message
+        elif kind == "end":
+            record = msgspec.convert(message["record"], GameRecord)
+            self.live.pop(record.game_id, None)
+            self.dirty.pop(record.game_id, None)
+            self.source.announced(record)
+            self.broadcast({"type": "end", "game_id": record.game_id, "row": game_row(record)})
+
+
+async def _feed_task(hub: Hub, endpoint: str, bound: threading.Event) -> None:
+    import zmq
+    import zmq.asyncio
+
+    ctx = zmq.asyncio.Context()
+    sock = ctx.socket(zmq.SUB)
+    sock.setsockopt(zmq.SUBSCRIBE, b"")
+    sock.setsockopt(zmq.RCVHWM, 10000)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.bind(endpoint)
+    bound.set()
+    decode = msgspec.msgpack.Decoder()
+    try:
+        while True:
+            data = await sock.recv()
+            try:
+                hub.on_feed(decode.decode(data))
+            except (msgspec.DecodeError, msgspec.ValidationError, KeyError, TypeError):
+                pass  # not a feed message: ignored
+    finally:
+        sock.close(0)
+        ctx.term()
+        if endpoint.startswith("ipc://"):  # no socket file left: the referees stop publishing
+            try:
+                os.unlink(endpoint[len("ipc://"):])
+            except OSError:
+                pass
+
+
+async def _flush_task(hub: Hub, every: float) -> None:
+    while True:
+        await asyncio.sleep(every)
+        hub.flush()
+
+
+async def _watch_task(hub: Hub, every: float) -> None:
+    """Push the standings whenever the source changes (a game committed to the database)."""
+    version = hub.source.version()
+    while True:
+        await asyncio.sleep(every)
+        now = await asyncio.to_thread(hub.source.version)
+        if now != version:
+            version = now
+            hub.broadcast(await asyncio.to_thread(hub.summary))
+
+
+def build_app(source: Source, feed: str | None, *, poll: float = 0.5, tick: float = TICK):
+    """The Starlette app of the web view over ``source``, listening to ``feed`` (an endpoint)."""
+    from contextlib import asynccontextmanager
+
+    from starlette.applications import Starlette
+    from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+    from starlette.routing import Route
+
+    hub = Hub(source)
+    replays = Replays()
+    page = resources.files(__package__).joinpath("page.html").read_text()
+    script = resources.files(__package__).joinpath("page.js").read_text()
+    bound = threading.Event()
+
+    @asynccontextmanager
+    async def lifespan(app):
+        tasks = [asyncio.create_task(_watch_task(hub, poll)), asyncio.create_task(_flush_task(hub, tick))]
+        if feed:
+            tasks.append(asyncio.create_task(_feed_task(hub, feed, bound)))
+        yield
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def index(request):
+        return HTMLResponse(page)
+
+    async def js(request):
+        return Response(script, media_type="text/javascript")
+
+    async def state(request):
+        return JSONResponse(await asyncio.to_thread(hub.snapshot))
+
+    async def game(request):
+        gid = request.path_params["gid"]
+        if gid in hub.live:
+            return JSONResponse(hub.live[gid])
+        record = await asyncio.to_thread(source.record, gid)
+        if record is None:
+            return JSONResponse({"error": f"no game {gid}"}, status_code=404)
+        detail = await asyncio.to_thread(game_detail, record)
+        detail["steps"] = len(await asyncio.to_thread(replays.boards, record))
+        return JSONResponse(detail)
+
+    async def board(request):
+        gid, step = request.path_params["gid"], request.path_params["step"]
+        record = await asyncio.to_thread(source.record, gid)
+        if record is None:  # a running game has no step boards: only finished games are stepped
+            return JSONResponse({"error": f"no finished game {gid}"}, status_code=404)
+        boards = await asyncio.to_thread(replays.boards, record)
+        if not 0 <= step < len(boards):
+            return JSONResponse({"error": f"step {step} out of range"}, status_code=404)
+        return Response(boards[step], media_type="image/svg+xml")
+
+    async def engine(request):
+        name = request.path_params["name"]
+        data = await asyncio.to_thread(engine_page, source.records(), name)
+        if data is None:
+            return JSONResponse({"error": f"no finished game of {name}"}, status_code=404)
+        return JSONResponse(data)
+
+    async def events(request):
+        q: asyncio.Queue = asyncio.Queue(QUEUE)
+        hub.queues.add(q)
+        first = json.dumps(await asyncio.to_thread(hub.snapshot), separators=(",", ":"))
+
+        async def stream():
+            try:
+                yield f"retry: 1000\nevent: snapshot\ndata: {first}\n\n"
+                while True:
+                    try:
+                        text = await asyncio.wait_for(q.get(), 10)
+                    except asyncio.TimeoutError:
+                        if q not in hub.queues:
+                            return
+                        yield ": keep-alive\n\n"
+                        continue
+                    yield text
+                    if q not in hub.queues and q.empty():
+                        return  # dropped for lagging: end the stream, the browser reconnects
+            finally:
+                hub.queues.discard(q)
+        return StreamingResponse(stream(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+    app = Starlette(routes=[
+        Route("/", index), Route("/page.js", js), Route("/api/state", state), Route("/events", events),
+        Route("/api/game/{gid}", game), Route("/api/game/{gid}/board/{step:int}", board),
+        Route("/api/engine/{name}", engine),
+    ], lifespan=lifespan)
+    app.state.hub = hub
+    app.state.feed_bound = bound
+    return app
+
+
+# --- serving -------------------------------------------------------------------------------------
+
+class PortError(OSError):
+    """The web view cannot listen where asked (the message names the address and port)."""
+
+
+class WebServer:
+    """The app served by uvicorn, on a socket bound at construction (so a port in use is an error
+    the caller reports before anything starts); ``start`` runs it in a thread, ``run`` here."""
+
+    def __init__(self, source: Source, feed: str | None, host: str = "127.0.0.1", port: int = 8080,
+                 poll: float = 0.5, tick: float = TICK):
+        import uvicorn
+
+        self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self.sock.bind((host, port))
+        except OSError as exc:
+            self.sock.close()
+            raise PortError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        self.sock.listen(128)
+        self.host, self.port = host, self.sock.getsockname()[1]
+        self.app = build_app(source, feed, poll=poll, tick=tick)
+        config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="on",
+                                timeout_graceful_shutdown=1)
+        self.server = uvicorn.Server(config)
+        self.thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/"
+
+    def run(self) -> None:
+        self.server.run(sockets=[self.sock])
+
+    def start(self, timeout: float = 10.0) -> None:
+        self.thread = threading.Thread(target=self.run, name="web", daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + timeout
+        while not self.server.started and time.monotonic() < deadline and self.thread.is_alive():
+            time.sleep(0.02)
+        self.app.state.feed_bound.wait(max(0.0, deadline - time.monotonic()))
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        if self.thread is not None:
+            self.thread.join(5)
+        self.sock.close()

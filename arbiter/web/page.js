@@ -1,0 +1,250 @@
+// The live page: one snapshot, then server-sent events (docs/web.md). Routes: #/ (the event),
+// #/game/ID (a running game, or a finished one to step through), #/engine/NAME.
+"use strict";
+const S = { summary: null, live: {}, recv: {}, replay: null };
+const $ = (sel, root) => (root || document).querySelector(sel);
+const esc = (t) => String(t ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
+const fmtMs = (ms) => {
+  if (ms === null || ms === undefined) return "∞";
+  ms = Math.max(0, ms);
+  const s = ms / 1000;
+  return s >= 60 ? `${Math.floor(s / 60)}:${String(Math.floor(s % 60)).padStart(2, "0")}` : s.toFixed(1);
+};
+const num = (x, d = 1) => (x === null || x === undefined || Number.isNaN(x) ? "–" : Number(x).toFixed(d));
+const link = (name) => `<a href="#/engine/${encodeURIComponent(name)}">${esc(name)}</a>`;
+
+function table(rows, cols, id) {
+  if (!rows || !rows.length) return "<p>none yet</p>";
+  const head = cols.map(([k, t]) => `<th class="${k === "engine" ? "l" : ""}">${esc(t)}</th>`).join("");
+  const body = rows.map((r) => "<tr>" + cols.map(([k, , f]) => `<td class="${k === "engine" ? "l" : ""}">${f ? f(r[k], r) : esc(r[k] ?? "")}</td>`).join("") + "</tr>").join("");
+  return `<table id="${id || ""}"><tr>${head}</tr>${body}</table>`;
+}
+
+function ratingPlot(rows) {
+  // Each engine's rating with its 95 % interval, drawn anew on every summary.
+  rows = (rows || []).filter((r) => r.elo !== null && r.elo !== undefined);
+  if (!rows.length) return "";
+  const lo = Math.min(...rows.map((r) => r.lo ?? r.elo)), hi = Math.max(...rows.map((r) => r.hi ?? r.elo));
+  const pad = Math.max(10, (hi - lo) * 0.08), a = lo - pad, b = hi + pad;
+  const W = 520, L = 120, H = 24 * rows.length + 30, x = (v) => L + ((v - a) / (b - a)) * (W - L - 10);
+  let out = `<svg id="ratingplot" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}">`;
+  out += `<line x1="${x(0)}" x2="${x(0)}" y1="5" y2="${H - 20}" stroke="#bbb" stroke-dasharray="3"/>`;
+  rows.forEach((r, i) => {
+    const y = 18 + 24 * i;
+    out += `<text x="4" y="${y + 4}" font-size="12">${esc(r.engine)}</text>`;
+    out += `<line x1="${x(r.lo ?? r.elo)}" x2="${x(r.hi ?? r.elo)}" y1="${y}" y2="${y}" stroke="#2563eb" stroke-width="2"/>`;
+    out += `<circle cx="${x(r.elo)}" cy="${y}" r="4" fill="#1e40af"/>`;
+  });
+  [a, (a + b) / 2, b].forEach((v) => { out += `<text x="${x(v)}" y="${H - 4}" font-size="10" text-anchor="middle">${v.toFixed(0)}</text>`; });
+  return out + "</svg>";
+}
+
+function progress(sm) {
+  const t = sm.tournament || {};
+  const played = t.games_played ?? (sm.progress || {}).played ?? 0;
+  const total = t.games_max_remaining !== undefined ? played + t.games_max_remaining : (sm.progress || {}).total;
+  const running = Object.keys(S.live).length;
+  let eta = "";
+  if (total && sm.mean_game_s) {
+    const left = total - played;
+    eta = left > 0 ? ` · ETA ${fmtMs((1000 * left * sm.mean_game_s) / Math.max(1, running))}` : " · done";
+  }
+  const pct = total ? (100 * played) / total : 0;
+  return `<div id="progress"><span class="bar"><div style="width:${pct.toFixed(1)}%"></div></span> ` +
+    `${played}${total ? " / " + total : ""} games · ${running} running${eta}${t.finished ? " · finished" : ""}</div>`;
+}
+
+function sprtBlock(sm) {
+  const t = sm.tournament || {};
+  let out = "";
+  if (t.sprt_stop) out += `<p>SPRT stop rule: ${esc(t.sprt_stop.verdict ?? "")} (LLR ${num(t.sprt_stop.llr, 2)} in [${num(t.sprt_stop.lower, 2)}, ${num(t.sprt_stop.upper, 2)}])</p>`;
+  const rows = Array.isArray(sm.sprt) ? sm.sprt : [];
+  if (rows.length) {
+    const cols = Object.keys(rows[0]).filter((k) => typeof rows[0][k] !== "object" || rows[0][k] === null).slice(0, 9);
+    out += table(rows, cols.map((k) => [k, k, (v) => (typeof v === "number" ? num(v, 2) : esc(v))]), "sprt");
+  }
+  return out ? `<section><h2>SPRT</h2>${out}</section>` : "";
+}
+
+function crosstable(ct) {
+  if (!ct || !ct.engines) return "";
+  const head = ct.engines.map((e, i) => `<th>${i + 1}</th>`).join("");
+  const rows = ct.engines.map((e, i) => `<tr><td class="l">${i + 1}. ${link(e)}</td>` +
+    ct.points[i].map((p, j) => `<td>${i === j ? "—" : p === null ? "·" : `${num(p, 1)}/${ct.games[i][j]}`}</td>`).join("") + "</tr>").join("");
+  return `<section><h2>Crosstable</h2><table id="crosstable"><tr><th></th>${head}</tr>${rows}</table></section>`;
+}
+
+function clockSpans(g) {
+  return g.players.map((p, s) => `<span class="clock${g.acting.includes(s) ? " on" : ""}" data-g="${esc(g.game_id)}" data-s="${s}">` +
+    `${esc(g.roles[s] || s)} ${esc(p)}: <b>${fmtMs(g.clocks_ms[s])}</b></span>`).join("");
+}
+
+function lastInfo(g) {
+  const e = [...g.last].reverse().find((x) => x.info);
+  if (!e) return "";
+  const i = e.info;
+  return `<div class="info">${esc(g.players[e.seat])}: score ${esc(i.score ?? "–")} · depth ${esc(i.depth ?? "–")} · nodes ${esc(i.nodes ?? "–")}` +
+    `${i.pv ? " · pv " + esc(i.pv.join(" ")) : ""}</div>`;
+}
+
+function liveCard(g) {
+  const moves = g.last.map((e) => `${e.ply}.${e.seat < 0 ? "roll " : ""}${esc(e.move)}`).join(" ");
+  return `<div class="card" data-game="${esc(g.game_id)}" data-ply="${g.ply}">` +
+    `<div><a href="#/game/${encodeURIComponent(g.game_id)}">game ${g.number}</a> · ${esc(g.match_id)} · ply ${g.ply}</div>` +
+    `<div class="clocks">${clockSpans(g)}</div>${g.board}<div class="moves">${moves}</div>${lastInfo(g)}</div>`;
+}
+
+function finishedRows(rows) {
+  return table(rows.slice(0, 50), [
+    ["number", "#"], ["players", "players", (v) => v.map(link).join(" – ")],
+    ["returns", "result", (v) => esc(v.join(" : "))], ["reason", "ended", (v, r) => esc(v + (r.detail ? ": " + r.detail : ""))],
+    ["plies", "plies"], ["game_id", "", (v) => `<a href="#/game/${encodeURIComponent(v)}">replay</a>`],
+  ], "finished");
+}
+
+function renderEvent() {
+  const sm = S.summary || {};
+  $("#title").textContent = (sm.tournament || {}).name || sm.title || "arbiter";
+  const ratingRows = ((sm.ratings && sm.ratings.table) || (sm.standings || [])
+    .map((r) => ({ engine: r.engine, elo: r.elo, lo: r.elo_lo, hi: r.elo_hi }))).filter((r) => r.elo !== null && r.elo !== undefined);
+  const cols = [["rank", "#"], ["engine", "engine", link], ["games", "games"], ["points", "points", (v) => num(v, 1)],
+    ["W", "W"], ["D", "D"], ["L", "L"], ["score", "score", (v) => num(v === null ? null : 100 * v, 1) + " %"]];
+  if ((sm.standings || []).some((r) => r.elo !== undefined)) cols.push(["elo", "Elo", (v, r) => v === null ? "–" : `${num(v, 0)} [${num(r.elo_lo, 0)}, ${num(r.elo_hi, 0)}]`]);
+  const live = Object.values(S.live).sort((a, b) => a.game_id < b.game_id ? -1 : 1);
+  $("#view").innerHTML =
+    `<section><h2>Progress</h2>${progress(sm)}${sm.note ? `<p>${esc(sm.note)}</p>` : ""}</section>` +
+    `<section><h2>Standings</h2>${table(sm.standings, cols, "standings")}</section>` +
+    crosstable(sm.crosstable) +
+    (ratingRows.length ? `<section><h2>Ratings (95 % intervals)</h2>${ratingPlot(ratingRows)}</section>` : "") +
+    sprtBlock(sm) +
+    `<section><h2>Running games</h2><div class="grid" id="live">${live.map(liveCard).join("") || "<p>none</p>"}</div></section>` +
+    `<section><h2>Finished games</h2>${finishedRows(sm.finished || [])}</section>`;
+}
+
+async function renderGame(gid) {
+  if (S.live[gid]) {
+    const g = S.live[gid];
+    $("#view").innerHTML = `<section id="game" data-live="1"><h2>${esc(g.players.join(" vs "))} · game ${g.number} (running)</h2>` +
+      `<p>dice commitment ${esc(g.dice_commitment)} (the seed is shown when the game is over)</p>${liveCard(g)}</section>`;
+    return;
+  }
+  if (S.replay && S.replay.row.game_id === gid) return drawReplay();
+  const res = await fetch(`/api/game/${encodeURIComponent(gid)}`);
+  const data = await res.json();
+  if (!res.ok) { $("#view").innerHTML = `<section><p>${esc(data.error)}</p></section>`; return; }
+  if (data.type === "live") { S.live[gid] = data; S.recv[gid] = performance.now(); return renderGame(gid); }
+  S.replay = { ...data, step: data.steps - 1, boards: {} };
+  drawReplay();
+}
+
+async function showStep(i) {
+  const r = S.replay;
+  r.step = Math.max(0, Math.min(r.steps - 1, i));
+  const step = r.step;
+  if (!(step in r.boards)) r.boards[step] = await (await fetch(`/api/game/${encodeURIComponent(r.row.game_id)}/board/${step}`)).text();
+  if (S.replay !== r || r.step !== step) return;
+  $("#board").innerHTML = r.boards[step];
+  $("#step").textContent = `step ${step} / ${r.steps - 1}`;
+  document.querySelectorAll("#movelist span").forEach((s) => s.classList.toggle("cur", Number(s.dataset.step) === step));
+}
+
+function drawReplay() {
+  const r = S.replay, rec = r.record, row = r.row;
+  const moves = rec.events.map((e, i) => `<span data-step="${i + 1}" title="${esc(e.kind)}${e.measured_ms ? " · " + num(e.measured_ms, 0) + " ms" : ""}">` +
+    `${e.ply}.${e.seat < 0 ? "roll " : esc(rec.players[e.seat]) + ":"}${esc(e.move)}</span>`).join(" ");
+  const forfeit = row.forfeit_seat !== null && row.forfeit_seat !== undefined ? `<p class="bad" id="forfeit">forfeit by ${esc(rec.players[row.forfeit_seat])}: ${esc(row.reason)} — ${esc(row.detail)}</p>` : "";
+  $("#view").innerHTML = `<section id="game" data-live="0"><h2>${rec.players.map(link).join(" vs ")} · game ${row.number} · ${esc(row.returns.join(" : "))} (${esc(row.reason)}${row.detail ? ": " + esc(row.detail) : ""})</h2>` +
+    forfeit +
+    `<p id="dice">dice: seed <code>${esc(r.dice.seed)}</code>, commitment <code>${esc(r.dice.commitment)}</code>, ${r.dice.rolls} rolls — ` +
+    `<b class="${r.dice.verified ? "ok" : "bad"}">${r.dice.verified ? "verified" : "NOT verified: " + esc(r.dice.problems.join("; "))}</b>` +
+    ` · record replays: <b class="${r.verified ? "ok" : "bad"}">${r.verified ? "consistent" : esc(r.problems.join("; "))}</b></p>` +
+    `<div><button id="first" title="Home">|◀</button><button id="prev" title="←">◀</button>` +
+    `<button id="next" title="→">▶</button><button id="last" title="End">▶|</button> <span id="step"></span></div>` +
+    `<div id="board" style="max-width:560px"></div><div id="movelist" class="moves" style="max-height:200px">${moves}</div></section>`;
+  $("#first").onclick = () => showStep(0);
+  $("#prev").onclick = () => showStep(r.step - 1);
+  $("#next").onclick = () => showStep(r.step + 1);
+  $("#last").onclick = () => showStep(r.steps - 1);
+  document.querySelectorAll("#movelist span").forEach((s) => { s.onclick = () => showStep(Number(s.dataset.step)); });
+  showStep(r.step);
+}
+
+async function renderEngine(name) {
+  const res = await fetch(`/api/engine/${encodeURIComponent(name)}`);
+  const d = await res.json();
+  if (!res.ok) { $("#view").innerHTML = `<section><p>${esc(d.error)}</p></section>`; return; }
+  $("#view").innerHTML = `<section id="engine"><h2>${esc(d.engine)}</h2>` +
+    `<p>${d.games} games: +${d.W} =${d.D} −${d.L} (${num(d.points, 1)} points)</p>` +
+    `<p>time: ${d.decisions} decisions, mean ${num(d.mean_ms, 1)} ms, max ${num(d.max_ms, 1)} ms, total ${fmtMs(d.total_ms)} s · ` +
+    `latency (measured − reported): mean ${num(d.mean_latency_ms, 2)} ms</p>` +
+    `<h2>Forfeits</h2>${table(d.forfeits, [["game_id", "game", (v) => `<a href="#/game/${encodeURIComponent(v)}">${esc(v)}</a>`], ["reason", "reason"], ["detail", "detail"]], "forfeits")}` +
+    `<h2>Games</h2>${table(d.results, [["number", "#"], ["players", "players", (v) => v.map(esc).join(" – ")], ["result", "result"],
+      ["reason", "ended"], ["time_ms", "time (ms)", (v) => num(v, 0)], ["game_id", "", (v) => `<a href="#/game/${encodeURIComponent(v)}">replay</a>`]], "results")}</section>`;
+}
+
+function route() {
+  const h = location.hash.replace(/^#\/?/, "");
+  const [kind, ...rest] = h.split("/");
+  const arg = decodeURIComponent(rest.join("/"));
+  if (kind !== "game") S.replay = null;
+  if (kind === "game") return renderGame(arg);
+  if (kind === "engine") return renderEngine(arg);
+  return renderEvent();
+}
+
+function onUpdate(gid) {
+  const kind = location.hash.replace(/^#\/?/, "").split("/")[0];
+  if (kind === "" || kind === undefined) return renderEvent();
+  if (kind === "game" && gid !== undefined && decodeURIComponent(location.hash.split("/").slice(2).join("/")) === gid) {
+    S.replay = null;
+    return renderGame(gid);
+  }
+}
+
+function connect() {
+  const es = new EventSource("/events");
+  es.addEventListener("snapshot", (ev) => {
+    const d = JSON.parse(ev.data);
+    S.summary = d.summary; S.live = {};
+    const now = performance.now();
+    d.live.forEach((g) => { S.live[g.game_id] = g; S.recv[g.game_id] = now; });
+    $("#status").textContent = "live";
+    document.body.dataset.snapshots = Number(document.body.dataset.snapshots || 0) + 1;  // (tests wait on it)
+    route();
+  });
+  es.addEventListener("live", (ev) => {
+    const now = performance.now(), games = JSON.parse(ev.data).games;
+    games.forEach((g) => { S.live[g.game_id] = g; S.recv[g.game_id] = now; });
+    const open = decodeURIComponent(location.hash.split("/").slice(2).join("/"));
+    onUpdate(games.some((g) => g.game_id === open) ? open : undefined);
+  });
+  es.addEventListener("end", (ev) => {
+    const d = JSON.parse(ev.data);
+    delete S.live[d.game_id];
+    if (S.summary) S.summary.finished = [d.row, ...(S.summary.finished || []).filter((r) => r.game_id !== d.row.game_id)];
+    onUpdate(d.game_id);
+  });
+  es.addEventListener("summary", (ev) => { S.summary = JSON.parse(ev.data); onUpdate(); });
+  es.onerror = () => { $("#status").textContent = "reconnecting…"; };
+}
+
+// The clocks tick between updates: the acting seats' time runs down from what the referee sent.
+setInterval(() => {
+  const now = performance.now();
+  document.querySelectorAll(".clock.on").forEach((el) => {
+    const g = S.live[el.dataset.g];
+    if (!g) return;
+    const s = Number(el.dataset.s), left = g.clocks_ms[s];
+    if (left === null) return;
+    el.querySelector("b").textContent = fmtMs(left - (now - S.recv[g.game_id]));
+  });
+}, 100);
+
+document.addEventListener("keydown", (ev) => {
+  if (!S.replay || !$("#board")) return;
+  const r = S.replay;
+  const to = { ArrowLeft: r.step - 1, ArrowRight: r.step + 1, Home: 0, End: r.steps - 1 }[ev.key];
+  if (to !== undefined) { ev.preventDefault(); showStep(to); }
+});
+window.addEventListener("hashchange", route);
+connect();

@@ -1,0 +1,256 @@
+#!/usr/bin/env python
+"""The live web view under load (issue 17): does watching slow the games, and how fast is a page told?
+
+Run from the repository root::
+
+    .venv/bin/python bench/bench_web.py [--games 20] [--viewers 100]
+
+The same EinStein tournament (three random engines, or with ``--movetime S`` three expectimax
+engines searching S seconds a move; round robin, concurrency 2, one seed) is run
+twice with ``arbiter-tournament run``: without a viewer, then with ``--web`` and ``--viewers``
+event-stream clients on loopback (one thread, raw sockets) reading every message. Printed:
+
+* referee overhead per decision, from the records: (game wall time - the engines' measured
+  time) / decisions, median over games and total, for both runs;
+* update latency: from the referee's publish (``sent_at`` in each ``live`` message) to the
+  moment a client has read it, over every (message, client) pair: median, p95, p99, max;
+  and messages each client got compared with the ones published.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import selectors
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+
+TOURNAMENT = """
+name = "web-bench"
+game = "einstein"
+format = "round_robin"
+match = "games={games}"
+time_control = "60"
+seed = "web-bench"
+output = "{db}"
+concurrency = 2
+{engines}"""
+RANDOM = """
+[[engines]]
+name = "r{i}"
+command = "{{python}} -m sample_engines.random_engine --seed {i}"
+"""
+SEARCH = """
+[[engines]]
+name = "x{i}"
+command = "{{python}} -m sample_engines.einstein_expectimax --movetime {movetime}"
+"""
+
+DRAIN = """
+import signal, sys, zmq
+sub = zmq.Context().socket(zmq.SUB)
+sub.setsockopt(zmq.SUBSCRIBE, b"")
+sub.bind(sys.argv[1])
+n = 0
+signal.signal(signal.SIGTERM, lambda *a: (print(n), sys.exit(0)))
+while True:
+    sub.recv()
+    n += 1
+"""
+
+SENT = re.compile(rb'"sent_at":([0-9.e+]+)')
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Viewers:
+    """``n`` event-stream clients in one thread: the latency of every ``live`` message each reads."""
+
+    def __init__(self, port: int, n: int):
+        self.sel = selectors.DefaultSelector()
+        self.latencies: list[float] = []
+        self.counts = [0] * n
+        self.stop = False
+        for i in range(n):
+            s = socket.create_connection(("127.0.0.1", port))
+            s.sendall(b"GET /events HTTP/1.1\r\nHost: bench\r\nAccept: text/event-stream\r\n\r\n")
+            s.setblocking(False)
+            self.sel.register(s, selectors.EVENT_READ, [i, b""])
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop:
+            for key, _ in self.sel.select(0.2):
+                try:
+                    data = key.fileobj.recv(1 << 20)
+                except BlockingIOError:
+                    continue
+                now = time.time()
+                if not data:
+                    self.sel.unregister(key.fileobj)
+                    continue
+                i, buf = key.data
+                buf += data
+                *done, buf = buf.split(b"\n\n")
+                key.data[1] = buf
+                for msg in done:
+                    if b"event: live" in msg:
+                        for sent in SENT.findall(msg):
+                            self.latencies.append(now - float(sent))
+                            self.counts[i] += 1
+
+    def close(self) -> None:
+        self.stop = True
+        self.thread.join(5)
+        for key in list(self.sel.get_map().values()):
+            key.fileobj.close()
+
+
+def overheads(db: Path) -> tuple[list[float], float, int]:
+    """Per game: (wall - engines' measured time) / decisions, in microseconds; and the total."""
+    conn = sqlite3.connect(db)
+    rows = [json.loads(r) for (r,) in conn.execute("SELECT record FROM games")]
+    conn.close()
+    per, wall_all, engine_all, n_all = [], 0.0, 0.0, 0
+    for r in rows:
+        decisions = [e for e in r["events"] if e["seat"] >= 0]
+        measured = sum(e.get("measured_ms", 0) for e in decisions) / 1000
+        wall = r["ended_at"] - r["started_at"]
+        per.append((wall - measured) / len(decisions) * 1e6)
+        wall_all, engine_all, n_all = wall_all + wall, engine_all + measured, n_all + len(decisions)
+    return per, (wall_all - engine_all) / n_all * 1e6, n_all
+
+
+def run(tmp: Path, tag: str, games: int, viewers: int, movetime: float) -> dict:
+    db = tmp / f"{tag}.sqlite"
+    toml = tmp / f"{tag}.toml"
+    engines = "".join((SEARCH if movetime else RANDOM).format(i=i, movetime=movetime) for i in (1, 2, 3))
+    toml.write_text(TOURNAMENT.format(games=games, db=db, engines=engines))
+    args = [PY, "-m", "tournaments", "run", str(toml), "-q", "--no-report"]
+    port = free_port()
+    if viewers:
+        args += ["--web", str(port)]
+    t0 = time.monotonic()
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    clients = None
+    if viewers:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.02)
+        clients = Viewers(port, viewers)
+    out = proc.communicate()[0]
+    elapsed = time.monotonic() - t0
+    if proc.returncode:
+        sys.exit(f"{tag}: arbiter-tournament exited {proc.returncode}: {out.decode()[-2000:]}")
+    if clients:
+        clients.close()
+    per, total, n = overheads(db)
+    return {"per": per, "total": total, "decisions": n, "elapsed": elapsed, "clients": clients}
+
+
+def hook_cost(games: int) -> dict:
+    """In this process: EinStein games between two random engine subprocesses with a feed to a
+    SUB socket bound by another process (which counts what it gets); the time spent in
+    ``Feed.hook`` per event, beside the referee's whole overhead per decision in the same games."""
+    from arbiter.clock import parse_time_control
+    from arbiter.feed import Feed
+    from arbiter.formats.match import Series
+    from arbiter.games import load_game
+    from arbiter.hosting import EngineConfig
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-web-"))
+    endpoint = f"ipc://{tmp}/feed"
+    drain = subprocess.Popen([PY, "-c", DRAIN, endpoint], stdout=subprocess.PIPE, text=True)  # the viewer's socket
+    while not (tmp / "feed").exists():
+        time.sleep(0.01)
+    feed = Feed(endpoint)
+    spent: list[float] = []
+
+    def timed(*args):
+        t = time.perf_counter()
+        feed.hook(*args)
+        spent.append(time.perf_counter() - t)
+    configs = [EngineConfig([PY, "-m", "sample_engines.random_engine", "--seed", str(i)], name=f"r{i}", cwd=str(ROOT))
+               for i in (1, 2)]
+    out = {}
+    for tag, hook in (("no feed", None), ("feed", timed)):
+        series = Series(load_game("einstein"), configs, parse_time_control("60"), run_dir=tmp / "logs",
+                        seed=b"bench-web", on_event=hook)
+        per, n_dec, over = [], 0, 0.0
+        try:
+            for g in range(games):
+                r = series.play_game(g + 1, [g % 2, 1 - g % 2])
+                decisions = [e for e in r.events if e.seat >= 0]
+                wall = r.ended_at - r.started_at
+                over += wall - sum(e.measured_ms for e in decisions) / 1000
+                n_dec += len(decisions)
+        finally:
+            series.close()
+        out[tag] = over / n_dec * 1e6
+    feed.close()
+    time.sleep(0.3)
+    drain.terminate()
+    out["hook_us"] = sorted(spent)
+    out["published"] = int(drain.communicate()[0] or 0)
+    out["events"] = len(spent)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--games", type=int, default=20, help="games per pairing (3 pairings)")
+    ap.add_argument("--viewers", type=int, default=100)
+    ap.add_argument("--hook-games", type=int, default=40, help="games of the in-process hook measurement")
+    ap.add_argument("--movetime", type=float, default=0.0,
+                    help="0: random engines (instant); else expectimax engines searching this many seconds a move")
+    a = ap.parse_args()
+    print(f"load average before: {os.getloadavg()}; {os.cpu_count()} cores")
+    print("tournament engines: " + (f"3 expectimax, --movetime {a.movetime}" if a.movetime else "3 random (instant)"))
+    h = hook_cost(a.hook_games)
+    us = h["hook_us"]
+    print(f"in-process, {a.hook_games} EinStein games per mode between two random engine subprocesses:")
+    print(f"  Feed.hook per event: median {us[len(us) // 2] * 1e6:.1f} us, p99 {us[int(len(us) * 0.99)] * 1e6:.1f} us, "
+          f"mean {sum(us) / len(us) * 1e6:.1f} us ({h['events']} events, {h['published']} views published)")
+    print(f"  referee overhead per decision: {h['no feed']:.0f} us without the feed, {h['feed']:.0f} us with it")
+    print("tournament (concurrency 2), the same seed twice:")
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        base = run(tmp, "alone", a.games, 0, a.movetime)
+        web = run(tmp, "watched", a.games, a.viewers, a.movetime)
+    for tag, r in (("no viewer", base), (f"--web + {a.viewers} viewers", web)):
+        print(f"{tag:>22}: {r['decisions']} decisions in {r['elapsed']:.1f} s; referee overhead per decision: "
+              f"median over games {statistics.median(r['per']):.0f} us, all games {r['total']:.0f} us")
+    print(f"overhead ratio (all games, watched / alone): {web['total'] / base['total']:.3f}")
+    lat = sorted(web["clients"].latencies)
+    if lat:
+        q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))] * 1000  # noqa: E731
+        counts = web["clients"].counts
+        print(f"update latency (referee publish -> client read), {len(lat)} samples: median {q(0.5):.1f} ms, "
+              f"p95 {q(0.95):.1f} ms, p99 {q(0.99):.1f} ms, max {lat[-1] * 1000:.1f} ms")
+        print(f"live messages per client: min {min(counts)}, max {max(counts)} "
+              f"(decisions+rolls published: about {web['decisions'] * 2})")
+    print(f"load average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()

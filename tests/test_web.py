@@ -1,0 +1,228 @@
+"""The live web view (docs/web.md) with real engines, a real feed socket, a real HTTP server.
+
+* No leaks: while a game runs, the served data (the SSE stream and the JSON API) never holds the
+  dice seed, a Stalingrad face-down counter or the code of a drawn counter; once it is over the
+  game's page shows the seed (verified) and everything.
+* Bad input: a port in use and a file that is not an event are one-line errors (exit 2).
+"""
+from __future__ import annotations
+
+import http.client
+import json
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("uvicorn")
+
+from arbiter.clock import parse_time_control  # noqa: E402
+from arbiter.feed import Feed, chain  # noqa: E402
+from arbiter.formats.match import Series  # noqa: E402
+from arbiter.games import load_game  # noqa: E402
+from arbiter.hosting import EngineConfig  # noqa: E402
+from arbiter.web import MemorySource, PortError, WebServer  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+
+
+class SSE:
+    """Reads a server's event stream in a thread: (event name, parsed data) in arrival order."""
+
+    def __init__(self, host: str, port: int):
+        self.conn = http.client.HTTPConnection(host, port, timeout=60)
+        self.conn.request("GET", "/events")
+        self.resp = self.conn.getresponse()
+        self.raw: list[str] = []
+        self.events: list[tuple[str, dict]] = []
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        name, data = "message", []
+        try:
+            for line in self.resp:
+                line = line.decode().rstrip("\n")
+                self.raw.append(line)
+                if line.startswith("event: "):
+                    name = line[7:]
+                elif line.startswith("data: "):
+                    data.append(line[6:])
+                elif not line and data:
+                    self.events.append((name, json.loads("\n".join(data))))
+                    name, data = "message", []
+        except (OSError, ValueError, AttributeError):  # closed under it
+            pass
+
+    def wait(self, pred, timeout: float = 30.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for ev in list(self.events):
+                if pred(ev):
+                    return ev
+            time.sleep(0.05)
+        raise AssertionError(f"no such event in {timeout} s; got {[e[0] for e in self.events]}")
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def get_json(server: WebServer, path: str) -> tuple[int, dict]:
+    conn = http.client.HTTPConnection(server.host, server.port, timeout=30)
+    conn.request("GET", path)
+    resp = conn.getresponse()
+    body = resp.read()
+    conn.close()
+    return resp.status, json.loads(body) if resp.getheader("content-type", "").startswith("application/json") else body
+
+
+def test_stalingrad_spectators_see_no_hidden_counter_and_no_seed(tmp_path):
+    game = load_game("stalingrad")
+    endpoint = f"ipc://{tmp_path}/feed"
+    server = WebServer(MemorySource("leak test"), endpoint, port=0, tick=0.001)  # (nearly) every view served
+    server.start()
+    sse = SSE(server.host, server.port)
+    try:
+        sse.wait(lambda e: e[0] == "snapshot")
+        feed = Feed(endpoint, interval=0)  # every view the publisher gets to, not the newest per 50 ms
+        truth: dict[int, tuple[int, list[str]]] = {}  # ply -> (counters face down on the map, codes face up)
+
+        def capture(record, state, event, clocks):
+            codes = state.ed.soviet_codes
+            placed = [a for a in range(len(state.s_type)) if state.s_type[a] >= 0]
+            truth[len(record.events)] = (sum(not state.s_up[a] for a in placed),
+                                         sorted(codes[state.s_type[a]] for a in placed if state.s_up[a]))
+
+        series = Series(game, [EngineConfig([PY, "-m", "sample_engines.stalingrad_random", "--seed", "3"],
+                                            name="random", cwd=str(ROOT))],
+                        parse_time_control("60"), run_dir=tmp_path / "logs", seed=b"leak-test",
+                        on_event=chain(capture, feed.hook))
+        try:
+            record = series.play_game(1, [0])
+        finally:
+            series.close()
+        sse.wait(lambda e: e[0] == "live" and any(g["ply"] == len(record.events) for g in e[1]["games"]))
+        status, mid_game = get_json(server, f"/api/game/{record.game_id}")  # still running for the server
+        assert status == 200 and mid_game["type"] == "live"
+        feed.finished(record)
+        sse.wait(lambda e: e[0] == "end")
+        feed.close()
+        lives = [g for name, data in sse.events if name == "live" for g in data["games"]]
+        assert len(lives) >= 5 and lives[-1]["ply"] == len(record.events)
+        checked = 0
+        for data in lives + [mid_game]:
+            text = json.dumps(data)
+            assert record.dice_seed not in text, "the dice seed was served during the game"
+            assert "dice_seed" not in text and "final_position" not in text
+            down, up = truth[data["ply"]]
+            labels = re.findall(r'class="soviet-code"[^>]*>([^<]*)<', data["board"])
+            assert labels.count("?") == down, f"ply {data['ply']}: {labels} for {down} face-down counters"
+            assert sorted(x for x in labels if x != "?") == up, f"ply {data['ply']}: a face-down counter shown"
+            checked += down
+            for e in data["last"]:
+                if e["seat"] < 0:
+                    assert e["move"] == "?", f"a draw or roll of a hidden-information game was shown: {e}"
+        assert checked > 0
+        # once over: the seed, the final position and the face-down counters are there
+        status, done = get_json(server, f"/api/game/{record.game_id}")
+        assert status == 200 and done["type"] == "finished"
+        assert done["dice"]["seed"] == record.dice_seed and done["dice"]["verified"] is True and done["verified"]
+        assert done["record"]["final_position"] == record.final_position
+        status, board = get_json(server, f"/api/game/{record.game_id}/board/{done['steps'] - 1}")
+        assert status == 200 and b"?" not in board.split(b"</title>")[1]  # revealed: no face-down counter
+        status, state = get_json(server, "/api/state")
+        assert [r["game_id"] for r in state["summary"]["finished"]] == [record.game_id]
+        status, engine = get_json(server, "/api/engine/random")
+        assert status == 200 and engine["games"] == 1 and engine["decisions"] > 0
+    finally:
+        sse.close()
+        server.stop()
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([PY, "-m", "tournaments", *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+
+def test_serve_bad_input(tmp_path):
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    port = busy.getsockname()[1]
+    try:
+        db = tmp_path / "notevent.sqlite"
+        import sqlite3
+
+        sqlite3.connect(db).execute("CREATE TABLE x (y)").connection.commit()
+        r = cli("serve", str(db), "--port", str(port + 1 if port < 65535 else 1))
+        assert r.returncode == 2 and "not a tournament database" in r.stdout and "Traceback" not in r.stderr
+        r = cli("serve", str(tmp_path / "missing.sqlite"))
+        assert r.returncode == 2 and "no such file" in r.stdout
+        r = cli("serve", "x.sqlite", "--port", "70000")
+        assert r.returncode == 2 and "--port" in r.stderr
+        r = subprocess.run([PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", "true", "--engine",
+                            "true", "--db", str(tmp_path / "m.sqlite"), "--web", str(port)], cwd=ROOT,
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and f"--web {port}: cannot listen on 127.0.0.1:{port}" in r.stdout, r.stdout
+    finally:
+        busy.close()
+
+
+def test_port_in_use_is_named(tmp_path):
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    port = busy.getsockname()[1]
+    try:
+        with pytest.raises(PortError, match=f"cannot listen on 127.0.0.1:{port}"):
+            WebServer(MemorySource(), None, port=port)
+        server = WebServer(MemorySource(), None, port=0)  # this machine only unless asked
+        assert server.sock.getsockname()[0] == "127.0.0.1"
+        server.stop()
+    finally:
+        busy.close()
+
+
+@pytest.mark.parametrize("name", ["einstein", "smess", "catalonia", "stalingrad", "aachess"])
+def test_every_game_draws_its_board_as_svg(name):
+    """``render_svg`` gives well-formed SVG along a random game, and the drawing changes as the game
+    goes; the hidden-information game hides its face-down counters unless ``reveal``."""
+    import random
+    import xml.etree.ElementTree as ET
+
+    from arbiter.games.base import CHANCE, SIMULTANEOUS
+
+    rng = random.Random(7)
+    state = load_game(name).new_initial_state()
+    drawings = set()
+    for _ in range(40):
+        for reveal in (False, True):
+            root = ET.fromstring(state.render_svg(reveal=reveal))
+            assert root.tag == "{http://www.w3.org/2000/svg}svg" and root.get("viewBox")
+        drawings.add(state.render_svg())
+        if state.is_terminal():
+            break
+        p = state.current_player()
+        if p == CHANCE:
+            state.apply_chance(rng.choice(state.chance_outcomes()))
+        elif p == SIMULTANEOUS:
+            state.apply_joint({s: rng.choice(state.legal_moves(s)) for s in state.acting_seats()})
+        else:
+            moves = state.legal_moves()
+            if moves is None and state.decision_kind() == "purchase":  # A&A: its library's random buyer
+                from arbiter.games.aachess.library import random_purchase
+
+                moves = [random_purchase(state, rng)]
+            if moves is None:
+                break
+            state.apply(rng.choice(moves))
+    assert len(drawings) > 1
+    if name == "stalingrad":
+        hidden = sum(1 for a in range(len(state.s_type)) if state.s_type[a] >= 0 and not state.s_up[a])
+        assert hidden and state.render_svg().count(">?<") == hidden and ">?<" not in state.render_svg(reveal=True)

@@ -1,0 +1,207 @@
+"""The live web view in a real browser: headless Chromium (the system's, driven by Playwright)
+on the page of a real tournament (`arbiter-tournament run --web`: engine subprocesses, SQLite,
+the feed socket, uvicorn). One browser and one tournament for the module.
+
+Checks: the page loads; a running game's board changes after a move; the standings change when a
+game ends; a finished game steps with the buttons and the keyboard; the engine page shows; nothing
+is written to the console as an error. Screenshots of each page go to the test's temporary folder
+(and to $WEB_SCREENSHOTS when set: how docs/web/*.png are made).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+CHROMIUM = os.environ.get("ARBITER_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+
+if CHROMIUM is None:
+    pytest.skip("needs a browser: no chromium on PATH (Debian package chromium)", allow_module_level=True)
+try:
+    from playwright.sync_api import sync_playwright
+except ImportError:
+    pytest.skip("needs a browser: the playwright package is not installed", allow_module_level=True)
+
+TOURNAMENT = """
+name = "web-browser-test"
+game = "einstein"
+format = "round_robin"
+match = "games=2"
+time_control = "60"
+seed = "{seed}"
+output = "{db}"
+concurrency = 1
+[game_options]
+setup = "choose"
+[[engines]]
+name = "expectimax"
+command = "{{python}} -m sample_engines.einstein_expectimax"
+options = {{ movetime = 0.3 }}
+[[engines]]
+name = "random"
+command = "{{python}} -m sample_engines.random_engine --seed 5"
+"""
+
+
+SEED = "s33d-of-the-event"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The tournament running with its web view, a browser page on it, and where shots go."""
+    tmp = tmp_path_factory.mktemp("web")
+    db = tmp / "event.sqlite"
+    toml = tmp / "event.toml"
+    toml.write_text(TOURNAMENT.format(db=db, seed=SEED))
+    shots = [tmp]
+    if os.environ.get("WEB_SCREENSHOTS"):
+        shots.append(Path(os.environ["WEB_SCREENSHOTS"]))
+    errors: list[str] = []
+    procs: list[subprocess.Popen] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        page.set_default_timeout(60000)  # a loaded machine (2 cores, engines and a tournament besides)
+        page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+        port = free_port()
+        url = f"http://127.0.0.1:{port}/"
+        site = {"page": page, "url": url, "port": port, "db": db, "shots": shots, "errors": errors, "procs": procs}
+        try:
+            site["proc"] = start(procs, port, "run", str(toml), "--web", str(port), "-q", "--no-report")
+            page.goto(url)
+            yield site
+        finally:
+            browser.close()
+            for proc in procs:
+                proc.terminate()
+                try:
+                    proc.wait(20)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+
+
+def start(procs: list, port: int, *args: str) -> subprocess.Popen:
+    """``arbiter-tournament ARGS`` in the background, once its web view answers on ``port``."""
+    proc = subprocess.Popen([PY, "-m", "tournaments", *args], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    procs.append(proc)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc
+        except OSError:
+            if proc.poll() is not None:
+                pytest.fail(f"arbiter-tournament {' '.join(args)} stopped: {proc.stdout.read()}")
+            time.sleep(0.05)
+    pytest.fail(f"arbiter-tournament {' '.join(args)}: no web view on port {port}")
+
+
+def shoot(site, name: str) -> None:
+    for folder in site["shots"]:
+        folder.mkdir(parents=True, exist_ok=True)
+        site["page"].screenshot(path=str(folder / name), full_page=True)
+
+
+def played(page) -> int:
+    """Games counted in the standings table (each game counts for both engines)."""
+    return page.evaluate("""() => [...document.querySelectorAll('#standings tr')].slice(1)
+        .reduce((n, tr) => n + Number(tr.children[2].textContent), 0) / 2""")
+
+
+def test_running_board_changes_after_a_move(site):
+    page = site["page"]
+    page.wait_for_selector("#live .card[data-game] svg.board", timeout=30000)
+    card = page.query_selector("#live .card[data-game]")
+    gid, ply = card.get_attribute("data-game"), int(card.get_attribute("data-ply"))
+    board = card.inner_html()
+    page.wait_for_function("([gid, ply]) => { const c = document.querySelector(`#live .card[data-game='${gid}']`);"
+                           " return !c || Number(c.dataset.ply) > ply; }", arg=[gid, ply], timeout=30000)
+    served = page.evaluate("async () => JSON.stringify(await (await fetch('/api/state')).json())")
+    assert SEED not in served  # every game's dice derive from it: hidden until the event is over
+    card = page.query_selector(f"#live .card[data-game='{gid}']")
+    if card is not None:  # still running: its board was redrawn for the new position
+        assert int(card.get_attribute("data-ply")) > ply
+        assert card.inner_html() != board
+        shoot(site, "event.png")
+
+
+def test_standings_change_when_a_game_ends(site):
+    page = site["page"]
+    before = played(page) if page.query_selector("#standings") else 0
+    page.wait_for_function(f"""() => {{
+        const rows = [...document.querySelectorAll('#standings tr')].slice(1);
+        return rows.reduce((n, tr) => n + Number(tr.children[2].textContent), 0) / 2 > {before}; }}""",
+                           timeout=90000)
+    assert played(page) > before
+    assert "expectimax" in page.inner_text("#standings")
+    site["proc"].wait(120)  # the whole event: both games; its web view stops with it
+    assert site["proc"].returncode == 0
+    gap = len(site["errors"])
+    snapshots = int(page.evaluate("() => document.body.dataset.snapshots"))
+    # the finished event, served by a process of its own from the database
+    start(site["procs"], site["port"], "serve", str(site["db"]), "--port", str(site["port"]))
+    page.wait_for_function(f"() => Number(document.body.dataset.snapshots) > {snapshots}", timeout=60000)
+    page.wait_for_function("() => document.querySelectorAll('#finished tr').length === 3", timeout=60000)
+    served = page.evaluate("async () => JSON.stringify(await (await fetch('/api/state')).json())")
+    assert f'"seed":"{SEED}"' in served  # the event is over: its master seed is public
+    # while no server listened, the page's event stream failed and reconnected: that is no page error
+    site["errors"][gap:] = [e for e in site["errors"][gap:] if "net::ERR_" not in e]
+
+
+def test_finished_game_steps(site):
+    page = site["page"]
+    page.wait_for_selector("#finished a[href^='#/game/']", timeout=30000)
+    page.click("#finished a[href^='#/game/']")
+    page.wait_for_selector("#board svg.board")
+    page.wait_for_function("() => /step \\d+ \\/ \\d+/.test(document.querySelector('#step').textContent)")
+    last = int(page.inner_text("#step").split("/")[1])
+    assert page.inner_text("#step") == f"step {last} / {last}" and last > 5
+    assert "verified" in page.inner_text("#dice") and "NOT" not in page.inner_text("#dice")
+    end_board = page.inner_html("#board")
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_function(f"() => document.querySelector('#step').textContent === 'step {last - 1} / {last}'")
+    page.click("#first")
+    page.wait_for_function(f"() => document.querySelector('#step').textContent === 'step 0 / {last}'")
+    assert page.inner_html("#board") != end_board
+    assert page.query_selector("#board .cube") is None  # before the set-up: an empty board
+    for _ in range(3):
+        page.click("#next")
+    page.wait_for_function(f"() => document.querySelector('#step').textContent === 'step 3 / {last}'")
+    assert page.query_selector("#movelist span.cur[data-step='3']") is not None
+    page.keyboard.press("End")
+    page.wait_for_function(f"() => document.querySelector('#step').textContent === 'step {last} / {last}'")
+    shoot(site, "game.png")
+
+
+def test_engine_page(site):
+    page = site["page"]
+    page.goto(site["url"] + "#/engine/expectimax")
+    page.wait_for_selector("#engine")
+    text = page.inner_text("#engine")
+    assert "2 games" in text and "decisions" in text
+    shoot(site, "engine.png")
+    page.goto(site["url"])
+    page.wait_for_selector("#standings")
+    if not (site["shots"][0] / "event.png").exists():
+        shoot(site, "event.png")
+
+
+def test_no_console_errors(site):
+    assert site["errors"] == []

@@ -1,0 +1,73 @@
+"""The web view of a tournament (docs/web.md): its database, read-only, as the page's source.
+
+``arbiter-tournament serve DB`` (a process of its own) and ``run/resume --web PORT`` (a thread of the
+tournament process) both serve it. Finished games and standings come from the SQLite file, read
+only; running games from the feed beside it (``DB.feed``, ``arbiter.feed``), to which every worker
+publishes while that socket exists.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from arbiter.feed import feed_endpoint
+from arbiter.records import GameRecord
+from arbiter.records.store import load_records
+from arbiter.web import Source, WebServer
+
+from .report import build_report, to_json
+
+
+class TournamentSource(Source):
+    """A tournament database, re-read when its files change."""
+
+    def __init__(self, db_path: str | Path):
+        self.path = Path(db_path)
+        report = build_report(self.path)  # raises ValueError if it is not a tournament database
+        self.title = report["tournament"]["name"]
+        self._lock = threading.Lock()
+        self._cache: dict[str, tuple[Any, Any]] = {}
+
+    def version(self) -> Any:
+        out = []
+        for p in (self.path, Path(f"{self.path}-wal")):
+            try:
+                st = os.stat(p)
+                out.append((st.st_size, st.st_mtime_ns))
+            except OSError:
+                out.append(None)
+        return tuple(out)
+
+    def _cached(self, key: str, make):
+        version = self.version()
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None and hit[0] == version:
+                return hit[1]
+        value = make()
+        with self._lock:
+            self._cache[key] = (version, value)
+        return value
+
+    def records(self) -> list[GameRecord]:
+        return self._cached("records", lambda: load_records(self.path))
+
+    def summary(self) -> dict[str, Any]:
+        import json
+
+        try:
+            report = json.loads(to_json(self._cached("report", lambda: build_report(self.path))))
+        except Exception as exc:  # the report's fit can fail on a few games: the page still shows scores
+            return {**super().summary(), "note": f"the full report is not available yet ({exc})"}
+        if not report["tournament"]["finished"]:
+            report["tournament"]["seed"] = None  # every game's dice derive from it: shown once all are played
+        report["title"] = self.title
+        return report
+
+
+def web_server(db_path: str | Path, host: str, port: int) -> WebServer:
+    """The web view of ``db_path`` on ``host:port``; OSError naming the port if it cannot listen,
+    ValueError if the file is not a tournament database."""
+    return WebServer(TournamentSource(db_path), feed_endpoint(db_path), host=host, port=port)
