@@ -44,7 +44,7 @@ setup = "choose"
 [[engines]]
 name = "expectimax"
 command = "{{python}} -m sample_engines.einstein_expectimax"
-options = {{ movetime = 0.3 }}
+args = {{ movetime = 0.3 }}
 [[engines]]
 name = "random"
 command = "{{python}} -m sample_engines.random_engine --seed 5"
