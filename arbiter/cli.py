@@ -16,6 +16,7 @@ import os
 import shlex
 import sqlite3
 import sys
+import time
 from pathlib import Path
 
 from rich.console import Console
@@ -116,10 +117,14 @@ def read_seed(args: argparse.Namespace) -> tuple[bytes | None, str]:
     return seed, source
 
 
-def open_store(args: argparse.Namespace) -> ResultsStore:
+GROUP_WINDOW = 0.1
+"""Seconds within which the games a match finishes are committed together (one fsync per batch)."""
+
+
+def open_store(args: argparse.Namespace, group_window: float = 0.0) -> ResultsStore:
     """The results store, signing with ``--key`` when given. Raises KeyFileError or a storage error."""
     signer = load_signer(args.key) if getattr(args, "key", None) else None
-    return ResultsStore(args.db, signer=signer)
+    return ResultsStore(args.db, signer=signer, group_window=group_window)
 
 
 def storage_exit(store: ResultsStore, code: int) -> int:
@@ -130,14 +135,14 @@ def storage_exit(store: ResultsStore, code: int) -> int:
     return code
 
 
-def _prepare(args: argparse.Namespace, configs) -> tuple[ResultsStore | None, int]:
+def _prepare(args: argparse.Namespace, configs, group_window: float = 0.0) -> tuple[ResultsStore | None, int]:
     """The results store, once the engines' configuration is known to be usable here; or the exit
     code that says why not."""
     if missing := _sandbox_missing(configs):
         console.print(f"[red]error:[/] {escape(missing)}")
         return None, EXIT_ENGINE
     try:
-        return open_store(args), EXIT_OK
+        return open_store(args, group_window), EXIT_OK
     except KeyFileError as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
         return None, EXIT_USAGE
@@ -200,36 +205,25 @@ def cmd_match(args: argparse.Namespace) -> int:
 
 def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_bounds) -> int:
     """The match itself, once its configuration is known to be good (and a remote hub listens)."""
-    store, code = _prepare(args, configs)
+    store, code = _prepare(args, configs, GROUP_WINDOW)
     if store is None:
         return code
-    status = {"text": ""}
+    cut, appended = store.repair_export()  # after a crash: from the export's tail
+    if cut or appended:
+        console.print(f"export {escape(str(store.export_path))} repaired: "
+                      + ", ".join((["a torn last line cut"] if cut else []) +
+                                  ([f"{appended} committed game(s) appended"] if appended else [])), soft_wrap=True)
+    board = MatchBoard([c.name for c in configs], fmt.games)
 
-    def on_event(record, state, event, clocks):
-        if args.quiet:
-            return
-        names_by_seat = record.players
-        clock_text = "  ".join(f"{names_by_seat[s]} {_fmt_clock(c.remaining_ms() if c.allowance() is not None else None)}"
-                               for s, c in enumerate(clocks))
-        last = f"{'roll' if event.seat < 0 else names_by_seat[event.seat]}: {event.move}"
-        status["text"] = (f"game {record.game_number} · ply {event.ply} · {last:<24} · {clock_text}")
-        live.update(_status_table(result_box, status["text"]))
-
-    result_box = {"points": [0.0, 0.0], "names": [c.name for c in configs], "games": []}
+    def on_event(record, state, event, clocks):  # the live display reads these when it redraws
+        board.now = (record, event, clocks)
 
     def on_game(result, record):
-        result_box["points"] = result.points
-        winner = record.winner()
-        who = record.players[winner] if winner is not None else "draw"
-        line = escape(f"game {record.game_number}: {record.players[0]} (first) vs {record.players[1]} → {who} "
-                      f"[{record.reason}{': ' + record.detail if record.detail else ''}] "
-                      f"in {len(record.events)} events")
-        result_box["games"].append(line)
-        if args.quiet:
-            console.print(line)
+        board.result = result
 
     match = Match(game, configs, tc, fmt, store=store, run_dir=logs_dir(args.db), margin=args.margin / 1000,
-                  seed=seed, match_id=match_id, on_event=on_event, on_game=on_game, sprt=sprt_bounds)
+                  seed=seed, match_id=match_id, on_event=None if args.quiet else on_event, on_game=on_game,
+                  sprt=sprt_bounds, keep_records=False)
     if failed := match.series.start_all():  # pre-flight: a broken command must not hand out wins
         for index, fault in failed:
             console.print(f"[red]error:[/] engine {escape(configs[index].name)} cannot start: {escape(str(fault))}",
@@ -245,12 +239,10 @@ def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_b
                   + (f" (resumed after {len(done)} game(s))" if match_id else ""))
     try:
         if args.quiet:
-            live = None
             result = match.play(setup, done)
         else:
-            with Live(_status_table(result_box, ""), console=console, refresh_per_second=8) as live:
+            with Live(board, console=console, refresh_per_second=4):
                 result = match.play(setup, done)
-            console.print()
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/]: finished games are saved; continue with "
                       f"`arbiter match --resume {match.match_id} --db {args.db}`", soft_wrap=True)
@@ -259,9 +251,9 @@ def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_b
     store.close()
     _print_summary(result)
     if result.sprt is not None:
-        console.print(sprt_line(result.sprt, len(result.records)), highlight=False)
-    not_started = [r for r in result.records if r.reason == EndReason.NOT_STARTED]
-    return storage_exit(store, EXIT_ENGINE if not_started and len(not_started) == len(result.records) else EXIT_OK)
+        console.print(sprt_line(result.sprt, result.games), highlight=False)
+    not_started = result.reasons.get(EndReason.NOT_STARTED, 0)
+    return storage_exit(store, EXIT_ENGINE if not_started and not_started == result.games else EXIT_OK)
 
 
 def parse_sprt(text: str) -> tuple[float, float, float, float]:
@@ -424,20 +416,61 @@ def _guess_name(command: str) -> str:
     return Path(programs[0] if programs else parts[0]).name
 
 
-def _status_table(box: dict, status: str) -> Table:
-    table = Table.grid(padding=(0, 1))
-    for line in box["games"]:
-        table.add_row(line)
-    a, b = box["names"]
-    table.add_row(f"[bold]{a} {box['points'][0]:g} – {box['points'][1]:g} {b}[/]   {status}")
-    return table
+def game_line(r: GameRecord) -> str:
+    """One finished game in a line: who moved first, who won, how it ended."""
+    w = r.winner()
+    return (f"game {r.game_number}: {' vs '.join(r.players)} → {r.players[w] if w is not None else 'draw'} "
+            f"[{r.reason}{': ' + r.detail if r.detail else ''}] in {len(r.events)} events")
+
+
+def match_lines(result, total: int | None = None) -> list[str]:
+    """A match's aggregate (whatever its length): score, W/D/L, pace, forfeits by reason."""
+    a, b = result.players
+    elapsed = max(1e-9, time.monotonic() - result.started)
+    played = f"{result.games}" + (f"/{total}" if total else "")
+    lo, dr, wi = result.trinomial
+    lines = [f"{a} {result.points[0]:g} – {result.points[1]:g} {b} · games {played} · "
+             f"{a} W/D/L {wi}/{dr}/{lo} · {result.games / elapsed:.1f} games/s"]
+    if result.forfeits:
+        lines.append("forfeits: " + ", ".join(f"{who} {reason} ×{n}" for (who, reason), n
+                                              in sorted(result.forfeits.items())))
+    return lines
+
+
+class MatchBoard:
+    """The live display of a match: built when rich redraws (its refresh rate), never per event."""
+
+    def __init__(self, names: list[str], total: int):
+        from .formats.match import MatchResult
+
+        self.result = MatchResult("", tuple(names))
+        self.total = total
+        self.now = None  # (record, event, clocks) of the latest decision
+
+    def __rich__(self) -> Table:
+        table = Table.grid(padding=(0, 1))
+        for r in self.result.recent:
+            table.add_row(escape(game_line(r)))
+        for i, line in enumerate(match_lines(self.result, self.total)):
+            table.add_row(f"[bold]{escape(line)}[/]" if i == 0 else escape(line))
+        if self.now is not None:
+            record, event, clocks = self.now
+            names = record.players
+            clock_text = "  ".join(
+                f"{names[s]} {_fmt_clock(c.remaining_ms() if c.allowance() is not None else None)}"
+                for s, c in enumerate(clocks))
+            last = f"{'roll' if event.seat < 0 else names[event.seat]}: {event.move}"
+            table.add_row(escape(f"game {record.game_number} · ply {event.ply} · {last:<24} · {clock_text}"))
+        return table
 
 
 def _print_summary(result) -> None:
-    table = Table(title=f"match {result.match_id}")
+    """The end of a match: its last few games, then the aggregate (never one row per game)."""
+    table = Table(title=f"match {result.match_id}" + (f": the last {len(result.recent)} of {result.games} games"
+                                                      if result.games > len(result.recent) else ""))
     for col in ("game", "first", "second", "winner", "how it ended", "events", "ms/move"):
         table.add_column(col)
-    for r in result.records:
+    for r in result.recent:
         w = r.winner()
         times = [e.measured_ms for e in r.events if e.measured_ms is not None]
         table.add_row(str(r.game_number), r.players[0], r.players[1], r.players[w] if w is not None else "-",
@@ -445,9 +478,13 @@ def _print_summary(result) -> None:
                              r.reason + (f": {r.detail}" if r.detail else "")), str(len(r.events)),
                       f"{sum(times) / len(times):.1f}" if times else "-")
     console.print(table)
+    for line in match_lines(result):
+        console.print(escape(line), highlight=False, soft_wrap=True)
+    ended = ", ".join(f"{reason} {n}" for reason, n in result.reasons.most_common())
+    console.print(f"ended: {escape(ended)}" if ended else "no game counted", highlight=False)
     a, b = result.players
     verdict = "drawn" if result.winner is None else f"won by {result.players[result.winner]}"
-    console.print(f"[bold]{a} {result.points[0]:g} – {result.points[1]:g} {b}[/]: match {verdict}")
+    console.print(f"[bold]{escape(a)} {result.points[0]:g} – {result.points[1]:g} {escape(b)}[/]: match {verdict}")
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -1,10 +1,15 @@
 """Durable results: a SQLite database (WAL) plus a JSON Lines export, written as each game ends.
 
 SQLite is the embedded default: nothing to install, crash-safe with WAL, one file to copy.
-Each game is committed in its own transaction before the match moves on, so a crash loses at
-most the game in progress. ``<stem>.jsonl`` beside it (``results.jsonl`` for ``results.sqlite``:
-each database its own export) holds the same records in the documented
-open format (docs/records.md), one JSON object per line, flushed and fsynced per game.
+By default each game is committed in its own transaction before the match moves on. With a
+``group_window`` (``arbiter match``) a committer thread commits the games that finished within
+that window together: one transaction (one fsync) and one export append (one fsync) per batch,
+while the next game is already being played. Either way a game *counts* only once committed:
+``on_commit`` announces committed records, and that is what standings, SPRT and displays count;
+a crash loses at most the games of the open window, which a resumed match plays again.
+``<stem>.jsonl`` beside it (``results.jsonl`` for ``results.sqlite``: each database its own
+export) holds the same records in the documented open format (docs/records.md), one JSON object
+per line; ``repair_export`` mends it from its tail after a crash.
 """
 from __future__ import annotations
 
@@ -12,9 +17,10 @@ import json
 import os
 import sqlite3
 import tempfile
+import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from .record import GameRecord, from_json, record_hash, signed_bytes, to_json
 from .signing import Signer
@@ -49,6 +55,10 @@ CREATE TABLE IF NOT EXISTS games (
     record      TEXT NOT NULL          -- the whole GameRecord as JSON
 );
 CREATE INDEX IF NOT EXISTS games_by_match ON games(match_id, game_number);
+CREATE TABLE IF NOT EXISTS export_state (
+    id          INTEGER PRIMARY KEY CHECK (id = 0),
+    bytes       INTEGER NOT NULL       -- what the export's size is once every committed game is in it
+);
 CREATE TABLE IF NOT EXISTS events (
     event_id    TEXT PRIMARY KEY,      -- a tournament's chain over all its games
     chain_count INTEGER NOT NULL,
@@ -89,12 +99,15 @@ class ResultsStore:
     """
 
     def __init__(self, path: str | Path, export_jsonl: str | Path | None = None, *, signer: Signer | None = None,
-                 event_id: str = "", retries: int = 3, retry_delay: float = 0.1):
+                 event_id: str = "", retries: int = 3, retry_delay: float = 0.1, group_window: float = 0.0,
+                 on_commit: Callable[[list[GameRecord]], None] | None = None):
+        """``group_window`` > 0: commit in batches from a committer thread (see the module's
+        docstring); ``on_commit(records)`` is then called from that thread."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if not self.path.exists():  # results (and a tournament's seed) readable by the operator only
             os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
-        self.db = sqlite3.connect(self.path, timeout=30)
+        self.db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.executescript(SCHEMA)
@@ -103,6 +116,9 @@ class ResultsStore:
                              ("status", "TEXT"), ("setup", "TEXT")):
             if column not in have:  # a database made before chaining, or before match resumption
                 self.db.execute(f"ALTER TABLE matches ADD COLUMN {column} {kind}")
+        # A database made before export_state, with games in it, gets its row from a full repair.
+        self.db.execute("INSERT OR IGNORE INTO export_state(id, bytes) SELECT 0, 0 WHERE NOT EXISTS"
+                        " (SELECT 1 FROM games)")
         self.db.commit()
         self.export_path = Path(export_jsonl) if export_jsonl else self.path.with_suffix(".jsonl")
         self.signer, self.event_id = signer, event_id
@@ -116,6 +132,17 @@ class ResultsStore:
         self.fallback: Path | None = None
         self.fallback_count = 0
         self._heads: dict[tuple[str, str], tuple[int, str]] = {}  # (kind, id) -> last committed (count, hash)
+        self.on_commit = on_commit
+        self.group_window = group_window
+        self._lock = threading.RLock()  # the connection, pending and unexported
+        self._inbox: list[GameRecord] = []  # finished games handed to the committer thread
+        self._wake = threading.Condition()
+        self._idle = True  # the committer holds no game (guarded by _wake)
+        self._hurry = self._closing = False
+        self._committer: threading.Thread | None = None
+        if group_window > 0:
+            self._committer = threading.Thread(target=self._commit_loop, name="results-committer", daemon=True)
+            self._committer.start()
 
     def begin_match(self, match_id: str, game: str, players: list[str], time_control: str, fmt: Any,
                     setup: dict | None = None) -> None:
@@ -137,7 +164,7 @@ class ResultsStore:
 
 
     def _write(self, sql: str, args: tuple) -> None:
-        with self.db:
+        with self._lock, self.db:
             self.db.execute(sql, args)
 
     def _try(self, where: Path, action) -> bool:
@@ -153,19 +180,71 @@ class ResultsStore:
 
     def save_game(self, record: GameRecord) -> bool:
         """Commit ``record`` (after any earlier unsaved ones) and export it; False if something
-        is still unsaved after the retries (it stays in ``pending`` / ``unexported``)."""
-        self.pending.append(record)
-        return self.flush()
+        is still unsaved after the retries (it stays in ``pending`` / ``unexported``). With a
+        ``group_window`` the record is handed to the committer thread (True: accepted)."""
+        if self._committer is not None:
+            with self._wake:
+                self._inbox.append(record)
+                self._idle = False
+                self._wake.notify_all()
+            return True
+        with self._lock:
+            self.pending.append(record)
+            return self.flush()
+
+    def sync(self) -> bool:
+        """Commit every game handed over so far, now, and wait for it; False if some could not
+        be saved (see ``problem``). Call before acting on results (a match that may stop)."""
+        if self._committer is None:
+            with self._lock:
+                return self.flush()
+        with self._wake:
+            self._hurry = True
+            self._wake.notify_all()
+            while not self._idle and self._committer.is_alive():
+                self._wake.wait(0.5)
+            self._hurry = False
+        with self._lock:
+            return not self.pending and not self.unexported
+
+    def _commit_loop(self) -> None:
+        """The committer thread: wait for a first game, let the window fill, commit the batch."""
+        while True:
+            with self._wake:
+                while not self._inbox and not self._closing:
+                    self._idle = not self._inbox
+                    self._wake.notify_all()
+                    self._wake.wait()
+                if not self._inbox:
+                    self._idle = True
+                    self._wake.notify_all()
+                    return
+                deadline = time.monotonic() + self.group_window
+                while not (self._hurry or self._closing) and (left := deadline - time.monotonic()) > 0:
+                    self._wake.wait(left)
+                batch, self._inbox = self._inbox, []
+            with self._lock:
+                self.pending.extend(batch)
+                self.flush()
+            with self._wake:
+                self._idle = not self._inbox
+                self._wake.notify_all()
 
     def flush(self) -> bool:
-        while self.pending:
-            if not self._try(self.path, lambda: self._commit(self.pending[0])):
+        """Commit ``pending`` in one transaction, then append ``unexported`` to the export with
+        one write and one fsync (callers hold ``_lock``)."""
+        if self.pending:
+            batch = list(self.pending)
+            if not self._try(self.path, lambda: self._commit_batch(batch)):
                 return False
-            self.pending.pop(0)
-        while self.unexported:
-            if not self._try(self.export_path, lambda: self._export(self.unexported[0])):
+            del self.pending[:len(batch)]
+            if self.on_commit is not None:
+                self.on_commit(batch)
+        if self.unexported:
+            lines = list(self.unexported)
+            if not self._try(self.export_path, lambda: self._export(b"".join(line + b"\n" for line in lines))):
                 return False
-            self.unexported.pop(0)
+            del self.unexported[:len(lines)]
         return True
 
     def _chain(self, record: GameRecord, match_head: tuple[int, str], event_head: tuple[int, str]) -> bytes:
@@ -182,41 +261,14 @@ class ResultsStore:
     def _sign_head(self, kind: str, ident: str, count: int, head: str) -> str | None:
         return self.signer.sign(chain_statement(kind, ident, count, head)) if self.signer else None
 
-    def _commit(self, record: GameRecord) -> None:
+    def _commit_batch(self, records: list[GameRecord]) -> None:
+        """One transaction for ``records``, chained in order; nothing of it stays on failure."""
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
-            row = db.execute("SELECT chain_count, chain_head FROM matches WHERE match_id = ?",
-                             (record.match_id,)).fetchone()
-            match_head = (row[0] or 0, row[1] or "") if row else (0, "")
-            event_head = (0, "")
-            if self.event_id:
-                erow = db.execute("SELECT chain_count, chain_head FROM events WHERE event_id = ?",
-                                  (self.event_id,)).fetchone()
-                event_head = tuple(erow) if erow else (0, "")
-            data = self._chain(record, match_head, event_head)
-            digest = record_hash(data)
-            db.execute(
-                "INSERT OR REPLACE INTO games(game_id, match_id, game_number, game, players, returns, reason,"
-                " forfeit_seat, plies, ended_at, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (record.game_id, record.match_id, record.game_number, record.game, json.dumps(record.players),
-                 json.dumps(record.returns), record.reason, record.forfeit_seat, len(record.events),
-                 record.ended_at, data.decode()))
-            msig = self._sign_head("match", record.match_id, record.match_seq, digest)
-            if row:
-                db.execute("UPDATE matches SET chain_count = ?, chain_head = ?, chain_signature = ? WHERE match_id = ?",
-                           (record.match_seq, digest, msig, record.match_id))
-            else:  # a game saved without begin_match (a tournament, a lone Series)
-                db.execute("INSERT INTO matches(match_id, game, players, time_control, format, started_at,"
-                           " chain_count, chain_head, chain_signature) VALUES (?, ?, ?, ?, '', ?, ?, ?, ?)",
-                           (record.match_id, record.game, json.dumps(record.players), record.time_control,
-                            record.started_at, record.match_seq, digest, msig))
-            if self.event_id:
-                db.execute("INSERT INTO events(event_id, chain_count, chain_head, chain_signature) VALUES (?, ?, ?, ?)"
-                           " ON CONFLICT(event_id) DO UPDATE SET chain_count = excluded.chain_count,"
-                           " chain_head = excluded.chain_head, chain_signature = excluded.chain_signature",
-                           (self.event_id, record.event_seq, digest,
-                            self._sign_head("event", self.event_id, record.event_seq, digest)))
+            out = [self._insert(record) for record in records]
+            db.execute("UPDATE export_state SET bytes = bytes + ? WHERE id = 0",
+                       (sum(len(data) + 1 for _, data, _ in out),))
             db.commit()
         except BaseException:
             try:
@@ -224,17 +276,54 @@ class ResultsStore:
             except sqlite3.Error:
                 pass
             raise
-        self._heads[("match", record.match_id)] = (record.match_seq, digest)
+        for record, data, digest in out:
+            self._heads[("match", record.match_id)] = (record.match_seq, digest)
+            if self.event_id:
+                self._heads[("event", self.event_id)] = (record.event_seq, digest)
+            self.unexported.append(data)
+
+    def _insert(self, record: GameRecord) -> tuple[GameRecord, bytes, str]:
+        """Chain, sign and insert one record inside the open transaction."""
+        db = self.db
+        row = db.execute("SELECT chain_count, chain_head FROM matches WHERE match_id = ?",
+                         (record.match_id,)).fetchone()
+        match_head = (row[0] or 0, row[1] or "") if row else (0, "")
+        event_head = (0, "")
         if self.event_id:
-            self._heads[("event", self.event_id)] = (record.event_seq, digest)
-        self.unexported.append(data)
+            erow = db.execute("SELECT chain_count, chain_head FROM events WHERE event_id = ?",
+                              (self.event_id,)).fetchone()
+            event_head = tuple(erow) if erow else (0, "")
+        data = self._chain(record, match_head, event_head)
+        digest = record_hash(data)
+        db.execute(
+            "INSERT OR REPLACE INTO games(game_id, match_id, game_number, game, players, returns, reason,"
+            " forfeit_seat, plies, ended_at, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (record.game_id, record.match_id, record.game_number, record.game, json.dumps(record.players),
+             json.dumps(record.returns), record.reason, record.forfeit_seat, len(record.events),
+             record.ended_at, data.decode()))
+        msig = self._sign_head("match", record.match_id, record.match_seq, digest)
+        if row:
+            db.execute("UPDATE matches SET chain_count = ?, chain_head = ?, chain_signature = ? WHERE match_id = ?",
+                       (record.match_seq, digest, msig, record.match_id))
+        else:  # a game saved without begin_match (a tournament, a lone Series)
+            db.execute("INSERT INTO matches(match_id, game, players, time_control, format, started_at,"
+                       " chain_count, chain_head, chain_signature) VALUES (?, ?, ?, ?, '', ?, ?, ?, ?)",
+                       (record.match_id, record.game, json.dumps(record.players), record.time_control,
+                        record.started_at, record.match_seq, digest, msig))
+        if self.event_id:
+            db.execute("INSERT INTO events(event_id, chain_count, chain_head, chain_signature) VALUES (?, ?, ?, ?)"
+                       " ON CONFLICT(event_id) DO UPDATE SET chain_count = excluded.chain_count,"
+                       " chain_head = excluded.chain_head, chain_signature = excluded.chain_signature",
+                       (self.event_id, record.event_seq, digest,
+                        self._sign_head("event", self.event_id, record.event_seq, digest)))
+        return record, data, digest
 
     def _export(self, data: bytes) -> None:
-        """Append one line; on failure cut the file back so a retry does not leave a torn line."""
+        """Append whole lines; on failure cut the file back so a retry does not leave a torn line."""
         with open_private(self.export_path) as f:
             size = f.tell()
             try:
-                f.write(data + b"\n")
+                f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
             except OSError:
@@ -243,6 +332,70 @@ class ResultsStore:
                 except OSError:
                     pass
                 raise
+
+    def repair_export(self) -> tuple[bool, int]:
+        """Mend the export after a crash, from its tail: cut a torn last line, append the committed
+        games missing after its last line. ``export_state`` (the size the export has once complete)
+        says how many bytes are missing; only when that does not fit the file's tail (a gap left by
+        an export that failed earlier, a file edited or replaced) is the whole file read. Returns
+        (cut, appended)."""
+        with self._lock:
+            path = self.export_path
+            cut = False
+            size = path.stat().st_size if path.exists() else 0
+            end = _last_newline_end(path, size)
+            if end != size:
+                with open(path, "r+b") as f:
+                    f.truncate(end)
+                size, cut = end, True
+            row = self.db.execute("SELECT bytes FROM export_state WHERE id = 0").fetchone()
+            if row is not None and size == row[0]:
+                return cut, 0
+            if row is not None and size < row[0]:
+                missing = self._missing_tail(path, size, row[0] - size)
+                if missing is not None:
+                    self._export(b"".join(missing))
+                    return cut, len(missing)
+            return cut, self._repair_full(path)
+
+    def _missing_tail(self, path: Path, size: int, want: int) -> list[bytes] | None:
+        """The last committed records, ``want`` bytes of lines together, if the record committed
+        just before them is the file's last line; else None."""
+        last_id = _line_game_id(_last_line(path, size)) if size else None
+        tail: list[bytes] = []
+        total = 0
+        for gid, rec in self.db.execute("SELECT game_id, record FROM games ORDER BY rowid DESC"):
+            if total == want:
+                return tail[::-1] if gid == last_id else None
+            if total > want:
+                return None
+            data = rec.encode()
+            tail.append(data + b"\n")
+            total += len(data) + 1
+        return tail[::-1] if total == want and last_id is None else None
+
+    def _repair_full(self, path: Path) -> int:
+        """Read every line's game id, append every committed game not among them (commit order)."""
+        ids: set[str] = set()
+        if path.exists():
+            with open(path, "rb") as f:
+                for line in f:
+                    if (gid := _line_game_id(line)) is not None:
+                        ids.add(gid)
+        appended, chunk = 0, []
+        for gid, rec in self.db.execute("SELECT game_id, record FROM games ORDER BY rowid"):
+            if gid not in ids:
+                chunk.append(rec.encode() + b"\n")
+                appended += 1
+                if len(chunk) >= 1000:
+                    self._export(b"".join(chunk))
+                    chunk = []
+        if chunk:
+            self._export(b"".join(chunk))
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO export_state(id, bytes) VALUES (0, ?)",
+                            (path.stat().st_size if path.exists() else 0,))
+        return appended
 
     def _write_fallback(self) -> None:
         """Chain the unsaved records after the last committed ones and write them, one JSON per
@@ -299,16 +452,56 @@ class ResultsStore:
         return from_json(row[0]) if row else None
 
     def close(self) -> None:
-        """Retry what is unsaved, write the rest to the fallback file, close the database."""
-        if self.pending or self.unexported:
-            self.flush()
-        if self.pending:
-            self._write_fallback()
-            self.pending = []
-        try:
-            self.db.close()
-        except sqlite3.Error:
-            pass
+        """Commit what was handed over, retry what is unsaved, write the rest to the fallback
+        file, close the database."""
+        if self._committer is not None:
+            with self._wake:
+                self._closing = True
+                self._wake.notify_all()
+            self._committer.join()
+            self._committer = None
+        with self._lock:
+            if self.pending or self.unexported:
+                self.flush()
+            if self.pending:
+                self._write_fallback()
+                self.pending = []
+            try:
+                self.db.close()
+            except sqlite3.Error:
+                pass
+
+
+def _last_newline_end(path: Path, size: int, chunk: int = 1 << 16) -> int:
+    """The offset just after the file's last newline (0 if none): where a torn line begins."""
+    if not size:
+        return 0
+    with open(path, "rb") as f:
+        pos = size
+        while pos > 0:
+            start = max(0, pos - chunk)
+            f.seek(start)
+            data = f.read(pos - start)
+            k = data.rfind(b"\n")
+            if k >= 0:
+                return start + k + 1
+            pos = start
+    return 0
+
+
+def _last_line(path: Path, size: int) -> bytes:
+    """The last complete line of a file that ends with a newline."""
+    start = _last_newline_end(path, size - 1)
+    with open(path, "rb") as f:
+        f.seek(start)
+        return f.read(size - start)
+
+
+def _line_game_id(line: bytes) -> str | None:
+    try:
+        return json.loads(line).get("game_id")
+    except (ValueError, AttributeError):
+        return None
 
 
 def open_readonly(path: str | Path) -> sqlite3.Connection:
