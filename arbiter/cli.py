@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 from collections import Counter
 import json
 import math
@@ -18,6 +19,7 @@ import sqlite3
 import sys
 import time
 from pathlib import Path
+from typing import Iterator
 
 from rich.console import Console
 from rich.live import Live
@@ -43,7 +45,7 @@ from .records import GameRecord
 from .records.audit import audit, load_stored
 from .records.replay import replay, verify
 from .records.signing import KeyFileError, key_id, keygen, load_public_key, load_signer
-from .records.store import ResultsStore, load_records, match_setup
+from .records.store import ResultsStore, count_records, find_records, iter_records, last_record, match_setup
 from .sprt import concluded
 
 EXIT_OK, EXIT_VERIFY_FAILED, EXIT_USAGE, EXIT_ENGINE, EXIT_STORAGE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
@@ -513,31 +515,34 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.record is None:
         console.print("[red]error:[/] give a record file, or --game and --position")
         return EXIT_USAGE
-    try:
-        records = load_records(args.record)
+    wanted = args.game_id or args.game_id_arg
+    try:  # one game is looked up (by id, MATCH.N or the last), never the whole file loaded
+        if args.list:
+            console.print(f"{count_records(args.record)} game(s) in {escape(args.record)}:", soft_wrap=True)
+            for line in game_lines(iter_records(args.record)):
+                console.print(escape(line), soft_wrap=True, highlight=False)
+            return EXIT_OK
+        if wanted:  # an id, or its unique beginning (``MATCH.3``: game 3 of a match)
+            records, count = find_records(args.record, wanted)
+            if count > 1:
+                console.print(f"[red]error:[/] {count} games begin with {escape(wanted)!r}; "
+                              f"`arbiter show {escape(args.record)} --list` lists them", soft_wrap=True)
+                return EXIT_USAGE
+        elif args.all:
+            records = iter_records(args.record)
+        else:
+            last = last_record(args.record)
+            records = [last] if last is not None else []
+        records = iter([*records]) if isinstance(records, list) else records
+        first = next(records, None)
     except (OSError, ValueError) as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
         return EXIT_USAGE
-    if args.list:
-        console.print(f"{len(records)} game(s) in {escape(args.record)}:", soft_wrap=True)
-        for line in game_lines(records):
-            console.print(escape(line), soft_wrap=True, highlight=False)
-        return EXIT_OK
-    wanted = args.game_id or args.game_id_arg
-    if wanted:  # an id, or its unique beginning (``MATCH.3``: game 3 of a match)
-        records = ([r for r in records if r.game_id == wanted]
-                   or [r for r in records if r.game_id.startswith(wanted + ".")]
-                   or [r for r in records if r.game_id.startswith(wanted)])
-        if len(records) > 1:
-            console.print(f"[red]error:[/] {len(records)} games begin with {escape(wanted)!r}; "
-                          f"`arbiter show {escape(args.record)} --list` lists them", soft_wrap=True)
-            return EXIT_USAGE
-    if not records:
+    if first is None:
         console.print(f"[red]error:[/] no such game in {escape(args.record)}"
                       + (f": {escape(wanted)!r} (`--list` lists them)" if wanted else ""), soft_wrap=True)
         return EXIT_USAGE
-    if not args.all:
-        records = records[-1:]
+    records = itertools.chain([first], records)
     for record in records:
         console.print(f"[bold]{record.game_id}[/] {record.game} {record.options} · "
                       + " vs ".join(f"{n} ({r})" for n, r in zip(record.players, record.seat_roles))
@@ -573,15 +578,13 @@ def cmd_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def game_lines(records: list[GameRecord]) -> list[str]:
+def game_lines(records) -> Iterator[str]:
     """``arbiter show FILE --list``: one line per game, led by the id ``show FILE ID`` takes."""
-    lines = []
     for r in records:
         w = r.winner()
         result = " ".join(f"{x:g}" for x in r.returns) + (f" → {r.players[w]}" if w is not None else "")
-        lines.append(f"{r.game_id}  {r.game}  {' vs '.join(r.players)}  {result}  "
-                     f"[{r.reason}{': ' + r.detail if r.detail else ''}]  {len(r.events)} events")
-    return lines
+        yield (f"{r.game_id}  {r.game}  {' vs '.join(r.players)}  {result}  "
+               f"[{r.reason}{': ' + r.detail if r.detail else ''}]  {len(r.events)} events")
 
 
 def cmd_verify(args: argparse.Namespace) -> int:

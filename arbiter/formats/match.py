@@ -17,7 +17,7 @@ import uuid
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from protocol.messages import TimeControl
 
@@ -301,7 +301,7 @@ class Match:
         return (self.fmt.first_to is not None and max(result.points) >= self.fmt.first_to) or \
             (result.sprt is not None and bool(concluded(result.sprt)))
 
-    def play(self, setup: dict | None = None, done: list[GameRecord] = ()) -> MatchResult:
+    def play(self, setup: dict | None = None, done: Iterable[GameRecord] = ()) -> MatchResult:
         """Play the match, or the rest of it after the games ``done`` (a resumed match). ``setup``
         is stored with the match for ``arbiter match --resume``. Interrupted (Ctrl-C, SIGTERM),
         the match is marked ``interrupted`` and the exception goes on.
@@ -312,7 +312,7 @@ class Match:
         that leaves it unfinished, and resuming plays the uncommitted games again."""
         result = MatchResult(self.match_id, self.names)
         played = MatchResult(self.match_id, self.names) if self.store else result
-        for record in sorted(done, key=lambda r: r.game_number):
+        for record in done:  # in game order
             self._count(result, record)
             if played is not result:
                 self._count(played, record)

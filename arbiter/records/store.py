@@ -511,8 +511,8 @@ def open_readonly(path: str | Path) -> sqlite3.Connection:
     return sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)
 
 
-def load_records(path: str | Path, game_id: str | None = None) -> list[GameRecord]:
-    """Records from a SQLite results file, a .jsonl export or a single-record .json file."""
+def _is_sqlite(path: str | Path) -> bool:
+    """True for a SQLite file, False for JSON Lines; ValueError/FileNotFoundError name the file."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file")
@@ -520,30 +520,129 @@ def load_records(path: str | Path, game_id: str | None = None) -> list[GameRecor
         head = f.read(16)
     if not head:
         raise ValueError(f"{path}: empty file, not a results database or export")
-    if head.startswith(b"SQLite format 3"):
+    return head.startswith(b"SQLite format 3")
+
+
+def _rows(path: Path, where: str = "", args: tuple = (), order: str = "rowid") -> Iterator[str]:
+    """The stored JSON of the matching rows, one at a time."""
+    db = open_readonly(path)
+    try:
+        try:
+            cursor = db.execute(f"SELECT record FROM games {where} ORDER BY {order}", args)
+        except sqlite3.Error as exc:  # truncated, or SQLite without a results table
+            raise ValueError(f"{path}: not a results database ({exc})") from None
+        for (data,) in cursor:
+            yield data
+    finally:
+        db.close()
+
+
+def _lines(path: Path, needle: bytes = b"") -> Iterator[tuple[int, bytes]]:
+    """(line number, line) of a JSON Lines file, streamed; with ``needle`` only lines holding it."""
+    with open(path, "rb") as f:
+        for lineno, line in enumerate(f, 1):
+            if line.strip() and needle in line:
+                yield lineno, line
+
+
+def _decode(path: Path, lineno: int, line: bytes) -> GameRecord:
+    try:
+        return from_json(line)
+    except Exception as exc:
+        raise ValueError(f"{path}:{lineno}: not a game record: {exc}") from None
+
+
+def iter_records(path: str | Path, game_id: str | None = None) -> Iterator[GameRecord]:
+    """Records from a SQLite results file (commit order), a .jsonl export or a single-record
+    .json file (line order), one at a time: memory stays constant however many there are."""
+    path = Path(path)
+    if _is_sqlite(path):
+        where, args = ("WHERE game_id = ?", (game_id,)) if game_id else ("", ())
+        for data in _rows(path, where, args):
+            yield from_json(data)
+        return
+    for lineno, line in _lines(path, game_id.encode() if game_id else b""):
+        record = _decode(path, lineno, line)
+        if not game_id or record.game_id == game_id:
+            yield record
+
+
+def count_records(path: str | Path) -> int:
+    """How many records a results file holds (a JSON Lines file: its non-empty lines)."""
+    path = Path(path)
+    if _is_sqlite(path):
         db = open_readonly(path)
         try:
-            sql = "SELECT record FROM games" + (" WHERE game_id = ?" if game_id else "")
-            rows = db.execute(sql + " ORDER BY ended_at, game_number", (game_id,) if game_id else ()).fetchall()
-        except sqlite3.Error as exc:  # truncated, or SQLite without a results table
+            return db.execute("SELECT count(*) FROM games").fetchone()[0]
+        except sqlite3.Error as exc:
             raise ValueError(f"{path}: not a results database ({exc})") from None
         finally:
             db.close()
-        return [from_json(data) for (data,) in rows]
-    records = []
-    with open(path, "rb") as f:
-        for lineno, line in enumerate(f, 1):
-            if line.strip():
+    return sum(1 for _ in _lines(path))
+
+
+def load_records(path: str | Path, game_id: str | None = None) -> list[GameRecord]:
+    """Every record of a results file (see ``iter_records``), as a list."""
+    return list(iter_records(path, game_id))
+
+
+def last_record(path: str | Path) -> GameRecord | None:
+    """The last record saved (database) or written (export): read from the end, not the whole file."""
+    path = Path(path)
+    if _is_sqlite(path):
+        for data in _rows(path, order="rowid DESC LIMIT 1"):
+            return from_json(data)
+        return None
+    size = path.stat().st_size
+    end = _last_newline_end(path, size)
+    if end < size:  # a single-record file without a final newline, or a torn last line
+        with open(path, "rb") as f:
+            f.seek(end)
+            tail = f.read()
+        if tail.strip():
+            try:
+                return from_json(tail)
+            except Exception:
+                pass
+    while end > 0:
+        line = _last_line(path, end)
+        if line.strip():
+            return _decode(path, 0, line)
+        end -= len(line)
+    return None
+
+
+def find_records(path: str | Path, wanted: str) -> tuple[list[GameRecord], int]:
+    """The games ``wanted`` names: its exact id, else ``MATCH.N`` (game N of a match: ids are
+    ``MATCH.N.xxxxxx``), else the ids it begins. Returns (at most two of them, how many)."""
+    path = Path(path)
+    steps = (("=", wanted), ("^", wanted + "."), ("^", wanted))
+    if _is_sqlite(path):
+        for op, key in steps:
+            if op == "=":
+                where, args = "WHERE game_id = ?", (key,)
+            else:  # a prefix as a range of the primary key: an index search, not a scan
+                where, args = "WHERE game_id >= ? AND game_id < ?", (key, key[:-1] + chr(ord(key[-1]) + 1))
+            found = [from_json(d) for d in _rows(path, where, args, order="game_id LIMIT 2")]
+            if found:
+                if len(found) < 2:
+                    return found, 1
+                db = open_readonly(path)
                 try:
-                    records.append(from_json(line))
-                except Exception as exc:
-                    raise ValueError(f"{path}:{lineno}: not a game record: {exc}") from None
-    if game_id:
-        records = [r for r in records if r.game_id == game_id]
-    return records
+                    (n,), = db.execute(f"SELECT count(*) FROM games {where}", args)
+                finally:
+                    db.close()
+                return found, n
+        return [], 0
+    hits = [_decode(path, n, line) for n, line in _lines(path, wanted.encode())]
+    for op, key in steps:
+        found = [r for r in hits if (r.game_id == key if op == "=" else r.game_id.startswith(key))]
+        if found:
+            return found[:2], len(found)
+    return [], 0
 
 
-def match_setup(path: str | Path, match_id: str | None = None) -> tuple[str, str | None, dict, list[GameRecord]]:
+def match_setup(path: str | Path, match_id: str | None = None) -> tuple[str, str | None, dict, "DoneGames"]:
     """For ``arbiter match --resume``: (match id, status, setup, its games so far) of ``match_id``,
     or of the latest match in the database not marked finished. ValueError says why there is none."""
     if not Path(path).is_file():
@@ -559,7 +658,22 @@ def match_setup(path: str | Path, match_id: str | None = None) -> tuple[str, str
         if row is None:
             raise ValueError(f"{path}: no match {match_id!r} started by `arbiter match`" if match_id
                              else f"{path}: no unfinished match to resume")
-        rows = db.execute("SELECT record FROM games WHERE match_id = ? ORDER BY game_number", (row[0],)).fetchall()
+        (count,), = db.execute("SELECT count(*) FROM games WHERE match_id = ?", (row[0],))
     finally:
         db.close()
-    return row[0], row[1], json.loads(row[2]), [from_json(data) for (data,) in rows]
+    return row[0], row[1], json.loads(row[2]), DoneGames(Path(path), row[0], count)
+
+
+class DoneGames:
+    """The committed games of a match, in game order, read one at a time when iterated (a
+    resumed 100,000-game match does not hold them all)."""
+
+    def __init__(self, path: Path, match_id: str, count: int):
+        self.path, self.match_id, self.count = path, match_id, count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[GameRecord]:
+        for data in _rows(self.path, "WHERE match_id = ?", (self.match_id,), order="game_number"):
+            yield from_json(data)
