@@ -42,7 +42,7 @@ from .hosting.remote import LagPolicy, RemoteHub, Roster
 from .hosting.sandbox import SandboxMode
 from .hosting.sandbox import support as sandbox_support
 from .records import GameRecord
-from .records.audit import audit, load_stored
+from .records.audit import Auditor, open_stored
 from .records.replay import replay, verify
 from .records.signing import KeyFileError, key_id, keygen, load_public_key, load_signer
 from .records.store import ResultsStore, count_records, find_records, iter_records, last_record, match_setup
@@ -587,35 +587,79 @@ def game_lines(records) -> Iterator[str]:
                f"[{r.reason}{': ' + r.detail if r.detail else ''}]  {len(r.events)} events")
 
 
+def _replay_check(raw: bytes) -> list[str]:
+    """``verify`` of one stored record (in a worker process)."""
+    from .records import from_json
+
+    return verify(from_json(raw))
+
+
+def _batches(items, size: int):
+    batch = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     """Replay every record (rules and dice), then check the file as a whole: chains, signatures,
-    indexed columns (``arbiter.records.audit``)."""
+    indexed columns (``arbiter.records.audit``). The file is streamed in batches (memory stays
+    flat at 100,000 games); the replays run on every core."""
     try:
         public = load_public_key(args.public_key) if args.public_key else None
         if not Path(args.record).exists():
             raise FileNotFoundError(f"{args.record}: no such file")
-        stored, heads, broken = load_stored(args.record)
-        if broken and not stored:  # not one record in it: the wrong file, not a tampered one
-            raise ValueError(broken[0])
+        rows, heads, total = open_stored(args.record)
     except (OSError, ValueError, KeyFileError) as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
-    bad = 0
-    for s in stored:
-        record = s.record
-        if args.game_id and record.game_id != args.game_id:
-            continue
-        problems = verify(record)
-        if problems:
-            bad += 1
-            console.print(f"[red]INCONSISTENT[/] {record.game_id}")
-            for p in problems:
-                console.print(f"  - {escape(p)}")
-        elif args.verbose:
-            console.print(f"[green]ok[/] {record.game_id}: {len(record.rolls)} rolls, {len(record.events)} events")
-    checked = [s for s in stored if not args.game_id or s.record.game_id == args.game_id]
-    console.print(f"{len(checked) - bad} of {len(checked)} records consistent")
-    report = audit(stored, heads, public)
+    auditor, broken = Auditor(public), []
+    bad = checked = 0
+    workers = min(os.cpu_count() or 1, 8) if total >= 200 and not args.game_id else 1
+    pool = None
+    if workers > 1:
+        import multiprocessing
+
+        pool = multiprocessing.get_context("fork").Pool(workers)
+    try:
+        with Progress(TextColumn("verifying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=console, transient=True) as progress:
+            task = progress.add_task("verify", total=total)
+            for batch in _batches(rows, 256):
+                broken += [b for b in batch if isinstance(b, str)]
+                stored = [b for b in batch if not isinstance(b, str)]
+                for s in stored:
+                    auditor.add(s)
+                mine = [s for s in stored if not args.game_id or s.record.game_id == args.game_id]
+                results = pool.map(_replay_check, [s.raw for s in mine], chunksize=16) if pool else \
+                    [verify(s.record) for s in mine]
+                for s, problems in zip(mine, results):
+                    record = s.record
+                    checked += 1
+                    if problems:
+                        bad += 1
+                        progress.console.print(f"[red]INCONSISTENT[/] {record.game_id}")
+                        for p in problems:
+                            progress.console.print(f"  - {escape(p)}")
+                    elif args.verbose:
+                        progress.console.print(f"[green]ok[/] {record.game_id}: {len(record.rolls)} rolls, "
+                                               f"{len(record.events)} events")
+                progress.advance(task, len(batch))
+    except (OSError, ValueError) as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}")
+        return EXIT_USAGE
+    finally:
+        if pool is not None:
+            pool.terminate()
+    if broken and not auditor.records:  # not one record in it: the wrong file, not a tampered one
+        console.print(f"[red]error:[/] {escape(broken[0])}")
+        return EXIT_USAGE
+    console.print(f"{checked - bad} of {checked} records consistent")
+    report = auditor.finish(heads)
     for p in broken + report.problems:
         console.print(f"[red]TAMPERED[/] {escape(p)}", highlight=False)
     for note in report.notes:

@@ -142,15 +142,25 @@ def build_tournament(folder: Path, games: int, played: int) -> Path:
     return db
 
 
+LAUNCHER = """
+import os, subprocess, sys, time
+start = time.perf_counter()
+proc = subprocess.Popen(sys.argv[1:])
+_, status, usage = os.wait4(proc.pid, 0)
+sys.stdout.flush()
+print(f"\\n@@{os.waitstatus_to_exitcode(status)} {time.perf_counter() - start:.3f} {usage.ru_maxrss}")
+"""
+
+
 def measure(label: str, argv: list[str], ok=(0,)) -> tuple[float, float]:
     """Run one tool; print and return (seconds, peak RSS in MB)."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    out = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - start
-    code = os.waitstatus_to_exitcode(status)
-    mb = usage.ru_maxrss / 1024
+    # Started by a small launcher: a child's peak RSS starts at its parent's (kept across exec),
+    # and this process holds the records it replicated.
+    proc = subprocess.run([PY, "-c", LAUNCHER, *argv], cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT)
+    out, stats = proc.stdout.rsplit(b"\n@@", 1)
+    code, seconds, kb = stats.split()
+    code, seconds, mb = int(code), float(seconds), int(kb) / 1024
     tail = out.decode(errors="replace").strip().splitlines()[-1:] or [""]
     print(f"{label:<34} {seconds:7.2f} s  {mb:7.1f} MB  exit {code}  | {tail[0][:90]}", flush=True)
     if code not in ok:
