@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+from array import array
 import sqlite3
 import tempfile
 import threading
@@ -55,6 +56,13 @@ CREATE TABLE IF NOT EXISTS games (
     record      TEXT NOT NULL          -- the whole GameRecord as JSON
 );
 CREATE INDEX IF NOT EXISTS games_by_match ON games(match_id, game_number);
+CREATE TABLE IF NOT EXISTS game_summaries (
+    game_id     TEXT PRIMARY KEY,      -- what reports need of a game without parsing its record
+    dice_stream TEXT NOT NULL,
+    detail      TEXT NOT NULL,
+    seats       TEXT NOT NULL,         -- JSON list by seat: summarize()'s SEAT_FIELDS
+    ms          BLOB NOT NULL          -- float64 measured ms of every decision, seat by seat
+);
 CREATE TABLE IF NOT EXISTS export_state (
     id          INTEGER PRIMARY KEY CHECK (id = 0),
     bytes       INTEGER NOT NULL       -- what the export's size is once every committed game is in it
@@ -78,6 +86,45 @@ def chain_statement(kind: str, ident: str, count: int, head: str) -> bytes:
 
 
 STORAGE_ERRORS = (sqlite3.Error, OSError)
+
+SEAT_FIELDS = ("decisions", "ms_n", "ms_sum", "ms_max", "lat_n", "lat_sum", "lat_max", "depth_n", "depth_sum",
+               "nodes_n", "nodes_sum", "timed_nodes", "timed_ms", "clock_ply", "clock_ms")
+
+
+def summarize(record: GameRecord) -> tuple[str, bytes]:
+    """Per seat, what a report computes from the decisions (``SEAT_FIELDS``; ``clock_ms`` is the
+    seat's clock after its last timed decision, at ply ``clock_ply``), and every measured time:
+    saved with the game so that a 100,000-game report reads a few numbers per game."""
+    seats = [[0, 0, 0.0, None, 0, 0.0, None, 0, 0.0, 0, 0.0, 0.0, 0.0, None, None] for _ in record.players]
+    times: list[list[float]] = [[] for _ in record.players]
+    for e in record.events:
+        if not 0 <= e.seat < len(seats):
+            continue
+        row, ms = seats[e.seat], e.measured_ms
+        row[0] += 1
+        if ms is not None:
+            times[e.seat].append(ms)
+            row[1] += 1
+            row[2] += ms
+            row[3] = ms if row[3] is None else max(row[3], ms)
+            if e.reported_ms is not None:
+                lat = ms - e.reported_ms
+                row[4] += 1
+                row[5] += lat
+                row[6] = lat if row[6] is None else max(row[6], lat)
+        info = e.info
+        if info is not None and info.depth is not None:
+            row[7] += 1
+            row[8] += info.depth
+        if info is not None and info.nodes is not None:
+            row[9] += 1
+            row[10] += info.nodes
+            if ms is not None:
+                row[11] += info.nodes
+                row[12] += ms
+        if e.clock_ms is not None:
+            row[13], row[14] = e.ply, e.clock_ms
+    return json.dumps(seats), array("d", [t for seat in times for t in seat]).tobytes()
 
 
 def open_private(path: Path):
@@ -301,6 +348,8 @@ class ResultsStore:
             (record.game_id, record.match_id, record.game_number, record.game, json.dumps(record.players),
              json.dumps(record.returns), record.reason, record.forfeit_seat, len(record.events),
              record.ended_at, data.decode()))
+        db.execute("INSERT OR REPLACE INTO game_summaries(game_id, dice_stream, detail, seats, ms)"
+                   " VALUES (?, ?, ?, ?, ?)", (record.game_id, record.dice_stream, record.detail, *summarize(record)))
         msig = self._sign_head("match", record.match_id, record.match_seq, digest)
         if row:
             db.execute("UPDATE matches SET chain_count = ?, chain_head = ?, chain_signature = ? WHERE match_id = ?",
