@@ -451,7 +451,7 @@ class MatchBoard:
 
     def __rich__(self) -> Table:
         table = Table.grid(padding=(0, 1))
-        for r in self.result.recent:
+        for r in tuple(self.result.recent):  # copied at once: the match thread appends to it
             table.add_row(escape(game_line(r)))
         for i, line in enumerate(match_lines(self.result, self.total)):
             table.add_row(f"[bold]{escape(line)}[/]" if i == 0 else escape(line))
