@@ -148,21 +148,24 @@ start = time.perf_counter()
 proc = subprocess.Popen(sys.argv[1:])
 _, status, usage = os.wait4(proc.pid, 0)
 sys.stdout.flush()
-print(f"\\n@@{os.waitstatus_to_exitcode(status)} {time.perf_counter() - start:.3f} {usage.ru_maxrss}")
+print(f"\\n@@{os.waitstatus_to_exitcode(status)} {time.perf_counter() - start:.3f} {usage.ru_maxrss} "
+      f"{usage.ru_utime + usage.ru_stime:.3f}")
 """
 
 
 def measure(label: str, argv: list[str], ok=(0,)) -> tuple[float, float]:
-    """Run one tool; print and return (seconds, peak RSS in MB)."""
+    """Run one tool; print and return (wall seconds, peak RSS in MB); CPU seconds (user + system,
+    the tool and whatever it started) are printed too: on a loaded machine they say more."""
     # Started by a small launcher: a child's peak RSS starts at its parent's (kept across exec),
     # and this process holds the records it replicated.
     proc = subprocess.run([PY, "-c", LAUNCHER, *argv], cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT)
     out, stats = proc.stdout.rsplit(b"\n@@", 1)
-    code, seconds, kb = stats.split()
-    code, seconds, mb = int(code), float(seconds), int(kb) / 1024
+    code, seconds, kb, cpu = stats.split()
+    code, seconds, mb, cpu = int(code), float(seconds), int(kb) / 1024, float(cpu)
     tail = out.decode(errors="replace").strip().splitlines()[-1:] or [""]
-    print(f"{label:<34} {seconds:7.2f} s  {mb:7.1f} MB  exit {code}  | {tail[0][:90]}", flush=True)
+    print(f"{label:<34} {seconds:7.2f} s wall {cpu:7.2f} s cpu {mb:7.1f} MB  exit {code}  | {tail[0][:70]}",
+          flush=True)
     if code not in ok:
         print(out.decode(errors="replace")[-2000:])
     return seconds, mb

@@ -15,6 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from arbiter.records.store import open_readonly
@@ -24,6 +25,9 @@ from .config import TournamentConfig, parse_config
 from .director import Director, GameResult, ScheduleSpec
 from .ratings import Z95, fit_bradley_terry, openskill_ratings
 from arbiter.sprt import concluded, pentanomial, sprt, trinomial
+
+
+_decode = msgspec.json.Decoder().decode
 
 
 def _load(db_path: str | Path) -> tuple[TournamentConfig, dict, list[dict]]:
@@ -74,14 +78,14 @@ def _load(db_path: str | Path) -> tuple[TournamentConfig, dict, list[dict]]:
     index = {n: i for i, n in enumerate(names)}
     games = []
     for mid, num, players, returns, reason, fseat, plies, stream, detail in rows:
-        players = json.loads(players)
+        players = _decode(players)
         seating, seen = [], set()
         for p in players:
             i = index.get(p, -1)
             seating.append(i)
             seen.add(i)
         games.append({"match_id": mid, "number": num, "players": players, "seating": seating,
-                      "returns": json.loads(returns), "reason": reason, "forfeit_seat": fseat, "plies": plies,
+                      "returns": _decode(returns), "reason": reason, "forfeit_seat": fseat, "plies": plies,
                       "stream": stream or f"{mid}|{num}", "detail": detail or ""})
     return cfg, meta, games
 
@@ -172,28 +176,32 @@ def _engine_agg() -> dict:
 def _agg_summaries(rows) -> dict[str, dict]:
     """Per engine (by name), the decision statistics of its games' stored summaries."""
     per: dict[str, dict] = defaultdict(_engine_agg)
+    times: dict[str, list[bytes]] = defaultdict(list)
     for mid, number, players, *_, seats, ms in rows:
-        times = np.frombuffer(ms, dtype=np.float64)
         start = 0
-        for name, seat in zip(json.loads(players), json.loads(seats)):
+        for name, seat in zip(_decode(players), _decode(seats)):
             _, ms_n, _, _, lat_n, lat_sum, lat_max, depth_n, depth_sum, nodes_n, nodes_sum, tn, tms, cply, clock = seat
             d = per[name]
-            d["ms"].append(times[start:start + ms_n])
-            start += ms_n
-            d["lat_n"] += lat_n
-            d["lat_sum"] += lat_sum
-            if lat_max is not None:
+            times[name].append(ms[start:start + 8 * ms_n])
+            start += 8 * ms_n
+            if lat_n:
+                d["lat_n"] += lat_n
+                d["lat_sum"] += lat_sum
                 d["lat_max"] = lat_max if d["lat_max"] is None else max(d["lat_max"], lat_max)
-            d["depth_n"] += depth_n
-            d["depth_sum"] += depth_sum
-            d["nodes_n"] += nodes_n
-            d["nodes_sum"] += nodes_sum
-            d["timed_nodes"] += tn
-            d["timed_ms"] += tms
+            if depth_n:
+                d["depth_n"] += depth_n
+                d["depth_sum"] += depth_sum
+            if nodes_n:
+                d["nodes_n"] += nodes_n
+                d["nodes_sum"] += nodes_sum
+                d["timed_nodes"] += tn
+                d["timed_ms"] += tms
             if clock is not None:
                 key = (mid, number)
                 if key not in d["clock"] or d["clock"][key][0] < cply:
                     d["clock"][key] = (cply, clock)
+    for name, chunks in times.items():
+        per[name]["ms"] = [np.frombuffer(b"".join(chunks), dtype=np.float64)]
     return per
 
 

@@ -587,18 +587,34 @@ def _rows(path: Path, where: str = "", args: tuple = (), order: str = "rowid") -
 
 
 def _lines(path: Path, needle: bytes = b"") -> Iterator[tuple[int, bytes]]:
-    """(line number, line) of a JSON Lines file, streamed; with ``needle`` only lines holding it."""
+    """(line number, line) of a JSON Lines file, streamed; with ``needle`` only lines holding it
+    (found by searching 1 MB blocks, not line by line; the line number is then 0)."""
     with open(path, "rb") as f:
-        for lineno, line in enumerate(f, 1):
-            if line.strip() and needle in line:
-                yield lineno, line
+        if not needle:
+            for lineno, line in enumerate(f, 1):
+                if line.strip():
+                    yield lineno, line
+            return
+        carry = b""
+        while block := f.read(1 << 20):
+            data = carry + block
+            cut = data.rfind(b"\n") + 1  # whole lines only; the rest waits for the next block
+            data, carry = data[:cut], data[cut:]
+            at = data.find(needle)
+            while at >= 0:
+                start = data.rfind(b"\n", 0, at) + 1
+                end = data.find(b"\n", at) + 1
+                yield 0, data[start:end]
+                at = data.find(needle, end)
+        if carry.strip() and needle in carry:
+            yield 0, carry
 
 
 def _decode(path: Path, lineno: int, line: bytes) -> GameRecord:
     try:
         return from_json(line)
     except Exception as exc:
-        raise ValueError(f"{path}:{lineno}: not a game record: {exc}") from None
+        raise ValueError(f"{path}{f':{lineno}' if lineno else ''}: not a game record: {exc}") from None
 
 
 def iter_records(path: str | Path, game_id: str | None = None) -> Iterator[GameRecord]:
@@ -713,6 +729,9 @@ def match_setup(path: str | Path, match_id: str | None = None) -> tuple[str, str
     return row[0], row[1], json.loads(row[2]), DoneGames(Path(path), row[0], count)
 
 
+RECENT_WHOLE = 10
+
+
 class DoneGames:
     """The committed games of a match, in game order, read one at a time when iterated (a
     resumed 100,000-game match does not hold them all)."""
@@ -724,5 +743,22 @@ class DoneGames:
         return self.count
 
     def __iter__(self) -> Iterator[GameRecord]:
-        for data in _rows(self.path, "WHERE match_id = ?", (self.match_id,), order="game_number"):
-            yield from_json(data)
+        """Whole records for the last ``RECENT_WHOLE`` games (displays show them); for the others
+        only what counting needs (number, players, returns, reason, forfeit), from the indexed
+        columns: no record is parsed."""
+        db = open_readonly(self.path)
+        try:
+            rows = db.execute(
+                "SELECT game_id, game_number, game, players, returns, reason, forfeit_seat, ended_at,"
+                " CASE WHEN game_number > ? THEN record END FROM games WHERE match_id = ? ORDER BY game_number",
+                (self.count - RECENT_WHOLE, self.match_id))
+            for gid, number, game, players, returns, reason, fseat, ended, data in rows:
+                if data is not None:
+                    yield from_json(data)
+                    continue
+                players = json.loads(players)
+                yield GameRecord(game_id=gid, match_id=self.match_id, game_number=number, game=game, options={},
+                                 players=players, seat_roles=[], time_control="", margin_ms=0, started_at=ended,
+                                 ended_at=ended, returns=json.loads(returns), reason=reason, forfeit_seat=fseat)
+        finally:
+            db.close()
