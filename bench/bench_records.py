@@ -177,9 +177,21 @@ def main() -> int:
     ap.add_argument("--played", type=int, default=2000, help="real games played before replicating")
     ap.add_argument("--dir", default=str(Path(tempfile.gettempdir()) / "arbiter-records-bench"))
     ap.add_argument("--skip-verify", action="store_true")
+    ap.add_argument("--jsonl", action="store_true", help="verify the .jsonl export too")
+    ap.add_argument("--match-memory", metavar="N,N,...",
+                    help="only: peak RSS of `arbiter match --quiet --format games=N` for each N")
     args = ap.parse_args()
     folder = Path(args.dir)
     folder.mkdir(parents=True, exist_ok=True)
+    if args.match_memory:
+        for n in [int(x) for x in args.match_memory.split(",")]:
+            db = folder / f"memory-{n}.sqlite"
+            for suffix in (".sqlite", ".jsonl", ".sqlite-wal", ".sqlite-shm"):
+                db.with_suffix(suffix).unlink(missing_ok=True)
+            measure(f"match --quiet games={n}", [PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine",
+                                                 RANDOM, "--engine", RANDOM, "--format", f"games={n}", "--tc", "10",
+                                                 "--quiet", "--db", str(db)])
+        return 0
     tdb = build_tournament(folder, args.games, args.played)
     mdb = build_match(folder, args.games, args.played)
     conn = sqlite3.connect(tdb)
@@ -189,6 +201,7 @@ def main() -> int:
     print(f"load average {os.getloadavg()[0]:.2f}; {count(tdb)} games in {tdb} "
           f"({tdb.stat().st_size / 1e6:.0f} MB), {count(mdb)} in {mdb}", flush=True)
     arbiter = [PY, "-m", "arbiter.cli"]
+    measure("baseline: `arbiter games` (imports)", arbiter + ["games"])
     measure("show by id", arbiter + ["show", str(tdb), gid])
     measure("show by match.number", arbiter + ["show", str(tdb), f"{mid}.{num}"])
     measure("show the last game", arbiter + ["show", str(tdb)])
@@ -201,7 +214,8 @@ def main() -> int:
     measure("match --resume (1 game left)", arbiter + ["match", "--resume", "--db", str(work), "--quiet"])
     if not args.skip_verify:
         measure("verify (database)", arbiter + ["verify", str(tdb)])
-        measure("verify (.jsonl)", arbiter + ["verify", str(tdb.with_suffix(".jsonl"))])
+        if args.jsonl:
+            measure("verify (.jsonl)", arbiter + ["verify", str(tdb.with_suffix(".jsonl"))])
     return 0
 
 
