@@ -348,7 +348,7 @@ def test_a_disk_that_stays_full_exits_4_naming_the_file_and_the_fallback(tiny_di
     monkeypatch.setattr("tempfile.tempdir", str(fallback_dir))
     opened = []
 
-    def open_full(args):  # the database opens fine, then the disk fills before the first game
+    def open_full(args, group_window=0.0):  # the database opens fine, then the disk fills before the first game
         store = ResultsStore(args.db, retry_delay=0.01)
         fill()
         opened.append(store)

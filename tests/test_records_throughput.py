@@ -89,6 +89,15 @@ def games_of(db: Path) -> dict[int, dict]:
     return out
 
 
+def status_of(db: Path) -> str | None:
+    conn = sqlite3.connect(db)
+    try:
+        row = conn.execute("SELECT status FROM matches").fetchone()
+    finally:
+        conn.close()
+    return row[0] if row else None
+
+
 def test_kill_9_in_throughput_mode_then_resume_equals_an_uninterrupted_run(tmp_path):
     engine = ENGINE
     results = tmp_path / "results"
@@ -118,6 +127,9 @@ def test_kill_9_in_throughput_mode_then_resume_equals_an_uninterrupted_run(tmp_p
             os.kill(proc.pid, signal.SIGKILL)
             proc.communicate()
             log.append(f"killed after {delay:.2f}s with {len(games_of(db))} games")
+            if db.exists() and status_of(db) == "finished":  # killed on its way out, the match over
+                log.append("finished")
+                break
             continue
         if attempt < len(windows):
             assert proc.returncode == -signal.SIGKILL, out
