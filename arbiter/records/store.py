@@ -58,6 +58,7 @@ CREATE TABLE IF NOT EXISTS games (
 CREATE INDEX IF NOT EXISTS games_by_match ON games(match_id, game_number);
 CREATE TABLE IF NOT EXISTS game_summaries (
     game_id     TEXT PRIMARY KEY,      -- what reports need of a game without parsing its record
+    event_seq   INTEGER NOT NULL,
     dice_stream TEXT NOT NULL,
     detail      TEXT NOT NULL,
     seats       TEXT NOT NULL,         -- JSON list by seat: summarize()'s SEAT_FIELDS
@@ -348,8 +349,9 @@ class ResultsStore:
             (record.game_id, record.match_id, record.game_number, record.game, json.dumps(record.players),
              json.dumps(record.returns), record.reason, record.forfeit_seat, len(record.events),
              record.ended_at, data.decode()))
-        db.execute("INSERT OR REPLACE INTO game_summaries(game_id, dice_stream, detail, seats, ms)"
-                   " VALUES (?, ?, ?, ?, ?)", (record.game_id, record.dice_stream, record.detail, *summarize(record)))
+        db.execute("INSERT OR REPLACE INTO game_summaries(game_id, event_seq, dice_stream, detail, seats, ms)"
+                   " VALUES (?, ?, ?, ?, ?, ?)", (record.game_id, record.event_seq, record.dice_stream, record.detail,
+                                                  *summarize(record)))
         msig = self._sign_head("match", record.match_id, record.match_seq, digest)
         if row:
             db.execute("UPDATE matches SET chain_count = ?, chain_head = ?, chain_signature = ? WHERE match_id = ?",
