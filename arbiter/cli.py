@@ -14,6 +14,7 @@ from collections import Counter
 import json
 import math
 import os
+import re
 import shlex
 import sqlite3
 import sys
@@ -33,11 +34,12 @@ from protocol import curve
 from protocol.messages import EndReason
 
 from .clock import DEFAULT_MARGIN_MS, parse_time_control
+from .adjudication import Adjudication
 from .formats.coop import CoopGame, CoopResult, run_coop
 from .formats.match import Match, MatchFormat
 from .formats.solo import SuiteResult, compare, run_suite
 from .games import OptionError, Utility, game_class, game_names, load_game
-from .hosting import EngineConfig, Limits, parse_cpus
+from .hosting import EngineConfig, EngineFault, EngineSession, Limits, OptionFault, parse_cpus
 from .hosting.remote import LagPolicy, RemoteHub, Roster
 from .hosting.sandbox import SandboxMode
 from .hosting.sandbox import support as sandbox_support
@@ -45,7 +47,9 @@ from .records import GameRecord
 from .records.audit import Auditor, open_stored
 from .records.replay import replay, verify
 from .records.signing import KeyFileError, key_id, keygen, load_public_key, load_signer
-from .records.store import ResultsStore, count_records, find_records, iter_records, last_record, match_setup
+from .records.store import (STORAGE_ERRORS, ResultsStore, count_records, find_records, iter_records, last_record,
+                            load_records, match_setup)
+from .records.textexport import TEXT_FORMATS, TextImportError, import_games, read_games, to_csv, to_text
 from .sprt import concluded
 
 EXIT_OK, EXIT_VERIFY_FAILED, EXIT_USAGE, EXIT_ENGINE, EXIT_STORAGE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
@@ -160,8 +164,10 @@ def _resume_match(args: argparse.Namespace) -> tuple[str, list[GameRecord], bool
     match_id, status, setup, done = match_setup(args.db, args.resume or None)
     if status == "finished":
         raise ValueError(f"match {match_id} in {args.db} is finished; nothing to resume")
-    for key in ("game", "tc", "format", "margin", "engine", "name", "sprt"):
+    for key in ("game", "tc", "format", "margin", "engine", "name", "sprt", "max_plies", "resign_moves",
+                "resign_score"):
         setattr(args, key, setup.get(key))
+    args.engine_option = setup.get("engine_option") or []
     args.option = [f"{k}={json.dumps(v)}" for k, v in setup["options"].items()]
     return match_id, done, setup.get("seeded", False)
 
@@ -184,7 +190,10 @@ def cmd_match(args: argparse.Namespace) -> int:
             raise ValueError(f"give exactly two --engine commands (got {len(args.engine)})")
         names = (args.name or []) + [None, None]
         seed, _ = read_seed(args)
-        configs = tuple(_engine_config(cmd, names[i] or f"{'AB'[i]}:{_guess_name(cmd)}", args, args.restart, i)
+        engine_options = parse_engine_options(args.engine_option, len(args.engine))
+        adjudication = parse_adjudication(args, game)
+        configs = tuple(dataclasses.replace(_engine_config(cmd, names[i] or f"{'AB'[i]}:{_guess_name(cmd)}", args,
+                                                           args.restart, i), options=engine_options[i])
                         for i, cmd in enumerate(args.engine))
         hub = _open_hub(args, configs)
     except (OptionError, ValueError, KeyFileError) as exc:
@@ -194,18 +203,19 @@ def cmd_match(args: argparse.Namespace) -> int:
         console.print("[bold yellow]warning:[/] the match was started with a master seed; without it the "
                       "remaining games get fresh dice (give the same --seed-file to keep them)")
     setup = dict(game=game.name, options=game.options, tc=tc.text, format=args.format, margin=args.margin,
-                 sprt=args.sprt,
+                 sprt=args.sprt, engine_option=list(args.engine_option), max_plies=args.max_plies,
+                 resign_moves=args.resign_moves, resign_score=args.resign_score,
                  engine=list(args.engine), name=[c.name for c in configs], seeded=seed is not None)
     if hub is not None:
         configs = tuple(dataclasses.replace(c, endpoint=hub.endpoint) if c.participant else c for c in configs)
     try:
-        return _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_bounds)
+        return _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_bounds, adjudication)
     finally:
         if hub is not None:
             hub.close()
 
 
-def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_bounds) -> int:
+def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_bounds, adjudication) -> int:
     """The match itself, once its configuration is known to be good (and a remote hub listens)."""
     store, code = _prepare(args, configs, GROUP_WINDOW)
     if store is None:
@@ -225,19 +235,21 @@ def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_b
 
     match = Match(game, configs, tc, fmt, store=store, run_dir=logs_dir(args.db), margin=args.margin / 1000,
                   seed=seed, match_id=match_id, on_event=None if args.quiet else on_event, on_game=on_game,
-                  sprt=sprt_bounds, keep_records=False)
+                  sprt=sprt_bounds, adjudication=adjudication, keep_records=False)
     if failed := match.series.start_all():  # pre-flight: a broken command must not hand out wins
         for index, fault in failed:
-            console.print(f"[red]error:[/] engine {escape(configs[index].name)} cannot start: {escape(str(fault))}",
-                          soft_wrap=True)
+            console.print(f"[red]error:[/] engine {escape(configs[index].name)} "
+                          + (f"--engine-option: {escape(fault.detail)}" if isinstance(fault, OptionFault)
+                             else f"cannot start: {escape(str(fault))}"), soft_wrap=True)
         console.print("no game was played, no result recorded")
         match.series.close()
         store.close()
-        return EXIT_ENGINE
+        return EXIT_USAGE if any(isinstance(fault, OptionFault) for _, fault in failed) else EXIT_ENGINE
     for config, engine in zip(configs, match.series.engines):
         console.print(escape(f"{config.name}: {hello_text(engine.hello)}"), soft_wrap=True, highlight=False)
     console.print(f"match [bold]{match.match_id}[/]: {game.name}, {configs[0].name} vs {configs[1].name}, "
                   f"tc {tc.text}, format {args.format}, results → {args.db}"
+                  + (f", adjudication: {adjudication.describe()}" if adjudication else "")
                   + (f" (resumed after {len(done)} game(s))" if match_id else ""))
     try:
         if args.quiet:
@@ -256,6 +268,29 @@ def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_b
         console.print(sprt_line(result.sprt, result.games), highlight=False)
     not_started = result.reasons.get(EndReason.NOT_STARTED, 0)
     return storage_exit(store, EXIT_ENGINE if not_started and not_started == result.games else EXIT_OK)
+
+
+def parse_engine_options(pairs: list[str], engines: int) -> list[dict[str, str]]:
+    """``--engine-option N:NAME=VALUE`` (N: the engine's place among the ``--engine``s, from 1) as
+    one dict per engine; the values stay text until the engine's hello declares their types."""
+    options: list[dict[str, str]] = [{} for _ in range(engines)]
+    for pair in pairs:
+        m = re.fullmatch(r"(\d+):([^=\s]+)=(.*)", pair, re.S)
+        if not m or not 1 <= int(m.group(1)) <= engines:
+            raise ValueError(f"--engine-option {pair!r}: expected N:NAME=VALUE, N the engine's place among the "
+                             f"--engine commands (1 to {engines})")
+        options[int(m.group(1)) - 1][m.group(2)] = m.group(3)
+    return options
+
+
+def parse_adjudication(args: argparse.Namespace, game) -> Adjudication | None:
+    """``--max-plies``, ``--resign-moves``, ``--resign-score`` as ``Adjudication`` (None: no rule);
+    ValueError names the flag."""
+    rules = Adjudication(max_plies=args.max_plies or 0, resign_moves=args.resign_moves or 0,
+                         resign_score=args.resign_score or 0.0)
+    if problem := rules.problem(game):
+        raise ValueError(f"--{problem[0].replace('_', '-')}: {problem[1]}")
+    return rules or None
 
 
 def parse_sprt(text: str) -> tuple[float, float, float, float]:
@@ -674,6 +709,74 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return EXIT_VERIFY_FAILED if bad or tampered or not checked else EXIT_OK
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    """``arbiter export DB --format text|csv [-o FILE]``: every game in commit order (an event's
+    chain order, else by end time), so an import re-chains them as they were."""
+    try:
+        records = sorted(load_records(args.record), key=lambda r: (r.event_seq == 0, r.event_id, r.event_seq))
+        signer = load_signer(args.key) if args.key else None
+    except (OSError, ValueError, KeyFileError) as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}")
+        return EXIT_USAGE
+    chunks = (to_text if args.format == "text" else to_csv)(records, signer)
+    try:
+        if args.output and args.output != "-":
+            Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+            with open(args.output, "w", encoding="utf-8", newline="") as f:
+                f.writelines(chunks)
+            console.print(f"{len(records)} game(s) written to {escape(args.output)}", highlight=False)
+        else:
+            sys.stdout.writelines(chunks)
+            sys.stdout.flush()
+    except BrokenPipeError:  # `arbiter export DB | head`: the reader left; not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except OSError as exc:
+        console.print(f"[red]error:[/] {escape(args.output or 'standard output')}: "
+                      f"{escape(exc.strerror or str(exc))}")
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """``arbiter import FILE --db NEW.sqlite``: rebuild every game of a text or CSV export by
+    replaying it through the rules; a game that does not fit is named with its line (exit 1)."""
+    try:
+        if Path(args.db).exists():
+            raise ValueError(f"--db {args.db}: the file exists; import writes a new results database")
+        signer = load_signer(args.key) if args.key else None
+        public = load_public_key(args.public_key) if args.public_key else None
+        try:
+            data = Path(args.file).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ValueError(f"{args.file}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError:
+            raise ValueError(f"{args.file}: not UTF-8 text") from None
+        games = read_games(data, args.file)
+    except TextImportError as exc:
+        console.print(f"[red]REFUSED[/] {escape(str(exc))}", highlight=False)
+        return EXIT_VERIFY_FAILED
+    except (ValueError, KeyFileError) as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}")
+        return EXIT_USAGE
+    try:
+        count, notes, problem = import_games(games, args.db, signer, public)
+    except TextImportError as exc:
+        console.print(f"[red]REFUSED[/] {escape(str(exc))}", highlight=False)
+        console.print("nothing imported")
+        return EXIT_VERIFY_FAILED
+    except STORAGE_ERRORS as exc:
+        console.print(f"[red]error:[/] {escape(args.db)}: {escape(str(exc))}")
+        return EXIT_STORAGE
+    if problem:
+        console.print(f"[red]error:[/] {escape(problem)}")
+        return EXIT_STORAGE
+    for note in notes:
+        console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
+    console.print(f"{count} game(s) rebuilt from {escape(args.file)} and saved in {escape(args.db)}"
+                  + (f", signed with key {signer.key_id}" if signer else ", unsigned"), highlight=False)
+    return EXIT_OK
+
+
 def cmd_check_engine(args: argparse.Namespace) -> int:
     """``arbiter check-engine CMD --game G``: PASS/FAIL per conformance check (``arbiter.conformance``).
     Exit 0 all passed, 1 a check failed (the engine did not verify), 3 it could not even shake hands."""
@@ -704,6 +807,49 @@ def cmd_check_engine(args: argparse.Namespace) -> int:
     if checks and checks[0].name == "handshake" and not checks[0].passed:
         return EXIT_ENGINE
     return EXIT_VERIFY_FAILED if failed else EXIT_OK
+
+
+def cmd_engine_info(args: argparse.Namespace) -> int:
+    """``arbiter engine-info CMD [--game G]``: how the engine introduces itself and the options it
+    declares (for ``--engine-option`` and a tournament's ``options``). Exit 3 if it cannot start."""
+    try:
+        if args.game is not None:
+            load_game(args.game)
+        if args.command_line.startswith(("tcp://", "ipc://", "remote:")):
+            raise ValueError("engine-info starts the engine itself: give its command line")
+        config = _engine_config(args.command_line, _guess_name(args.command_line), args)
+    except (OptionError, ValueError) as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
+        return EXIT_USAGE
+    if missing := _sandbox_missing([config]):
+        console.print(f"[red]error:[/] {escape(missing)}")
+        return EXIT_ENGINE
+    session = EngineSession(config, Path(args.logs).resolve())
+    Path(args.logs).mkdir(parents=True, exist_ok=True)
+    try:
+        session.launch()
+        session.handshake(args.game)
+    except EngineFault as fault:
+        console.print(f"[red]error:[/] {escape(args.command_line)} cannot start: {escape(str(fault))} "
+                      f"(log: {session.log_path})", soft_wrap=True)
+        return EXIT_ENGINE
+    finally:
+        hello = session.hello
+        session.stop()
+    console.print(escape(hello_text(hello)), highlight=False)
+    console.print(f"games: {escape(', '.join(hello.games) or 'any')}", highlight=False)
+    if not hello.options:
+        console.print("options: none")
+        return EXIT_OK
+    table = Table(title="options")
+    for col in ("name", "type", "default", "range / choices", "description"):
+        table.add_column(col)
+    for o in hello.options:
+        span = (f"{'' if o.min is None else o.min} .. {'' if o.max is None else o.max}" if o.type == "spin"
+                else " | ".join(o.choices) if o.type == "combo" else "")
+        table.add_row(escape(o.name), str(o.type), escape(json.dumps(o.default)), escape(span), escape(o.description))
+    console.print(table)
+    return EXIT_OK
 
 
 def cmd_keygen(args: argparse.Namespace) -> int:
@@ -787,7 +933,7 @@ def cmd_coop(args: argparse.Namespace) -> int:
 
 def coop_game_line(g: CoopGame, total: int) -> str:
     """One progress line: who sat where, the score and how the game ended."""
-    how = g.reason if g.forfeited else "normal"
+    how = g.reason
     if g.forfeited and g.forfeit_seat is not None:
         how += f" by {g.players[g.forfeit_seat]}"
     detail = f": {g.detail}" if g.detail else ""
@@ -968,7 +1114,19 @@ def build_parser() -> argparse.ArgumentParser:
                         "connecting over tcp, or tcp://HOST:PORT with --insecure (give twice: A then B)")
     m.add_argument("--name", action="append", help="engine display name (give twice)")
     m.add_argument("--option", action="append", default=[], help="game option KEY=VALUE (repeatable)")
+    m.add_argument("--engine-option", action="append", default=[], metavar="N:NAME=VALUE",
+                   help="set option NAME the N-th --engine declares in its hello (N from 1; repeatable); "
+                        "arbiter engine-info CMD lists them")
     m.add_argument("--tc", default="180", help="time control, e.g. 180, 180+2, 40/60+0.5, st=1, 60+3x10, inf")
+    m.add_argument("--max-plies", type=int, default=0, metavar="N",
+                   help="adjudicate a game still going after N decisions (rolls not counted) as the game scores "
+                        "an unfinished one: a draw unless its rules say otherwise")
+    m.add_argument("--resign-moves", type=int, default=0, metavar="N",
+                   help="resign rule: end the game for the side ahead when for N consecutive moves each both "
+                        "engines' reported scores agree beyond --resign-score")
+    m.add_argument("--resign-score", type=float, default=0.0, metavar="S",
+                   help="resign rule: the score (the engines' own scale) the winner reports at least and the "
+                        "loser at most minus")
     m.add_argument("--format", default=None,
                    help="olympiad (default) | boN[:ABBA..] | games=N (with --sprt: at most N games; default 10000)")
     m.add_argument("--sprt", metavar="ELO0,ELO1[,ALPHA,BETA]",
@@ -1030,6 +1188,20 @@ def build_parser() -> argparse.ArgumentParser:
         c.add_argument("--quiet", action="store_true")
         c.set_defaults(func=func)
 
+    ex = sub.add_parser("export", help="write the games of a results file as compact text (PGN-like) or CSV")
+    ex.add_argument("record", help="results .sqlite, .jsonl export or .json record")
+    ex.add_argument("--format", choices=TEXT_FORMATS, default="text", help="text (default) or csv")
+    ex.add_argument("-o", "--output", help="file to write (default: standard output)")
+    ex.add_argument("--key", help="sign each game's digest with this referee key (arbiter keygen)")
+    ex.set_defaults(func=cmd_export)
+
+    im = sub.add_parser("import", help="rebuild full records from a text or CSV export into a new database")
+    im.add_argument("file", help="a file written by arbiter export")
+    im.add_argument("--db", required=True, help="the new SQLite results file (its .jsonl export beside it)")
+    im.add_argument("--key", help="sign the rebuilt records with this referee key (arbiter keygen)")
+    im.add_argument("--public-key", help="require every game of the file to be signed by this key (export --key)")
+    im.set_defaults(func=cmd_import)
+
     ce = sub.add_parser("check-engine", help="a conformance run for engine authors: PASS/FAIL per check")
     ce.add_argument("command_line", metavar="CMD", help="the engine's command line ({python}: this Python)")
     ce.add_argument("--game", required=True, help="the game to check it on")
@@ -1038,6 +1210,13 @@ def build_parser() -> argparse.ArgumentParser:
     ce.add_argument("--logs", default="runs/check-engine-logs", help="folder for the engine's logs")
     _hosting_arguments(ce)
     ce.set_defaults(func=cmd_check_engine)
+
+    ei = sub.add_parser("engine-info", help="start an engine, shake hands, print its name and its options, quit it")
+    ei.add_argument("command_line", metavar="CMD", help="the engine's command line ({python}: this Python)")
+    ei.add_argument("--game", default=None, help="the game to introduce it to (as a match would)")
+    ei.add_argument("--logs", default="runs/engine-info-logs", help="folder for the engine's log")
+    _hosting_arguments(ei)
+    ei.set_defaults(func=cmd_engine_info)
 
     k = sub.add_parser("keygen", help="without NAME: the referee's Ed25519 key pair for signing records; "
                                       "with NAME: a CURVE key pair NAME.key/NAME.pub for tcp")
@@ -1056,6 +1235,19 @@ def _sigterm_as_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+def out_of_files(exc: "OSError | zmq.ZMQError") -> bool:
+    """Running out of file descriptors anywhere is one line naming the limit, not a traceback."""
+    import errno
+    import resource
+
+    if exc.errno not in (errno.EMFILE, errno.ENFILE):
+        return False
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    print(f"error: the referee ran out of file descriptors ({getattr(exc, 'filename', None) or exc.strerror}; limit {soft} open "
+          f"files): raise it with ulimit -n", file=sys.stderr)
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     import signal
     import threading
@@ -1069,6 +1261,10 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except (OSError, zmq.ZMQError) as exc:
+        if not out_of_files(exc):
+            raise
+        return EXIT_ENGINE
     finally:
         if main_thread:
             signal.signal(signal.SIGTERM, previous)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from protocol.messages import EndReason, Error, ErrorCode, TimeControl
+from protocol.messages import EndReason, Error, ErrorCode, TimeControl, declaration_problems
 
 from .formats.match import Match, MatchFormat
 from .games.base import Game
@@ -53,6 +53,11 @@ def check_engine(config: EngineConfig, game: Game, tc: TimeControl, log_dir: Pat
         note("handshake", False, str(fault))
         session.stop()
         return checks
+    if problems := declaration_problems(hello.options):
+        note("options", False, "; ".join(problems))
+    else:
+        note("options", True, f"declares {', '.join(o.name for o in hello.options)}" if hello.options
+             else "declares none")
     try:
         session.ping()
         note("ping", True, "answered pong")

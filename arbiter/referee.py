@@ -13,6 +13,7 @@ from typing import Callable
 
 from protocol.messages import EndReason, GameOver, Info, NewGame, Reply, Request, TimeControl
 
+from .adjudication import Adjudication, Judge
 from .clock import DEFAULT_MARGIN_MS, Clock
 from .dice import Dice
 from .games.base import CHANCE, IllegalMove, Game, State
@@ -60,7 +61,8 @@ class Referee:
     def __init__(self, game: Game, engines: list[Session | None], time_control: TimeControl, dice: Dice, *,
                  match_id: str, game_number: int, players: list[str] | None = None,
                  margin: float = DEFAULT_MARGIN, on_event: EventHook | None = None,
-                 replace_engine: Callable[[int], Session | None] | None = None):
+                 replace_engine: Callable[[int], Session | None] | None = None,
+                 adjudication: Adjudication | None = None):
         if len(engines) != game.num_seats:
             raise ValueError(f"{game.name} needs {game.num_seats} engines, got {len(engines)}")
         self.game = game
@@ -86,6 +88,12 @@ class Referee:
             started_at=time.time(), dice_stream=dice.stream, dice_commitment=dice.commitment)
         if any(getattr(e, "insecure", False) for e in engines):
             self.record.insecure = True
+        if any(options := [getattr(e, "options", None) or {} for e in engines]):
+            self.record.engine_options = options
+        self.judge = Judge(adjudication, game) if adjudication else None
+        """Ends the game early by the event's adjudication rules (checked after each decision step)."""
+        if adjudication:
+            self.record.adjudication = adjudication
 
     def _next_seq(self) -> int:
         self.seq += 1
@@ -108,12 +116,17 @@ class Referee:
                     self._roll()
                 else:
                     self._decide(self.state.acting_seats())
+                    if self.judge and (verdict := self.judge.see(self.record.events, self.state)):
+                        return self._finish(None, verdict)
         except _Forfeit as f:
             return self._finish(f)
         return self._finish(None)
 
-    def _finish(self, forfeit: _Forfeit | None) -> GameRecord:
-        if forfeit is None:
+    def _finish(self, forfeit: _Forfeit | None, verdict: tuple[list[float], str] | None = None) -> GameRecord:
+        if verdict is not None:
+            self.record.returns, self.record.detail = verdict
+            self.record.reason = EndReason.ADJUDICATED
+        elif forfeit is None:
             self.record.returns = list(self.state.returns())
             self.record.reason = EndReason.NORMAL
             self.record.detail = self.state.end_detail()
@@ -141,7 +154,7 @@ class Referee:
                           options=self.record.options, seat=seat, seats=names, seat_roles=self.record.seat_roles,
                           time_control=self.tc, dice_commitment=self.dice.commitment,
                           match_id=self.record.match_id, game_number=self.record.game_number,
-                          dice_stream=self.dice.stream, game_info=info)
+                          dice_stream=self.dice.stream, game_info=info, engine_options=getattr(engine, "options", {}))
             try:
                 engine.new_game(msg)
             except EngineFault as fault:

@@ -110,7 +110,7 @@ def hub(secure: bool, trips: int, folder: Path) -> list[float]:
         reply = conn.receive()
         times.append(time.perf_counter() - t0)
         assert reply.seq == i + 1
-    h.socket.send_multipart([conn.peer.route, b"stop"])
+    h.send(conn.peer, b"stop")
     proc.wait(10)
     h.close()
     return times

@@ -53,6 +53,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--tc", default="10+0.1")
     parser.add_argument("--compare", action="store_true", help="also run the event uninterrupted and compare")
+    parser.add_argument("--concurrency", type=int, default=1, help="games at once (the event's concurrency)")
+    parser.add_argument("--max-games", type=int, default=1, help="games each participant accepts at once")
     args = parser.parse_args()
     interrupted = olympiad(args, interrupt=True)
     if interrupted is None:
@@ -96,6 +98,7 @@ rounds = {args.rounds}
 match = "olympiad"
 time_control = "{args.tc}"
 seed = "bench-remote"
+concurrency = {args.concurrency}
 output = "{work / 'event.sqlite'}"
 
 [remote]
@@ -110,7 +113,7 @@ grace = 15
     def engine(i: int, name: str) -> subprocess.Popen:
         return subprocess.Popen([PY, str(ROOT / "bench" / "position_engine.py"), "--connect", endpoint,
                                  "--server-key", str(work / "referee.pub"), "--key", str(work / f"{name}.key"),
-                                 "--name", name, "--seed", str(i)],
+                                 "--name", name, "--seed", str(i), "--max-games", str(args.max_games)],
                                 cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     started = time.monotonic()
@@ -155,7 +158,8 @@ grace = 15
     played = games(db)
     reasons = Counter(g["reason"] for g in played)
     victim_games = [g for g in played if victim in g["players"]]
-    print(f"{args.participants} remote participants (CURVE, loopback), swiss {args.rounds} rounds, olympiad "
+    print(f"{args.participants} remote participants (CURVE, loopback), concurrency {args.concurrency}, max_games "
+          f"{args.max_games}, swiss {args.rounds} rounds, olympiad "
           f"matches, tc {args.tc}, 2 cores, {'interrupted' if interrupt else 'uninterrupted'}")
     for line in log:
         print("  " + line)

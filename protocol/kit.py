@@ -13,6 +13,10 @@ and ``--key FILE`` (the engine's own ``.key`` from ``arbiter keygen NAME``) and 
 CURVE, saying hello again whenever its connection is re-established; it says hello, answers ``new_game``/``ping``, measures its own thinking time into ``info.time_ms``,
 and exits on ``quit``, ``reject``, when the referee has been silent for ``idle_timeout``, or when
 the process that started it has gone.
+
+Options the operator may set (UCI's ``setoption``) are declared with ``options=[EngineOption(...)]``;
+the kit fills ``game.engine_options`` with every declared option's value for the game (the
+operator's, else the default), so ``decide`` reads ``game.engine_options["depth"]``.
 """
 from __future__ import annotations
 
@@ -26,8 +30,8 @@ from typing import Callable, Union
 
 from .codec import ProtocolError
 from .curve import KeyFileError, load_keypair, load_public
-from .messages import (PROTOCOL_VERSION, Error, ErrorCode, GameOver, Hello, Info, NewGame, Ping, Pong, Quit, Ready,
-                       Reject, Reply, Request, Welcome)
+from .messages import (PROTOCOL_VERSION, EngineOption, Error, ErrorCode, GameOver, Hello, Info, NewGame, Ping,
+                       Pong, Quit, Ready, Reject, Reply, Request, Welcome)
 from .transport import ENDPOINT_ENV, SECRET_ENV, EngineSocket
 
 Decision = Union[str, Reply, tuple[str, Info]]
@@ -93,17 +97,22 @@ def game_rng(game: NewGame, seed: object = 0) -> random.Random:
 
 
 class PerGameRandom:
-    """``rng = PerGameRandom(seed)(game)``: ``game_rng`` made once per game (the last one kept)."""
+    """``rng = PerGameRandom(seed)(game)``: ``game_rng`` made once per game, kept per game id (an
+    engine playing several games at once draws from each game's own stream)."""
+
+    KEEP = 64
 
     def __init__(self, seed: object = 0):
         self.seed = seed
-        self._game_id: str | None = None
-        self._rng = random.Random(0)
+        self._rngs: dict[str, random.Random] = {}
 
     def __call__(self, game: NewGame) -> random.Random:
-        if game.game_id != self._game_id:
-            self._game_id, self._rng = game.game_id, game_rng(game, self.seed)
-        return self._rng
+        rng = self._rngs.get(game.game_id)
+        if rng is None:
+            if len(self._rngs) >= self.KEEP:
+                del self._rngs[next(iter(self._rngs))]  # the oldest game: long over
+            rng = self._rngs[game.game_id] = game_rng(game, self.seed)
+        return rng
 
 
 def engine_arguments(description: str, name: str, seed: int | None = 0) -> argparse.ArgumentParser:
@@ -115,6 +124,8 @@ def engine_arguments(description: str, name: str, seed: int | None = 0) -> argpa
     parser.add_argument("--server-key", default=None, help="a remote referee's public key file (its .pub): "
                                                            "connect with CURVE")
     parser.add_argument("--key", default=None, help="this engine's key file (arbiter keygen NAME) for CURVE")
+    parser.add_argument("--max-games", type=int, default=None, help="games to accept at once from a remote "
+                                                                    "referee (default 1)")
     return parser
 
 
@@ -136,11 +147,22 @@ def _wait(sock: EngineSocket, idle_timeout: float, parent: int, hello: Hello):
 def run_engine(decide: Decide, *, name: str, author: str = "", version: str = "", games: list[str] | None = None,
                wants_legal_moves: bool = False, wants_state: bool = False, wants_game_info: bool = False,
                on_game_over: Callable[[GameOver, NewGame], None] | None = None,
+               options: list[EngineOption] | tuple[EngineOption, ...] = (),
                endpoint: str | None = None, idle_timeout: float = 3600.0, server_key: str | None = None,
-               key: str | None = None) -> int:
+               key: str | None = None, max_games: int | None = None) -> int:
     """Serve the referee until told to quit; returns a process exit code. With ``server_key``
     and ``key`` (or ``--server-key``/``--key`` on the command line, or $ARBITER_SERVER_KEY and
-    $ARBITER_KEY_FILE), the connection is CURVE-encrypted and authenticated."""
+    $ARBITER_KEY_FILE), the connection is CURVE-encrypted and authenticated.
+
+    ``max_games`` (or ``--max-games N``): games the engine accepts at once (``hello``); the kit
+    keeps each game's ``new_game`` by its id and answers requests in the order they arrive, one
+    ``decide`` call at a time, so ``decide`` sees the right game and nothing else changes for it
+    (time a request waits behind another game's decision runs on its own game's clock)."""
+    if max_games is None:
+        text = _option(("--max-games",), None) or "1"
+        if not text.isdigit() or int(text) < 1:
+            raise SystemExit(f"{name}: --max-games must be a positive whole number, got {text!r}")
+        max_games = int(text)
     server_key = server_key or _option(("--server-key",), None) or os.environ.get(SERVER_KEY_ENV)
     key = key or _option(("--key",), None) or os.environ.get(KEY_ENV)
     if bool(server_key) != bool(key):
@@ -155,7 +177,9 @@ def run_engine(decide: Decide, *, name: str, author: str = "", version: str = ""
     parent = os.getppid()
     hello = Hello(name=name, author=author, version=version, protocol_version=PROTOCOL_VERSION,
                   games=list(games or []), wants_legal_moves=wants_legal_moves, wants_state=wants_state,
-                  wants_game_info=wants_game_info, secret=session_secret())
+                  wants_game_info=wants_game_info, options=list(options), max_games=max_games,
+                  secret=session_secret())
+    defaults = {o.name: o.default for o in options}
     try:
         sock.send(hello)
         games_by_id: dict[str, NewGame] = {}
@@ -181,7 +205,11 @@ def run_engine(decide: Decide, *, name: str, author: str = "", version: str = ""
                 elapsed_ms = int((time.monotonic() - started) * 1000)
                 sock.send(as_reply(decision, msg, elapsed_ms))
             elif isinstance(msg, NewGame):
-                games_by_id = {msg.game_id: msg}  # one game at a time per connection
+                msg.engine_options = {**defaults, **msg.engine_options}  # the referee checked them
+                games_by_id.pop(msg.game_id, None)
+                while len(games_by_id) >= max_games:  # one the referee gave up without game_over (a reconnect)
+                    del games_by_id[next(iter(games_by_id))]
+                games_by_id[msg.game_id] = msg
                 sock.send(Ready(game_id=msg.game_id, seq=msg.seq))
             elif isinstance(msg, GameOver):
                 game = games_by_id.pop(msg.game_id, None)

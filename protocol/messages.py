@@ -9,6 +9,7 @@ written spec in ``protocol/SPEC.md`` are generated from / checked against this f
 from __future__ import annotations
 
 import enum
+import re
 from typing import Any, Union
 
 import msgspec
@@ -39,6 +40,9 @@ class EndReason(enum.StrEnum):
     """The engine's process tree used more memory than its limit."""
     ABSENT = "absent"
     """A remote participant had not connected by the event's deadline."""
+    ADJUDICATED = "adjudicated"
+    """Not a forfeit: the referee ended the game by the event's adjudication rules (a ply limit,
+    or both engines' scores agreeing that one side has won); ``detail`` names the rule."""
 
 
 class TimeControlKind(enum.StrEnum):
@@ -62,6 +66,98 @@ class ErrorCode(enum.StrEnum):
     ILLEGAL_MOVE = "illegal_move"
     VERSION = "version"
     INTERNAL = "internal"
+
+
+class OptionType(enum.StrEnum):
+    """The kinds of engine option (as UCI's ``option type``)."""
+
+    CHECK = "check"
+    """A boolean."""
+    SPIN = "spin"
+    """An integer between ``min`` and ``max``."""
+    COMBO = "combo"
+    """One of the strings in ``choices``."""
+    STRING = "string"
+    """Any text."""
+
+
+class EngineOption(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """An option an engine declares in ``hello``; the operator may set it, and the referee sends
+    the values set in ``new_game.engine_options``."""
+
+    name: str
+    type: OptionType
+    default: Any = None
+    """The value the engine uses when the operator sets none (of the option's type)."""
+    min: int | None = None
+    """For ``spin``: the smallest value allowed (none: unbounded)."""
+    max: int | None = None
+    """For ``spin``: the largest value allowed (none: unbounded)."""
+    choices: list[str] = []
+    """For ``combo``: the allowed values."""
+    description: str = ""
+    """What the option does, for people (``arbiter engine-info`` prints it)."""
+
+    def accept(self, value: Any) -> Any:
+        """``value`` as this option's type; ``ValueError`` saying what it must be. Text is taken for
+        any type (a command line gives text): ``true``/``false`` for a check, digits for a spin."""
+        kind = OptionType(self.type)
+        if kind is OptionType.CHECK:
+            if isinstance(value, str) and value.lower() in ("true", "false"):
+                value = value.lower() == "true"
+            if not isinstance(value, bool):
+                raise ValueError(f"must be true or false, not {value!r}")
+        elif kind is OptionType.SPIN:
+            if isinstance(value, str) and re.fullmatch(r"\s*[-+]?\d+\s*", value):
+                value = int(value)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"must be an integer, not {value!r}")
+            if (self.min is not None and value < self.min) or (self.max is not None and value > self.max):
+                low = "" if self.min is None else self.min
+                high = "" if self.max is None else self.max
+                raise ValueError(f"must be in [{low}, {high}], not {value}")
+        elif not isinstance(value, str):
+            raise ValueError(f"must be a string, not {value!r}")
+        elif kind is OptionType.COMBO and value not in self.choices:
+            raise ValueError(f"must be one of {', '.join(self.choices)}, not {value!r}")
+        return value
+
+
+def check_engine_options(declared: list[EngineOption], given: dict[str, Any]) -> dict[str, Any]:
+    """``given`` checked against an engine's declaration and converted to the declared types;
+    ``ValueError`` naming the first unknown or bad option."""
+    by_name = {o.name: o for o in declared}
+    out = {}
+    for name, value in given.items():
+        option = by_name.get(name)
+        if option is None:
+            known = ", ".join(sorted(by_name)) or "none"
+            raise ValueError(f"unknown option {name!r} (the engine declares: {known})")
+        try:
+            out[name] = option.accept(value)
+        except ValueError as exc:
+            raise ValueError(f"option {name}: {exc}") from None
+    return out
+
+
+def declaration_problems(declared: list[EngineOption]) -> list[str]:
+    """What is wrong with an engine's own option declarations (a name twice, a default its own
+    declaration refuses, an empty spin range or combo): for engine authors (``arbiter check-engine``)."""
+    problems, seen = [], set()
+    for option in declared:
+        if option.name in seen:
+            problems.append(f"option {option.name} is declared twice")
+        seen.add(option.name)
+        if option.type == OptionType.SPIN and None not in (option.min, option.max) and option.min > option.max:
+            problems.append(f"option {option.name}: min {option.min} is above max {option.max}")
+        elif option.type == OptionType.COMBO and not option.choices:
+            problems.append(f"option {option.name}: a combo without choices")
+        else:
+            try:
+                option.accept(option.default)
+            except ValueError as exc:
+                problems.append(f"option {option.name}: its default {exc}")
+    return problems
 
 
 class Message(msgspec.Struct, tag_field="type", kw_only=True, forbid_unknown_fields=False):
@@ -94,6 +190,13 @@ class Hello(Message, tag="hello", kw_only=True):
     wants_game_info: bool = False
     """Ask the referee to attach ``game_info`` to every ``new_game``: the fixed facts of the game as
     configured that its name and options do not spell out (Smess: the arrow board)."""
+    options: list[EngineOption] = []
+    """The options the operator may set (``new_game.engine_options`` carries the values set);
+    like UCI's ``option`` lines. Values are checked against this before any game."""
+    max_games: int = 1
+    """Games the engine plays at once over this connection (a remote engine in an event that runs
+    games in parallel): each game's messages carry its ``game_id``, and the engine keeps one game
+    state per id. 1 (the default): one game at a time."""
     secret: str = ""
     """The seat's session secret: the text of the file named by ``ARBITER_SECRET_FILE`` (local
     engines started by the referee). A hello without the right secret is ignored, so no other
@@ -137,6 +240,9 @@ class NewGame(Message, tag="new_game", kw_only=True):
 
     game: str
     options: dict[str, Any] = {}
+    engine_options: dict[str, Any] = {}
+    """The values the operator set for the options this engine declared in ``hello`` (checked
+    against the declaration; options not set are absent: the engine uses its defaults)."""
     game_info: dict[str, Any] | None = None
     """The game's fixed facts as configured (documented per game: Smess's arrow board), attached
     when the engine set ``wants_game_info`` in ``hello``; ``{}`` when the game has none to add."""

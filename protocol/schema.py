@@ -21,7 +21,7 @@ import msgspec
 
 from . import messages
 from .codec import encode
-from .messages import (PROTOCOL_VERSION, AnyMessage, GameOver, Hello, Info, Message, NewGame, Ready,
+from .messages import (PROTOCOL_VERSION, AnyMessage, EngineOption, GameOver, Hello, Info, Message, NewGame, Ready,
                        Reply, Request, TimeControl, Welcome)
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
@@ -107,10 +107,12 @@ def example_session() -> list[tuple[str, Message]]:
     game_id, clocks = "m6.1.5f3a9c", [179_412, 179_655]
     board = [1, 2, 3, 0, 0, 4, 5, 0, 0, 0, 6, 0, 0, 0, -1, 0, 0, 0, -2, -3, 0, 0, -4, -5, -6]
     return [
-        (ENGINE_TO_REFEREE, Hello(name="demo", author="A. Author", version="1.0", games=["einstein"])),
+        (ENGINE_TO_REFEREE, Hello(name="demo", author="A. Author", version="1.0", games=["einstein"],
+                                  options=[EngineOption(name="depth", type="spin", default=6, min=1, max=20)])),
         (REFEREE_TO_ENGINE, Welcome(referee="arbiter")),
         (REFEREE_TO_ENGINE, NewGame(
             game_id=game_id, seq=1, game="einstein", options={"seat0_colour": "red", "setup": "choose"},
+            engine_options={"depth": 9},
             seat=0, seats=["demo", "rival"], seat_roles=["first", "second"],
             time_control=TimeControl(text="180", kind="sudden_death", base_ms=180_000),
             dice_commitment=hashlib.sha256(EXAMPLE_SEED).hexdigest(), match_id="m6", game_number=1,

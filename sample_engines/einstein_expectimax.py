@@ -29,7 +29,7 @@ from math import comb
 
 from arbiter.games.einstein import BLUE, GOAL, HOME, RED, SQUARE_NAMES, STEPS, EinsteinGame
 from protocol.kit import PerGameRandom
-from protocol.messages import Info
+from protocol.messages import EngineOption, Info
 
 NAME = "einstein-expectimax"
 DEFAULT_MOVETIME = 0.2
@@ -444,8 +444,17 @@ def my_colour(request) -> int:
     return seat0 ^ request.seat
 
 
+def engine_options(movetime: float | None = DEFAULT_MOVETIME, depth: int | None = None) -> list[EngineOption]:
+    """The options this engine declares in its hello (defaults: its command line's)."""
+    return [EngineOption(name="depth", type="spin", default=depth or 0, min=0, max=MAX_DEPTH,
+                         description="maximum search depth in plies (0: as deep as the time allows)"),
+            EngineOption(name="movetime", type="spin", default=round((movetime or 0) * 1000), min=0, max=3_600_000,
+                         description="milliseconds per move at most (0: only the clock's share)")]
+
+
 def make_decider(movetime: float | None = DEFAULT_MOVETIME, depth: int | None = None, seed: int | None = None):
-    """A kit decision function ``decide(request, game)``."""
+    """A kit decision function ``decide(request, game)``; the game's ``engine_options`` (``depth``,
+    ``movetime`` in ms) override ``depth`` and ``movetime``."""
     searcher = Searcher()
     rngs = PerGameRandom(seed)  # fallbacks seeded per game: the same game is played the same in any run
 
@@ -455,8 +464,11 @@ def make_decider(movetime: float | None = DEFAULT_MOVETIME, depth: int | None = 
             if request.legal_moves is not None and layout not in request.legal_moves:
                 layout = rngs(game).choice(request.legal_moves)
             return layout, Info(comment="fixed layout")
+        options = getattr(game, "engine_options", {})  # none when called without a game (tests, tools)
+        game_depth = options["depth"] or None if "depth" in options else depth
+        game_movetime = options["movetime"] / 1000 if "movetime" in options else movetime
         try:
-            move, info = choose_move(request.position, movetime=movetime, depth=depth,
+            move, info = choose_move(request.position, movetime=game_movetime, depth=game_depth,
                                      time_left_ms=request.time_left_ms, searcher=searcher)
         except Exception as exc:  # never forfeit over an engine bug: fall back to a legal move
             if not request.legal_moves:
@@ -479,6 +491,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     return run_engine(make_decider(args.movetime, args.depth, args.seed), name=args.name, author="arbiter project",
                       version="1", games=["einstein"], wants_legal_moves=True, wants_state=True,
+                      options=engine_options(args.movetime, args.depth),
                       endpoint=args.endpoint)
 
 

@@ -470,8 +470,8 @@ def test_tournament_sprt_stop_ends_the_run_and_resume_plays_nothing(tmp_path):
 def test_check_engine_passes_a_good_engine_and_names_what_a_bad_one_breaks(tmp_path):
     good = run("arbiter", "check-engine", RANDOM, "--game", "einstein", "--logs", str(tmp_path))
     lines = [line for line in good.stdout.splitlines() if line.startswith(("PASS", "FAIL"))]
-    assert good.returncode == 0 and len(lines) == 8 and all(line.startswith("PASS") for line in lines), good.stdout
-    for name in ("handshake", "ping", "error message", "quit", "games at 10+0.1", "no illegal move", "restart"):
+    assert good.returncode == 0 and len(lines) == 9 and all(line.startswith("PASS") for line in lines), good.stdout
+    for name in ("handshake", "options", "ping", "error message", "quit", "games at 10+0.1", "no illegal move", "restart"):
         assert any(line.startswith(f"PASS {name}:") for line in lines), name
     bad = run("arbiter", "check-engine", f"{{python}} {ROOT / 'tests' / 'engines' / 'misbehave.py'} illegal --after 2",
               "--game", "einstein", "--logs", str(tmp_path))

@@ -287,6 +287,18 @@ def check_observation(game: Game, state: State, name: str, rng: random.Random) -
         assert other.observation_data(seat) == state.observation_data(seat), "the state data shows a hidden part"
 
 
+def check_truncated(game: Game, state: State) -> None:
+    """What a ply limit would score here (``arbiter.adjudication``) fits the game's kind."""
+    if state.is_terminal():
+        return
+    returns = state.truncated_returns()
+    assert len(returns) == game.num_seats and all(isinstance(r, float) for r in returns)
+    if game.game_type.utility is Utility.IDENTICAL:
+        assert len(set(returns)) == 1, f"a cooperative game's truncated returns differ: {returns}"
+    if game.game_type.utility is Utility.ZERO_SUM:
+        assert sum(returns) == pytest.approx(0.0)
+
+
 def check_terminal(game: Game, state: State) -> None:
     returns = state.returns()
     assert len(returns) == game.num_seats
@@ -333,6 +345,7 @@ def test_random_playouts_keep_the_contract(name: str, options: dict[str, Any]) -
             check_moves(game, state)
             check_chance(state)
             check_observation(game, state, name, rng)
+            check_truncated(game, state)
 
         state, _ = playout(game, seed, name, on_step)
         if state.is_terminal():

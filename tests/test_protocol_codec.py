@@ -10,7 +10,7 @@ import pytest
 
 from protocol import codec
 from protocol.codec import MAX_MESSAGE_SIZE, ProtocolError, decode, encode
-from protocol.messages import (ALL_MESSAGES, Error, GameOver, Hello, Info, Message, NewGame, Ping, Pong, Quit,
+from protocol.messages import (ALL_MESSAGES, EngineOption, Error, GameOver, Hello, Info, Message, NewGame, Ping, Pong, Quit,
                                Ready, Reject, Reply, Request, TimeControl, Welcome)
 
 G = {"game_id": "m7.3", "seq": 12}
@@ -20,10 +20,13 @@ SAMPLES: dict[type[Message], Message] = {
     m.__class__: m for m in [
         Hello(game_id="", seq=5, name="demo", author="A. Author", version="2.1", protocol_version=1,
               games=["einstein", "smess"], wants_legal_moves=True, wants_state=True, wants_game_info=True,
-              secret="9f2c"),
+              options=[EngineOption(name="depth", type="spin", default=3, min=1, max=9, description="plies"),
+                       EngineOption(name="style", type="combo", default="calm", choices=["calm", "wild"])],
+              max_games=2, secret="9f2c"),
         Welcome(seq=5, referee="arbiter 0.1.0", protocol_version=1),
         Reject(seq=5, reason="unsupported protocol_version 9; this referee speaks 1"),
         NewGame(**G, game="einstein", options={"setup": "random", "depth": [1, 2.5, None]},
+                engine_options={"depth": 5, "ponder": True, "style": "wild"},
                 game_info={"board": {"files": 7, "arrows": {"a1": ["N"]}}}, seat=1,
                 seats=["demo", "rival"], seat_roles=["red", "blue"],
                 time_control=TimeControl(text="60+3x10", kind="byo_yomi", base_ms=60_000, increment_ms=1,

@@ -22,8 +22,8 @@ import pytest
 from arbiter import dice, games
 from protocol import schema
 from protocol.codec import MAX_MESSAGE_SIZE, ProtocolError, decode, encode
-from protocol.messages import (ALL_MESSAGES, PROTOCOL_VERSION, EndReason, ErrorCode, Hello, Reply, Request,
-                               TimeControlKind)
+from protocol.messages import (ALL_MESSAGES, PROTOCOL_VERSION, EndReason, ErrorCode, Hello, OptionType, Reply,
+                               Request, TimeControlKind)
 
 REGENERATE = "run `python -m protocol.schema` and commit the result"
 SPEC = schema.SPEC_PATH.read_text(encoding="utf-8")
@@ -57,7 +57,7 @@ def embedded_structs() -> list[type]:
 
 
 STRUCTS = [*ALL_MESSAGES, *embedded_structs()]
-ENUMS = [EndReason, ErrorCode, TimeControlKind]
+ENUMS = [EndReason, ErrorCode, TimeControlKind, OptionType]
 
 
 # --- schema.json -----------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """The tournament file: valid files load, and every error names the file, the line and the key."""
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -31,7 +32,7 @@ elo1 = 50
 [[engines]]
 name = "a"
 command = "{python} -m sample_engines.random_engine --seed 1"
-options = { name = "x" }
+args = { name = "x" }
 
 [[engines]]
 name = "b"
@@ -98,7 +99,7 @@ def test_example_olympiad_file_is_valid():
     ('elo1 = 50', 'elo1 = -50', "elo1", "sprt.elo1", "greater than elo0"),
     ('elo1 = 50', 'elo2 = 50', "elo2", "sprt.elo2", "unknown key"),
     ('restart = true', 'restart = "yes"', 'restart = "yes"', "engines[1].restart", "true or false"),
-    ('options = { name = "x" }', 'options = { name = ["x"] }', "options = {", "engines[0].options.name", "option"),
+    ('args = { name = "x" }', 'args = { name = ["x"] }', "args = {", "engines[0].args.name", "flag"),
     ('env = { FOO = "1" }', 'env = { FOO = true }', "env", "engines[2].env.FOO", "environment"),
     ('duplicate_dice = true', 'duplicate_dice = 1', "duplicate_dice", "duplicate_dice", "true or false"),
     ('restart = true', 'cpus = "x"', 'cpus = "x"', "engines[1].cpus", "expected core numbers"),
@@ -168,7 +169,7 @@ def test_key_lines_scanner():
     text = GOOD + '\n[[engines]]\nname = "d"\ncommand = """multi\nline"""\n[engines.options]\ndepth = 3\n'
     lines = key_lines(text)
     assert lines[("engines", 3, "options", "depth")] == len(text.splitlines())
-    assert lines[("engines", 0, "options", "name")] == line_of(text, 'options = { name = "x" }')
+    assert lines[("engines", 0, "args", "name")] == line_of(text, 'args = { name = "x" }')
     assert lines[("sprt", "elo0")] == line_of(text, "elo0")
     assert dotted(("engines", 3, "options", "depth")) == "engines[3].options.depth"
 
@@ -188,3 +189,12 @@ def test_seed_file_is_read_and_a_file_others_may_read_is_refused(tmp_path):
         parse_config(text.replace("duplicate_dice", "seed = 1\nduplicate_dice"), "t.toml")
     with pytest.raises(ConfigError, match="key_file: .*arbiter keygen"):
         parse_config(GOOD.replace("seed = 42", f'key_file = "{tmp_path / "nokey"}"'), "t.toml")
+
+
+def test_the_example_file_in_the_docs_is_valid():
+    text = (ROOT / "docs" / "tournaments.md").read_text(encoding="utf-8")
+    block = re.search(r"## The file\n\n```toml\n(.*?)```", text, re.S).group(1)
+    cfg = parse_config(block, "docs.toml", check_paths=False)
+    assert cfg.engines[0].options == {"depth": 3, "movetime": 0} and cfg.engines[0].args == {"seed": 7}
+    assert cfg.engines[0].argv()[-2:] == ["--seed", "7"]
+    assert cfg.adjudication is not None and cfg.adjudication.max_plies == 400

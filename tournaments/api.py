@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from arbiter.hosting import EngineFault
 from arbiter.records.signing import KeyFileError, Signer, load_signer
 
 from .config import ConfigError, TournamentConfig, load_config, parse_config
@@ -161,9 +162,9 @@ def resume(target: str | Path, *, check_paths: bool = True) -> Opened:
 
 
 def preflight(cfg: TournamentConfig, db_path: str | Path,
-              hellos: dict[str, str] | None = None) -> list[tuple[str, str]]:
+              hellos: dict[str, str] | None = None) -> list[tuple[str, EngineFault]]:
     """Start every engine and shake hands with it, as the games will, then stop it: (engine name,
-    error) for each that cannot start. An event that would otherwise hand wins to the opponents
+    fault) for each that cannot start (an ``OptionFault``: its ``options`` do not fit its hello). An event that would otherwise hand wins to the opponents
     of a broken command stops before its first game instead (``on_start_failure = "stop"``).
     ``hellos`` receives how each started engine introduced itself."""
     from arbiter.cli import hello_text
@@ -186,7 +187,7 @@ def preflight(cfg: TournamentConfig, db_path: str | Path,
                     hellos[spec.name] = hello_text(engine.hello)
     finally:
         series.close()
-    return [(local[i].name, str(fault)) for i, fault in failures]
+    return [(local[i].name, fault) for i, fault in failures]
 
 
 def play(opened: Opened, *, concurrency: int | None = None, on_progress=None,

@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+import zmq
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ENGINE, EXIT_STORAGE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
 
@@ -71,8 +73,10 @@ def live_standings(runner) -> list[tuple[str, int, float, str]]:
 class Display:
     """Live progress on a terminal (rich), one line per game otherwise, or nothing (quiet)."""
 
-    def __init__(self, console, mode: str):
+    def __init__(self, console, mode: str, rating_interval: int | None = None):
         self.console, self.mode = console, mode
+        self.rating_interval = rating_interval
+        """Overrides the file's ``rating_interval`` (``--rating-interval``)."""
         self.live = None
         self.started = time.monotonic()
         self.first_done = None
@@ -119,6 +123,34 @@ class Display:
         if self.live is not None:
             self.live.update(self.render(runner), refresh=True)
 
+    def rate_and_eta(self, runner) -> str:
+        plan = runner.plan
+        elapsed = time.monotonic() - self.started
+        session = runner.summary.committed
+        rate = session / elapsed if elapsed > 0 and session else 0.0
+        eta = plan.max_remaining / rate if rate else float("nan")
+        return (f"{plan.played} of ≤ {plan.played + plan.max_remaining} games · {rate:.2f} games/s · "
+                f"elapsed {_fmt_duration(elapsed)} · ETA ≤ {_fmt_duration(eta)}")
+
+    def ratings_block(self, runner) -> str:
+        """Standings with ratings (the report's models) from the committed games, rate and ETA:
+        printed every ``rating_interval`` games (fastchess's ``-ratinginterval``)."""
+        from rich.markup import escape
+
+        from .report import quick_ratings
+
+        games = [{"seating": list(r.seating), "returns": list(r.returns)} for r in runner.results.values()]
+        rated = quick_ratings(runner.cfg, runner.names, games)
+        lines = [f"── {self.rate_and_eta(runner)} ──"]
+        width = max(len(n) for n in runner.names)
+        for k, (name, _, _, text) in enumerate(live_standings(runner), 1):
+            line = f"{k:3d}. {escape(name):<{width}}  {text:>16}"
+            if rated is not None and name in rated[1]:
+                value, lo, hi = rated[1][name]
+                line += f"   {rated[0]} {value:+8.1f} ± {(hi - lo) / 2:.1f}"
+            lines.append(line)
+        return "\n".join(lines)
+
     def game(self, runner, spec, record) -> None:
         if self.mode == "lines":
             w = record.winner()
@@ -126,6 +158,9 @@ class Display:
             self.console.print(f"[{runner.plan.played}/{runner.plan.played + runner.plan.max_remaining}] "
                                f"{spec.pairing} game {spec.number}: {' vs '.join(record.players)} -> {who} "
                                f"({record.reason}) {record.returns}")
+        every = self.rating_interval if self.rating_interval is not None else runner.cfg.rating_interval
+        if self.mode != "quiet" and every and runner.plan.played % every == 0:
+            self.console.print(self.ratings_block(runner))
         self.progress(runner)
 
 
@@ -144,24 +179,37 @@ def _check_output(output: Path, source: str) -> None:
         raise ConfigError(f"{source}: output: {output}: not writable")
 
 
-def _preflight_ok(console, cfg, db_path, show: bool = False) -> bool:
-    """Start and greet every engine once; name each that cannot start (the caller exits 3);
-    ``show``: print how each introduced itself (its hello's name, version, author)."""
+def _preflight(console, cfg, db_path, show: bool = False) -> int:
+    """Start and greet every engine once; name each that cannot start: the exit code (0 all
+    started; 3 one cannot start; 2 an engine's ``options`` do not fit what its hello declares,
+    checked under ``on_start_failure = "forfeit"`` too). ``show``: print how each introduced itself."""
     from rich.markup import escape
+
+    from arbiter.hosting import OptionFault
 
     from .api import preflight
 
+    forfeit = cfg.on_start_failure == "forfeit" and not show
+    if forfeit and not any(e.options and not e.remote for e in cfg.engines):
+        return EXIT_OK
     hellos: dict[str, str] = {}
     failures = preflight(cfg, db_path, hellos)
+    bad_options = [(name, fault) for name, fault in failures if isinstance(fault, OptionFault)]
+    if forfeit:
+        failures = bad_options
     if show:
         for name, text in hellos.items():
             console.print(f"  {escape(name)}: {escape(text)}")
-    for name, error in failures:
-        console.print(f"[red]error:[/] engine {escape(name)} cannot start: {escape(error)}")
-    if failures:
+    for name, fault in failures:
+        console.print(f"[red]error:[/] engine {escape(name)}: options: {escape(fault.detail)}"
+                      if isinstance(fault, OptionFault) else
+                      f"[red]error:[/] engine {escape(name)} cannot start: {escape(str(fault))}")
+    if failures and not bad_options:
         console.print("(no game was played; set on_start_failure = \"forfeit\" to play anyway, "
                       "its games lost as not_started)")
-    return not failures
+    elif failures:
+        console.print("(no game was played; `arbiter engine-info CMD` lists the options an engine declares)")
+    return EXIT_USAGE if bad_options else EXIT_ENGINE if failures else EXIT_OK
 
 
 def cmd_run(args, resume: bool) -> int:
@@ -179,8 +227,8 @@ def cmd_run(args, resume: bool) -> int:
 
             cfg = load_config(args.file)
             _check_output(cfg.output, cfg.source_path)
-            if cfg.on_start_failure == "stop" and not _preflight_ok(console, cfg, cfg.output):
-                return EXIT_ENGINE  # before the database exists: fix the command and `run` again
+            if code := _preflight(console, cfg, cfg.output):
+                return code  # before the database exists: fix the command and `run` again
             opened = api.start(cfg, overwrite=args.overwrite)
     except ConfigError as exc:
         console.print(f"[red]error:[/] {exc}")
@@ -202,13 +250,13 @@ def cmd_run(args, resume: bool) -> int:
                       f"sandbox engines: {support().problem}")
         opened.db.close()
         return EXIT_ENGINE
-    if resume and cfg.on_start_failure == "stop" and not _preflight_ok(console, cfg, opened.db.path):
+    if resume and (code := _preflight(console, cfg, opened.db.path)):
         opened.db.close()
-        return EXIT_ENGINE
+        return code
     mode = "quiet" if args.quiet else ("live" if console.is_terminal else "lines")
     console.print(f"{'resuming' if resume else 'starting'} tournament [bold]{cfg.name}[/] → {opened.db.path} "
                   f"(seed {'from ' + str(cfg.seed_file) if cfg.seed_file else opened.seed})")
-    display = Display(console, mode)
+    display = Display(console, mode, args.rating_interval)
     try:
         with display:
             runner, summary = api.play(opened, concurrency=args.concurrency,
@@ -244,7 +292,7 @@ def cmd_run(args, resume: bool) -> int:
 
 def cmd_report(args) -> int:
     from .config import ConfigError
-    from .report import build_report, plot, render_text, to_json, write_csv
+    from .report import build_report, plot, plot_timeline, render_text, to_json, write_csv
 
     console = _console()
     try:
@@ -264,6 +312,12 @@ def cmd_report(args) -> int:
         wrote += [str(p) for p in write_csv(report, args.csv)]
     if args.plot:
         wrote.append(str(plot(report, args.plot)))
+    if args.plot_timeline:
+        try:
+            wrote.append(str(plot_timeline(report, args.plot_timeline)))
+        except ValueError as exc:
+            console.print(f"[red]error:[/] --plot-timeline: {exc}")
+            return EXIT_USAGE
     text = render_text(report, width=max(120, console.width))
     if args.text:
         Path(args.text).write_text(text)
@@ -289,7 +343,8 @@ def cmd_check(args) -> int:
     names = [e.name for e in cfg.engines]
     console.print(f"{args.file}: ok — {cfg.name}: {cfg.game}, {cfg.kind} games, format {cfg.format}, "
                   f"{len(names)} engines, at most {plan.max_remaining} games, concurrency {cfg.concurrency}, "
-                  f"results → {cfg.output}")
+                  f"results → {cfg.output}"
+                  + (f"; adjudication: {cfg.adjudication.describe()}" if cfg.adjudication else ""))
     shown = [s for s in plan.pairings][:40]
     for st in shown:
         p = st.pairing
@@ -303,10 +358,21 @@ def cmd_check(args) -> int:
     if cfg.format in ("swiss", "knockout"):
         console.print("  (later rounds are paired from results)")
     console.print("engines (started once and greeted, as before a run):")
-    if not _preflight_ok(console, cfg, cfg.output, show=True):
-        return EXIT_ENGINE
+    if code := _preflight(console, cfg, cfg.output, show=True):
+        return code
     console.print(f"  every engine started and said hello ({', '.join(names)})")
     return EXIT_OK
+
+
+def _count(text: str) -> int:
+    """``--rating-interval N``: 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 (never) or more, got {value}")
+    return value
 
 
 def _positive(text: str) -> int:
@@ -334,13 +400,24 @@ def build_parser() -> argparse.ArgumentParser:
                        help="games in parallel (default: the file's)")
         p.add_argument("--quiet", "-q", action="store_true", help="no progress display")
         p.add_argument("--no-report", action="store_true", help="do not print the report at the end")
+        p.add_argument("--rating-interval", type=_count, default=None, metavar="N",
+                       help="print standings, ratings, rate and ETA every N games (0: never; default: the "
+                            "file's rating_interval)")
     p = sub.add_parser("report", help="standings, crosstable, ratings and tests from a tournament database")
     p.add_argument("db", help="tournament database (.sqlite)")
     p.add_argument("--json", metavar="PATH", help="write the report as JSON ('-' for stdout)")
     p.add_argument("--csv", metavar="DIR", help="write one CSV file per table into DIR")
     p.add_argument("--plot", metavar="PATH", help="plot the ratings with error bars (.png or .svg)")
+    p.add_argument("--plot-timeline", metavar="PATH",
+                   help="plot each engine's rating after every K games in commit order (.png or .svg; "
+                        "K: rating_interval, else about 50 points)")
     p.add_argument("--text", metavar="PATH", help="write the text report to PATH")
     p.add_argument("--quiet", "-q", action="store_true", help="do not print the text report")
+    x = sub.add_parser("export", help="the games as compact text (PGN-like) or CSV: arbiter export")
+    x.add_argument("record", metavar="db", help="tournament database (.sqlite)")
+    x.add_argument("--format", choices=("text", "csv"), default="text", help="text (default) or csv")
+    x.add_argument("-o", "--output", help="file to write (default: standard output)")
+    x.add_argument("--key", help="sign each game's digest with this referee key")
     c = sub.add_parser("check", help="validate a tournament file and show its first pairings")
     c.add_argument("file")
     return parser
@@ -364,6 +441,10 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_run(args, resume=True)
         if args.command == "report":
             return cmd_report(args)
+        if args.command == "export":
+            from arbiter.cli import cmd_export
+
+            return cmd_export(args)
         return cmd_check(args)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
@@ -372,6 +453,12 @@ def main(argv: list[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except (OSError, zmq.ZMQError) as exc:
+        from arbiter.cli import out_of_files
+
+        if not out_of_files(exc):
+            raise
+        return EXIT_ENGINE
     finally:
         signal.signal(signal.SIGTERM, previous)
 

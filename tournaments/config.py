@@ -17,6 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
+from arbiter.adjudication import Adjudication
 from arbiter.clock import DEFAULT_MARGIN_MS, parse_time_control
 from arbiter.formats.match import MatchFormat
 from arbiter.games import Game, OptionError, Utility, load_game
@@ -39,6 +42,7 @@ TOP_KEYS = {
     "time_control": "time control, e.g. 180, 180+2, st=1, inf",
     "margin_ms": "ms an engine may overrun before losing on time",
     "concurrency": "games played in parallel (default: the number of cores)",
+    "rating_interval": "print standings, ratings, rate and ETA every N committed games (0: never, the default)",
     "seed": "tournament seed (string or integer): schedule and dice derive from it",
     "seed_file": "file holding the tournament seed instead of 'seed' (mode 600: engines must not read it)",
     "key_file": "the referee's secret key (arbiter keygen): every record is signed with it",
@@ -58,6 +62,7 @@ TOP_KEYS = {
     "limits": "default engine limits: memory_mb, processes, open_files, log_mb, info_chars, disk_mb",
     "anchor": "rating anchor: 'engine name' or {engine = 'name', elo = 1500}",
     "sprt": "table: elo0, elo1, alpha, beta (logistic Elo)",
+    "adjudication": "table: max_plies, resign_moves, resign_score (end games early; docs/tournaments.md)",
     "engines": "array of tables [[engines]]",
     "remote": "table: roster, server_key, listen, wait, grace, insecure, lag_move_ms, lag_quota_ms (remote participants)",
 }
@@ -76,7 +81,8 @@ ENGINE_KEYS = {
     "command": "command line: a string or a list; {python} is this Python",
     "remote": "instead of command: the participant of the [remote] roster who runs this engine on its own machine",
     "cwd": "working directory",
-    "options": "table of engine options, passed as --key value",
+    "options": "table of values for the options the engine declares in its hello (arbiter engine-info CMD)",
+    "args": "table of command-line flags, appended as --key value (true: --key; false: omitted)",
     "env": "table of extra environment variables",
     "restart": "start a fresh process for every game",
     "handshake_timeout": "seconds to wait for hello",
@@ -86,10 +92,17 @@ ENGINE_KEYS = {
     "cpus": "pin it to CPU cores: \"1\", \"0,2-3\" or [0, 2] (keep engines on disjoint cores)",
     "limits": "table: memory_mb, processes, open_files, log_mb, info_chars, disk_mb (over the event's defaults)",
 }
-ALIASES = {"cmd": "command", "exe": "command", "program": "command", "args": "options", "dir": "cwd",
+ALIASES = {"cmd": "command", "exe": "command", "program": "command", "setoption": "options", "option": "options",
+           "flags": "args", "dir": "cwd",
            "workdir": "cwd", "tc": "time_control", "jobs": "concurrency", "threads": "concurrency",
-           "db": "output", "engine": "engines"}
+           "db": "output", "engine": "engines", "ratinginterval": "rating_interval"}
 """Names other tools use for our keys: suggested before spelling neighbours (``cmd`` is nearer to ``cwd``)."""
+ADJUDICATION_KEYS = {
+    "max_plies": "end a game still going after this many decisions (rolls not counted): scored as the game scores "
+                 "an unfinished one, a draw unless its rules say otherwise",
+    "resign_moves": "resign rule (two-seat zero-sum games): consecutive moves per engine the scores must agree for",
+    "resign_score": "resign rule: the winner reports at least this score and the loser at most minus it",
+}
 SPRT_KEYS = {"elo0": "", "elo1": "", "alpha": "", "beta": "",
              "stop": "true: end the tournament (two engines) when the head-to-head GSPRT accepts H0 or H1"}
 
@@ -104,6 +117,9 @@ class EngineSpec:
     command: list[str]
     cwd: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    """Values for the options the engine declares in its hello (checked at the handshake)."""
+    args: dict[str, Any] = field(default_factory=dict)
+    """Command-line flags appended to ``command``."""
     env: dict[str, str] = field(default_factory=dict)
     restart: bool = False
     handshake_timeout: float = 10.0
@@ -117,7 +133,7 @@ class EngineSpec:
 
     def argv(self) -> list[str]:
         out = [sys.executable if p == "{python}" else p.replace("{python}", sys.executable) for p in self.command]
-        for key, value in self.options.items():
+        for key, value in self.args.items():
             if value is True:
                 out.append(f"--{key}")
             elif value is False or value is None:
@@ -129,11 +145,11 @@ class EngineSpec:
     def engine_config(self, hide: tuple[str, ...] = ()) -> EngineConfig:
         if self.remote:
             return EngineConfig(command=None, name=self.name, participant=self.remote,
-                                ready_timeout=self.ready_timeout, limits=self.limits)
+                                ready_timeout=self.ready_timeout, limits=self.limits, options=dict(self.options))
         return EngineConfig(command=self.argv(), name=self.name, cwd=self.cwd, env=dict(self.env),
                             restart_each_game=self.restart, handshake_timeout=self.handshake_timeout,
                             ready_timeout=self.ready_timeout, hide=hide, sandbox=self.sandbox, ponder=self.ponder,
-                            limits=self.limits, cpus=self.cpus)
+                            limits=self.limits, cpus=self.cpus, options=dict(self.options))
 
 
 @dataclass
@@ -196,8 +212,12 @@ class TournamentConfig:
     """Where ``seed`` was read from (then the seed is secret: not printed)."""
     key_file: Path | None = None
     on_start_failure: str = "stop"
+    rating_interval: int = 0
+    """Print standings and ratings every this many committed games (0: never)."""
     remote: RemoteSpec | None = None
     """The listening side for remote participants (``[remote]``), if any engine is remote."""
+    adjudication: Adjudication | None = None
+    """``[adjudication]``: the rules that end games early (``arbiter.adjudication``), if any."""
 
     def fingerprint(self) -> str:
         """A hash of everything that decides which games are played and how: a resume refuses a
@@ -208,6 +228,8 @@ class TournamentConfig:
                     duplicate=self.duplicate_dice, seeding=self.seeding, candidates=self.candidates,
                     tiebreak=[self.tiebreak_games, self.tiebreak_blocks], self_pairs=self.self_pairs,
                     bye=self.bye_points, engines=[e.name for e in self.engines], tid=self.tid)
+        if self.adjudication:  # decides how games end (absent otherwise: fingerprints unchanged)
+            data["adjudication"] = msgspec.structs.asdict(self.adjudication)
         if self.sprt.stop:  # the SPRT decides which games are played (absent otherwise: fingerprints unchanged)
             data["sprt_stop"] = [self.sprt.elo0, self.sprt.elo1, self.sprt.alpha, self.sprt.beta]
         return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -305,6 +327,31 @@ def _remote(c: "_Checker", doc: dict, source: str, check_paths: bool):
         except KeyFileError as exc:
             raise c.error(p + ("server_key",), str(exc)) from None
     return spec, roster
+
+
+def _engine_options(c: "_Checker", table: dict, path: tuple, key: str) -> dict[str, Any]:
+    """An engine's ``options`` (checked against its hello when it starts) or ``args`` table."""
+    values = c.get(table, key, path, dict, {})
+    for k, v in values.items():
+        if isinstance(v, (dict, list)) or isinstance(v, float) and key == "options":
+            raise c.error(path + (key, k), "an engine option must be a string, an integer or true/false"
+                          if key == "options" else "a command-line flag's value must be a string, number or boolean")
+    return dict(values)
+
+
+def _adjudication(c: "_Checker", doc: dict, game: Game) -> Adjudication | None:
+    """The ``[adjudication]`` table, checked against the game (the resign rule: two-seat zero-sum only)."""
+    table = c.get(doc, "adjudication", (), dict, None)
+    if table is None:
+        return None
+    p = ("adjudication",)
+    c.unknown_keys(table, ADJUDICATION_KEYS, p)
+    rules = Adjudication(max_plies=c.get(table, "max_plies", p, int, 0),
+                         resign_moves=c.get(table, "resign_moves", p, int, 0),
+                         resign_score=float(c.get(table, "resign_score", p, (int, float), 0)))
+    if problem := rules.problem(game):
+        raise c.error(p + (problem[0],), problem[1])
+    return rules or None
 
 
 def _sandbox(c: "_Checker", table: dict, path: tuple, default: SandboxMode = SandboxMode.AUTO) -> SandboxMode:
@@ -452,6 +499,9 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
     if concurrency is not None and concurrency < 1:
         raise c.error(("concurrency",), f"must be at least 1 (leave it out for one game per core), got {concurrency}")
     concurrency = concurrency or default_concurrency()
+    rating_interval = c.get(doc, "rating_interval", (), int, 0)
+    if rating_interval < 0:
+        raise c.error(("rating_interval",), f"must be 0 (never) or a number of games, got {rating_interval}")
     seed = c.get(doc, "seed", (), (str, int), None)
     seed = None if seed is None else str(seed)
     seed_file = c.get(doc, "seed_file", (), str, None)
@@ -496,6 +546,7 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
         if not 0 < getattr(sprt, k) < 0.5:
             raise c.error(("sprt", k), "must be between 0 and 0.5")
 
+    adjudication = _adjudication(c, doc, game)
     remote_spec, roster = _remote(c, doc, source, check_paths)
     raw_engines = c.get(doc, "engines", (), list, ..., what="an array of tables [[engines]]")
     engines: list[EngineSpec] = []
@@ -520,6 +571,7 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
             if roster is not None and roster.find(remote) is None:
                 raise c.error(p + ("remote",), f"{remote!r} is not in the roster {remote_spec.roster}")
             engines.append(EngineSpec(name=ename, command=[], remote=remote,
+                                      options=_engine_options(c, e, p, "options"),
                                       ready_timeout=float(c.get(e, "ready_timeout", p, (int, float), 10.0)),
                                       limits=_limits(c, e, p, default_limits)))
             continue
@@ -538,16 +590,14 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
         cwd = c.get(e, "cwd", p, str, None)
         if cwd is not None and check_paths and not Path(cwd).is_dir():
             raise c.error(p + ("cwd",), f"no such directory: {cwd}")
-        options = c.get(e, "options", p, dict, {})
-        for k, v in options.items():
-            if isinstance(v, (dict, list)):
-                raise c.error(p + ("options", k), "an engine option must be a string, number or boolean")
+        options = _engine_options(c, e, p, "options")
+        flags = _engine_options(c, e, p, "args")
         env = c.get(e, "env", p, dict, {})
         for k, v in env.items():
             if not isinstance(v, (str, int, float)) or isinstance(v, bool):
                 raise c.error(p + ("env", k), "an environment value must be a string or a number")
         engines.append(EngineSpec(
-            name=ename, command=argv, cwd=cwd, options=dict(options), env={k: str(v) for k, v in env.items()},
+            name=ename, command=argv, cwd=cwd, options=options, args=flags, env={k: str(v) for k, v in env.items()},
             restart=c.get(e, "restart", p, bool, default_restart),
             handshake_timeout=float(c.get(e, "handshake_timeout", p, (int, float), 10.0)),
             ready_timeout=float(c.get(e, "ready_timeout", p, (int, float), 10.0)),
@@ -604,5 +654,7 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
         duplicate_dice=duplicate, seeding=seeding, candidates=candidates, tiebreak_games=tb_games,
         tiebreak_blocks=tb_blocks, self_pairs=self_pairs, bye_points=bye_points, anchor=anchor, sprt=sprt,
         engines=engines, remote=remote_spec if any(e.remote for e in engines) else None, sprt_given="sprt" in doc,
+        adjudication=adjudication,
         source_text=text, seed_file=seed_file, key_file=key_file, on_start_failure=on_start_failure,
+        rating_interval=rating_interval,
         source_path=str(Path(source).resolve()) if source[:1] != "<" else source)

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import msgspec
 
+from arbiter.adjudication import Adjudication
 from arbiter.hosting import EngineConfig
 from arbiter.records import GameRecord, from_json
 from protocol.messages import TimeControl
@@ -45,12 +46,17 @@ class WorkerSetup(msgspec.Struct, frozen=True, kw_only=True):
     db_marker: str
     """Marks every engine of this database in its environment (to find leftovers of a dead run)."""
     keep_engines: int = 4
-    """Engines a worker keeps running between games (at least a game's seats)."""
+    """Engines a worker keeps running between games (at least a game's seats), per lane."""
+    lanes: int = 1
+    """Games a worker plays at once, each in a thread of its own (the one worker of an event with
+    remote participants: they all connect to its port)."""
     worker: int = 0
     parent_pid: int = 0
     """Local workers: the tournament process, which the worker must not outlive."""
     lock_fd: int | None = None
     """Local forked workers: the database lock's inherited descriptor, which they close."""
+    adjudication: Adjudication | None = None
+    """The event's rules for ending games early (``[adjudication]``)."""
     remote: dict[str, Any] | None = None
     """Remote participants: the ``RemoteHub`` the worker opens (roster, server_key, listen,
     deadline as Unix time, grace, insecure, lag_move_ms, lag_quota_ms)."""

@@ -43,7 +43,8 @@ class _Worker:
                                    name=f"tournament-worker-{self.index}", daemon=False)
         self.process.start()
         child.close()
-        self.job: GameJob | None = None
+        self.lanes = setup.lanes
+        self.jobs: dict[tuple[str, int], GameJob] = {}
         self.engines: frozenset[int] = frozenset()
         self.cpu = 0.0
 
@@ -66,39 +67,41 @@ class LocalPool:
         return sum(w.cpu for w in self._workers)
 
     def idle(self) -> list[Slot]:
-        return [Slot(w.index, w.engines) for w in self._workers if w.job is None]
+        """One slot per free lane (a worker with lanes appears once per game it can still take)."""
+        return [Slot(w.index, w.engines) for w in self._workers for _ in range(w.lanes - len(w.jobs))]
 
     def submit(self, worker: int, job: GameJob) -> None:
         w = self._workers[worker]
-        if w.job is not None:
-            raise TournamentError(f"worker {worker} is busy with {w.job.key}; cannot start {job.key}")
-        w.job = job
+        if len(w.jobs) >= w.lanes:
+            raise TournamentError(f"worker {worker} is busy with {', '.join(map(str, w.jobs))}; "
+                                  f"cannot start {job.key}")
+        w.jobs[job.key] = job
         w.conn.send(job)
 
     def wait(self, timeout: float) -> list[FinishedGame | WorkerError | GameLost]:
-        busy = [w for w in self._workers if w.job is not None]
+        busy = [w for w in self._workers if w.jobs]
         out: list[FinishedGame | WorkerError | GameLost] = []
         for conn in multiprocessing.connection.wait([w.conn for w in busy], timeout=timeout):
             worker = next(w for w in busy if w.conn is conn)
             try:
                 msg = conn.recv()
             except (EOFError, OSError):
-                out.append(self._replace(worker))
+                out.extend(self._replace(worker))
                 continue
             if isinstance(msg, (FinishedGame, WorkerError)):
-                if msg.job != worker.job:
+                if worker.jobs.get(msg.job.key) != msg.job:
                     raise TournamentError(f"worker {worker.index} answered for {msg.job.key} "
-                                          f"while playing {worker.job.key}")
+                                          f"while playing {', '.join(map(str, worker.jobs))}")
                 if isinstance(msg, FinishedGame):
-                    worker.job = None
+                    del worker.jobs[msg.job.key]
                     worker.engines = frozenset(msg.alive)
                 out.append(msg)
         return out
 
-    def _replace(self, dead: _Worker) -> GameLost:
-        """A worker died (killed, crashed): its game was not finished, so it will be played again."""
+    def _replace(self, dead: _Worker) -> list[GameLost]:
+        """A worker died (killed, crashed): its games were not finished, so they will be played again."""
         dead.process.join(5)
-        lost = GameLost(dead.index, dead.job, dead.process.exitcode)
+        lost = [GameLost(dead.index, job, dead.process.exitcode) for job in dead.jobs.values()]
         self.restarts += 1
         if self.restarts > 3 + 2 * len(self._workers):
             raise TournamentError(f"workers keep dying (last exit code {dead.process.exitcode})")

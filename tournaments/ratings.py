@@ -258,12 +258,27 @@ def _meat(theta, first, second, score, clusters, n, first_move, T, prior_draws: 
 def openskill_ratings(games: list[tuple[tuple[int, ...], tuple[float, ...]]], names: list[str]) -> list[dict]:
     """Plackett–Luce μ, σ per engine from games (seating, returns) in a fixed order. Ranks come
     from returns (higher is better; equal returns share a rank)."""
+    return next(openskill_history(games, names, [len(games)]))
+
+
+def openskill_history(games: list[tuple[tuple[int, ...], tuple[float, ...]]], names: list[str],
+                      marks: list[int]):
+    """``openskill_ratings`` of the first k games for each k in ``marks`` (ascending), in one
+    pass: the ratings over time of a long event without refitting every prefix."""
     from openskill.models import PlackettLuce
 
     model = PlackettLuce()
     ratings = {i: model.rating(name=name) for i, name in enumerate(names)}
     played = [0] * len(names)
-    for seating, returns in games:
+    games = list(games)
+    pending = list(marks)
+    for k in range(len(games) + 1):
+        while pending and pending[0] == k:
+            pending.pop(0)
+            yield _openskill_rows(ratings, played, names)
+        if k == len(games):
+            break
+        seating, returns = games[k]
         if len(set(seating)) != len(seating):
             continue  # an engine on two seats cannot be ranked against itself
         order = sorted(set(returns), reverse=True)
@@ -272,6 +287,9 @@ def openskill_ratings(games: list[tuple[tuple[int, ...], tuple[float, ...]]], na
         for e, team in zip(seating, new):
             ratings[e] = team[0]
             played[e] += 1
+
+
+def _openskill_rows(ratings: dict, played: list[int], names: list[str]) -> list[dict]:
     rows = []
     for i, name in enumerate(names):
         mu, sigma = ratings[i].mu, ratings[i].sigma

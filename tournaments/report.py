@@ -23,7 +23,7 @@ from arbiter.stats import mean_ci, paired_comparison, wilson_interval
 
 from .config import TournamentConfig, parse_config
 from .director import Director, GameResult, ScheduleSpec
-from .ratings import Z95, fit_bradley_terry, openskill_ratings
+from .ratings import Z95, fit_bradley_terry, openskill_history, openskill_ratings
 from arbiter.sprt import concluded, pentanomial, sprt, trinomial
 
 
@@ -51,15 +51,17 @@ def _load(db_path: str | Path) -> tuple[TournamentConfig, dict, list[dict]]:
             if summaries:  # every game summarised when it was saved: a few numbers per game to read
                 full = conn.execute(
                     "SELECT g.match_id, g.game_number, g.players, g.returns, g.reason, g.forfeit_seat, g.plies,"
-                    " s.dice_stream, s.detail, s.seats, s.ms FROM games AS g JOIN game_summaries AS s"
+                    " s.dice_stream, s.detail, s.event_seq, g.ended_at, s.seats, s.ms FROM games AS g"
+                    " JOIN game_summaries AS s"
                     " USING (game_id) WHERE substr(g.match_id, 1, ?) = ? ORDER BY g.match_id, g.game_number",
                     prefix).fetchall()
-                rows = [r[:9] for r in full]
+                rows = [r[:11] for r in full]
                 decisions = _agg_summaries(full)
             else:  # games saved before summaries: every decision from the records themselves
                 rows = conn.execute(
                     "SELECT match_id, game_number, players, returns, reason, forfeit_seat, plies,"
-                    " json_extract(record, '$.dice_stream'), json_extract(record, '$.detail') FROM games"
+                    " json_extract(record, '$.dice_stream'), json_extract(record, '$.detail'),"
+                    " json_extract(record, '$.event_seq'), ended_at FROM games"
                     " WHERE substr(match_id, 1, ?) = ? ORDER BY match_id, game_number", prefix).fetchall()
                 decisions = _agg_decisions(conn.execute(
                     "SELECT json_extract(g.players, '$[' || json_extract(e.value, '$.seat') || ']'), g.match_id,"
@@ -77,7 +79,7 @@ def _load(db_path: str | Path) -> tuple[TournamentConfig, dict, list[dict]]:
     names = [e.name for e in cfg.engines]
     index = {n: i for i, n in enumerate(names)}
     games = []
-    for mid, num, players, returns, reason, fseat, plies, stream, detail in rows:
+    for mid, num, players, returns, reason, fseat, plies, stream, detail, seq, ended in rows:
         players = _decode(players)
         seating, seen = [], set()
         for p in players:
@@ -86,7 +88,8 @@ def _load(db_path: str | Path) -> tuple[TournamentConfig, dict, list[dict]]:
             seen.add(i)
         games.append({"match_id": mid, "number": num, "players": players, "seating": seating,
                       "returns": _decode(returns), "reason": reason, "forfeit_seat": fseat, "plies": plies,
-                      "stream": stream or f"{mid}|{num}", "detail": detail or ""})
+                      "stream": stream or f"{mid}|{num}", "detail": detail or "", "seq": seq or 0,
+                      "ended_at": ended})
     return cfg, meta, games
 
 
@@ -128,6 +131,9 @@ def build_report(db_path: str | Path) -> dict[str, Any]:
         "terminations": terminations(games, names),
         "engine_stats": engine_stats(games, names, meta.pop("_decisions", [])),
     }
+    timeline = rating_timeline(cfg, names, games)
+    if timeline is not None:
+        report["rating_timeline"] = timeline
     if cfg.kind == "match":
         report.update(match_sections(cfg, games, names, plan, director))
     elif cfg.kind == "table":
@@ -137,6 +143,85 @@ def build_report(db_path: str | Path) -> dict[str, Any]:
     else:
         report.update(solo_sections(cfg, games, names))
     return report
+
+
+# --- ratings over time ------------------------------------------------------------------------
+
+def commit_order(games: list[dict]) -> list[dict]:
+    """The games in the order they were committed: the event chain's positions (records written
+    before chaining: their end times)."""
+    return sorted(games, key=lambda g: (g.get("seq") or math.inf, g.get("ended_at") or 0.0))
+
+
+def quick_ratings(cfg: TournamentConfig, names: list[str], games: list[dict]) -> tuple[str, dict] | None:
+    """(measure, {engine: (rating, lo, hi)}) from ``games`` (dicts with ``seating`` and ``returns``,
+    in commit order): logistic Elo for two-seat matches (the report's model; duplicate-dice
+    clusters when the games carry their ``stream``), OpenSkill μ ± 1.96σ for tables; None for
+    other kinds or no games. An empty table: no estimate yet (the fit is singular on these games)."""
+    if not games:
+        return None
+    if cfg.kind == "match":
+        return "Elo", _elo(cfg, names, *_elo_arrays(cfg, games))
+    if cfg.kind == "table":
+        rows = openskill_ratings([(tuple(g["seating"]), tuple(g["returns"])) for g in games], names)
+        return "OpenSkill μ", {r["engine"]: (r["mu"], r["mu"] - Z95 * r["sigma"], r["mu"] + Z95 * r["sigma"])
+                               for r in rows}
+    return None
+
+
+def _elo_arrays(cfg: TournamentConfig, games: list[dict]) -> tuple:
+    """(first movers, second movers, first movers' points, duplicate-dice clusters or None)."""
+    first = np.array([g["seating"][0] for g in games])
+    second = np.array([g["seating"][1] for g in games])
+    score = np.array([_points(g)[0] for g in games])
+    clusters = None
+    if cfg.duplicate_dice and all("stream" in g for g in games):
+        ids: dict[str, int] = {}
+        clusters = np.array([ids.setdefault(f"{g['match_id']}|{g['stream']}", len(ids)) for g in games])
+    return first, second, score, clusters
+
+
+def _elo(cfg: TournamentConfig, names: list[str], first, second, score, clusters) -> dict:
+    try:
+        fit = fit_bradley_terry(first, second, score, len(names), names=names, clusters=clusters, anchor=cfg.anchor)
+    except np.linalg.LinAlgError:  # too few games to pin the first-move term (every first mover won)
+        return {}
+    return {r["engine"]: (r["elo"], r["lo"], r["hi"]) for r in fit.table()}
+
+
+TIMELINE_POINTS = 100
+"""At most this many points per engine in the ratings-over-time series (each is a fit)."""
+
+
+def rating_timeline(cfg: TournamentConfig, names: list[str], games: list[dict], every: int | None = None) -> dict | None:
+    """Each engine's rating after every ``every`` games in commit order (and after the last):
+    ``every`` defaults to the file's ``rating_interval``, else about 50 points, and grows so that
+    there are at most ``TIMELINE_POINTS``."""
+    ordered = commit_order(games)
+    total = len(ordered)
+    if not total or cfg.kind not in ("match", "table"):
+        return None
+    every = every or cfg.rating_interval or max(1, math.ceil(total / 50))
+    every = max(every, math.ceil(total / TIMELINE_POINTS))
+    marks = list(range(every, total + 1, every))
+    if not marks or marks[-1] != total:
+        marks.append(total)
+    series: dict[str, list] = {name: [] for name in names}
+    if cfg.kind == "table":
+        measure = "OpenSkill μ"
+        history = openskill_history([(tuple(g["seating"]), tuple(g["returns"])) for g in ordered], names, marks)
+        for rows in history:
+            mu = {r["engine"]: r["mu"] for r in rows}
+            for name in names:
+                series[name].append(mu[name])
+    else:
+        measure = "Elo"
+        first, second, score, _ = _elo_arrays(cfg, ordered)  # clusters change intervals, not ratings
+        for k in marks:
+            table = _elo(cfg, names, first[:k], second[:k], score[:k], None)
+            for name in names:
+                series[name].append(table[name][0] if name in table else None)
+    return {"every": every, "measure": measure, "games": marks, "ratings": series}
 
 
 # --- sections common to all kinds -------------------------------------------------------------
@@ -161,7 +246,7 @@ def terminations(games: list[dict], names: list[str]) -> list[dict]:
                 continue
             counted.add(e)
             reason = g["reason"]
-            if reason != "normal":
+            if g["forfeit_seat"] is not None:
                 reason = f"{reason} ({'own' if g['forfeit_seat'] == seat else 'opponent'})"
             row = table.setdefault((names[e], reason), {"engine": names[e], "reason": reason, "W": 0, "D": 0, "L": 0})
             row[_outcome(g, seat) if len(g["returns"]) > 1 else ("W" if g["returns"][0] > 0 else "L")] += 1
@@ -763,6 +848,10 @@ def write_csv(report: dict, directory: str | Path) -> list[Path]:
                 if key in r:
                     rows.append({"A": r["A"], "B": r["B"], "test": test, "results": r[res], **r[key]})
         dump("sprt", rows)
+    if "rating_timeline" in report:
+        tl = report["rating_timeline"]
+        dump("rating_timeline", [{"games": k, **{e: v[i] for e, v in tl["ratings"].items()}}
+                                 for i, k in enumerate(tl["games"])])
     return written
 
 
@@ -798,6 +887,38 @@ def plot(report: dict, path: str | Path) -> Path:
     ax.set_xlabel(xlabel)
     ax.set_title(f"{t['name']}: {t['games_played']} games" + ("" if t["finished"] else " (in progress)"))
     ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def plot_timeline(report: dict, path: str | Path) -> Path:
+    """Each engine's rating after every K games in commit order (PNG or SVG by the file name)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    t, tl = report["tournament"], report.get("rating_timeline")
+    if tl is None:
+        raise ValueError("no ratings over time: the tournament has no games yet, or its games are cooperative or "
+                         "solo (scores, not ratings)")
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    final = {e: v[-1] for e, v in tl["ratings"].items()}
+    for engine in sorted(tl["ratings"], key=lambda e: -(final[e] if final[e] is not None else -math.inf)):
+        ax.plot(tl["games"], [math.nan if v is None else v for v in tl["ratings"][engine]],
+                marker="o" if len(tl["games"]) <= 30 else None, markersize=3, label=engine)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel(f"games committed (a point every {tl['every']})")
+    ax.set_ylabel(tl["measure"])
+    ax.set_title(f"{t['name']}: {tl['measure']} over {t['games_played']} games"
+                 + ("" if t["finished"] else " (in progress)"))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small", loc="best", ncol=1 if len(final) <= 12 else 2)
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,8 @@
 The tournament process owns the database and the director; it never plays a game itself. It
 hands ready games (``jobs.GameJob``) to a backend (``jobs.Backend``; today the local pool of
 ``concurrency`` worker processes, ``pool.py``/``worker.py``, each playing one game at a time
-through ``arbiter.formats.match.Series``) and gets the records back; it commits each (one SQLite
+through ``arbiter.formats.match.Series``; with remote participants, one worker holding their
+port plays up to ``concurrency`` games at once in threads) and gets the records back; it commits each (one SQLite
 transaction) and only then counts it, re-plans, and hands out the next ready games. A game
 whose worker or parent dies before the commit is simply not in the database, so it is played
 again (on resume: with the same seats and dice stream).
@@ -14,6 +15,7 @@ has, so a match's games usually run on one pair of engine processes.
 """
 from __future__ import annotations
 
+import collections
 import hashlib
 import os
 import resource
@@ -118,8 +120,6 @@ class Runner:
         self.cfg, self.db, self.seed = cfg, db, seed
         self.backend = backend
         self.concurrency = concurrency or cfg.concurrency
-        if cfg.remote is not None:  # one listening port, held by one worker
-            self.concurrency = 1
         self.names = [e.name for e in cfg.engines]
         self.director = Director(ScheduleSpec.from_config(cfg, seed))
         self.results: dict[tuple[str, int], GameResult] = {}
@@ -160,7 +160,7 @@ class Runner:
 
     # --- running ------------------------------------------------------------------------------
 
-    def _setup(self) -> WorkerSetup:
+    def _setup(self, lanes: int = 1) -> WorkerSetup:
         cfg = self.cfg
         lock = self.db._lock_file
         return WorkerSetup(parent_pid=os.getpid(), run_id=self.run_id, lock_fd=lock.fileno() if lock else None,
@@ -169,7 +169,8 @@ class Runner:
                            engines=[e.engine_config(hide=self._hidden()) for e in cfg.engines],
                            time_control=cfg.time_control,
                            margin=cfg.margin_ms / 1000, master_seed=master_seed(self.seed), tid=cfg.tid,
-                           run_dir=logs_dir(self.db.path), remote=self._remote())
+                           run_dir=logs_dir(self.db.path), remote=self._remote(), adjudication=cfg.adjudication,
+                           lanes=lanes)
 
     def _remote(self) -> dict | None:
         r = self.cfg.remote
@@ -195,7 +196,11 @@ class Runner:
             s.finished = True
             s.played_total = plan.played
             return s
-        pool = self.backend(self._setup(), max(1, min(self.concurrency, plan.max_remaining)))
+        games = max(1, min(self.concurrency, plan.max_remaining))
+        if self.cfg.remote is not None:  # one worker holds the participants' port and plays every game
+            pool = self.backend(self._setup(lanes=games), 1)
+        else:
+            pool = self.backend(self._setup(), games)
         s.killed_leftovers = pool.killed_leftovers
         try:
             self._loop(pool)
@@ -256,15 +261,19 @@ class Runner:
             return
         candidates = list(islice((g for g in self.plan.iter_ready() if g.key not in self.in_flight), 256))
         busy_pairings = {spec.pairing for spec in self.in_flight.values()}
+        remote = {i for i, e in enumerate(self.cfg.engines) if e.remote}
+        playing = collections.Counter(i for spec in self.in_flight.values() for i in set(spec.seating) & remote)
         for slot in sorted(idle, key=lambda w: -len(w.engines)):
             if not candidates:
                 return
             best = min(range(len(candidates)), key=lambda k: (
-                -len(slot.engines & set(candidates[k].seating)),
+                sum(playing[i] for i in set(candidates[k].seating) & remote),  # remote participants' games
+                -len(slot.engines & set(candidates[k].seating)),               # wait for their max_games
                 candidates[k].pairing in busy_pairings, k))
             spec = candidates.pop(best)
             backend.submit(slot.worker, GameJob(spec.match_id, spec.number, tuple(spec.seating), spec.stream))
             busy_pairings.add(spec.pairing)
+            playing.update(set(spec.seating) & remote)
             self.in_flight[spec.key] = spec
 
     def _handle(self, done: FinishedGame) -> None:

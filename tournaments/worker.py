@@ -105,11 +105,12 @@ def worker_main(conn: Any, setup: WorkerSetup) -> None:
     """Entry point of a worker process (``multiprocessing``, fork or spawn): ``GameJob``s in,
     ``FinishedGame`` / ``WorkerError`` out, ``WorkerExit`` after ``None`` (stop)."""
     marker = f"{setup.run_id}.{setup.worker}"
-    state: dict[str, Any] = {"series": None}
+    state: dict[str, Any] = {"series": None, "lanes": []}
 
     def emergency_cleanup() -> None:
-        if state["series"] is not None:
-            state["series"].kill_now()
+        for series in [state["series"], *state["lanes"]]:
+            if series is not None:
+                series.kill_now()
         kill_marked(WORKER_ENV, marker)  # and whatever carries this worker's marker
 
     _cleanup_hooks[:] = [emergency_cleanup]
@@ -147,8 +148,31 @@ def worker_main(conn: Any, setup: WorkerSetup) -> None:
                for c in setup.engines]
     configs += [replace(c, env={**c.env, **extra_env}) for c in setup.engines]  # copies for self-pairs
     keep = max(game.num_seats, setup.keep_engines)
+
+    def new_series() -> Series:
+        return Series(arbiter_games.load_game(setup.game, **setup.game_options), configs, setup.time_control,
+                      store=None, run_dir=setup.run_dir, margin=setup.margin, seed=setup.master_seed,
+                      match_id=setup.tid)
+
+    if setup.lanes > 1:
+        lanes = [new_series() for _ in range(setup.lanes)]
+        state["lanes"] = lanes
+        try:
+            _play_lanes(conn, setup, hub, lanes, keep, [c.participant for c in configs])
+        finally:
+            usage = resource.getrusage(resource.RUSAGE_SELF)
+            for series in lanes:
+                series.close()
+            if hub is not None:
+                hub.close()
+            kill_marked(WORKER_ENV, marker)
+            try:
+                conn.send(WorkerExit(setup.worker, usage.ru_utime + usage.ru_stime))
+            except (OSError, ValueError):
+                pass
+        return
     series = Series(game, configs, setup.time_control, store=None, run_dir=setup.run_dir,
-                    margin=setup.margin, seed=setup.master_seed, match_id=setup.tid)
+                    margin=setup.margin, seed=setup.master_seed, match_id=setup.tid, adjudication=setup.adjudication)
     state["series"] = series
     try:
         while True:
@@ -178,3 +202,69 @@ def worker_main(conn: Any, setup: WorkerSetup) -> None:
             conn.send(WorkerExit(setup.worker, usage.ru_utime + usage.ru_stime))
         except (OSError, ValueError):
             pass
+
+
+def _play_lanes(conn: Any, setup: WorkerSetup, hub, lanes: list, keep: int, participants: list) -> None:
+    """Play up to ``len(lanes)`` games at once, each in a thread with a series of its own: the
+    worker of an event with remote participants, who connect once to its one port and may play
+    several games over that connection. A game waits (other games go first) until each remote
+    participant in it plays fewer games than its hello's ``max_games`` (``RemoteHub.claim``)."""
+    import queue
+
+    from arbiter.formats.match import Series
+    from arbiter.records import to_json
+
+    jobs: list[GameJob] = []
+    free = list(range(len(lanes)))
+    done: "queue.Queue[tuple[int, Any]]" = queue.Queue()  # (lane, FinishedGame or WorkerError)
+    running = 0
+    stopping = False
+
+    def remote_of(job: GameJob) -> list[str]:
+        return [participants[i] for i in dict.fromkeys(job.seating) if participants[i]]
+
+    def play(lane: int, job: GameJob, claimed: list[str]) -> None:
+        series: Series = lanes[lane]
+        seating = list(job.seating)
+        try:
+            series.retire_idle(keep, seating)
+            record = series.play_game(job.number, seating, job.stream, match_id=job.match_id)
+            outcome: Any = FinishedGame(setup.worker, job, to_json(record), tuple(series.running()))
+        except Exception:
+            outcome = WorkerError(setup.worker, job, traceback.format_exc())
+        finally:
+            if hub is not None:
+                hub.release(claimed)
+        done.put((lane, outcome))
+
+    while not stopping or running:
+        if stopping:
+            time.sleep(0.02)  # the games in play finish (a graceful stop comes between games)
+        try:
+            if not stopping and conn.poll(0.02 if running or jobs else 0.5):
+                job = conn.recv()
+                if job is None:
+                    stopping = True
+                    jobs.clear()  # told to stop: what has not started is not played
+                else:
+                    jobs.append(job)
+        except (EOFError, OSError):
+            stopping = True
+            jobs.clear()
+        while True:
+            try:
+                lane, outcome = done.get_nowait()
+            except queue.Empty:
+                break
+            free.append(lane)
+            running -= 1
+            conn.send(outcome)
+        for job in list(jobs):
+            if not free:
+                break
+            claimed = remote_of(job)
+            if hub is not None and not hub.claim(claimed, 0):
+                continue  # a participant already plays as many games as it accepts
+            jobs.remove(job)
+            running += 1
+            threading.Thread(target=play, args=(free.pop(0), job, claimed), name="lane", daemon=True).start()

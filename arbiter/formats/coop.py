@@ -69,7 +69,7 @@ class CoopGame:
 
     @property
     def forfeited(self) -> bool:
-        return self.reason != EndReason.NORMAL
+        return self.reason not in (EndReason.NORMAL, EndReason.ADJUDICATED)
 
     @property
     def lost_by_rule(self) -> bool:

@@ -21,6 +21,7 @@ from typing import Callable, Iterable
 
 from protocol.messages import TimeControl
 
+from ..adjudication import Adjudication
 from ..dice import Dice, seed_for, stream_name
 from ..hosting import EngineFault, PlayerSpec, Session, open_session
 from ..games.base import Game
@@ -104,8 +105,10 @@ class Series:
 
     def __init__(self, game: Game, configs: list[PlayerSpec], time_control: TimeControl, *,
                  store: ResultsStore | None = None, run_dir: Path = Path("runs"), margin: float = DEFAULT_MARGIN,
-                 seed: bytes | None = None, match_id: str | None = None, on_event: EventHook | None = None):
+                 seed: bytes | None = None, match_id: str | None = None, on_event: EventHook | None = None,
+                 adjudication: Adjudication | None = None):
         self.game, self.configs, self.tc = game, list(configs), time_control
+        self.adjudication = adjudication
         self.store, self.margin, self.seed = store, margin, seed
         self.match_id = match_id or time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
         self.run_dir = Path(run_dir).resolve() / self.match_id  # absolute: the sandbox hides it by its path
@@ -195,7 +198,8 @@ class Series:
         stream = dice_stream or stream_name(self.match_id, number)
         dice = Dice(seed_for(self.seed, stream), stream)
         referee_args = dict(match_id=self.match_id, game_number=number, margin=self.margin,
-                            players=[self.names[i] for i in seating], on_event=self.on_event)
+                            players=[self.names[i] for i in seating], on_event=self.on_event,
+                            adjudication=self.adjudication)
         failure = self._start_engines(seating)
         engines = [self.engines[i] for i in seating]
         for index, engine in enumerate(self.engines):  # kept for later games but idle now: frozen
@@ -265,14 +269,15 @@ class Match:
                  fmt: MatchFormat, *, store: ResultsStore | None = None, run_dir: Path = Path("runs"),
                  margin: float = DEFAULT_MARGIN, seed: bytes | None = None, match_id: str | None = None,
                  on_event: EventHook | None = None, on_game: Callable[["MatchResult", GameRecord], None] | None = None,
-                 sprt: tuple[float, float, float, float] | None = None, keep_records: bool = True):
+                 sprt: tuple[float, float, float, float] | None = None, adjudication: Adjudication | None = None,
+                 keep_records: bool = True):
         """``sprt`` = (elo0, elo1, alpha, beta): after each game a GSPRT of A against B on the
         games so far (trinomial, logistic Elo); the match stops when it accepts either hypothesis.
         ``on_game(result, record)`` is called for each game once it is committed to the store."""
         if game.num_seats != 2:
             raise ValueError(f"a match is for two-seat games; {game.name} has {game.num_seats} seats")
         self.series = Series(game, list(configs), time_control, store=store, run_dir=run_dir, margin=margin,
-                             seed=seed, match_id=match_id, on_event=on_event)
+                             seed=seed, match_id=match_id, on_event=on_event, adjudication=adjudication)
         self.fmt, self.store, self.on_game, self.sprt = fmt, store, on_game, sprt
         self.keep_records = keep_records
         self.match_id = self.series.match_id

@@ -61,7 +61,7 @@ class SuiteResult:
 
     @property
     def forfeits(self) -> int:
-        return sum(1 for r in self.results.values() if r.reason != EndReason.NORMAL)
+        return sum(1 for r in self.results.values() if r.reason not in (EndReason.NORMAL, EndReason.ADJUDICATED))
 
     @property
     def win_rate(self) -> float:

@@ -202,6 +202,13 @@ class State(abc.ABC):
     def returns(self) -> list[float]:
         """Each seat's result (meaningful once terminal)."""
 
+    def truncated_returns(self) -> list[float]:
+        """Each seat's result when the referee stops the game before its end (an event's ply limit,
+        ``arbiter.adjudication``): by default equal returns, 0 for every seat (a draw in a
+        competitive game, nothing scored in a cooperative or solo one). A game whose own rules
+        score an unfinished position (points so far) overrides it."""
+        return [0.0] * self.game.num_seats
+
     def event_note(self) -> str:
         """What the step just played did that its notation alone does not say (a chain scored, a
         pit dug), for the record; the referee calls it once after every step."""

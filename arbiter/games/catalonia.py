@@ -879,6 +879,11 @@ class CataloniaState(State):
         total = float(sum(self._scores))
         return [total, total]
 
+    def truncated_returns(self) -> list[float]:
+        """Stopped by an event's ply limit: the team keeps the points scored so far (as at the turn limit)."""
+        total = float(sum(self._scores))
+        return [total, total]
+
     def end_detail(self) -> str:
         if self._end == END_FIVE_TURN:
             return f"five-turn rule: no chain by the end of turn {FIVE_TURN_LIMIT}"

@@ -2,9 +2,9 @@
 conversation with it (``session``)."""
 from .process import TOKEN_ENV, EngineConfig, EngineProcess, Limits, kill_engine_processes, kill_marked, parse_cpus
 from .sandbox import SandboxMode
-from .session import (EngineFault, EngineSession, InProcessPlayer, InProcessSession, PlayerSpec, Session,
+from .session import (EngineFault, EngineSession, InProcessPlayer, InProcessSession, OptionFault, PlayerSpec, Session,
                       open_session, wait_any)
 
 __all__ = ["TOKEN_ENV", "EngineConfig", "EngineProcess", "Limits", "kill_engine_processes", "kill_marked", "parse_cpus",
-           "SandboxMode", "EngineFault", "EngineSession", "InProcessPlayer", "InProcessSession", "PlayerSpec",
+           "SandboxMode", "EngineFault", "EngineSession", "InProcessPlayer", "InProcessSession", "OptionFault", "PlayerSpec",
            "Session", "open_session", "wait_any"]

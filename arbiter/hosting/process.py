@@ -10,6 +10,7 @@ stdout/stderr go through a pipe the referee drains into a log capped at ``Limits
 """
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import resource
@@ -149,6 +150,9 @@ class EngineConfig:
     """Pin the engine to these CPU cores (disjoint sets per engine keep engines apart)."""
     hide: tuple[str, ...] = ()
     """Folders the engine must not see (the referee adds its results and logs folders)."""
+    options: dict = field(default_factory=dict)
+    """Values for options the engine declares in its hello (``EngineOption``), checked at the
+    handshake and sent in every ``new_game``."""
     participant: str | None = None
     """A remote participant of the roster (``arbiter.hosting.remote``): reached through the hub
     listening on ``endpoint``, authenticated by its CURVE key."""
@@ -218,11 +222,15 @@ class EngineProcess:
             try:
                 self.cgroup = ControlGroup(s.cgroup, config.limits.memory_mb, config.limits.processes)
             except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE):
+                    raise  # short of files now: the engine is not started rather than started unconfined
                 warn_once(f"no control group for engines ({exc}): memory falls back to an address-space limit")
         self.log = LogPump(log_path, int(config.limits.log_mb * 1024 * 1024))
         cwd = None if self.sandboxed else config.cwd
         join_fds = self.cgroup.join_fds() if self.cgroup is not None else []
-        nofile = config.limits.open_files
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        nofile = config.limits.open_files if hard == resource.RLIM_INFINITY else min(config.limits.open_files, hard)
+        # (an unprivileged child cannot raise its hard limit: a referee run under a lower one gives what it has)
         address_space = None if self.cgroup is not None else config.limits.memory_mb * 1024 * 1024
         cpus = config.cpus
 

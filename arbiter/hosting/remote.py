@@ -5,9 +5,12 @@ CURVE-encrypted, with a ZAP handler that admits only keys of the ``Roster`` (bef
 message is read) and at most one healthy connection per key. Messages are told apart by the
 ``User-Id`` the ZAP handler gave the connection (the participant's name), so a participant can
 speak only for itself, whatever it puts in its messages. ``RemoteSession`` is the referee's
-session with one participant: it waits for it until a deadline (``absent``), survives a dropped
-connection for a grace period (the engine is sent the game again when it is back, else
-``disconnect``), and compensates network lag within a documented quota (``LagPolicy``).
+session with one participant in one game: it waits for it until a deadline (``absent``),
+survives a dropped connection for a grace period (the engine is sent the game again when it is
+back, else ``disconnect``), and compensates network lag within a documented quota
+(``LagPolicy``), measured by pings at the handshake, between games and during them. A
+participant whose hello says ``max_games`` > 1 has several sessions at once (one per game, in
+the threads of a tournament worker); the hub routes its messages by ``game_id``.
 
 Plain tcp (no CURVE) exists only for an explicit ``insecure`` event: then a hello's ``name``
 says who is who, and every record says ``insecure``.
@@ -15,6 +18,7 @@ says who is who, and every record says ``insecure``.
 from __future__ import annotations
 
 import collections
+import itertools
 import os
 import struct
 import sys
@@ -38,7 +42,7 @@ from .process import EngineConfig
 from .session import EngineFault, EngineSession, raise_fd_limit
 
 QUEUE_LIMIT = 256
-"""Messages kept per participant until its session reads them; more is a flood and is dropped."""
+"""Messages kept per session until it reads them; more is a flood and is dropped."""
 PUMP_BURST = 256
 """At most this many frames are read from the socket in one go (bounded CPU per poll)."""
 HANDSHAKE_MS = 5000
@@ -47,6 +51,10 @@ HEARTBEAT_MS, HEARTBEAT_TIMEOUT_MS = 1000, 3000
 """ZeroMQ heartbeats: a peer silent at the transport level this long is disconnected (sooner
 than an engine's own 4 s, so when a dead link is redialled the referee has already let it go,
 and the new connection is not refused as a second one)."""
+GAME_PING_EVERY = 1.0
+"""Seconds between the pings a remote engine gets during a game while another seat thinks."""
+SUSPECT_PROBING = 2.0
+"""Seconds a suspect route is probed (at each turn of the I/O thread, at least every 0.1 s)."""
 PROBE_SEQ = -1
 """Seq of the referee's liveness probes; their pongs are the hub's, not a session's."""
 
@@ -198,23 +206,38 @@ class _Peer:
     """What the hub knows of one participant's link."""
 
     participant: Participant
-    queue: collections.deque = field(default_factory=lambda: collections.deque())
     route: bytes | None = None
     """Routing id of the connection the participant last spoke on (where we send)."""
     fd: int | None = None
-    suspect: bool = False
-    """The monitor saw the connection's file descriptor close: probe the route."""
+    suspect: float | None = None
+    """When the monitor saw the connection's file descriptor close: probe the route (for a while:
+    ZeroMQ may take a moment to drop the route, and a send before that still succeeds)."""
     gone_since: float | None = None
     """Monotonic time the participant's connection was found gone (None: connected or never was)."""
     hello: Hello | None = None
     """The participant's last hello (a new session of a connected participant starts from it)."""
     overflow: int = 0
-    connection: "RemoteConnection | None" = None
+    connections: tuple["RemoteConnection", ...] = ()
+    """The referee's sessions with it, one per game it may be playing (``max_games``)."""
+    pings: dict[int, "RemoteConnection"] = field(default_factory=dict)
+    """Seq of each ping in flight outside a game -> the session that sent it (its pong goes there)."""
+    playing: int = 0
+    """Games of it in play (``RemoteHub.claim``)."""
+    welcomed: bytes | None = None
+    """The route its last welcome after a reconnection went to (one welcome however many games)."""
+
+    @property
+    def max_games(self) -> int:
+        """Games it accepts at once: its hello's ``max_games`` (1 until it has said hello)."""
+        return max(1, self.hello.max_games) if self.hello is not None else 1
 
 
 class RemoteHub:
-    """The listening socket for remote participants. Single-threaded use (the referee's thread),
-    apart from the ZAP and monitor threads that only read and mark the peers' state."""
+    """The listening socket for remote participants. One I/O thread owns the socket: it reads and
+    files each message into the inbox of the session it is for (by ``game_id``; a hello goes to
+    every session of the participant), and sends what the sessions queue for it. Sessions may be
+    used from several threads (a tournament's games in parallel); the ZAP and monitor threads
+    only read and mark the peers' state."""
 
     _hubs: dict[str, "RemoteHub"] = {}
 
@@ -232,7 +255,12 @@ class RemoteHub:
         self.refused: list[tuple[str, str, str]] = []
         """(address, key fingerprint, why) of every refused connection, in order."""
         self.strangers = 0
+        self.stale = 0
+        """Messages for no session (a game that is over, a ping nobody waits for), dropped."""
         self.domain = f"arbiter-{id(self):x}".encode()
+        self._seqs = itertools.count(1)
+        self._lock = threading.Lock()
+        """Held for every use of the socket: the I/O thread's reads, any session's sends."""
         raise_fd_limit()
         self.socket = network_context().socket(zmq.ROUTER)
         s = self.socket
@@ -251,16 +279,23 @@ class RemoteHub:
                 s.curve_server = True
                 s.curve_publickey, s.curve_secretkey = public, secret
             s.bind(endpoint)
+            self._wake_r, self._wake_w = os.pipe()
         except BaseException:
             s.close(linger=0)
             raise
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
         _Zap.register(self)
         monitor = s.get_monitor_socket(zmq.EVENT_DISCONNECTED | zmq.EVENT_MONITOR_STOPPED)
         self._watcher = threading.Thread(target=self._watch, args=(monitor,), name="hub-monitor", daemon=True)
         self._watcher.start()
         self.endpoint = s.getsockopt(zmq.LAST_ENDPOINT).decode()
-        self.poller = zmq.Poller()
-        self.poller.register(s, zmq.POLLIN)
+        self.poller = zmq.Poller()  # on the socket's signalling fd, not the socket: sends need no hand-over
+        self.poller.register(s.getsockopt(zmq.FD), zmq.POLLIN)
+        self.poller.register(self._wake_r, zmq.POLLIN)
+        self._closing = False
+        self._io = threading.Thread(target=self._run, name="hub-io", daemon=True)
+        self._io.start()
         RemoteHub._hubs[self.endpoint] = self
         if insecure:
             self.log(f"WARNING: INSECURE: {self.endpoint} is plain tcp without CURVE: anyone on the network can read "
@@ -286,7 +321,7 @@ class RemoteHub:
         if participant is None:
             return self._refuse(address, fingerprint(key), "key not in the roster")
         peer = self.peers[participant.name]
-        if peer.route is not None and peer.gone_since is None and not peer.suspect:
+        if peer.route is not None and peer.gone_since is None and peer.suspect is None:
             return self._refuse(address, fingerprint(key), f"{participant.name} is already connected")
         return 200, "OK", participant.name
 
@@ -308,98 +343,196 @@ class RemoteHub:
                     return
                 for peer in self.peers.values():
                     if peer.fd == value:
-                        peer.suspect = True
+                        peer.suspect = time.monotonic()
+                self._wake()
         except zmq.ZMQError:
             return
         finally:
             monitor.close(linger=0)
 
-    # --- traffic (referee thread) ----------------------------------------------------------------
+    # --- traffic (I/O thread) --------------------------------------------------------------------
 
-    def pump(self, timeout_ms: int) -> None:
-        """Wait up to ``timeout_ms`` for frames; file up to ``PUMP_BURST`` of them by participant."""
-        self._probe()
-        if not self.poller.poll(max(0, timeout_ms)):
-            return
-        for _ in range(PUMP_BURST):
+    def _run(self) -> None:
+        """The I/O thread: reads and files what arrives, probes suspect routes. It waits on the
+        socket's signalling fd (edge-triggered: the socket's ``EVENTS`` is checked after every use,
+        here and after each send) and on a pipe other threads write to to wake it."""
+        wake = self._wake_r
+        while not self._closing:
+            with self._lock:
+                self._probe()
+                self._read()
+                more = self.socket.getsockopt(zmq.EVENTS) & zmq.POLLIN
+            if more:
+                continue
             try:
-                frames = self.socket.recv_multipart(flags=zmq.NOBLOCK, copy=False)
-            except zmq.Again:
-                return
+                ready = dict(self.poller.poll(100))
             except zmq.ZMQError:
                 return
-            self._file(frames)
+            if wake in ready:
+                try:
+                    os.read(wake, 4096)
+                except BlockingIOError:
+                    pass
 
-    def _file(self, frames: list) -> None:
+    def _read(self) -> None:
+        """Read up to ``PUMP_BURST`` frames (bounded work per turn) and file them."""
+        with ARRIVALS:  # the sessions' list of a peer does not change meanwhile
+            filed = False
+            for _ in range(PUMP_BURST):
+                try:
+                    frames = self.socket.recv_multipart(flags=zmq.NOBLOCK, copy=False)
+                except zmq.ZMQError:  # EAGAIN: nothing more
+                    break
+                filed = self._file(frames) or filed
+            if filed:
+                ARRIVALS.notify_all()
+
+    def _file(self, frames: list) -> bool:
         route, payload = frames[0].bytes, frames[1:]
         if len(payload) != 1:
             self.strangers += 1
-            return
+            return False
         data = payload[0]
         user = data.get("User-Id") if not self.insecure else ""
-        peer = self.peers.get(user) if user else self._insecure_peer(route, data.bytes)
+        body = data.bytes
+        try:
+            msg: Message | bytes = decode(body)
+        except ProtocolError:
+            msg = body  # garbage: the session that reads it forfeits the engine (``receive``)
+        peer = self.peers.get(user) if user else self._insecure_peer(route, msg)
         if peer is None:
             self.strangers += 1
-            return
+            return False
         if route != peer.route:
-            peer.route, peer.gone_since, peer.suspect = route, None, False
+            peer.route, peer.gone_since, peer.suspect = route, None, None
             try:
                 peer.fd = data.get(zmq.SRCFD)
             except zmq.ZMQError:
                 peer.fd = None
-        body = data.bytes
-        if body[:40].find(b"pong") >= 0:
-            try:
-                msg = decode(body)
-                if isinstance(msg, Pong) and msg.seq == PROBE_SEQ:
-                    return
-            except ProtocolError:
-                pass
-        if len(peer.queue) >= QUEUE_LIMIT:
-            peer.overflow += 1
-            return
-        peer.queue.append(body)
+        if isinstance(msg, Pong) and msg.seq == PROBE_SEQ:
+            return False
+        if isinstance(msg, Hello):
+            peer.hello = msg
+            targets = peer.connections
+        else:
+            targets = self._route(peer, msg)
+            if isinstance(msg, Pong):  # an in-game ping's answer is timed now, on arrival
+                targets = tuple(c for c in targets if not (c.on_pong is not None and c.on_pong(msg)))
+        for connection in targets:
+            if len(connection.inbox) >= QUEUE_LIMIT:
+                peer.overflow += 1
+            else:
+                connection.inbox.append(msg)
+        return bool(targets)
 
-    def _insecure_peer(self, route: bytes, body: bytes) -> _Peer | None:
+    def _route(self, peer: _Peer, msg: "Message | bytes") -> tuple["RemoteConnection", ...]:
+        """The session a message is for: the one playing its ``game_id``; outside a game, the one
+        whose ping it answers; else the participant's first (which drops it as stale)."""
+        connections = peer.connections
+        if isinstance(msg, bytes):  # undecodable: every game it is playing is forfeited
+            return tuple(c for c in connections if c.game_id) or connections[:1]
+        if msg.game_id:
+            for c in connections:
+                if c.game_id == msg.game_id:
+                    return (c,)
+        elif isinstance(msg, Pong) and msg.seq in peer.pings:
+            return (peer.pings.pop(msg.seq),)
+        if not connections:
+            self.stale += 1
+        return connections[:1]
+
+    def _insecure_peer(self, route: bytes, msg: "Message | bytes") -> _Peer | None:
         """Without CURVE: the peer that spoke from ``route`` before, or the one a hello names."""
         for peer in self.peers.values():
             if peer.route == route:
                 return peer
-        try:
-            msg = decode(body)
-        except ProtocolError:
-            return None
         return self.peers.get(msg.name) if isinstance(msg, Hello) else None
 
     def _probe(self) -> None:
         """Check suspect routes: sending to a closed connection fails at once (ROUTER_MANDATORY)."""
         for peer in self.peers.values():
-            if peer.suspect and peer.route is not None:
-                peer.suspect = False
-                if not self.send(peer, Ping(seq=PROBE_SEQ)):
-                    peer.gone_since = peer.gone_since or time.monotonic()
+            if peer.suspect is not None and peer.route is not None and peer.gone_since is None:
+                if not self._send_now(peer, encode(Ping(seq=PROBE_SEQ))):
+                    peer.gone_since = time.monotonic()
+                elif time.monotonic() - peer.suspect > SUSPECT_PROBING:
+                    peer.suspect = None  # still there: another connection of its closed
 
-    def send(self, peer: _Peer, message: Message) -> bool:
-        """Send to the participant's current connection; False if it has none (now)."""
+    def _send_now(self, peer: _Peer, data: bytes) -> bool:
         if peer.route is None or peer.gone_since is not None:
             return False
         try:
-            self.socket.send_multipart([peer.route, encode(message)], flags=zmq.NOBLOCK)
+            self.socket.send_multipart([peer.route, data], flags=zmq.NOBLOCK)
             return True
         except zmq.ZMQError:  # EHOSTUNREACH: the connection is gone; EAGAIN: it does not read
             peer.gone_since = time.monotonic()
             return False
+
+    def _wake(self) -> None:
+        try:
+            os.write(self._wake_w, b"!")
+        except (BlockingIOError, OSError):
+            pass  # the pipe is full (the I/O thread will wake anyway) or closed
+
+    # --- for the sessions (any thread) -----------------------------------------------------------
+
+    def send(self, peer: _Peer, message: "Message | bytes") -> bool:
+        """Send to the participant's current connection; False if it has none (now)."""
+        data = message if isinstance(message, bytes) else encode(message)
+        with self._lock:
+            if self._closing:
+                return False
+            sent = self._send_now(peer, data)
+            if self.socket.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+                self._wake()  # the send may have taken the fd's signal of something to read
+        return sent
+
+    def next_seq(self) -> int:
+        """A seq no other session of this hub uses (pings outside a game are routed back by it)."""
+        return next(self._seqs)
 
     def connection(self, name: str) -> "RemoteConnection":
         participant = self.roster.find(name)
         if participant is None:
             raise KeyError(f"{name!r} is not in the roster {self.roster.path}")
         peer = self.peers[participant.name]
-        peer.connection = RemoteConnection(self, peer)
-        return peer.connection
+        connection = RemoteConnection(self, peer)
+        with ARRIVALS:
+            if peer.hello is not None and peer.gone_since is None:
+                connection.inbox.append(peer.hello)  # a new session of a connected participant
+            peer.connections = (*peer.connections, connection)
+        return connection
+
+    def claim(self, names: list[str], timeout: float) -> bool:
+        """Count a game for each participant in ``names`` (engine or participant names; others are
+        ignored), waiting up to ``timeout`` until each of them plays fewer games than its
+        ``max_games``; False if that did not happen in time (nothing is counted then)."""
+        peers = [self.peers[p.name] for p in filter(None, map(self.roster.find, names))]
+        deadline = time.monotonic() + timeout
+        with ARRIVALS:
+            while any(p.playing >= p.max_games for p in peers):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                ARRIVALS.wait(min(left, 0.1))
+            for p in peers:
+                p.playing += 1
+        return True
+
+    def release(self, names: list[str]) -> None:
+        """The game counted by ``claim(names)`` is over."""
+        with ARRIVALS:
+            for p in filter(None, map(self.roster.find, names)):
+                self.peers[p.name].playing -= 1
+            ARRIVALS.notify_all()
 
     def close(self) -> None:
         RemoteHub._hubs.pop(self.endpoint, None)
+        with self._lock:
+            if self._closing:
+                return
+            self._closing = True
+        self._wake()
+        self._io.join(2.0)
         try:
             self.socket.disable_monitor()
         except zmq.ZMQError:
@@ -407,19 +540,32 @@ class RemoteHub:
         self._watcher.join(1.0)
         self.socket.close(linger=0)
         _Zap.unregister(self)  # after the socket: it never asks again
+        with self._lock:
+            for fd in (self._wake_r, self._wake_w):
+                os.close(fd)
+            self._wake_r = self._wake_w = -1  # never written to once closed (the number may be reused)
+
+
+ARRIVALS = threading.Condition()
+"""Notified whenever a hub files messages for a session, or a game of a participant ends."""
 
 
 class RemoteConnection:
-    """One participant's link as a ``protocol.connection.Connection``. It stays usable while the
-    participant is away: what is sent meanwhile is resent when it is back (its hello, on any new
-    connection, is answered with welcome, the current game's ``new_game`` and the pending
-    request carrying every move of the game so far)."""
+    """One session's view of a participant's link, as a ``protocol.connection.Connection``: it
+    receives the messages of the game it plays (a participant with ``max_games`` > 1 has several
+    at once). It stays usable while the participant is away: what is sent meanwhile is resent
+    when it is back (its hello, on any new connection, is answered with welcome, the current
+    game's ``new_game`` and the pending request carrying every move of the game so far)."""
 
     def __init__(self, hub: RemoteHub, peer: _Peer):
         self.hub, self.peer = hub, peer
         self.endpoint = hub.endpoint
+        self.inbox: collections.deque = collections.deque()
+        """Decoded messages for this session (bytes: one that could not be decoded)."""
         self.introduced = False
         self.game: NewGame | None = None
+        self.game_id = ""
+        """The game this session plays: messages with its id come here."""
         self.moves: list[str] = []
         """Every move the engine has been told of in the current game (for a resend)."""
         self.pending: Request | None = None
@@ -427,8 +573,8 @@ class RemoteConnection:
         self.reconnections = 0
         self.stale = 0
         """Messages before the participant's hello, dropped unread."""
-        if peer.hello is not None and peer.gone_since is None:
-            peer.queue.appendleft(encode(peer.hello))  # a new session of a connected participant
+        self.on_pong = None
+        """Called by the I/O thread with each pong for this session; True: consumed (not filed)."""
 
     @property
     def connected(self) -> bool:
@@ -446,45 +592,41 @@ class RemoteConnection:
 
     def send(self, message: Message) -> None:
         if isinstance(message, NewGame):
-            self.game, self.moves, self.pending = message, [], None
+            self.game, self.game_id, self.moves, self.pending = message, message.game_id, [], None
         elif isinstance(message, Request):
             self.moves.extend(message.last_moves)
             self.pending = message
         elif isinstance(message, GameOver):
-            self.game, self.pending = None, None
+            self.game, self.pending = None, None  # game_id kept: late replies still come here, to be dropped
+        elif isinstance(message, Ping) and not message.game_id:
+            self.peer.pings[message.seq] = self
         if not self.hub.send(self.peer, message) and self.disconnected:
             raise ConnectionError(f"{self.peer.participant.name} is disconnected")
 
     def wait(self, timeout_ms: int) -> bool:
-        deadline = time.monotonic() + timeout_ms / 1000
-        while not self.peer.queue:
-            left = int((deadline - time.monotonic()) * 1000)
-            if left <= 0:
-                return False
-            self.hub.pump(min(left, 50))
-        return True
+        if self.inbox:
+            return True
+        with ARRIVALS:
+            return bool(ARRIVALS.wait_for(lambda: self.inbox, max(0, timeout_ms) / 1000))
 
     @staticmethod
     def wait_any(connections: "list[RemoteConnection]", timeout_ms: int) -> set[int]:
-        deadline = time.monotonic() + timeout_ms / 1000
-        while True:
-            ready = {i for i, c in enumerate(connections) if c.peer.queue}
-            left = int((deadline - time.monotonic()) * 1000)
-            if ready or left <= 0:
-                return ready
-            for hub in {id(c.hub): c.hub for c in connections}.values():
-                hub.pump(min(left, 50) if len(connections) == 1 else 0)
-            if len(connections) > 1:
-                time.sleep(0.0005)
+        ready = {i for i, c in enumerate(connections) if c.inbox}
+        if ready or timeout_ms <= 0:
+            return ready
+        with ARRIVALS:
+            ARRIVALS.wait_for(lambda: any(c.inbox for c in connections), timeout_ms / 1000)
+        return {i for i, c in enumerate(connections) if c.inbox}
 
     def receive(self) -> Message | None:
-        if not self.peer.queue:
+        if not self.inbox:
             return None
-        msg = decode(self.peer.queue.popleft())
+        msg = self.inbox.popleft()
+        if isinstance(msg, bytes):
+            msg = decode(msg)  # raises ProtocolError: the engine sent garbage
         if isinstance(msg, Hello):
             if self.hub.insecure and msg.name != self.peer.participant.name:
                 return None
-            self.peer.hello = msg
             if not self.introduced:
                 self.introduced = True
                 return msg
@@ -501,8 +643,10 @@ class RemoteConnection:
     def _resume(self) -> None:
         """The participant is back on a new connection: bring it up to date."""
         self.reconnections += 1
-        self.hub.log(f"{self.peer.participant.name} reconnected")
-        self.hub.send(self.peer, Welcome(referee="arbiter"))
+        if self.peer.welcomed != self.peer.route:  # the first of its sessions to read the hello
+            self.peer.welcomed = self.peer.route
+            self.hub.log(f"{self.peer.participant.name} reconnected")
+            self.hub.send(self.peer, Welcome(referee="arbiter"))
         if self.game is not None:
             self.resent_ready = self.game.seq
             self.hub.send(self.peer, self.game)
@@ -512,8 +656,10 @@ class RemoteConnection:
                 self.hub.send(self.peer, again)
 
     def close(self) -> None:
-        if self.peer.connection is self:
-            self.peer.connection = None
+        with ARRIVALS:
+            self.peer.connections = tuple(c for c in self.peer.connections if c is not self)
+            for seq in [s for s, c in self.peer.pings.items() if c is self]:
+                del self.peer.pings[seq]
 
 
 # --- fair lag ---------------------------------------------------------------------------------------
@@ -570,12 +716,40 @@ class RemoteSession(EngineSession):
         self.hub = RemoteHub.at(config.endpoint)
         self.insecure = self.hub.insecure
         self.lag = LagAccount(self.hub.lag)
+        self._game_ping: tuple[int, float] | None = None
+        self._game_ping_at = 0.0
+        self.game_pings = 0
+        """In-game pings answered (each one an RTT sample)."""
 
     def launch(self) -> None:
         try:
             self.connection = self.hub.connection(self.config.participant)
         except KeyError as exc:
             raise EngineFault(EndReason.NOT_STARTED, str(exc.args[0])) from None
+        self.connection.on_pong = self._pong
+
+    def watch(self) -> None:
+        """Called while another seat of its game thinks: now and then (``GAME_PING_EVERY``) a
+        ping, with the game's id, whose round trip is one more sample of the link's RTT (the lag
+        bound follows the link during the game, not only as it was at the handshake). Never
+        raises; an unanswered ping costs nothing (the transport's heartbeats judge liveness)."""
+        c = self.connection
+        now = time.monotonic()
+        if c is None or c.game is None or c.away or now - self._game_ping_at < GAME_PING_EVERY:
+            return
+        self._game_ping_at = now
+        self._game_ping = (self.hub.next_seq(), now)
+        self.hub.send(c.peer, Ping(game_id=c.game_id, seq=self._game_ping[0]))
+
+    def _pong(self, pong: Pong) -> bool:
+        """(I/O thread) The answer to the in-game ping: its round trip is an RTT sample."""
+        ping = self._game_ping
+        if ping is None or pong.seq != ping[0]:
+            return False
+        self._game_ping = None
+        self.lag.rtts.append((time.monotonic() - ping[1]) * 1000)
+        self.game_pings += 1
+        return True
 
     def handshake(self, game: str | None = None) -> None:
         """Wait for the participant until the event's deadline; absent past it."""
@@ -594,7 +768,7 @@ class RemoteSession(EngineSession):
         """A real round trip every time (never skipped): its time is a sample of the link's RTT."""
         self._pings += 1
         started = time.monotonic()
-        answer = self._request(Ping(seq=self._pings), timeout, "pong")
+        answer = self._request(Ping(seq=self.hub.next_seq()), timeout, "pong")
         if not isinstance(answer, Pong):
             raise EngineFault(EndReason.PROTOCOL_ERROR, f"expected pong, got {type(answer).__name__.lower()}")
         self.lag.rtts.append((time.monotonic() - started) * 1000)

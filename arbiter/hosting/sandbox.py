@@ -25,6 +25,7 @@ test suite's coverage run uses it for its data files) and more inherited environ
 from __future__ import annotations
 
 import enum
+import errno
 import functools
 import os
 import shutil
@@ -84,6 +85,8 @@ def support() -> Support:
                                 "--die-with-parent", "true"], capture_output=True, timeout=10)
         ok, why = probe.returncode == 0, probe.stderr.decode(errors="replace").strip()
     except (OSError, subprocess.TimeoutExpired) as exc:
+        if getattr(exc, "errno", None) in (errno.EMFILE, errno.ENFILE):
+            raise  # the referee is short of files, not the machine of namespaces: not remembered
         ok, why = False, str(exc)
     if not ok:
         return Support(bwrap, False, root, setpriv, cgroup,

@@ -9,10 +9,12 @@ does can raise anything else into the referee.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
 import resource
 import secrets
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -22,11 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, Sequence
 
+import zmq
+
 from protocol import PROTOCOL_VERSION, ProtocolError
 from protocol.connection import Connection, wait_any as wait_any_connection
 from protocol.kit import Decide, as_reply
 from protocol.messages import (EndReason, Error, ErrorCode, Hello, Message, NewGame, Ping, Pong, Quit, Ready,
-                               Reject, Reply, Request, Welcome)
+                               Reject, Reply, Request, Welcome, check_engine_options)
 from protocol.transport import ENDPOINT_ENV, SECRET_ENV, ZmqConnection, new_ipc_endpoint
 
 from .process import EngineConfig, EngineProcess, Limits, engine_environment
@@ -53,6 +57,14 @@ class EngineFault(Exception):
         self.detail = detail
 
 
+class OptionFault(EngineFault):
+    """The operator's engine options do not fit what the engine declares in its hello (unknown
+    option, wrong type, out of range): a configuration error, not the engine's misbehaviour."""
+
+    def __init__(self, detail: str):
+        super().__init__(EndReason.PROTOCOL_ERROR, detail)
+
+
 class Session(Protocol):
     """What the referee and the match formats need of a player."""
 
@@ -63,6 +75,8 @@ class Session(Protocol):
     limits: Limits
     offturn_cpu_ms: float | None
     """CPU time used while it waited for this request (engines that ponder or are watched), for the record."""
+    options: dict
+    """The engine options to send in ``new_game`` (checked against its hello at the handshake)."""
 
     @property
     def reusable(self) -> bool:
@@ -138,6 +152,8 @@ class EngineSession:
         the start of its off-turn."""
         self.caught_pondering = False
         """Used more than OFFTURN_SLACK of CPU while it should have been idle: frozen from then on."""
+        self.options: dict = {}
+        """``config.options`` converted to the types the engine declared (set at the handshake)."""
         self.insecure = bool(config.remote and (config.endpoint or "").startswith("tcp://"))
         """Reached over plain tcp, unauthenticated and unencrypted (recorded in every record)."""
 
@@ -170,6 +186,15 @@ class EngineSession:
             print(f"waiting for a remote engine to connect to {self.connection.endpoint}", file=sys.stderr)
             return
         raise_fd_limit()
+        try:
+            self._spawn(config)
+        except EngineFault:
+            raise
+        except (OSError, subprocess.SubprocessError, zmq.ZMQError) as exc:
+            self.stop()  # whatever was made before it failed: socket, work folder
+            raise EngineFault(EndReason.NOT_STARTED, _start_failure(config, exc)) from None
+
+    def _spawn(self, config: EngineConfig) -> None:
         secret = secrets.token_hex(16)
         self.work_dir = Path(tempfile.mkdtemp(prefix="arb-engine-"))
         secret_file = self.work_dir / "session-secret"
@@ -189,6 +214,8 @@ class EngineSession:
         except SandboxUnavailable as exc:
             raise EngineFault(EndReason.NOT_STARTED, str(exc)) from None
         except OSError as exc:
+            if exc.errno in (errno.EMFILE, errno.ENFILE):
+                raise
             raise EngineFault(EndReason.CRASH, f"cannot start {config.command!r}: {exc}") from None
 
     def handshake(self, game: str | None = None) -> None:
@@ -206,6 +233,11 @@ class EngineSession:
             self._send_quietly(Reject(reason=f"this match is {game}; the engine plays {', '.join(msg.games)}"))
             raise EngineFault(EndReason.PROTOCOL_ERROR,
                               f"engine does not play {game} (it plays {', '.join(msg.games)})")
+        try:
+            self.options = check_engine_options(msg.options, self.config.options)
+        except ValueError as exc:
+            self._send_quietly(Reject(reason=str(exc)))
+            raise OptionFault(str(exc)) from None
         self.hello = msg
         self._send(Welcome(referee="arbiter"))
         self.rest(watch=True)
@@ -437,6 +469,7 @@ class InProcessSession:
         self.dropped = 0
         self.limits = Limits()
         self.offturn_cpu_ms: float | None = None
+        self.options: dict = {}
         self._game: NewGame | None = None
         self._reply: Reply | None = None
 
@@ -543,6 +576,19 @@ def raise_fd_limit() -> None:
                 return
             except (ValueError, OSError):
                 continue
+
+
+def _start_failure(config: EngineConfig, exc: BaseException) -> str:
+    """Why an engine could not be started, in one line; running out of file descriptors names
+    the limit to raise."""
+    if getattr(exc, "errno", None) in (errno.EMFILE, errno.ENFILE) or "Too many open files" in str(exc):
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        why = f"the referee ran out of file descriptors (limit {soft} open files; raise it with ulimit -n)"
+    elif isinstance(exc, subprocess.SubprocessError):
+        why = f"its process could not be set up (rlimits, control group, CPUs): {exc}"
+    else:
+        why = str(exc) or type(exc).__name__
+    return f"cannot start {config.command!r}: {why}"
 
 
 def _tag(msg: Message) -> str:

@@ -13,6 +13,7 @@ import msgspec
 
 from protocol.messages import EndReason, Info
 
+from ..adjudication import Adjudication
 from ..dice import Roll
 
 RECORD_FORMAT = "arbiter-game/1"
@@ -79,6 +80,10 @@ class GameRecord(msgspec.Struct, kw_only=True):
     insecure: bool | msgspec.UnsetType = msgspec.UNSET
     """True when a seat was reached over plain tcp without CURVE (absent otherwise)."""
     """Late or stray engine messages recognised by seq / game id and ignored."""
+    engine_options: list[dict[str, Any]] | msgspec.UnsetType = msgspec.UNSET
+    """Per seat, the engine options set for it (``new_game.engine_options``); absent when none were."""
+    adjudication: Adjudication | msgspec.UnsetType = msgspec.UNSET
+    """The event's adjudication rules (``arbiter.adjudication``), when it had any: ``verify`` re-judges by them."""
     # Tamper evidence (docs/records.md, "Chains and signatures"); set by the results store when the
     # record is saved. Records written before chaining have the defaults and stay loadable.
     match_seq: int = 0

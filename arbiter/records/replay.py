@@ -11,6 +11,7 @@ from typing import Iterator
 from ..dice import verify_rolls
 from ..games import SIMULTANEOUS, IllegalMove, load_game
 from ..games.base import CHANCE, State
+from ..adjudication import Judge
 from .record import Event, GameRecord
 
 
@@ -67,10 +68,16 @@ def _check(state: State, event: Event, index: int) -> None:
 def verify(record: GameRecord) -> list[str]:
     """Every inconsistency found in a record (empty: the record is consistent)."""
     problems = verify_rolls(record.dice_seed, record.dice_commitment, record.dice_stream, record.rolls)
-    state = None
+    state, verdict, applied = None, None, 0
+    judge = Judge(record.adjudication, load_game(record.game, **record.options)) if record.adjudication else None
     try:
-        for _, state in replay(record):
-            pass
+        for step, state in replay(record):
+            applied += len(step)
+            if judge is not None and verdict is None and step[0].seat >= 0:  # judged as the referee does
+                if (verdict := judge.see(record.events[:applied], state)) and applied < len(record.events):
+                    problems.append(f"the adjudication rules ({record.adjudication.describe()}) end the game "
+                                    f"after event {applied - 1}, but the record goes on")
+                    return problems
     except (ValueError, IllegalMove) as exc:
         problems.append(str(exc))
         return problems
@@ -84,6 +91,18 @@ def verify(record: GameRecord) -> list[str]:
             problems.append("the record says the game ended normally but the replayed position is not terminal")
         elif list(state.returns()) != list(record.returns):
             problems.append(f"recorded returns {record.returns} differ from the rules' {state.returns()}")
+    elif record.reason == "adjudicated":
+        if verdict is None:
+            problems.append("the record says the game was adjudicated but its rules do not end it there"
+                            if record.adjudication else "the record says the game was adjudicated but holds no rules")
+        elif [list(verdict[0]), verdict[1]] != [list(record.returns), record.detail]:
+            problems.append(f"adjudicated with returns {record.returns} ({record.detail!r}); the rules give "
+                            f"{verdict[0]} ({verdict[1]!r})")
+        if record.forfeit_seat is not None:
+            problems.append("an adjudicated game has no forfeiting seat")
+    elif verdict is not None:
+        problems.append(f"the adjudication rules ({record.adjudication.describe()}) end the game before the "
+                        f"'{record.reason}' the record says")
     elif record.forfeit_seat is None:
         problems.append(f"reason '{record.reason}' without a forfeiting seat")
     if state.to_text() != record.final_position and record.final_position:

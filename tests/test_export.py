@@ -1,0 +1,283 @@
+"""``arbiter export`` / ``arbiter import``: text and CSV exports of real games, rebuilt into a new
+database by replaying them through the rules, and refused when tampered with.
+
+The games are played by real engine subprocesses (``Match``, a tournament for the three-seat
+game) into a real SQLite file; export, import and verify run as the user runs them (the CLI in a
+subprocess).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from arbiter.clock import parse_time_control
+from arbiter.formats.match import Match, MatchFormat
+from arbiter.games import load_game
+from arbiter.hosting import EngineConfig
+from arbiter.records.replay import replay
+from arbiter.records.signing import keygen
+from arbiter.records.store import ResultsStore, load_records
+from arbiter.records.textexport import content_bytes, read_games, to_text
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+RANDOM = f"{PY} -m sample_engines.random_engine"
+MISBEHAVE = f"{PY} {ROOT / 'tests' / 'engines' / 'misbehave.py'}"
+
+
+def arbiter(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([PY, "-m", "arbiter.cli", *map(str, args)], cwd=ROOT, capture_output=True, text=True,
+                          env={"COLUMNS": "400", "PATH": "/usr/bin:/bin"})
+
+
+@pytest.fixture(scope="module")
+def results_db(tmp_path_factory) -> Path:
+    """EinStein with dice set-ups and with the hidden simultaneous set-up, Smess, and two
+    forfeits (a crash after some moves, an illegal move)."""
+    tmp = tmp_path_factory.mktemp("export")
+    db = tmp / "results.sqlite"
+    store = ResultsStore(db)
+    plays = [("einstein-dice", "einstein", {"setup": "random"}, RANDOM + " --seed 2", "games=2"),
+             ("einstein-chosen", "einstein", {}, RANDOM + " --seed 3", "games=1"),
+             ("smess", "smess", {}, RANDOM + " --seed 4", "games=2"),
+             ("crash", "einstein", {"setup": "random"}, MISBEHAVE + " crash --after 2", "games=1"),
+             ("illegal", "einstein", {}, MISBEHAVE + " illegal --after 1", "games=1")]
+    try:
+        for match_id, game, options, cmd_a, fmt in plays:
+            configs = (EngineConfig(cmd_a, name="A", cwd=str(ROOT)),
+                       EngineConfig(RANDOM + " --seed 1", name="B", cwd=str(ROOT)))
+            Match(load_game(game, **options), configs, parse_time_control("60"), MatchFormat.parse(fmt),
+                  store=store, run_dir=tmp, seed=b"export-tests", match_id=match_id).play()
+    finally:
+        store.close()
+    reasons = {r.match_id: str(r.reason) for r in load_records(db)}
+    assert reasons["crash"] == "crash" and reasons["illegal"] == "illegal_move" and reasons["smess"] == "normal"
+    return db
+
+
+def exported(db: Path, tmp_path: Path, fmt: str = "text", *extra: str) -> Path:
+    out = tmp_path / f"games.{'txt' if fmt == 'text' else 'csv'}"
+    run = arbiter("export", db, "--format", fmt, "-o", out, *extra)
+    assert run.returncode == 0, run.stdout + run.stderr
+    return out
+
+
+def bare(record) -> dict:
+    """What an export keeps of a record: everything but timings, engine info and chain/signature."""
+    events = [(e.ply, e.seat, e.kind, e.move, e.roll, e.note) for e in record.events]
+    keep = ("game_id", "match_id", "game_number", "game", "options", "players", "seat_roles", "time_control",
+            "margin_ms", "returns", "reason", "detail", "forfeit_seat", "final_position", "dice_stream",
+            "dice_commitment", "dice_seed")
+    return {k: getattr(record, k) for k in keep} | {"events": events, "rolls": [(r.index, r.outcomes, r.value) for r in record.rolls]}
+
+
+@pytest.mark.parametrize("fmt", ["text", "csv"])
+def test_export_import_verify_roundtrip(results_db, tmp_path, fmt):
+    path = exported(results_db, tmp_path, fmt)
+    new = tmp_path / "new.sqlite"
+    run = arbiter("import", path, "--db", new)
+    assert run.returncode == 0, run.stdout + run.stderr
+    originals = {r.game_id: r for r in load_records(results_db)}
+    assert f"{len(originals)} game(s) rebuilt" in run.stdout
+    check = arbiter("verify", new)
+    assert check.returncode == 0, check.stdout
+    assert f"{len(originals)} of {len(originals)} records consistent" in check.stdout
+    imported = {r.game_id: r for r in load_records(new)}
+    assert imported.keys() == originals.keys()
+    for gid, original in originals.items():
+        assert bare(imported[gid]) == bare(original), gid
+        assert abs(imported[gid].ended_at - original.ended_at) < 1e-5
+        assert imported[gid].match_seq >= 1  # chained anew in the new database
+    assert any(r.rolls for r in originals.values()) and any(e.seat == -1 for r in originals.values() for e in r.events)
+    # The rebuilt database exports to the same text, byte for byte.
+    again = exported(new, tmp_path / "again", fmt)
+    assert again.read_bytes() == path.read_bytes()
+
+
+def block_of(text: str, match_id: str) -> tuple[int, list[str]]:
+    """(first line number, lines) of the first game block of ``match_id`` in a text export."""
+    lines = text.split("\n")
+    starts = [i for i, line in enumerate(lines) if line.startswith("[Event ")]
+    for i in starts:
+        end = next((j for j in range(i, len(lines)) if not lines[j].strip()), len(lines))
+        if f'[Match "{match_id}"]' in lines[i:end]:
+            return i + 1, lines[i:end]
+    raise AssertionError(match_id)
+
+
+def tamper(path: Path, match_id: str, change) -> int:
+    """Apply ``change(lines of the block)`` to the first game of ``match_id``; the line number
+    (1-based) of the line it changed."""
+    text = path.read_text()
+    first, block = block_of(text, match_id)
+    k = change(block)
+    lines = text.split("\n")
+    lines[first - 1:first - 1 + len(block)] = block
+    path.write_text("\n".join(lines))
+    return first + k
+
+
+def refused(path: Path, tmp_path: Path, *patterns: str) -> str:
+    new = tmp_path / "tampered.sqlite"
+    run = arbiter("import", path, "--db", new)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "REFUSED" in run.stdout and "nothing imported" in run.stdout
+    for p in patterns:
+        assert re.search(p, run.stdout), (p, run.stdout)
+    assert not new.exists()  # nothing written
+    return run.stdout
+
+
+def test_an_illegal_move_is_named_with_its_line(results_db, tmp_path):
+    path = exported(results_db, tmp_path)
+
+    def change(block):
+        k = next(i for i, line in enumerate(block) if not line.startswith("["))
+        words = block[k].split(" ")
+        words[0] = "a1a1"  # no piece ever moves onto its own square
+        block[k] = " ".join(words)
+        return k
+    line = tamper(path, "smess", change)
+    gid = next(r.game_id for r in load_records(results_db) if r.match_id == "smess")
+    refused(path, tmp_path, rf"{re.escape(str(path))}:{line}: game {re.escape(gid)} \(smess game 1\)",
+            r"move 1 'a1a1' .* is illegal")
+
+
+def test_a_changed_result_is_named_with_its_line(results_db, tmp_path):
+    path = exported(results_db, tmp_path)
+
+    def change(block):
+        k = next(i for i, line in enumerate(block) if line.startswith("[Result "))
+        values = json.loads(block[k][len("[Result "):-1])
+        block[k] = f"[Result {json.dumps([-v for v in values])}]"
+        return k
+    line = tamper(path, "einstein-chosen", change)
+    refused(path, tmp_path, rf":{line}: game .*einstein-chosen game 1.*the file says the result is .* the moves give")
+
+
+def test_a_changed_die_is_named_with_its_line(results_db, tmp_path):
+    path = exported(results_db, tmp_path)
+
+    def change(block):
+        for k, line in enumerate(block):
+            m = re.search(r"\((\d)\)", line) if not line.startswith("[") else None
+            if m:
+                other = "1" if m.group(1) != "1" else "2"
+                block[k] = line[:m.start(1)] + other + line[m.end(1):]
+                return k
+        raise AssertionError("no die")
+    line = tamper(path, "einstein-chosen", change)
+    refused(path, tmp_path, rf":{line}: game .*einstein-chosen game 1.*: roll \d+ gives \(\d\) by the dice seed, "
+                            rf"the file says \(\d\)")
+
+
+def other_legal_last_move(path: Path, match_id: str) -> tuple[str, str]:
+    """The last move of a forfeited game and another move legal in its place: a change the rules
+    cannot see (the game did not end by the rules)."""
+    record = next(r for r in load_records(path) if r.match_id == match_id)
+    decisions = [i for i, e in enumerate(record.events) if e.seat >= 0]
+    last = decisions[-1]
+    state = None
+    for step, state in replay(record.__class__(**{**{f: getattr(record, f) for f in record.__struct_fields__},
+                                                    "events": record.events[:last]})):
+        pass
+    legal = [m for m in state.legal_moves(record.events[last].seat) if m != record.events[last].move]
+    assert legal
+    return record.events[last].move, legal[0]
+
+
+def replace_last(block: list[str], old: str, new: str) -> None:
+    """Replace the last occurrence of the move ``old`` in a block's move lines."""
+    for k in range(len(block) - 1, -1, -1):
+        words = block[k].split(" ")
+        if not block[k].startswith("[") and old in words:
+            j = len(words) - 1 - words[::-1].index(old)
+            words[j] = new
+            block[k] = " ".join(words)
+            return
+    raise AssertionError(old)
+
+
+def test_a_legal_changed_move_is_caught_by_the_digest(results_db, tmp_path):
+    path = exported(results_db, tmp_path)
+    old, new = other_legal_last_move(results_db, "crash")
+
+    def change(block):
+        replace_last(block, old, new)
+        return next(i for i, line in enumerate(block) if line.startswith("[Digest "))
+    line = tamper(path, "crash", change)
+    refused(path, tmp_path, rf":{line}: game .*crash game 1.*edited after export")
+
+
+def test_csv_tampering_names_the_row_line(results_db, tmp_path):
+    path = exported(results_db, tmp_path, "csv")
+    lines = path.read_text().split("\n")
+    k = next(i for i, line in enumerate(lines) if ",smess,1," in line)
+    lines[k] = lines[k].replace(",normal,", ",time,", 1)
+    path.write_text("\n".join(lines))
+    refused(path, tmp_path, rf"{re.escape(str(path))}:{k + 1}: game .*smess game 1.*says time, but the game ended "
+                            rf"normally")
+
+
+def test_signed_export_rejects_a_consistent_rewrite(results_db, tmp_path):
+    secret, public = keygen(tmp_path / "keys")
+    other_secret, other_public = keygen(tmp_path / "other")
+    path = exported(results_db, tmp_path, "text", "--key", secret)
+    ok = arbiter("import", path, "--db", tmp_path / "a.sqlite", "--public-key", public, "--key", secret)
+    assert ok.returncode == 0 and "export signatures checked" in ok.stdout, ok.stdout
+    assert arbiter("verify", tmp_path / "a.sqlite", "--public-key", public).returncode == 0
+    wrong = arbiter("import", path, "--db", tmp_path / "b.sqlite", "--public-key", other_public)
+    assert wrong.returncode == 1 and "not with" in wrong.stdout
+    # A rewrite that keeps the game legal and recomputes the digest: only the signature tells.
+    old, new = other_legal_last_move(results_db, "crash")
+    games = read_games(path.read_text(), str(path))
+    g = next(g for g in games if g.tags["Match"] == "crash")
+    text = path.read_text()
+    first, block = block_of(text, "crash")
+    replace_last(block, old, new)
+    last = max(i for i, s in enumerate(g.steps) if not s.chance)
+    steps = [(s.chance, new if i == last else s.text) for i, s in enumerate(g.steps)]
+    digest = hashlib.sha256(content_bytes(g.tags, steps)).hexdigest()
+    d = next(i for i, line in enumerate(block) if line.startswith("[Digest "))
+    block[d] = f'[Digest "{digest}"]'
+    lines = text.split("\n")
+    lines[first - 1:first - 1 + len(block)] = block
+    path.write_text("\n".join(lines))
+    unchecked = arbiter("import", path, "--db", tmp_path / "c.sqlite")
+    assert unchecked.returncode == 0 and "signatures not checked" in unchecked.stdout
+    checked = arbiter("import", path, "--db", tmp_path / "d.sqlite", "--public-key", public)
+    signature_line = first + next(i for i, line in enumerate(block) if line.startswith("[Signature "))
+    assert checked.returncode == 1 and f":{signature_line}: game " in checked.stdout
+    assert "signature does not match the digest" in checked.stdout
+
+
+def test_usage_errors(results_db, tmp_path):
+    path = exported(results_db, tmp_path)
+    (tmp_path / "exists.sqlite").write_bytes(b"")
+    run = arbiter("import", path, "--db", tmp_path / "exists.sqlite")
+    assert run.returncode == 2 and "exists" in run.stdout
+    (tmp_path / "junk.txt").write_text("hello\n")
+    run = arbiter("import", tmp_path / "junk.txt", "--db", tmp_path / "x.sqlite")
+    assert run.returncode == 2 and "neither a text export" in run.stdout
+    run = arbiter("export", tmp_path / "missing.sqlite")
+    assert run.returncode == 2 and "missing.sqlite" in run.stdout
+    assert "Traceback" not in run.stdout + run.stderr
+
+
+def test_text_format_quotes_moves_with_blanks(results_db):
+    """A move with blanks or brackets is a JSON string; a bare word stays bare."""
+    record = next(iter(load_records(results_db)))
+    text = "".join(to_text([record]))
+    assert text.startswith("[Event ")
+    (g,) = read_games(text, "x")
+    assert [s.text for s in g.steps] == [e.move for e in record.events]
+    from arbiter.records.textexport import _word
+
+    assert _word("2 arm : Russia > Caucasus") == '"2 arm : Russia > Caucasus"' and _word("a5b4") == "a5b4"
+    assert _word("") == '""' and _word("(x)") == '"(x)"'
