@@ -287,7 +287,7 @@ class Match:
         """Engine index per seat in game ``number``: the schedule's letter moves first."""
         return [0, 1] if self.fmt.schedule[number - 1] == "A" else [1, 0]
 
-    def _count(self, result: MatchResult, record: GameRecord) -> None:
+    def _count(self, result: MatchResult, record: GameRecord, keep: bool = True) -> None:
         seating = self.seating(record.game_number)
         points = game_points(record.returns, seating.index(0), seating.index(1))
         result.points = [result.points[0] + points[0], result.points[1] + points[1]]
@@ -297,7 +297,7 @@ class Match:
         if record.forfeit_seat is not None and 0 <= record.forfeit_seat < len(record.players):
             result.forfeits[(record.players[record.forfeit_seat], str(record.reason))] += 1
         result.recent.append(record)
-        if self.keep_records:
+        if keep and self.keep_records:
             result.records.append(record)
         if self.sprt is not None:
             result.sprt = sprt(result.trinomial, *self.sprt)
@@ -320,7 +320,7 @@ class Match:
         for record in done:  # in game order
             self._count(result, record)
             if played is not result:
-                self._count(played, record)
+                self._count(played, record, keep=False)
         series = self.series
         committed: deque[GameRecord] = deque()
         previous = None
@@ -353,7 +353,7 @@ class Match:
                 if played is result:
                     committed.append(record)
                 else:
-                    self._count(played, record)
+                    self._count(played, record, keep=False)
             status = "finished"
         finally:
             series.close()
