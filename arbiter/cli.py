@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 from collections import Counter
 import json
 import math
@@ -17,7 +18,9 @@ import re
 import shlex
 import sqlite3
 import sys
+import time
 from pathlib import Path
+from typing import Iterator
 
 from rich.console import Console
 from rich.live import Live
@@ -41,10 +44,11 @@ from .hosting.remote import LagPolicy, RemoteHub, Roster
 from .hosting.sandbox import SandboxMode
 from .hosting.sandbox import support as sandbox_support
 from .records import GameRecord
-from .records.audit import audit, load_stored
+from .records.audit import Auditor, open_stored
 from .records.replay import replay, verify
 from .records.signing import KeyFileError, key_id, keygen, load_public_key, load_signer
-from .records.store import STORAGE_ERRORS, ResultsStore, load_records, match_setup
+from .records.store import (STORAGE_ERRORS, ResultsStore, count_records, find_records, iter_records, last_record,
+                            load_records, match_setup)
 from .records.textexport import TEXT_FORMATS, TextImportError, import_games, read_games, to_csv, to_text
 from .sprt import concluded
 
@@ -119,10 +123,14 @@ def read_seed(args: argparse.Namespace) -> tuple[bytes | None, str]:
     return seed, source
 
 
-def open_store(args: argparse.Namespace) -> ResultsStore:
+GROUP_WINDOW = 0.1
+"""Seconds within which the games a match finishes are committed together (one fsync per batch)."""
+
+
+def open_store(args: argparse.Namespace, group_window: float = 0.0) -> ResultsStore:
     """The results store, signing with ``--key`` when given. Raises KeyFileError or a storage error."""
     signer = load_signer(args.key) if getattr(args, "key", None) else None
-    return ResultsStore(args.db, signer=signer)
+    return ResultsStore(args.db, signer=signer, group_window=group_window)
 
 
 def storage_exit(store: ResultsStore, code: int) -> int:
@@ -133,14 +141,14 @@ def storage_exit(store: ResultsStore, code: int) -> int:
     return code
 
 
-def _prepare(args: argparse.Namespace, configs) -> tuple[ResultsStore | None, int]:
+def _prepare(args: argparse.Namespace, configs, group_window: float = 0.0) -> tuple[ResultsStore | None, int]:
     """The results store, once the engines' configuration is known to be usable here; or the exit
     code that says why not."""
     if missing := _sandbox_missing(configs):
         console.print(f"[red]error:[/] {escape(missing)}")
         return None, EXIT_ENGINE
     try:
-        return open_store(args), EXIT_OK
+        return open_store(args, group_window), EXIT_OK
     except KeyFileError as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
         return None, EXIT_USAGE
@@ -223,40 +231,28 @@ def cmd_match(args: argparse.Namespace) -> int:
 def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_bounds, adjudication,
                openings=()) -> int:
     """The match itself, once its configuration is known to be good (and a remote hub listens)."""
-    store, code = _prepare(args, configs)
+    store, code = _prepare(args, configs, GROUP_WINDOW)
     if store is None:
         return code
-    status = {"text": ""}
+    cut, appended = store.repair_export()  # after a crash: from the export's tail
+    if cut or appended:
+        console.print(f"export {escape(str(store.export_path))} repaired: "
+                      + ", ".join((["a torn last line cut"] if cut else []) +
+                                  ([f"{appended} committed game(s) appended"] if appended else [])), soft_wrap=True)
+    board = MatchBoard([c.name for c in configs], fmt.games)
 
-    def on_event(record, state, event, clocks):
-        if args.quiet:
-            return
-        names_by_seat = record.players
-        clock_text = "  ".join(f"{names_by_seat[s]} {_fmt_clock(c.remaining_ms() if c.allowance() is not None else None)}"
-                               for s, c in enumerate(clocks))
-        last = f"{'roll' if event.seat < 0 else names_by_seat[event.seat]}: {event.move}"
-        status["text"] = (f"game {record.game_number} · ply {event.ply} · {last:<24} · {clock_text}")
-        live.update(_status_table(result_box, status["text"]))
-
-    result_box = {"points": [0.0, 0.0], "names": [c.name for c in configs], "games": []}
+    def on_event(record, state, event, clocks):  # the live display reads these when it redraws
+        board.now = (record, event, clocks)
 
     def on_game(result, record):
-        result_box["points"] = result.points
-        winner = record.winner()
-        who = record.players[winner] if winner is not None else "draw"
-        line = escape(f"game {record.game_number}: {record.players[0]} (first) vs {record.players[1]} → {who} "
-                      f"[{record.reason}{': ' + record.detail if record.detail else ''}] "
-                      f"in {len(record.events)} events")
-        result_box["games"].append(line)
-        if args.quiet:
-            console.print(line)
+        board.result = result
 
     web = getattr(args, "live_view", None)  # --web: the live web view (docs/web.md) wraps the hooks
     if web is not None:
         on_event, on_game = web.on_event(None if args.quiet else on_event), web.on_game(on_game)
     match = Match(game, configs, tc, fmt, store=store, run_dir=logs_dir(args.db), margin=args.margin / 1000,
-                  seed=seed, match_id=match_id, on_event=on_event, on_game=on_game, sprt=sprt_bounds,
-                  adjudication=adjudication, openings=openings)
+                  seed=seed, match_id=match_id, on_event=None if args.quiet and web is None else on_event,
+                  on_game=on_game, sprt=sprt_bounds, adjudication=adjudication, openings=openings, keep_records=False)
     if failed := match.series.start_all():  # pre-flight: a broken command must not hand out wins
         for index, fault in failed:
             console.print(f"[red]error:[/] engine {escape(configs[index].name)} "
@@ -274,12 +270,10 @@ def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_b
                   + (f" (resumed after {len(done)} game(s))" if match_id else ""))
     try:
         if args.quiet:
-            live = None
             result = match.play(setup, done)
         else:
-            with Live(_status_table(result_box, ""), console=console, refresh_per_second=8) as live:
+            with Live(board, console=console, refresh_per_second=4):
                 result = match.play(setup, done)
-            console.print()
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/]: finished games are saved; continue with "
                       f"`arbiter match --resume {match.match_id} --db {args.db}`", soft_wrap=True)
@@ -288,9 +282,9 @@ def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_b
     store.close()
     _print_summary(result)
     if result.sprt is not None:
-        console.print(sprt_line(result.sprt, len(result.records)), highlight=False)
-    not_started = [r for r in result.records if r.reason == EndReason.NOT_STARTED]
-    return storage_exit(store, EXIT_ENGINE if not_started and len(not_started) == len(result.records) else EXIT_OK)
+        console.print(sprt_line(result.sprt, result.games), highlight=False)
+    not_started = result.reasons.get(EndReason.NOT_STARTED, 0)
+    return storage_exit(store, EXIT_ENGINE if not_started and not_started == result.games else EXIT_OK)
 
 
 def parse_engine_options(pairs: list[str], engines: int) -> list[dict[str, str]]:
@@ -484,20 +478,61 @@ def _guess_name(command: str) -> str:
     return Path(programs[0] if programs else parts[0]).name
 
 
-def _status_table(box: dict, status: str) -> Table:
-    table = Table.grid(padding=(0, 1))
-    for line in box["games"]:
-        table.add_row(line)
-    a, b = box["names"]
-    table.add_row(f"[bold]{a} {box['points'][0]:g} – {box['points'][1]:g} {b}[/]   {status}")
-    return table
+def game_line(r: GameRecord) -> str:
+    """One finished game in a line: who moved first, who won, how it ended."""
+    w = r.winner()
+    return (f"game {r.game_number}: {' vs '.join(r.players)} → {r.players[w] if w is not None else 'draw'} "
+            f"[{r.reason}{': ' + r.detail if r.detail else ''}] in {len(r.events)} events")
+
+
+def match_lines(result, total: int | None = None) -> list[str]:
+    """A match's aggregate (whatever its length): score, W/D/L, pace, forfeits by reason."""
+    a, b = result.players
+    elapsed = max(1e-9, time.monotonic() - result.started)
+    played = f"{result.games}" + (f"/{total}" if total else "")
+    lo, dr, wi = result.trinomial
+    lines = [f"{a} {result.points[0]:g} – {result.points[1]:g} {b} · games {played} · "
+             f"{a} W/D/L {wi}/{dr}/{lo} · {result.games / elapsed:.1f} games/s"]
+    if result.forfeits:
+        lines.append("forfeits: " + ", ".join(f"{who} {reason} ×{n}" for (who, reason), n
+                                              in sorted(result.forfeits.items())))
+    return lines
+
+
+class MatchBoard:
+    """The live display of a match: built when rich redraws (its refresh rate), never per event."""
+
+    def __init__(self, names: list[str], total: int):
+        from .formats.match import MatchResult
+
+        self.result = MatchResult("", tuple(names))
+        self.total = total
+        self.now = None  # (record, event, clocks) of the latest decision
+
+    def __rich__(self) -> Table:
+        table = Table.grid(padding=(0, 1))
+        for r in tuple(self.result.recent):  # copied at once: the match thread appends to it
+            table.add_row(escape(game_line(r)))
+        for i, line in enumerate(match_lines(self.result, self.total)):
+            table.add_row(f"[bold]{escape(line)}[/]" if i == 0 else escape(line))
+        if self.now is not None:
+            record, event, clocks = self.now
+            names = record.players
+            clock_text = "  ".join(
+                f"{names[s]} {_fmt_clock(c.remaining_ms() if c.allowance() is not None else None)}"
+                for s, c in enumerate(clocks))
+            last = f"{'roll' if event.seat < 0 else names[event.seat]}: {event.move}"
+            table.add_row(escape(f"game {record.game_number} · ply {event.ply} · {last:<24} · {clock_text}"))
+        return table
 
 
 def _print_summary(result) -> None:
-    table = Table(title=f"match {result.match_id}")
+    """The end of a match: its last few games, then the aggregate (never one row per game)."""
+    table = Table(title=f"match {result.match_id}" + (f": the last {len(result.recent)} of {result.games} games"
+                                                      if result.games > len(result.recent) else ""))
     for col in ("game", "first", "second", "winner", "how it ended", "events", "ms/move"):
         table.add_column(col)
-    for r in result.records:
+    for r in result.recent:
         w = r.winner()
         times = [e.measured_ms for e in r.events if e.measured_ms is not None]
         table.add_row(str(r.game_number), r.players[0], r.players[1], r.players[w] if w is not None else "-",
@@ -505,9 +540,13 @@ def _print_summary(result) -> None:
                              r.reason + (f": {r.detail}" if r.detail else "")), str(len(r.events)),
                       f"{sum(times) / len(times):.1f}" if times else "-")
     console.print(table)
+    for line in match_lines(result):
+        console.print(escape(line), highlight=False, soft_wrap=True)
+    ended = ", ".join(f"{reason} {n}" for reason, n in result.reasons.most_common())
+    console.print(f"ended: {escape(ended)}" if ended else "no game counted", highlight=False)
     a, b = result.players
     verdict = "drawn" if result.winner is None else f"won by {result.players[result.winner]}"
-    console.print(f"[bold]{a} {result.points[0]:g} – {result.points[1]:g} {b}[/]: match {verdict}")
+    console.print(f"[bold]{escape(a)} {result.points[0]:g} – {result.points[1]:g} {escape(b)}[/]: match {verdict}")
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -536,31 +575,34 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.record is None:
         console.print("[red]error:[/] give a record file, or --game and --position")
         return EXIT_USAGE
-    try:
-        records = load_records(args.record)
+    wanted = args.game_id or args.game_id_arg
+    try:  # one game is looked up (by id, MATCH.N or the last), never the whole file loaded
+        if args.list:
+            console.print(f"{count_records(args.record)} game(s) in {escape(args.record)}:", soft_wrap=True)
+            for line in game_lines(iter_records(args.record)):
+                console.print(escape(line), soft_wrap=True, highlight=False)
+            return EXIT_OK
+        if wanted:  # an id, or its unique beginning (``MATCH.3``: game 3 of a match)
+            records, count = find_records(args.record, wanted)
+            if count > 1:
+                console.print(f"[red]error:[/] {count} games begin with {escape(wanted)!r}; "
+                              f"`arbiter show {escape(args.record)} --list` lists them", soft_wrap=True)
+                return EXIT_USAGE
+        elif args.all:
+            records = iter_records(args.record)
+        else:
+            last = last_record(args.record)
+            records = [last] if last is not None else []
+        records = iter([*records]) if isinstance(records, list) else records
+        first = next(records, None)
     except (OSError, ValueError) as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
         return EXIT_USAGE
-    if args.list:
-        console.print(f"{len(records)} game(s) in {escape(args.record)}:", soft_wrap=True)
-        for line in game_lines(records):
-            console.print(escape(line), soft_wrap=True, highlight=False)
-        return EXIT_OK
-    wanted = args.game_id or args.game_id_arg
-    if wanted:  # an id, or its unique beginning (``MATCH.3``: game 3 of a match)
-        records = ([r for r in records if r.game_id == wanted]
-                   or [r for r in records if r.game_id.startswith(wanted + ".")]
-                   or [r for r in records if r.game_id.startswith(wanted)])
-        if len(records) > 1:
-            console.print(f"[red]error:[/] {len(records)} games begin with {escape(wanted)!r}; "
-                          f"`arbiter show {escape(args.record)} --list` lists them", soft_wrap=True)
-            return EXIT_USAGE
-    if not records:
+    if first is None:
         console.print(f"[red]error:[/] no such game in {escape(args.record)}"
                       + (f": {escape(wanted)!r} (`--list` lists them)" if wanted else ""), soft_wrap=True)
         return EXIT_USAGE
-    if not args.all:
-        records = records[-1:]
+    records = itertools.chain([first], records)
     for record in records:
         console.print(f"[bold]{record.game_id}[/] {record.game} {record.options} · "
                       + " vs ".join(f"{n} ({r})" for n, r in zip(record.players, record.seat_roles))
@@ -599,46 +641,88 @@ def cmd_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def game_lines(records: list[GameRecord]) -> list[str]:
+def game_lines(records) -> Iterator[str]:
     """``arbiter show FILE --list``: one line per game, led by the id ``show FILE ID`` takes."""
-    lines = []
     for r in records:
         w = r.winner()
         result = " ".join(f"{x:g}" for x in r.returns) + (f" → {r.players[w]}" if w is not None else "")
-        lines.append(f"{r.game_id}  {r.game}  {' vs '.join(r.players)}  {result}  "
-                     f"[{r.reason}{': ' + r.detail if r.detail else ''}]  {len(r.events)} events")
-    return lines
+        yield (f"{r.game_id}  {r.game}  {' vs '.join(r.players)}  {result}  "
+               f"[{r.reason}{': ' + r.detail if r.detail else ''}]  {len(r.events)} events")
+
+
+def _replay_check(raw: bytes) -> list[str]:
+    """``verify`` of one stored record (in a worker process)."""
+    from .records import from_json
+
+    return verify(from_json(raw))
+
+
+def _batches(items, size: int):
+    batch = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     """Replay every record (rules and dice), then check the file as a whole: chains, signatures,
-    indexed columns (``arbiter.records.audit``)."""
+    indexed columns (``arbiter.records.audit``). The file is streamed in batches (memory stays
+    flat at 100,000 games); the replays run on every core."""
     try:
         public = load_public_key(args.public_key) if args.public_key else None
         if not Path(args.record).exists():
             raise FileNotFoundError(f"{args.record}: no such file")
-        stored, heads, broken = load_stored(args.record)
-        if broken and not stored:  # not one record in it: the wrong file, not a tampered one
-            raise ValueError(broken[0])
+        rows, heads, total = open_stored(args.record)
     except (OSError, ValueError, KeyFileError) as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
-    bad = 0
-    for s in stored:
-        record = s.record
-        if args.game_id and record.game_id != args.game_id:
-            continue
-        problems = verify(record)
-        if problems:
-            bad += 1
-            console.print(f"[red]INCONSISTENT[/] {record.game_id}")
-            for p in problems:
-                console.print(f"  - {escape(p)}")
-        elif args.verbose:
-            console.print(f"[green]ok[/] {record.game_id}: {len(record.rolls)} rolls, {len(record.events)} events")
-    checked = [s for s in stored if not args.game_id or s.record.game_id == args.game_id]
-    console.print(f"{len(checked) - bad} of {len(checked)} records consistent")
-    report = audit(stored, heads, public)
+    auditor, broken = Auditor(public), []
+    bad = checked = 0
+    workers = min(os.cpu_count() or 1, 8) if total >= 200 and not args.game_id else 1
+    pool = None
+    if workers > 1:
+        import multiprocessing
+
+        pool = multiprocessing.get_context("fork").Pool(workers)
+    try:
+        with Progress(TextColumn("verifying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=console, transient=True) as progress:
+            task = progress.add_task("verify", total=total)
+            for batch in _batches(rows, 256):
+                broken += [b for b in batch if isinstance(b, str)]
+                stored = [b for b in batch if not isinstance(b, str)]
+                for s in stored:
+                    auditor.add(s)
+                mine = [s for s in stored if not args.game_id or s.record.game_id == args.game_id]
+                results = pool.map(_replay_check, [s.raw for s in mine], chunksize=16) if pool else \
+                    [verify(s.record) for s in mine]
+                for s, problems in zip(mine, results):
+                    record = s.record
+                    checked += 1
+                    if problems:
+                        bad += 1
+                        progress.console.print(f"[red]INCONSISTENT[/] {record.game_id}")
+                        for p in problems:
+                            progress.console.print(f"  - {escape(p)}")
+                    elif args.verbose:
+                        progress.console.print(f"[green]ok[/] {record.game_id}: {len(record.rolls)} rolls, "
+                                               f"{len(record.events)} events")
+                progress.advance(task, len(batch))
+    except (OSError, ValueError) as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}")
+        return EXIT_USAGE
+    finally:
+        if pool is not None:
+            pool.terminate()
+    if broken and not auditor.records:  # not one record in it: the wrong file, not a tampered one
+        console.print(f"[red]error:[/] {escape(broken[0])}")
+        return EXIT_USAGE
+    console.print(f"{checked - bad} of {checked} records consistent")
+    report = auditor.finish(heads)
     for p in broken + report.problems:
         console.print(f"[red]TAMPERED[/] {escape(p)}", highlight=False)
     for note in report.notes:

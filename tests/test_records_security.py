@@ -310,17 +310,24 @@ def tiny_disk(tmp_path):
 
 def test_a_full_disk_mid_match_keeps_the_game_and_saves_it_once_there_is_room(tiny_disk, tmp_path):
     mnt, fill, free = tiny_disk
-    seen = []
+    seen = []  # games counted: on_game comes once a game is committed
 
     def on_game(result, record):
         seen.append(record.game_number)
+
+    store = ResultsStore(mnt / "results.sqlite", retry_delay=0.01)
+    save = store.save_game
+
+    def save_game(record):
+        saved = save(record)
         if record.game_number == 1:
             fill()  # game 2 cannot be saved ...
         if record.game_number == 2:
-            assert store.pending and store.error and "full" in store.error
+            assert not saved and store.pending and store.error and "full" in store.error
+            assert seen == [1]  # ... nor counted ...
             free()  # ... until game 3 is, and game 2 goes first
-
-    store = ResultsStore(mnt / "results.sqlite", retry_delay=0.01)
+        return saved
+    store.save_game = save_game
     store, records = play(mnt / "results.sqlite", games=3, on_game=on_game, store=store)
     store.close()
     assert seen == [1, 2, 3] and store.problem is None
@@ -341,7 +348,7 @@ def test_a_disk_that_stays_full_exits_4_naming_the_file_and_the_fallback(tiny_di
     monkeypatch.setattr("tempfile.tempdir", str(fallback_dir))
     opened = []
 
-    def open_full(args):  # the database opens fine, then the disk fills before the first game
+    def open_full(args, group_window=0.0):  # the database opens fine, then the disk fills before the first game
         store = ResultsStore(args.db, retry_delay=0.01)
         fill()
         opened.append(store)

@@ -275,3 +275,25 @@ def test_the_command_line_checks_runs_refuses_and_reports(tmp_path, capsys):
     assert "does not describe the tournament" in said(capsys)
     (tmp_path / "broken.toml").write_text("game = \n")
     assert main(["check", str(tmp_path / "broken.toml")]) == EXIT_USAGE
+
+
+def test_report_from_saved_summaries_equals_the_report_from_every_decision(tmp_path, played):
+    """Reports read each game's summary (saved with it) instead of parsing every record; a
+    database whose games have none (saved before summaries) gets the same numbers the slow way."""
+    from tournaments.report import build_report
+
+    db_path = copy_of(played, tmp_path)
+    fast = build_report(db_path)
+    conn = sqlite3.connect(db_path)
+    with conn:
+        (summarised,), = conn.execute("SELECT count(*) FROM game_summaries")
+        conn.execute("DELETE FROM game_summaries")
+    conn.close()
+    assert summarised == 6
+    slow = build_report(db_path)
+    for a, b in zip(fast["engine_stats"], slow["engine_stats"], strict=True):
+        assert a.keys() == b.keys()
+        for key in a:  # sums taken per game, then per engine: equal up to rounding
+            assert a[key] == (pytest.approx(b[key], rel=1e-12) if isinstance(b[key], float) else b[key]), key
+    assert any(row["decisions"] > 0 and row["ms_median"] is not None for row in fast["engine_stats"])
+    assert fast["standings"] == slow["standings"]

@@ -21,13 +21,12 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import re
 import time
 from pathlib import Path
 from typing import Any, Iterator
 
 from arbiter.records import GameRecord
-from arbiter.records.store import ResultsStore, open_private
+from arbiter.records.store import ResultsStore
 
 from .director import GameResult, PairingState
 
@@ -172,28 +171,8 @@ class TournamentDB:
 
     def repair_export(self) -> tuple[bool, int]:
         """Cut a torn last line (a crash mid-append) and append committed games missing from the
-        export. Returns (cut, appended)."""
-        path = self.jsonl_path(self.path)
-        cut = False
-        ids: set[str] = set()
-        if path.exists():
-            data = path.read_bytes()
-            if data and not data.endswith(b"\n"):
-                keep = data.rfind(b"\n") + 1
-                with open(path, "r+b") as f:
-                    f.truncate(keep)
-                data = data[:keep]
-                cut = True
-            ids = set(m.decode() for m in re.findall(rb'"game_id":"([^"]*)"', data))
-        missing = [(gid, rec) for gid, rec in self.db.execute("SELECT game_id, record FROM games ORDER BY rowid")
-                   if gid not in ids]
-        if missing:
-            with open_private(path) as f:
-                for _, rec in missing:
-                    f.write(rec.encode() + b"\n")
-                f.flush()
-                os.fsync(f.fileno())
-        return cut, len(missing)
+        export (``ResultsStore.repair_export``: from the tail). Returns (cut, appended)."""
+        return self.store.repair_export()
 
     def close(self) -> None:
         self.store.close()

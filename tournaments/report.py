@@ -15,6 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from arbiter.records.store import open_readonly
@@ -24,6 +25,9 @@ from .config import TournamentConfig, parse_config
 from .director import Director, GameResult, ScheduleSpec
 from .ratings import Z95, fit_bradley_terry, openskill_history, openskill_ratings
 from arbiter.sprt import concluded, pentanomial, sprt, trinomial
+
+
+_decode = msgspec.json.Decoder().decode
 
 
 def _load(db_path: str | Path) -> tuple[TournamentConfig, dict, list[dict]]:
@@ -39,22 +43,34 @@ def _load(db_path: str | Path) -> tuple[TournamentConfig, dict, list[dict]]:
         if "config_text" not in meta:
             raise ValueError(f"{db_path} is not a tournament database")
         cfg = parse_config(meta["config_text"], meta.get("config_source", str(db_path)), check_paths=False)
+        prefix = (len(cfg.tid) + 1, cfg.tid + ":")
         try:
-            rows = conn.execute(
-                "SELECT match_id, game_number, players, returns, reason, forfeit_seat, plies,"
-                " json_extract(record, '$.dice_stream'), json_extract(record, '$.detail'),"
-                " json_extract(record, '$.event_seq'), ended_at FROM games"
-                " WHERE substr(match_id, 1, ?) = ? ORDER BY match_id, game_number",
-                (len(cfg.tid) + 1, cfg.tid + ":")).fetchall()
-            decisions = conn.execute(
-                "SELECT json_extract(g.players, '$[' || json_extract(e.value, '$.seat') || ']'), g.match_id,"
-                " g.game_number, json_extract(e.value, '$.measured_ms'), json_extract(e.value, '$.reported_ms'),"
-                " json_extract(e.value, '$.clock_ms'), json_extract(e.value, '$.info.depth'),"
-                " json_extract(e.value, '$.info.nodes')"
-                " FROM games AS g, json_each(g.record, '$.events') AS e"
-                " WHERE substr(g.match_id, 1, ?) = ? AND json_extract(e.value, '$.seat') >= 0"
-                " ORDER BY g.match_id, g.game_number, e.key",
-                (len(cfg.tid) + 1, cfg.tid + ":")).fetchall()
+            summaries = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'game_summaries'").fetchone() and \
+                conn.execute("SELECT count(*) = count(s.game_id) FROM games AS g LEFT JOIN game_summaries AS s"
+                             " USING (game_id) WHERE substr(g.match_id, 1, ?) = ?", prefix).fetchone()[0]
+            if summaries:  # every game summarised when it was saved: a few numbers per game to read
+                full = conn.execute(
+                    "SELECT g.match_id, g.game_number, g.players, g.returns, g.reason, g.forfeit_seat, g.plies,"
+                    " s.dice_stream, s.detail, s.event_seq, g.ended_at, s.seats, s.ms FROM games AS g"
+                    " JOIN game_summaries AS s"
+                    " USING (game_id) WHERE substr(g.match_id, 1, ?) = ? ORDER BY g.match_id, g.game_number",
+                    prefix).fetchall()
+                rows = [r[:11] for r in full]
+                decisions = _agg_summaries(full)
+            else:  # games saved before summaries: every decision from the records themselves
+                rows = conn.execute(
+                    "SELECT match_id, game_number, players, returns, reason, forfeit_seat, plies,"
+                    " json_extract(record, '$.dice_stream'), json_extract(record, '$.detail'),"
+                    " json_extract(record, '$.event_seq'), ended_at FROM games"
+                    " WHERE substr(match_id, 1, ?) = ? ORDER BY match_id, game_number", prefix).fetchall()
+                decisions = _agg_decisions(conn.execute(
+                    "SELECT json_extract(g.players, '$[' || json_extract(e.value, '$.seat') || ']'), g.match_id,"
+                    " g.game_number, json_extract(e.value, '$.measured_ms'), json_extract(e.value, '$.reported_ms'),"
+                    " json_extract(e.value, '$.clock_ms'), json_extract(e.value, '$.info.depth'),"
+                    " json_extract(e.value, '$.info.nodes')"
+                    " FROM games AS g, json_each(g.record, '$.events') AS e"
+                    " WHERE substr(g.match_id, 1, ?) = ? AND json_extract(e.value, '$.seat') >= 0"
+                    " ORDER BY g.match_id, g.game_number, e.key", prefix))
         except sqlite3.Error as exc:
             raise ValueError(f"{db_path}: cannot read the games ({exc})") from None
     finally:
@@ -64,14 +80,14 @@ def _load(db_path: str | Path) -> tuple[TournamentConfig, dict, list[dict]]:
     index = {n: i for i, n in enumerate(names)}
     games = []
     for mid, num, players, returns, reason, fseat, plies, stream, detail, seq, ended in rows:
-        players = json.loads(players)
+        players = _decode(players)
         seating, seen = [], set()
         for p in players:
             i = index.get(p, -1)
             seating.append(i)
             seen.add(i)
         games.append({"match_id": mid, "number": num, "players": players, "seating": seating,
-                      "returns": json.loads(returns), "reason": reason, "forfeit_seat": fseat, "plies": plies,
+                      "returns": _decode(returns), "reason": reason, "forfeit_seat": fseat, "plies": plies,
                       "stream": stream or f"{mid}|{num}", "detail": detail or "", "seq": seq or 0,
                       "ended_at": ended})
     return cfg, meta, games
@@ -237,51 +253,96 @@ def terminations(games: list[dict], names: list[str]) -> list[dict]:
     return sorted(table.values(), key=lambda r: (names.index(r["engine"]), r["reason"] != "normal", r["reason"]))
 
 
-def engine_stats(games: list[dict], names: list[str], decisions: list[tuple]) -> list[dict]:
+def _engine_agg() -> dict:
+    return {"ms": [], "lat_n": 0, "lat_sum": 0.0, "lat_max": None, "depth_n": 0, "depth_sum": 0.0, "nodes_n": 0,
+            "nodes_sum": 0.0, "timed_nodes": 0.0, "timed_ms": 0.0, "clock": {}}
+
+
+def _agg_summaries(rows) -> dict[str, dict]:
+    """Per engine (by name), the decision statistics of its games' stored summaries."""
+    per: dict[str, dict] = defaultdict(_engine_agg)
+    times: dict[str, list[bytes]] = defaultdict(list)
+    for mid, number, players, *_, seats, ms in rows:
+        start = 0
+        for name, seat in zip(_decode(players), _decode(seats)):
+            _, ms_n, _, _, lat_n, lat_sum, lat_max, depth_n, depth_sum, nodes_n, nodes_sum, tn, tms, cply, clock = seat
+            d = per[name]
+            times[name].append(ms[start:start + 8 * ms_n])
+            start += 8 * ms_n
+            if lat_n:
+                d["lat_n"] += lat_n
+                d["lat_sum"] += lat_sum
+                d["lat_max"] = lat_max if d["lat_max"] is None else max(d["lat_max"], lat_max)
+            if depth_n:
+                d["depth_n"] += depth_n
+                d["depth_sum"] += depth_sum
+            if nodes_n:
+                d["nodes_n"] += nodes_n
+                d["nodes_sum"] += nodes_sum
+                d["timed_nodes"] += tn
+                d["timed_ms"] += tms
+            if clock is not None:
+                key = (mid, number)
+                if key not in d["clock"] or d["clock"][key][0] < cply:
+                    d["clock"][key] = (cply, clock)
+    for name, chunks in times.items():
+        per[name]["ms"] = [np.frombuffer(b"".join(chunks), dtype=np.float64)]
+    return per
+
+
+def _agg_decisions(decisions) -> dict[str, dict]:
+    """The same from every decision (engine, match, number, measured, reported, clock, depth, nodes)."""
+    per: dict[str, dict] = defaultdict(_engine_agg)
+    for k, (engine, mid, number, measured, reported, clock, depth, nodes) in enumerate(decisions):
+        d = per[engine]
+        if measured is not None:
+            d["ms"].append(np.array([measured], dtype=np.float64))
+        if measured is not None and reported is not None:
+            lat = measured - reported
+            d["lat_n"] += 1
+            d["lat_sum"] += lat
+            d["lat_max"] = lat if d["lat_max"] is None else max(d["lat_max"], lat)
+        if measured is not None and nodes is not None:
+            d["timed_nodes"] += nodes
+            d["timed_ms"] += measured
+        if depth is not None:
+            d["depth_n"] += 1
+            d["depth_sum"] += depth
+        if nodes is not None:
+            d["nodes_n"] += 1
+            d["nodes_sum"] += nodes
+        if clock is not None:
+            d["clock"][(mid, number)] = (k, clock)
+    return per
+
+
+def engine_stats(games: list[dict], names: list[str], decisions: dict[str, dict]) -> list[dict]:
     """Per engine, from every decision it made: time per move (referee-measured: mean, median,
     max), its clock left at the end of its games (mean, min), depth and nodes (mean, from its
     ``info``), nodes per second (its nodes over the measured time of those decisions: an engine's
 own times are whole milliseconds, often 0), latency (measured minus
-    reported, mean and max: IPC and scheduling), and its forfeits by reason."""
-    per: dict[str, dict[str, list]] = {n: defaultdict(list) for n in names}
-    last_clock: dict[tuple[str, str, int], float] = {}
-    for engine, mid, number, measured, reported, clock, depth, nodes in decisions:
-        d = per.get(engine)
-        if d is None:
-            continue
-        if measured is not None:
-            d["ms"].append(measured)
-        if measured is not None and reported is not None:
-            d["latency"].append(measured - reported)
-        if measured is not None and nodes is not None:
-            d["timed_nodes"].append((nodes, measured))
-        if depth is not None:
-            d["depth"].append(depth)
-        if nodes is not None:
-            d["nodes"].append(nodes)
-        if clock is not None:
-            last_clock[(engine, mid, number)] = clock
-    for (engine, _, _), clock in last_clock.items():
-        per[engine]["clock"].append(clock)
+    reported, mean and max: IPC and scheduling), and its forfeits by reason. ``decisions``: per
+    engine name, ``_agg_summaries`` / ``_agg_decisions``."""
     forfeits: dict[str, dict[str, int]] = {n: defaultdict(int) for n in names}
     for g in games:
         if g["forfeit_seat"] is not None and g["reason"] != "normal":
             forfeits.setdefault(g["players"][g["forfeit_seat"]], defaultdict(int))[g["reason"]] += 1
 
-    def mean(xs):
-        return float(np.mean(xs)) if xs else None
-
     rows = []
     for n in names:
-        d = per[n]
-        timed_ms = sum(r for _, r in d["timed_nodes"])
-        rows.append({"engine": n, "decisions": len(d["ms"]), "ms_mean": mean(d["ms"]),
-                     "ms_median": float(np.median(d["ms"])) if d["ms"] else None,
-                     "ms_max": max(d["ms"]) if d["ms"] else None, "clock_left_mean_ms": mean(d["clock"]),
-                     "clock_left_min_ms": min(d["clock"]) if d["clock"] else None, "depth_mean": mean(d["depth"]),
-                     "nodes_mean": mean(d["nodes"]),
-                     "nps": 1000 * sum(x for x, _ in d["timed_nodes"]) / timed_ms if timed_ms > 0 else None,
-                     "latency_mean_ms": mean(d["latency"]), "latency_max_ms": max(d["latency"]) if d["latency"] else None,
+        d = decisions.get(n) or _engine_agg()
+        ms = np.concatenate(d["ms"]) if d["ms"] else np.empty(0)
+        clocks = [c for _, c in d["clock"].values()]
+        rows.append({"engine": n, "decisions": int(ms.size), "ms_mean": float(ms.mean()) if ms.size else None,
+                     "ms_median": float(np.median(ms)) if ms.size else None,
+                     "ms_max": float(ms.max()) if ms.size else None,
+                     "clock_left_mean_ms": float(np.mean(clocks)) if clocks else None,
+                     "clock_left_min_ms": min(clocks) if clocks else None,
+                     "depth_mean": d["depth_sum"] / d["depth_n"] if d["depth_n"] else None,
+                     "nodes_mean": d["nodes_sum"] / d["nodes_n"] if d["nodes_n"] else None,
+                     "nps": 1000 * d["timed_nodes"] / d["timed_ms"] if d["timed_ms"] > 0 else None,
+                     "latency_mean_ms": d["lat_sum"] / d["lat_n"] if d["lat_n"] else None,
+                     "latency_max_ms": d["lat_max"],
                      "forfeits": dict(sorted(forfeits.get(n, {}).items()))})
     return rows
 

@@ -15,9 +15,10 @@ import os
 import re
 import time
 import uuid
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from protocol.messages import TimeControl
 
@@ -28,7 +29,7 @@ from ..games.base import Game
 from ..records import GameRecord, Opening
 from ..referee import DEFAULT_MARGIN, EventHook, Referee
 from ..records.store import ResultsStore
-from ..sprt import concluded, sprt, trinomial
+from ..sprt import concluded, sprt
 from ..stats import game_points
 
 
@@ -80,14 +81,29 @@ def paired_opening(openings: list[Opening], match_id: str, number: int, block: i
     return openings[k % len(openings)], f"{match_id}|pair{k + 1}"
 
 
+RECENT = 5
+"""How many of the last games a match result keeps for displays."""
+
+
 @dataclass
 class MatchResult:
+    """What a match's counted games add up to: aggregates of constant size, plus every record
+    only when asked (``Match(keep_records=True)``; a 100,000-game match keeps none)."""
+
     match_id: str
     players: tuple[str, str]
     points: list[float] = field(default_factory=lambda: [0.0, 0.0])
     records: list[GameRecord] = field(default_factory=list)
-    game_points: list[float] = field(default_factory=list)
-    """A's points in each game (1, ½, 0), in order: the SPRT's data."""
+    games: int = 0
+    trinomial: list[int] = field(default_factory=lambda: [0, 0, 0])
+    """A's losses, draws and wins: the SPRT's data."""
+    reasons: Counter = field(default_factory=Counter)
+    """How the games ended: reason -> games."""
+    forfeits: Counter = field(default_factory=Counter)
+    """(player, reason) -> games that player forfeited."""
+    recent: deque = field(default_factory=lambda: deque(maxlen=RECENT))
+    """The last few records."""
+    started: float = field(default_factory=time.monotonic)
     sprt: dict | None = None
     """With ``Match(sprt=...)``: the last GSPRT result (``arbiter.sprt.sprt``) after each game."""
 
@@ -277,11 +293,12 @@ class Match:
                  margin: float = DEFAULT_MARGIN, seed: bytes | None = None, match_id: str | None = None,
                  on_event: EventHook | None = None, on_game: Callable[["MatchResult", GameRecord], None] | None = None,
                  sprt: tuple[float, float, float, float] | None = None, adjudication: Adjudication | None = None,
-                 openings: list[Opening] = ()):
+                 openings: list[Opening] = (), keep_records: bool = True):
         """``sprt`` = (elo0, elo1, alpha, beta): after each game a GSPRT of A against B on the
         games so far (trinomial, logistic Elo); the match stops when it accepts either hypothesis.
         ``openings`` (in the order games take them): games 2k-1 and 2k start from opening k (the
-        list repeats when shorter), the second with the seats swapped and on the same dice."""
+        list repeats when shorter), the second with the seats swapped and on the same dice.
+        ``on_game(result, record)`` is called for each game once it is committed to the store."""
         if game.num_seats != 2:
             raise ValueError(f"a match is for two-seat games; {game.name} has {game.num_seats} seats")
         if openings and seed is None:  # a pair's games share their dice: one master seed for the match
@@ -290,6 +307,7 @@ class Match:
                              seed=seed, match_id=match_id, on_event=on_event, adjudication=adjudication)
         self.fmt, self.store, self.on_game, self.sprt = fmt, store, on_game, sprt
         self.openings = list(openings)
+        self.keep_records = keep_records
         self.match_id = self.series.match_id
         self.names = tuple(self.series.names)
 
@@ -304,41 +322,81 @@ class Match:
         """Game ``number``'s opening and dice stream (None, None: initial position, own dice)."""
         return paired_opening(self.openings, self.match_id, number, 2)
 
-    def _count(self, result: MatchResult, record: GameRecord) -> None:
+    def _count(self, result: MatchResult, record: GameRecord, keep: bool = True) -> None:
         seating = self.seating(record.game_number)
         points = game_points(record.returns, seating.index(0), seating.index(1))
         result.points = [result.points[0] + points[0], result.points[1] + points[1]]
-        result.records.append(record)
-        result.game_points.append(points[0])
+        result.games += 1
+        result.trinomial[int(round(points[0] * 2))] += 1
+        result.reasons[str(record.reason)] += 1
+        if record.forfeit_seat is not None and 0 <= record.forfeit_seat < len(record.players):
+            result.forfeits[(record.players[record.forfeit_seat], str(record.reason))] += 1
+        result.recent.append(record)
+        if keep and self.keep_records:
+            result.records.append(record)
         if self.sprt is not None:
-            result.sprt = sprt(trinomial(result.game_points), *self.sprt)
+            result.sprt = sprt(result.trinomial, *self.sprt)
 
-    def play(self, setup: dict | None = None, done: list[GameRecord] = ()) -> MatchResult:
+    def _over(self, result: MatchResult) -> bool:
+        return (self.fmt.first_to is not None and max(result.points) >= self.fmt.first_to) or \
+            (result.sprt is not None and bool(concluded(result.sprt)))
+
+    def play(self, setup: dict | None = None, done: Iterable[GameRecord] = ()) -> MatchResult:
         """Play the match, or the rest of it after the games ``done`` (a resumed match). ``setup``
         is stored with the match for ``arbiter match --resume``. Interrupted (Ctrl-C, SIGTERM),
-        the match is marked ``interrupted`` and the exception goes on."""
+        the match is marked ``interrupted`` and the exception goes on.
+
+        The result counts committed games only. With a store that commits in batches, whether to
+        play on is decided on every game played (``played``): the match stops when the games
+        played decide it, and those are committed before it is marked finished; a crash before
+        that leaves it unfinished, and resuming plays the uncommitted games again."""
         result = MatchResult(self.match_id, self.names)
-        for record in sorted(done, key=lambda r: r.game_number):
+        played = MatchResult(self.match_id, self.names) if self.store else result
+        for record in done:  # in game order
             self._count(result, record)
+            if played is not result:
+                self._count(played, record, keep=False)
         series = self.series
+        committed: deque[GameRecord] = deque()
+        previous = None
         if self.store:
             self.store.begin_match(self.match_id, series.game.name, list(self.names), series.tc.text, self.fmt,
                                    setup)
-        status = "interrupted"
-        try:
-            for number in range(len(result.records) + 1, self.fmt.games + 1):
-                if self.fmt.first_to is not None and max(result.points) >= self.fmt.first_to:
-                    break
-                if result.sprt is not None and concluded(result.sprt):
-                    break
-                opening, stream = self.opening(number)
-                record = series.play_game(number, self.seating(number), stream, opening=opening)
+            previous = self.store.on_commit
+            mine = self.match_id
+
+            def on_commit(records: list[GameRecord]) -> None:
+                committed.extend(r for r in records if r.match_id == mine)
+                if previous is not None:
+                    previous(records)
+            self.store.on_commit = on_commit
+
+        def count_committed() -> None:
+            while committed:
+                record = committed.popleft()
                 self._count(result, record)
                 if self.on_game:
                     self.on_game(result, record)
+
+        status = "interrupted"
+        try:
+            for number in range(played.games + 1, self.fmt.games + 1):
+                count_committed()
+                if self._over(played):
+                    break
+                opening, stream = self.opening(number)
+                record = series.play_game(number, self.seating(number), stream, opening=opening)
+                if played is result:
+                    committed.append(record)
+                else:
+                    self._count(played, record, keep=False)
             status = "finished"
         finally:
             series.close()
+            if self.store:
+                self.store.sync()  # the games that decided the match count before it is marked finished
+                self.store.on_commit = previous
+            count_committed()
             if self.store:
                 self.store.end_match(self.match_id, result.points, status)
         return result

@@ -12,6 +12,7 @@ import json
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -52,27 +53,24 @@ class Audit:
     """Every chain found: (kind, id) -> (records, last hash), for publishing."""
 
 
-def load_stored(path: str | Path) -> tuple[list[Stored], dict[tuple[str, str], Head], list[str]]:
+def open_stored(path: str | Path) -> tuple[Iterator["Stored | str"], dict[tuple[str, str], Head], int]:
     """The records of a results file in stored order (database: commit order; JSON Lines: line
-    order), the chain heads (database only) and the rows that are not records at all."""
+    order), one at a time (a row that is not a record comes as a message saying so), the chain
+    heads (database only) and how many rows there are. Nothing is held but the heads."""
     path = Path(path)
     with open(path, "rb") as f:
         head = f.read(16)
     if not head:
         raise ValueError(f"{path}: empty file, not a results database or export")
-    stored, heads, broken = [], {}, []
+    heads: dict[tuple[str, str], Head] = {}
     if not head.startswith(b"SQLite format 3"):
-        for lineno, line in enumerate(path.read_bytes().splitlines(), 1):
-            if line.strip():
-                try:
-                    stored.append(Stored(line, from_json(line)))
-                except Exception as exc:
-                    broken.append(f"{path}:{lineno}: not a game record: {exc}")
-        return stored, heads, broken
+        with open(path, "rb") as f:
+            total = sum(1 for line in f if line.strip())
+        return _lines(path), heads, total
     db = open_readonly(path)
     try:
         try:
-            rows = db.execute(f"SELECT {', '.join(INDEXED)}, record FROM games ORDER BY rowid").fetchall()
+            (total,), = db.execute("SELECT count(*) FROM games")
         except sqlite3.Error as exc:  # truncated, or SQLite without a results table
             raise ValueError(f"{path}: not a results database ({exc})") from None
         match_cols = {r[1] for r in db.execute("PRAGMA table_info(matches)")}
@@ -86,13 +84,40 @@ def load_stored(path: str | Path) -> tuple[list[Stored], dict[tuple[str, str], H
                 heads[("event", eid)] = Head(count, last, sig)
     finally:
         db.close()
-    for row in rows:
-        columns = dict(zip(INDEXED, row))
-        raw = row[-1].encode() if isinstance(row[-1], str) else bytes(row[-1])
-        try:
-            stored.append(Stored(raw, from_json(raw), columns))
-        except Exception as exc:
-            broken.append(f"game {columns['game_id']}: the record column is not a game record: {exc}")
+    return _rows(path), heads, total
+
+
+def _lines(path: Path) -> Iterator["Stored | str"]:
+    with open(path, "rb") as f:
+        for lineno, line in enumerate(f, 1):
+            line = line.rstrip(b"\r\n")
+            if line.strip():
+                try:
+                    yield Stored(line, from_json(line))
+                except Exception as exc:
+                    yield f"{path}:{lineno}: not a game record: {exc}"
+
+
+def _rows(path: Path) -> Iterator["Stored | str"]:
+    db = open_readonly(path)
+    try:
+        for row in db.execute(f"SELECT {', '.join(INDEXED)}, record FROM games ORDER BY rowid"):
+            columns = dict(zip(INDEXED, row))
+            raw = row[-1].encode() if isinstance(row[-1], str) else bytes(row[-1])
+            try:
+                yield Stored(raw, from_json(raw), columns)
+            except Exception as exc:
+                yield f"game {columns['game_id']}: the record column is not a game record: {exc}"
+    finally:
+        db.close()
+
+
+def load_stored(path: str | Path) -> tuple[list[Stored], dict[tuple[str, str], Head], list[str]]:
+    """``open_stored`` as lists: (records, chain heads, rows that are not records)."""
+    rows, heads, _ = open_stored(path)
+    stored, broken = [], []
+    for item in rows:
+        (broken if isinstance(item, str) else stored).append(item)
     return stored, heads, broken
 
 
@@ -115,30 +140,44 @@ def _column_problems(s: Stored) -> list[str]:
     return out
 
 
-def _walk(kind: str, ident: str, members: list[Stored], head: Head | None, audit: Audit) -> None:
+@dataclass(frozen=True)
+class Link:
+    """What a chain check keeps of one record (not the record: a 100,000-game file stays small)."""
+
+    seq: int
+    prev: str
+    hash: bytes
+    game_id: str
+    match_id: str
+    number: int
+
+    @property
+    def label(self) -> str:
+        return f"game {self.game_id} ({self.match_id} game {self.number})"
+
+
+def _walk(kind: str, ident: str, members: list[Link], head: Head | None, audit: Audit) -> None:
     """Check one chain: stored order, links, positions, and its count and last hash."""
-    seq = (lambda s: s.record.match_seq) if kind == "match" else (lambda s: s.record.event_seq)
-    prev = (lambda s: s.record.prev_hash) if kind == "match" else (lambda s: s.record.event_prev_hash)
     name = f"{kind} {ident}"
     for a, b in zip(members, members[1:]):
-        if seq(b) < seq(a):
-            audit.problems.append(f"{name}: {b.label} (chain position {seq(b)}) is stored after {a.label} "
-                                  f"(position {seq(a)}): the records were reordered")
-    ordered = sorted(members, key=seq)
+        if b.seq < a.seq:
+            audit.problems.append(f"{name}: {b.label} (chain position {b.seq}) is stored after {a.label} "
+                                  f"(position {a.seq}): the records were reordered")
+    ordered = sorted(members, key=lambda s: s.seq)
     expect, link, before = 1, "", None
     for s in ordered:
         label = s.label
-        if seq(s) < expect:
-            audit.problems.append(f"{name}: {label} claims chain position {seq(s)}, already taken by {before.label}")
+        if s.seq < expect:
+            audit.problems.append(f"{name}: {label} claims chain position {s.seq}, already taken by {before.label}")
             continue
-        if seq(s) > expect:
+        if s.seq > expect:
             after = f" after {before.label}" if before else " at the start"
-            audit.problems.append(f"{name}: {seq(s) - expect} record(s) missing{after}, before {label} "
-                                  f"(chain positions {expect}–{seq(s) - 1})")
-        elif prev(s) != link:
+            audit.problems.append(f"{name}: {s.seq - expect} record(s) missing{after}, before {label} "
+                                  f"(chain positions {expect}–{s.seq - 1})")
+        elif s.prev != link:
             audit.problems.append(f"{name}: {before.label} was edited: its hash no longer matches the link in {label}"
                                   if before else f"{name}: {label} is first in the chain but links to a predecessor")
-        expect, link, before = seq(s) + 1, record_hash(s.raw), s
+        expect, link, before = s.seq + 1, s.hash.hex(), s
     have = expect - 1
     if head is None:
         audit.chains[(kind, ident)] = (have, link)
@@ -156,52 +195,75 @@ def _walk(kind: str, ident: str, members: list[Stored], head: Head | None, audit
                               f"in the {row} row")
 
 
-def audit(stored: list[Stored], heads: dict[tuple[str, str], Head],
-          public_key: Ed25519PublicKey | None = None) -> Audit:
-    out = Audit()
-    kid = key_id(public_key) if public_key is not None else None
-    signed_by: set[str] = set()
-    unsigned = unchained = 0
-    chains: dict[tuple[str, str], list[Stored]] = {}
-    for s in stored:
-        r = s.record
+class Auditor:
+    """Checks records one at a time (``add``), then the chains as a whole (``finish``)."""
+
+    def __init__(self, public_key: Ed25519PublicKey | None = None):
+        self.out = Audit()
+        self.public_key = public_key
+        self.kid = key_id(public_key) if public_key is not None else None
+        self.signed_by: set[str] = set()
+        self.unsigned = self.unchained = self.records = self.with_columns = 0
+        self.chains: dict[tuple[str, str], list[Link]] = {}
+
+    def add(self, s: Stored) -> None:
+        r, out, kid = s.record, self.out, self.kid
+        self.records += 1
         if s.columns is not None:
+            self.with_columns += 1
             out.problems += _column_problems(s)
         if r.signature:
-            signed_by.add(r.key_id)
+            self.signed_by.add(r.key_id)
             if kid is not None:
                 if r.key_id != kid:
                     out.problems.append(f"{s.label}: signed with key {r.key_id or '(none)'}, not with {kid}")
-                elif not check_signature(public_key, signed_bytes(r), r.signature):
+                elif not check_signature(self.public_key, signed_bytes(r), r.signature):
                     out.problems.append(f"{s.label}: the signature does not match: the record was edited")
         else:
-            unsigned += 1
+            self.unsigned += 1
             if kid is not None:
                 out.problems.append(f"{s.label}: not signed")
+        digest = bytes.fromhex(record_hash(s.raw))
         if r.match_seq:
-            chains.setdefault(("match", r.match_id), []).append(s)
+            self.chains.setdefault(("match", r.match_id), []).append(
+                Link(r.match_seq, r.prev_hash, digest, r.game_id, r.match_id, r.game_number))
         else:
-            unchained += 1
+            self.unchained += 1
         if r.event_seq:
-            chains.setdefault(("event", r.event_id), []).append(s)
-    for key in sorted(set(chains) | set(heads)):
-        _walk(key[0], key[1], chains.get(key, []), heads.get(key), out)
-        h = heads.get(key)
-        if h is not None and kid is not None:
-            if not h.signature or not check_signature(public_key, chain_statement(key[0], key[1], h.count, h.head),
-                                                      h.signature):
-                out.problems.append(f"{key[0]} {key[1]}: the chain row's count and last hash are not signed by {kid}")
-    if unchained:
-        out.notes.append(f"{unchained} record(s) carry no chain (written before chaining): missing or reordered "
-                         f"games cannot be detected among them")
-    if kid is None:
-        if signed_by:
-            out.notes.append(f"signatures not checked (signed by key {', '.join(sorted(signed_by))}): "
-                             f"give --public-key to check them")
-        if unsigned:
-            out.notes.append(f"{unsigned} record(s) are hash-chained but unsigned: anyone able to write the file "
-                             f"could rewrite a whole chain")
-    if stored and all(s.columns is None for s in stored):
-        out.notes.append("no chain rows (a JSON Lines file): missing games at the end of a chain cannot be detected "
-                         "here; compare the counts and last hashes below with the published ones")
-    return out
+            self.chains.setdefault(("event", r.event_id), []).append(
+                Link(r.event_seq, r.event_prev_hash, digest, r.game_id, r.match_id, r.game_number))
+
+    def finish(self, heads: dict[tuple[str, str], Head]) -> Audit:
+        out, kid = self.out, self.kid
+        for key in sorted(set(self.chains) | set(heads)):
+            _walk(key[0], key[1], self.chains.get(key, []), heads.get(key), out)
+            h = heads.get(key)
+            if h is not None and kid is not None:
+                if not h.signature or not check_signature(self.public_key,
+                                                          chain_statement(key[0], key[1], h.count, h.head),
+                                                          h.signature):
+                    out.problems.append(f"{key[0]} {key[1]}: the chain row's count and last hash are not signed "
+                                        f"by {kid}")
+        if self.unchained:
+            out.notes.append(f"{self.unchained} record(s) carry no chain (written before chaining): missing or "
+                             f"reordered games cannot be detected among them")
+        if kid is None:
+            if self.signed_by:
+                out.notes.append(f"signatures not checked (signed by key {', '.join(sorted(self.signed_by))}): "
+                                 f"give --public-key to check them")
+            if self.unsigned:
+                out.notes.append(f"{self.unsigned} record(s) are hash-chained but unsigned: anyone able to write "
+                                 f"the file could rewrite a whole chain")
+        if self.records and not self.with_columns:
+            out.notes.append("no chain rows (a JSON Lines file): missing games at the end of a chain cannot be "
+                             "detected here; compare the counts and last hashes below with the published ones")
+        return out
+
+
+def audit(stored: list[Stored], heads: dict[tuple[str, str], Head],
+          public_key: Ed25519PublicKey | None = None) -> Audit:
+    """Check a whole list of records (``Auditor`` for a stream)."""
+    auditor = Auditor(public_key)
+    for s in stored:
+        auditor.add(s)
+    return auditor.finish(heads)

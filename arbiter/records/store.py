@@ -1,20 +1,27 @@
 """Durable results: a SQLite database (WAL) plus a JSON Lines export, written as each game ends.
 
 SQLite is the embedded default: nothing to install, crash-safe with WAL, one file to copy.
-Each game is committed in its own transaction before the match moves on, so a crash loses at
-most the game in progress. ``<stem>.jsonl`` beside it (``results.jsonl`` for ``results.sqlite``:
-each database its own export) holds the same records in the documented
-open format (docs/records.md), one JSON object per line, flushed and fsynced per game.
+By default each game is committed in its own transaction before the match moves on. With a
+``group_window`` (``arbiter match``) a committer thread commits the games that finished within
+that window together: one transaction (one fsync) and one export append (one fsync) per batch,
+while the next game is already being played. Either way a game *counts* only once committed:
+``on_commit`` announces committed records, and that is what standings, SPRT and displays count;
+a crash loses at most the games of the open window, which a resumed match plays again.
+``<stem>.jsonl`` beside it (``results.jsonl`` for ``results.sqlite``: each database its own
+export) holds the same records in the documented open format (docs/records.md), one JSON object
+per line; ``repair_export`` mends it from its tail after a crash.
 """
 from __future__ import annotations
 
 import json
 import os
+from array import array
 import sqlite3
 import tempfile
+import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from .record import GameRecord, from_json, record_hash, signed_bytes, to_json
 from .signing import Signer
@@ -49,6 +56,18 @@ CREATE TABLE IF NOT EXISTS games (
     record      TEXT NOT NULL          -- the whole GameRecord as JSON
 );
 CREATE INDEX IF NOT EXISTS games_by_match ON games(match_id, game_number);
+CREATE TABLE IF NOT EXISTS game_summaries (
+    game_id     TEXT PRIMARY KEY,      -- what reports need of a game without parsing its record
+    event_seq   INTEGER NOT NULL,
+    dice_stream TEXT NOT NULL,
+    detail      TEXT NOT NULL,
+    seats       TEXT NOT NULL,         -- JSON list by seat: summarize()'s SEAT_FIELDS
+    ms          BLOB NOT NULL          -- float64 measured ms of every decision, seat by seat
+);
+CREATE TABLE IF NOT EXISTS export_state (
+    id          INTEGER PRIMARY KEY CHECK (id = 0),
+    bytes       INTEGER NOT NULL       -- what the export's size is once every committed game is in it
+);
 CREATE TABLE IF NOT EXISTS events (
     event_id    TEXT PRIMARY KEY,      -- a tournament's chain over all its games
     chain_count INTEGER NOT NULL,
@@ -68,6 +87,45 @@ def chain_statement(kind: str, ident: str, count: int, head: str) -> bytes:
 
 
 STORAGE_ERRORS = (sqlite3.Error, OSError)
+
+SEAT_FIELDS = ("decisions", "ms_n", "ms_sum", "ms_max", "lat_n", "lat_sum", "lat_max", "depth_n", "depth_sum",
+               "nodes_n", "nodes_sum", "timed_nodes", "timed_ms", "clock_ply", "clock_ms")
+
+
+def summarize(record: GameRecord) -> tuple[str, bytes]:
+    """Per seat, what a report computes from the decisions (``SEAT_FIELDS``; ``clock_ms`` is the
+    seat's clock after its last timed decision, at ply ``clock_ply``), and every measured time:
+    saved with the game so that a 100,000-game report reads a few numbers per game."""
+    seats = [[0, 0, 0.0, None, 0, 0.0, None, 0, 0.0, 0, 0.0, 0.0, 0.0, None, None] for _ in record.players]
+    times: list[list[float]] = [[] for _ in record.players]
+    for e in record.events:
+        if not 0 <= e.seat < len(seats):
+            continue
+        row, ms = seats[e.seat], e.measured_ms
+        row[0] += 1
+        if ms is not None:
+            times[e.seat].append(ms)
+            row[1] += 1
+            row[2] += ms
+            row[3] = ms if row[3] is None else max(row[3], ms)
+            if e.reported_ms is not None:
+                lat = ms - e.reported_ms
+                row[4] += 1
+                row[5] += lat
+                row[6] = lat if row[6] is None else max(row[6], lat)
+        info = e.info
+        if info is not None and info.depth is not None:
+            row[7] += 1
+            row[8] += info.depth
+        if info is not None and info.nodes is not None:
+            row[9] += 1
+            row[10] += info.nodes
+            if ms is not None:
+                row[11] += info.nodes
+                row[12] += ms
+        if e.clock_ms is not None:
+            row[13], row[14] = e.ply, e.clock_ms
+    return json.dumps(seats), array("d", [t for seat in times for t in seat]).tobytes()
 
 
 def open_private(path: Path):
@@ -89,12 +147,15 @@ class ResultsStore:
     """
 
     def __init__(self, path: str | Path, export_jsonl: str | Path | None = None, *, signer: Signer | None = None,
-                 event_id: str = "", retries: int = 3, retry_delay: float = 0.1):
+                 event_id: str = "", retries: int = 3, retry_delay: float = 0.1, group_window: float = 0.0,
+                 on_commit: Callable[[list[GameRecord]], None] | None = None):
+        """``group_window`` > 0: commit in batches from a committer thread (see the module's
+        docstring); ``on_commit(records)`` is then called from that thread."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if not self.path.exists():  # results (and a tournament's seed) readable by the operator only
             os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
-        self.db = sqlite3.connect(self.path, timeout=30)
+        self.db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.executescript(SCHEMA)
@@ -103,6 +164,9 @@ class ResultsStore:
                              ("status", "TEXT"), ("setup", "TEXT")):
             if column not in have:  # a database made before chaining, or before match resumption
                 self.db.execute(f"ALTER TABLE matches ADD COLUMN {column} {kind}")
+        # A database made before export_state, with games in it, gets its row from a full repair.
+        self.db.execute("INSERT OR IGNORE INTO export_state(id, bytes) SELECT 0, 0 WHERE NOT EXISTS"
+                        " (SELECT 1 FROM games)")
         self.db.commit()
         self.export_path = Path(export_jsonl) if export_jsonl else self.path.with_suffix(".jsonl")
         self.signer, self.event_id = signer, event_id
@@ -116,6 +180,17 @@ class ResultsStore:
         self.fallback: Path | None = None
         self.fallback_count = 0
         self._heads: dict[tuple[str, str], tuple[int, str]] = {}  # (kind, id) -> last committed (count, hash)
+        self.on_commit = on_commit
+        self.group_window = group_window
+        self._lock = threading.RLock()  # the connection, pending and unexported
+        self._inbox: list[GameRecord] = []  # finished games handed to the committer thread
+        self._wake = threading.Condition()
+        self._idle = True  # the committer holds no game (guarded by _wake)
+        self._hurry = self._closing = False
+        self._committer: threading.Thread | None = None
+        if group_window > 0:
+            self._committer = threading.Thread(target=self._commit_loop, name="results-committer", daemon=True)
+            self._committer.start()
 
     def begin_match(self, match_id: str, game: str, players: list[str], time_control: str, fmt: Any,
                     setup: dict | None = None) -> None:
@@ -137,7 +212,7 @@ class ResultsStore:
 
 
     def _write(self, sql: str, args: tuple) -> None:
-        with self.db:
+        with self._lock, self.db:
             self.db.execute(sql, args)
 
     def _try(self, where: Path, action) -> bool:
@@ -153,19 +228,71 @@ class ResultsStore:
 
     def save_game(self, record: GameRecord) -> bool:
         """Commit ``record`` (after any earlier unsaved ones) and export it; False if something
-        is still unsaved after the retries (it stays in ``pending`` / ``unexported``)."""
-        self.pending.append(record)
-        return self.flush()
+        is still unsaved after the retries (it stays in ``pending`` / ``unexported``). With a
+        ``group_window`` the record is handed to the committer thread (True: accepted)."""
+        if self._committer is not None:
+            with self._wake:
+                self._inbox.append(record)
+                self._idle = False
+                self._wake.notify_all()
+            return True
+        with self._lock:
+            self.pending.append(record)
+            return self.flush()
+
+    def sync(self) -> bool:
+        """Commit every game handed over so far, now, and wait for it; False if some could not
+        be saved (see ``problem``). Call before acting on results (a match that may stop)."""
+        if self._committer is None:
+            with self._lock:
+                return self.flush()
+        with self._wake:
+            self._hurry = True
+            self._wake.notify_all()
+            while not self._idle and self._committer.is_alive():
+                self._wake.wait(0.5)
+            self._hurry = False
+        with self._lock:
+            return not self.pending and not self.unexported
+
+    def _commit_loop(self) -> None:
+        """The committer thread: wait for a first game, let the window fill, commit the batch."""
+        while True:
+            with self._wake:
+                while not self._inbox and not self._closing:
+                    self._idle = not self._inbox
+                    self._wake.notify_all()
+                    self._wake.wait()
+                if not self._inbox:
+                    self._idle = True
+                    self._wake.notify_all()
+                    return
+                deadline = time.monotonic() + self.group_window
+                while not (self._hurry or self._closing) and (left := deadline - time.monotonic()) > 0:
+                    self._wake.wait(left)
+                batch, self._inbox = self._inbox, []
+            with self._lock:
+                self.pending.extend(batch)
+                self.flush()
+            with self._wake:
+                self._idle = not self._inbox
+                self._wake.notify_all()
 
     def flush(self) -> bool:
-        while self.pending:
-            if not self._try(self.path, lambda: self._commit(self.pending[0])):
+        """Commit ``pending`` in one transaction, then append ``unexported`` to the export with
+        one write and one fsync (callers hold ``_lock``)."""
+        if self.pending:
+            batch = list(self.pending)
+            if not self._try(self.path, lambda: self._commit_batch(batch)):
                 return False
-            self.pending.pop(0)
-        while self.unexported:
-            if not self._try(self.export_path, lambda: self._export(self.unexported[0])):
+            del self.pending[:len(batch)]
+            if self.on_commit is not None:
+                self.on_commit(batch)
+        if self.unexported:
+            lines = list(self.unexported)
+            if not self._try(self.export_path, lambda: self._export(b"".join(line + b"\n" for line in lines))):
                 return False
-            self.unexported.pop(0)
+            del self.unexported[:len(lines)]
         return True
 
     def _chain(self, record: GameRecord, match_head: tuple[int, str], event_head: tuple[int, str]) -> bytes:
@@ -182,41 +309,14 @@ class ResultsStore:
     def _sign_head(self, kind: str, ident: str, count: int, head: str) -> str | None:
         return self.signer.sign(chain_statement(kind, ident, count, head)) if self.signer else None
 
-    def _commit(self, record: GameRecord) -> None:
+    def _commit_batch(self, records: list[GameRecord]) -> None:
+        """One transaction for ``records``, chained in order; nothing of it stays on failure."""
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
-            row = db.execute("SELECT chain_count, chain_head FROM matches WHERE match_id = ?",
-                             (record.match_id,)).fetchone()
-            match_head = (row[0] or 0, row[1] or "") if row else (0, "")
-            event_head = (0, "")
-            if self.event_id:
-                erow = db.execute("SELECT chain_count, chain_head FROM events WHERE event_id = ?",
-                                  (self.event_id,)).fetchone()
-                event_head = tuple(erow) if erow else (0, "")
-            data = self._chain(record, match_head, event_head)
-            digest = record_hash(data)
-            db.execute(
-                "INSERT OR REPLACE INTO games(game_id, match_id, game_number, game, players, returns, reason,"
-                " forfeit_seat, plies, ended_at, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (record.game_id, record.match_id, record.game_number, record.game, json.dumps(record.players),
-                 json.dumps(record.returns), record.reason, record.forfeit_seat, len(record.events),
-                 record.ended_at, data.decode()))
-            msig = self._sign_head("match", record.match_id, record.match_seq, digest)
-            if row:
-                db.execute("UPDATE matches SET chain_count = ?, chain_head = ?, chain_signature = ? WHERE match_id = ?",
-                           (record.match_seq, digest, msig, record.match_id))
-            else:  # a game saved without begin_match (a tournament, a lone Series)
-                db.execute("INSERT INTO matches(match_id, game, players, time_control, format, started_at,"
-                           " chain_count, chain_head, chain_signature) VALUES (?, ?, ?, ?, '', ?, ?, ?, ?)",
-                           (record.match_id, record.game, json.dumps(record.players), record.time_control,
-                            record.started_at, record.match_seq, digest, msig))
-            if self.event_id:
-                db.execute("INSERT INTO events(event_id, chain_count, chain_head, chain_signature) VALUES (?, ?, ?, ?)"
-                           " ON CONFLICT(event_id) DO UPDATE SET chain_count = excluded.chain_count,"
-                           " chain_head = excluded.chain_head, chain_signature = excluded.chain_signature",
-                           (self.event_id, record.event_seq, digest,
-                            self._sign_head("event", self.event_id, record.event_seq, digest)))
+            out = [self._insert(record) for record in records]
+            db.execute("UPDATE export_state SET bytes = bytes + ? WHERE id = 0",
+                       (sum(len(data) + 1 for _, data, _ in out),))
             db.commit()
         except BaseException:
             try:
@@ -224,17 +324,57 @@ class ResultsStore:
             except sqlite3.Error:
                 pass
             raise
-        self._heads[("match", record.match_id)] = (record.match_seq, digest)
+        for record, data, digest in out:
+            self._heads[("match", record.match_id)] = (record.match_seq, digest)
+            if self.event_id:
+                self._heads[("event", self.event_id)] = (record.event_seq, digest)
+            self.unexported.append(data)
+
+    def _insert(self, record: GameRecord) -> tuple[GameRecord, bytes, str]:
+        """Chain, sign and insert one record inside the open transaction."""
+        db = self.db
+        row = db.execute("SELECT chain_count, chain_head FROM matches WHERE match_id = ?",
+                         (record.match_id,)).fetchone()
+        match_head = (row[0] or 0, row[1] or "") if row else (0, "")
+        event_head = (0, "")
         if self.event_id:
-            self._heads[("event", self.event_id)] = (record.event_seq, digest)
-        self.unexported.append(data)
+            erow = db.execute("SELECT chain_count, chain_head FROM events WHERE event_id = ?",
+                              (self.event_id,)).fetchone()
+            event_head = tuple(erow) if erow else (0, "")
+        data = self._chain(record, match_head, event_head)
+        digest = record_hash(data)
+        db.execute(
+            "INSERT OR REPLACE INTO games(game_id, match_id, game_number, game, players, returns, reason,"
+            " forfeit_seat, plies, ended_at, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (record.game_id, record.match_id, record.game_number, record.game, json.dumps(record.players),
+             json.dumps(record.returns), record.reason, record.forfeit_seat, len(record.events),
+             record.ended_at, data.decode()))
+        db.execute("INSERT OR REPLACE INTO game_summaries(game_id, event_seq, dice_stream, detail, seats, ms)"
+                   " VALUES (?, ?, ?, ?, ?, ?)", (record.game_id, record.event_seq, record.dice_stream, record.detail,
+                                                  *summarize(record)))
+        msig = self._sign_head("match", record.match_id, record.match_seq, digest)
+        if row:
+            db.execute("UPDATE matches SET chain_count = ?, chain_head = ?, chain_signature = ? WHERE match_id = ?",
+                       (record.match_seq, digest, msig, record.match_id))
+        else:  # a game saved without begin_match (a tournament, a lone Series)
+            db.execute("INSERT INTO matches(match_id, game, players, time_control, format, started_at,"
+                       " chain_count, chain_head, chain_signature) VALUES (?, ?, ?, ?, '', ?, ?, ?, ?)",
+                       (record.match_id, record.game, json.dumps(record.players), record.time_control,
+                        record.started_at, record.match_seq, digest, msig))
+        if self.event_id:
+            db.execute("INSERT INTO events(event_id, chain_count, chain_head, chain_signature) VALUES (?, ?, ?, ?)"
+                       " ON CONFLICT(event_id) DO UPDATE SET chain_count = excluded.chain_count,"
+                       " chain_head = excluded.chain_head, chain_signature = excluded.chain_signature",
+                       (self.event_id, record.event_seq, digest,
+                        self._sign_head("event", self.event_id, record.event_seq, digest)))
+        return record, data, digest
 
     def _export(self, data: bytes) -> None:
-        """Append one line; on failure cut the file back so a retry does not leave a torn line."""
+        """Append whole lines; on failure cut the file back so a retry does not leave a torn line."""
         with open_private(self.export_path) as f:
             size = f.tell()
             try:
-                f.write(data + b"\n")
+                f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
             except OSError:
@@ -243,6 +383,70 @@ class ResultsStore:
                 except OSError:
                     pass
                 raise
+
+    def repair_export(self) -> tuple[bool, int]:
+        """Mend the export after a crash, from its tail: cut a torn last line, append the committed
+        games missing after its last line. ``export_state`` (the size the export has once complete)
+        says how many bytes are missing; only when that does not fit the file's tail (a gap left by
+        an export that failed earlier, a file edited or replaced) is the whole file read. Returns
+        (cut, appended)."""
+        with self._lock:
+            path = self.export_path
+            cut = False
+            size = path.stat().st_size if path.exists() else 0
+            end = _last_newline_end(path, size)
+            if end != size:
+                with open(path, "r+b") as f:
+                    f.truncate(end)
+                size, cut = end, True
+            row = self.db.execute("SELECT bytes FROM export_state WHERE id = 0").fetchone()
+            if row is not None and size == row[0]:
+                return cut, 0
+            if row is not None and size < row[0]:
+                missing = self._missing_tail(path, size, row[0] - size)
+                if missing is not None:
+                    self._export(b"".join(missing))
+                    return cut, len(missing)
+            return cut, self._repair_full(path)
+
+    def _missing_tail(self, path: Path, size: int, want: int) -> list[bytes] | None:
+        """The last committed records, ``want`` bytes of lines together, if the record committed
+        just before them is the file's last line; else None."""
+        last_id = _line_game_id(_last_line(path, size)) if size else None
+        tail: list[bytes] = []
+        total = 0
+        for gid, rec in self.db.execute("SELECT game_id, record FROM games ORDER BY rowid DESC"):
+            if total == want:
+                return tail[::-1] if gid == last_id else None
+            if total > want:
+                return None
+            data = rec.encode()
+            tail.append(data + b"\n")
+            total += len(data) + 1
+        return tail[::-1] if total == want and last_id is None else None
+
+    def _repair_full(self, path: Path) -> int:
+        """Read every line's game id, append every committed game not among them (commit order)."""
+        ids: set[str] = set()
+        if path.exists():
+            with open(path, "rb") as f:
+                for line in f:
+                    if (gid := _line_game_id(line)) is not None:
+                        ids.add(gid)
+        appended, chunk = 0, []
+        for gid, rec in self.db.execute("SELECT game_id, record FROM games ORDER BY rowid"):
+            if gid not in ids:
+                chunk.append(rec.encode() + b"\n")
+                appended += 1
+                if len(chunk) >= 1000:
+                    self._export(b"".join(chunk))
+                    chunk = []
+        if chunk:
+            self._export(b"".join(chunk))
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO export_state(id, bytes) VALUES (0, ?)",
+                            (path.stat().st_size if path.exists() else 0,))
+        return appended
 
     def _write_fallback(self) -> None:
         """Chain the unsaved records after the last committed ones and write them, one JSON per
@@ -299,16 +503,56 @@ class ResultsStore:
         return from_json(row[0]) if row else None
 
     def close(self) -> None:
-        """Retry what is unsaved, write the rest to the fallback file, close the database."""
-        if self.pending or self.unexported:
-            self.flush()
-        if self.pending:
-            self._write_fallback()
-            self.pending = []
-        try:
-            self.db.close()
-        except sqlite3.Error:
-            pass
+        """Commit what was handed over, retry what is unsaved, write the rest to the fallback
+        file, close the database."""
+        if self._committer is not None:
+            with self._wake:
+                self._closing = True
+                self._wake.notify_all()
+            self._committer.join()
+            self._committer = None
+        with self._lock:
+            if self.pending or self.unexported:
+                self.flush()
+            if self.pending:
+                self._write_fallback()
+                self.pending = []
+            try:
+                self.db.close()
+            except sqlite3.Error:
+                pass
+
+
+def _last_newline_end(path: Path, size: int, chunk: int = 1 << 16) -> int:
+    """The offset just after the file's last newline (0 if none): where a torn line begins."""
+    if not size:
+        return 0
+    with open(path, "rb") as f:
+        pos = size
+        while pos > 0:
+            start = max(0, pos - chunk)
+            f.seek(start)
+            data = f.read(pos - start)
+            k = data.rfind(b"\n")
+            if k >= 0:
+                return start + k + 1
+            pos = start
+    return 0
+
+
+def _last_line(path: Path, size: int) -> bytes:
+    """The last complete line of a file that ends with a newline."""
+    start = _last_newline_end(path, size - 1)
+    with open(path, "rb") as f:
+        f.seek(start)
+        return f.read(size - start)
+
+
+def _line_game_id(line: bytes) -> str | None:
+    try:
+        return json.loads(line).get("game_id")
+    except (ValueError, AttributeError):
+        return None
 
 
 def open_readonly(path: str | Path) -> sqlite3.Connection:
@@ -318,8 +562,8 @@ def open_readonly(path: str | Path) -> sqlite3.Connection:
     return sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)
 
 
-def load_records(path: str | Path, game_id: str | None = None) -> list[GameRecord]:
-    """Records from a SQLite results file, a .jsonl export or a single-record .json file."""
+def _is_sqlite(path: str | Path) -> bool:
+    """True for a SQLite file, False for JSON Lines; ValueError/FileNotFoundError name the file."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file")
@@ -327,30 +571,145 @@ def load_records(path: str | Path, game_id: str | None = None) -> list[GameRecor
         head = f.read(16)
     if not head:
         raise ValueError(f"{path}: empty file, not a results database or export")
-    if head.startswith(b"SQLite format 3"):
+    return head.startswith(b"SQLite format 3")
+
+
+def _rows(path: Path, where: str = "", args: tuple = (), order: str = "rowid") -> Iterator[str]:
+    """The stored JSON of the matching rows, one at a time."""
+    db = open_readonly(path)
+    try:
+        try:
+            cursor = db.execute(f"SELECT record FROM games {where} ORDER BY {order}", args)
+        except sqlite3.Error as exc:  # truncated, or SQLite without a results table
+            raise ValueError(f"{path}: not a results database ({exc})") from None
+        for (data,) in cursor:
+            yield data
+    finally:
+        db.close()
+
+
+def _lines(path: Path, needle: bytes = b"") -> Iterator[tuple[int, bytes]]:
+    """(line number, line) of a JSON Lines file, streamed; with ``needle`` only lines holding it
+    (found by searching 1 MB blocks, not line by line; the line number is then 0)."""
+    with open(path, "rb") as f:
+        if not needle:
+            for lineno, line in enumerate(f, 1):
+                if line.strip():
+                    yield lineno, line
+            return
+        carry = b""
+        while block := f.read(1 << 20):
+            data = carry + block
+            cut = data.rfind(b"\n") + 1  # whole lines only; the rest waits for the next block
+            data, carry = data[:cut], data[cut:]
+            at = data.find(needle)
+            while at >= 0:
+                start = data.rfind(b"\n", 0, at) + 1
+                end = data.find(b"\n", at) + 1
+                yield 0, data[start:end]
+                at = data.find(needle, end)
+        if carry.strip() and needle in carry:
+            yield 0, carry
+
+
+def _decode(path: Path, lineno: int, line: bytes) -> GameRecord:
+    try:
+        return from_json(line)
+    except Exception as exc:
+        raise ValueError(f"{path}{f':{lineno}' if lineno else ''}: not a game record: {exc}") from None
+
+
+def iter_records(path: str | Path, game_id: str | None = None) -> Iterator[GameRecord]:
+    """Records from a SQLite results file (commit order), a .jsonl export or a single-record
+    .json file (line order), one at a time: memory stays constant however many there are."""
+    path = Path(path)
+    if _is_sqlite(path):
+        where, args = ("WHERE game_id = ?", (game_id,)) if game_id else ("", ())
+        for data in _rows(path, where, args):
+            yield from_json(data)
+        return
+    for lineno, line in _lines(path, game_id.encode() if game_id else b""):
+        record = _decode(path, lineno, line)
+        if not game_id or record.game_id == game_id:
+            yield record
+
+
+def count_records(path: str | Path) -> int:
+    """How many records a results file holds (a JSON Lines file: its non-empty lines)."""
+    path = Path(path)
+    if _is_sqlite(path):
         db = open_readonly(path)
         try:
-            sql = "SELECT record FROM games" + (" WHERE game_id = ?" if game_id else "")
-            rows = db.execute(sql + " ORDER BY ended_at, game_number", (game_id,) if game_id else ()).fetchall()
-        except sqlite3.Error as exc:  # truncated, or SQLite without a results table
+            return db.execute("SELECT count(*) FROM games").fetchone()[0]
+        except sqlite3.Error as exc:
             raise ValueError(f"{path}: not a results database ({exc})") from None
         finally:
             db.close()
-        return [from_json(data) for (data,) in rows]
-    records = []
-    with open(path, "rb") as f:
-        for lineno, line in enumerate(f, 1):
-            if line.strip():
+    return sum(1 for _ in _lines(path))
+
+
+def load_records(path: str | Path, game_id: str | None = None) -> list[GameRecord]:
+    """Every record of a results file (see ``iter_records``), as a list."""
+    return list(iter_records(path, game_id))
+
+
+def last_record(path: str | Path) -> GameRecord | None:
+    """The last record saved (database) or written (export): read from the end, not the whole file."""
+    path = Path(path)
+    if _is_sqlite(path):
+        for data in _rows(path, order="rowid DESC LIMIT 1"):
+            return from_json(data)
+        return None
+    size = path.stat().st_size
+    end = _last_newline_end(path, size)
+    if end < size:  # a single-record file without a final newline, or a torn last line
+        with open(path, "rb") as f:
+            f.seek(end)
+            tail = f.read()
+        if tail.strip():
+            try:
+                return from_json(tail)
+            except Exception:
+                pass
+    while end > 0:
+        line = _last_line(path, end)
+        if line.strip():
+            return _decode(path, 0, line)
+        end -= len(line)
+    return None
+
+
+def find_records(path: str | Path, wanted: str) -> tuple[list[GameRecord], int]:
+    """The games ``wanted`` names: its exact id, else ``MATCH.N`` (game N of a match: ids are
+    ``MATCH.N.xxxxxx``), else the ids it begins. Returns (at most two of them, how many)."""
+    path = Path(path)
+    steps = (("=", wanted), ("^", wanted + "."), ("^", wanted))
+    if _is_sqlite(path):
+        for op, key in steps:
+            if op == "=":
+                where, args = "WHERE game_id = ?", (key,)
+            else:  # a prefix as a range of the primary key: an index search, not a scan
+                where, args = "WHERE game_id >= ? AND game_id < ?", (key, key[:-1] + chr(ord(key[-1]) + 1))
+            found = [from_json(d) for d in _rows(path, where, args, order="game_id LIMIT 2")]
+            if found:
+                if len(found) < 2:
+                    return found, 1
+                db = open_readonly(path)
                 try:
-                    records.append(from_json(line))
-                except Exception as exc:
-                    raise ValueError(f"{path}:{lineno}: not a game record: {exc}") from None
-    if game_id:
-        records = [r for r in records if r.game_id == game_id]
-    return records
+                    (n,), = db.execute(f"SELECT count(*) FROM games {where}", args)
+                finally:
+                    db.close()
+                return found, n
+        return [], 0
+    hits = [_decode(path, n, line) for n, line in _lines(path, wanted.encode())]
+    for op, key in steps:
+        found = [r for r in hits if (r.game_id == key if op == "=" else r.game_id.startswith(key))]
+        if found:
+            return found[:2], len(found)
+    return [], 0
 
 
-def match_setup(path: str | Path, match_id: str | None = None) -> tuple[str, str | None, dict, list[GameRecord]]:
+def match_setup(path: str | Path, match_id: str | None = None) -> tuple[str, str | None, dict, "DoneGames"]:
     """For ``arbiter match --resume``: (match id, status, setup, its games so far) of ``match_id``,
     or of the latest match in the database not marked finished. ValueError says why there is none."""
     if not Path(path).is_file():
@@ -366,7 +725,42 @@ def match_setup(path: str | Path, match_id: str | None = None) -> tuple[str, str
         if row is None:
             raise ValueError(f"{path}: no match {match_id!r} started by `arbiter match`" if match_id
                              else f"{path}: no unfinished match to resume")
-        rows = db.execute("SELECT record FROM games WHERE match_id = ? ORDER BY game_number", (row[0],)).fetchall()
+        (count,), = db.execute("SELECT count(*) FROM games WHERE match_id = ?", (row[0],))
     finally:
         db.close()
-    return row[0], row[1], json.loads(row[2]), [from_json(data) for (data,) in rows]
+    return row[0], row[1], json.loads(row[2]), DoneGames(Path(path), row[0], count)
+
+
+RECENT_WHOLE = 10
+
+
+class DoneGames:
+    """The committed games of a match, in game order, read one at a time when iterated (a
+    resumed 100,000-game match does not hold them all)."""
+
+    def __init__(self, path: Path, match_id: str, count: int):
+        self.path, self.match_id, self.count = path, match_id, count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[GameRecord]:
+        """Whole records for the last ``RECENT_WHOLE`` games (displays show them); for the others
+        only what counting needs (number, players, returns, reason, forfeit), from the indexed
+        columns: no record is parsed."""
+        db = open_readonly(self.path)
+        try:
+            rows = db.execute(
+                "SELECT game_id, game_number, game, players, returns, reason, forfeit_seat, ended_at,"
+                " CASE WHEN game_number > ? THEN record END FROM games WHERE match_id = ? ORDER BY game_number",
+                (self.count - RECENT_WHOLE, self.match_id))
+            for gid, number, game, players, returns, reason, fseat, ended, data in rows:
+                if data is not None:
+                    yield from_json(data)
+                    continue
+                players = json.loads(players)
+                yield GameRecord(game_id=gid, match_id=self.match_id, game_number=number, game=game, options={},
+                                 players=players, seat_roles=[], time_control="", margin_ms=0, started_at=ended,
+                                 ended_at=ended, returns=json.loads(returns), reason=reason, forfeit_seat=fseat)
+        finally:
+            db.close()
