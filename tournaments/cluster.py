@@ -180,8 +180,41 @@ def check_engines(setup: WorkerSetup, parent_python: str) -> list[str]:
     return problems
 
 
-def play_game(setup: WorkerSetup, parent_python: str, job: GameJob) -> bytes:
-    """One task: play ``job`` with this worker's engines; the ``FinishedGame`` comes back as msgpack."""
+_watched: set[str] = set()
+"""Runs whose director this worker process watches (``_watch_director``)."""
+
+
+def _watch_director(setup: WorkerSetup, director: tuple[str, int, float]) -> None:
+    """On the director's own machine (``--cluster local:N``, or workers started beside it), end this
+    run's engines here as soon as the director is gone (killed with -9 included): its workers
+    outlive it for a while, and their engines must not. Elsewhere the director's stop does it."""
+    host, pid, started = director
+    if host != socket.gethostname() or setup.run_id in _watched:
+        return
+    _watched.add(setup.run_id)
+
+    def watch() -> None:
+        import psutil
+
+        while True:
+            try:
+                alive = psutil.Process(pid).create_time() == started
+            except psutil.Error:
+                alive = False
+            if not alive:
+                close_run(setup.run_id)
+                return
+            time.sleep(0.25)
+
+    threading.Thread(target=watch, name="director-watch", daemon=True).start()
+
+
+def play_game(setup: WorkerSetup, parent_python: str, job: GameJob,
+              director: tuple[str, int, float] | None = None) -> bytes:
+    """One task: play ``job`` with this worker's engines; the ``FinishedGame`` comes back as msgpack.
+    ``director``: (host, pid, start time) of the director, whose death ends the run's engines here."""
+    if director is not None:
+        _watch_director(setup, director)
     from arbiter import games as arbiter_games
     from arbiter.formats.match import Series
     from arbiter.records import to_json
@@ -271,6 +304,9 @@ class DaskBackend:
         self.address = address
         self.dashboard = self.client.dashboard_link
         self._python = sys.executable
+        import psutil
+
+        self._director = (socket.gethostname(), os.getpid(), psutil.Process().create_time())
         try:
             try:
                 self.client.wait_for_workers(1, timeout=CONNECT_TIMEOUT)
@@ -329,7 +365,7 @@ class DaskBackend:
         if worker in self._running:
             raise TournamentError(f"slot {worker} is busy with {self._jobs[worker].key}; cannot start {job.key}")
         self._jobs[worker] = job
-        future = self.client.submit(play_game, self._setup_future, self._python, job, pure=False,
+        future = self.client.submit(play_game, self._setup_future, self._python, job, self._director, pure=False,
                                     key=f"game-{self._setup.run_id}-{job.match_id}-{job.number}-{time.monotonic_ns()}")
         self._running[worker] = future
         future.add_done_callback(lambda f, slot=worker: self._done.put((slot, f)))

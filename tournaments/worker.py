@@ -90,15 +90,27 @@ def die_with_parent(parent_pid: int) -> None:
 
 
 def _open_hub(remote: dict):
-    """The listening side for the tournament's remote participants (this worker plays them all)."""
+    """The listening side for the tournament's remote participants (this worker plays them all).
+    The port may still be held for a moment by the worker of a director just killed (it dies with
+    it, but not at once on a busy machine): a port in use is tried again for a while."""
+    import errno
     import time
+
+    import zmq
 
     from arbiter.hosting.remote import LagPolicy, RemoteHub, Roster
 
-    return RemoteHub(remote["listen"], Roster.load(remote["roster"]), remote["server_key"],
-                     insecure=remote["insecure"], deadline=max(0.0, remote["deadline"] - time.time()),
-                     grace=remote["grace"], lag=LagPolicy(move_ms=remote["lag_move_ms"],
-                                                          quota_ms=remote["lag_quota_ms"]))
+    give_up = time.monotonic() + 20
+    while True:
+        try:
+            return RemoteHub(remote["listen"], Roster.load(remote["roster"]), remote["server_key"],
+                             insecure=remote["insecure"], deadline=max(0.0, remote["deadline"] - time.time()),
+                             grace=remote["grace"], lag=LagPolicy(move_ms=remote["lag_move_ms"],
+                                                                  quota_ms=remote["lag_quota_ms"]))
+        except zmq.ZMQError as exc:
+            if exc.errno != errno.EADDRINUSE or time.monotonic() > give_up:
+                raise
+            time.sleep(0.25)
 
 
 def worker_main(conn: Any, setup: WorkerSetup) -> None:
