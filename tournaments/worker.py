@@ -144,7 +144,6 @@ def worker_main(conn: Any, setup: WorkerSetup) -> None:
     if os.getppid() != setup.parent_pid:
         terminate_now()
 
-    import resource
     from dataclasses import replace
 
     from arbiter import games as arbiter_games
@@ -175,18 +174,7 @@ def worker_main(conn: Any, setup: WorkerSetup) -> None:
         try:
             _play_lanes(conn, setup, hub, lanes, keep, [c.participant for c in configs], feed)
         finally:
-            usage = resource.getrusage(resource.RUSAGE_SELF)
-            for series in lanes:
-                series.close()
-            if feed is not None:
-                feed.close()
-            if hub is not None:
-                hub.close()
-            kill_marked(WORKER_ENV, marker)
-            try:
-                conn.send(WorkerExit(setup.worker, usage.ru_utime + usage.ru_stime))
-            except (OSError, ValueError):
-                pass
+            _leave(conn, setup, lanes, feed, hub, marker)
         return
     series = Series(game, configs, setup.time_control, store=None, run_dir=setup.run_dir,
                     margin=setup.margin, seed=setup.master_seed, match_id=setup.tid, adjudication=setup.adjudication,
@@ -214,17 +202,26 @@ def worker_main(conn: Any, setup: WorkerSetup) -> None:
                 feed.finished(record)
             conn.send(FinishedGame(setup.worker, job, to_json(record), tuple(series.running())))
     finally:
-        usage = resource.getrusage(resource.RUSAGE_SELF)
+        _leave(conn, setup, [series], feed, hub, marker)
+
+
+def _leave(conn: Any, setup: WorkerSetup, serieses: list, feed, hub, marker: str) -> None:
+    """A worker's normal end: its CPU time measured first (its own, not its engines'), then its
+    engines, feed and port closed, whatever carries its marker killed, and ``WorkerExit`` sent."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    for series in serieses:
         series.close()
-        if feed is not None:
-            feed.close()
-        if hub is not None:
-            hub.close()
-        kill_marked(WORKER_ENV, marker)
-        try:
-            conn.send(WorkerExit(setup.worker, usage.ru_utime + usage.ru_stime))
-        except (OSError, ValueError):
-            pass
+    if feed is not None:
+        feed.close()
+    if hub is not None:
+        hub.close()
+    kill_marked(WORKER_ENV, marker)
+    try:
+        conn.send(WorkerExit(setup.worker, usage.ru_utime + usage.ru_stime))
+    except (OSError, ValueError):
+        pass
 
 
 def _play_lanes(conn: Any, setup: WorkerSetup, hub, lanes: list, keep: int, participants: list, feed=None) -> None:
