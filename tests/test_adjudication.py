@@ -28,8 +28,10 @@ RANDOM = f"{PY} -m sample_engines.random_engine"
 def play(tmp_path, options: list[dict], rules: Adjudication, seatings=([0, 1],), game: str = "einstein"):
     """Games between scorer engines with ``options`` (one dict per engine) under ``rules``."""
     configs = [EngineConfig(SCORER, name=f"e{i}", cwd=str(ROOT), options=o) for i, o in enumerate(options)]
+    # a fixed match id: the dice stream and the engines' per-game randomness derive from it, so every
+    # run plays the same games (with a fresh id, a game could end by the rules before a rule triggers)
     series = Series(load_game(game), configs, parse_time_control("60"), run_dir=tmp_path, seed=b"adjudication",
-                    adjudication=rules)
+                    adjudication=rules, match_id="adjudication-test")
     try:
         return [series.play_game(n, list(seating)) for n, seating in enumerate(seatings, 1)]
     finally:
