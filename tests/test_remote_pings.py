@@ -43,6 +43,13 @@ def slowed_game(tmp_path, keys):
         hub.close()
 
 
+def slowed_decisions(decisions: list) -> list:
+    """alice's decisions from the first one made wholly over the slowed link (2 x 40 ms: at least
+    70 ms of lag) on; when the slow-down lands in the game depends on the machine's speed."""
+    first = next((i for i, e in enumerate(decisions) if e.lag_ms >= 70), len(decisions))
+    return decisions[first:]
+
+
 def test_in_game_pings_let_the_lag_bound_follow_a_link_that_slows_down(tmp_path, keys):
     record, alice = slowed_game(tmp_path, keys)
     decisions = [e for e in record.events if e.seat == 0]
@@ -51,7 +58,9 @@ def test_in_game_pings_let_the_lag_bound_follow_a_link_that_slows_down(tmp_path,
     assert alice.game_pings >= 2, alice.game_pings
     assert max(alice.lag.rtts) >= 70, list(alice.lag.rtts)  # the slowed link's 2 x 40 ms, measured in game
     assert decisions[0].compensated_ms <= 30, seen  # at first the link is fast: little to compensate
-    assert all(e.lag_ms >= 70 and e.compensated_ms >= 60 for e in decisions[-3:]), seen  # then it follows
+    slowed = slowed_decisions(decisions)
+    assert len(slowed) >= 2, seen
+    assert all(e.compensated_ms >= 60 for e in slowed[-2:]), seen  # then it follows
     assert record.dropped_messages == 0  # the pongs are not stale answers
 
 
@@ -61,8 +70,9 @@ def test_without_in_game_pings_the_bound_stays_where_the_handshake_left_it(tmp_p
     decisions = [e for e in record.events if e.seat == 0]
     seen = [(round(e.measured_ms), e.reported_ms, e.lag_ms, e.compensated_ms) for e in decisions]
     assert alice.game_pings == 0
-    assert all(e.lag_ms >= 70 for e in decisions[-3:]), seen
+    slowed = slowed_decisions(decisions)
+    assert len(slowed) >= 2, seen
     rtts = sorted(alice.lag.rtts)  # the handshake's ping(s) only
     bound = 2 * rtts[len(rtts) // 2] + 10
-    assert all(e.compensated_ms <= bound + 0.01 for e in decisions[-3:]), (bound, seen)  # did not follow
-    assert all(e.compensated_ms <= e.lag_ms - 10 for e in decisions[-3:]), (bound, seen)  # the link's lag
+    assert all(e.compensated_ms <= bound + 0.01 for e in slowed), (bound, seen)  # did not follow
+    assert all(e.compensated_ms <= e.lag_ms - 10 for e in slowed), (bound, seen)  # the link's lag
