@@ -397,26 +397,25 @@ def cmd_check(args) -> int:
     return EXIT_OK
 
 
-def _count(text: str) -> int:
-    """``--rating-interval N``: 0 or more."""
+def _whole_number(text: str, minimum: int, what: str) -> int:
+    """An integer flag value of at least ``minimum`` (argparse names the flag); ``what`` says the bound."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 (never) or more, got {value}")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"{what}, got {value}")
     return value
+
+
+def _count(text: str) -> int:
+    """``--rating-interval N``: 0 or more."""
+    return _whole_number(text, 0, "must be 0 (never) or more")
 
 
 def _positive(text: str) -> int:
-    """``-j N``: at least 1 (argparse names the flag)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+    """``-j N``: at least 1."""
+    return _whole_number(text, 1, "must be at least 1")
 
 
 def _cluster(text: str) -> str:
