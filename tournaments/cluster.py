@@ -393,7 +393,12 @@ class DaskBackend:
                 out.append(GameLost(slot, job))
                 continue
             if future.status == "finished":
-                finished = msgspec.msgpack.decode(future.result(), type=FinishedGame)
+                try:
+                    data = future.result(timeout=CONNECT_TIMEOUT)
+                except Exception:  # noqa: BLE001 - the scheduler went away before the record was fetched:
+                    out.append(GameLost(slot, job))  # the game is played again (it was never counted)
+                    continue
+                finished = msgspec.msgpack.decode(data, type=FinishedGame)
                 host = finished.game_record().played_on
                 self.per_worker[host] = self.per_worker.get(host, 0) + 1
                 out.append(msgspec.structs.replace(finished, worker=slot))
