@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -64,16 +63,16 @@ def public_event(event: Event, hidden_draws: bool) -> dict[str, Any]:
 
 
 def spectator_view(record: GameRecord, state: State, events: list[Event], clocks_ms: list[int | None],
-                   hidden: bool, at: float) -> dict[str, Any]:
+                   hidden: bool, at: float, event_at: float | None = None) -> dict[str, Any]:
     """The whole live view of a running game (``state`` after ``events``, at Unix time ``at``, when
-    the clocks were read): everything public."""
+    the clocks were read; the newest event happened at ``event_at``): everything public."""
     acting = state.acting_seats() if not state.is_terminal() else []
     return {
         "type": "live", "game_id": record.game_id, "match_id": record.match_id, "number": record.game_number,
         "game": record.game, "players": record.players, "roles": record.seat_roles,
         "time_control": record.time_control, "dice_commitment": record.dice_commitment,
         "started_at": record.started_at, "ply": events[-1].ply + 1 if events else 0, "acting": acting,
-        "clocks_ms": clocks_ms, "sent_at": at,
+        "clocks_ms": clocks_ms, "sent_at": at, "event_at": at if event_at is None else event_at,
         "board": state.render_svg(),
         "last": [public_event(e, hidden) for e in events],
     }
@@ -82,28 +81,23 @@ def spectator_view(record: GameRecord, state: State, events: list[Event], clocks
 class Feed:
     """Publishes a referee's games to ``endpoint`` (see the module doc). One per process.
 
-    At most one view per ``interval`` (50 ms): the hook draws and sends the current view itself
-    when the last one is older than that (a few hundred microseconds, so at most ~1 % of the
-    referee's time however fast the engines), and otherwise only keeps a copy of the state; a
-    thread sends the newest such copy once the interval is over, if the game did not go on by then
-    (the last move before a long think is shown too). Drawing in a thread for every event instead
-    would take the interpreter lock from the referee at any moment."""
+    The hook itself only notes the game (a few microseconds on the referee's path between a reply
+    and the next request) and hands the referee ``draw`` as deferred work: the referee runs it
+    once the next requests are out, while the engines think, so drawing the board costs the game
+    no time. At most one view per ``interval`` (50 ms): a draw asked for sooner waits for the
+    referee's next idle moment after the interval (the last move before a long think is shown too).
+    """
 
     def __init__(self, endpoint: str, interval: float = 0.05, events: int = 40):
         self.endpoint, self.interval, self.events = endpoint, interval, events
         self._hidden: dict[str, bool] = {}
         self._game, self._on = "", False
-        self._lock = threading.Lock()
-        """Guards the socket (used from the referee's thread and the feed's) and ``_pending``."""
         self._sock = zmq.Context.instance().socket(zmq.PUB)
         self._sock.setsockopt(zmq.SNDHWM, HIGH_WATER)
         self._sock.setsockopt(zmq.LINGER, 0)
         self._sock.connect(endpoint)
-        self._pending: tuple | None = None
+        self._current: tuple | None = None
         self._last = 0.0
-        self._wake = threading.Event()
-        self._closing = False
-        self._thread: threading.Thread | None = None
         self.dropped = 0
         self.sent = 0
 
@@ -114,85 +108,66 @@ class Feed:
             return os.path.exists(self.endpoint[len("ipc://"):])
         return True
 
-    def hook(self, record: GameRecord, state: State, event: Event, clocks: list[Clock]) -> None:
-        """The referee's ``on_event``: publish the game's view after this event (never waits)."""
+    def hook(self, record: GameRecord, state: State, event: Event, clocks: list[Clock]):
+        """The referee's ``on_event``: the game's view is to be published (``draw``, deferred)."""
         if record.game_id != self._game:
             self._game, self._on = record.game_id, self.listening()
         if not self._on:
-            return
+            return None
+        self._current = (record, state, clocks, time.time())
+        return self.draw
+
+    def draw(self) -> bool:
+        """Publish the newest view, unless the last one is younger than the interval (False: the
+        referee calls again at its next idle moment)."""
+        now = time.monotonic()
+        if self._current is None:
+            return True
+        if now - self._last < self.interval:
+            return False
+        record, state, clocks, event_at = self._current
+        self._current, self._last = None, now
         hidden = self._hidden.get(record.game)
         if hidden is None:
             hidden = self._hidden[record.game] = state.game.game_type.hidden_information
-        now = time.monotonic()
         clocks_ms = [c.remaining_ms() if c.allowance() is not None else None for c in clocks]
-        if now - self._last >= self.interval:
-            self._last = now
-            with self._lock:
-                self._pending = None
-            self._publish((record, state, record.events[-self.events:], clocks_ms, hidden, time.time()))
-            return
-        snapshot = (record, state.clone(), record.events[-self.events:], clocks_ms, hidden, time.time())
-        with self._lock:
-            self._pending = snapshot
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._trail, name="feed", daemon=True)
-            self._thread.start()
-        if not self._wake.is_set():
-            self._wake.set()
-
-    def _publish(self, snapshot: tuple) -> None:
-        self._send(spectator_view(*snapshot))
+        self._send(spectator_view(record, state, record.events[-self.events:], clocks_ms, hidden, time.time(),
+                                  event_at))
+        return True
 
     def _send(self, message: dict[str, Any]) -> None:
-        data = msgspec.msgpack.encode(message)
-        with self._lock:
-            try:
-                self._sock.send(data, zmq.NOBLOCK)
-                self.sent += 1
-            except zmq.Again:
-                self.dropped += 1
-
-    def _trail(self) -> None:
-        """Send the view kept by a throttled event once its interval is over, unless newer came."""
-        while True:
-            self._wake.wait()
-            self._wake.clear()
-            if self._closing:
-                return
-            delay = self._last + self.interval - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-            with self._lock:
-                snapshot, self._pending = self._pending, None
-            if snapshot is not None:
-                self._last = time.monotonic()
-                self._publish(snapshot)
+        try:
+            self._sock.send(msgspec.msgpack.encode(message), zmq.NOBLOCK)
+            self.sent += 1
+        except zmq.Again:
+            self.dropped += 1
 
     def finished(self, record: GameRecord) -> None:
         """The game is over: everything may be shown now, the dice seed included."""
         from .records import to_json
 
-        with self._lock:
-            self._pending = None
+        self._current = None
         if self.listening():
             self._send({"type": "end", "game_id": record.game_id, "record": msgspec.json.decode(to_json(record))})
 
     def close(self) -> None:
-        self._closing = True
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(2)
-        with self._lock:
-            self._sock.close(0)
+        self._sock.close(0)
 
 
 def chain(*hooks):
-    """One ``on_event`` calling each given hook (None ones skipped)."""
+    """One ``on_event`` calling each given hook (None ones skipped); the deferred work they return
+    is done together."""
     hooks = [h for h in hooks if h is not None]
-    if len(hooks) == 1:
-        return hooks[0]
+    if len(hooks) <= 1:
+        return hooks[0] if hooks else None
+
+    together: dict[tuple, Any] = {}  # one callable per set of works: the referee keeps each once
 
     def call(*args):
-        for h in hooks:
-            h(*args)
-    return call if hooks else None
+        works = tuple(w for w in (h(*args) for h in hooks) if w is not None)
+        if len(works) <= 1:
+            return works[0] if works else None
+        if works not in together:
+            together[works] = lambda: all([w() for w in works])
+        return together[works]
+    return call

@@ -25,7 +25,15 @@ DEFAULT_MARGIN = DEFAULT_MARGIN_MS / 1000
 UNLIMITED_STALL = 3600.0
 """Without a time limit, an engine silent this long (seconds) forfeits with reason ``stall``."""
 
-EventHook = Callable[[GameRecord, State, Event, list[Clock]], None]
+Deferred = Callable[[], bool]
+"""Work a hook leaves for the referee to do while the engines think (see ``EventHook``): it
+returns True when done, False to be called again at the next idle moment."""
+EventHook = Callable[[GameRecord, State, Event, list[Clock]], Deferred | None]
+"""Called after every event, on the referee's path between a reply and the next request, so it
+must be quick; anything slower (the live feed draws the board) it returns as ``Deferred`` work,
+which the referee runs once the next requests are out, and again at each wake-up of its wait
+while the engines think, until done. The position does not change meanwhile, so the deferred
+work sees the newest one; it is dropped when the game ends first."""
 
 
 def cap_info(info: Info | None, limit: int) -> tuple[Info | None, bool]:
@@ -81,6 +89,8 @@ class Referee:
         self.seen_events = [0] * len(engines)
         self._unrested: list[int] = []
         """Seats that answered the last step and are not frozen yet (see ``_rest_earlier_deciders``)."""
+        self._deferred: list[Deferred] = []
+        """The hooks' work for the engines' thinking time (see ``EventHook``)."""
         self.record = GameRecord(
             game_id=self.game_id, match_id=match_id, game_number=game_number, game=game.name,
             options=dict(game.options), players=players or [e.name for e in engines],
@@ -141,7 +151,7 @@ class Referee:
         self.record.rolls = list(self.dice.rolls)
         self.record.dice_seed = self.dice.seed.hex()
         self.record.dropped_messages = sum(e.dropped for e in self.engines if e is not None)
-        self._unrested = []
+        self._unrested, self._deferred = [], []
         for engine in self.engines:  # between games too an engine that may not ponder must be idle
             if engine is not None:
                 engine.rest(watch=True)
@@ -201,10 +211,11 @@ class Referee:
                 sent[seat] = self.engines[seat].ask(request)
             except EngineFault as fault:
                 raise _Forfeit(seat, fault.reason, fault.detail) from None
-        resting_since = time.monotonic() if self._unrested else None
+        busy_since = time.monotonic() if self._unrested or self._deferred else None
         self._rest_earlier_deciders(keep=seats)
         self.dice.prefetch()  # while the engines think: the next roll is then quick
-        replies = self._collect(sent, resting_since)
+        self._run_deferred()
+        replies = self._collect(sent, busy_since)
         self._unrested = list(seats)
         moves: dict[int, str] = {}
         lags: dict[int, tuple[float, float]] = {}
@@ -240,6 +251,10 @@ class Referee:
                             lag_ms=lags[seat][0] if seat in lags else None,
                             compensated_ms=lags[seat][1] if seat in lags else None))
 
+    def _run_deferred(self) -> None:
+        if self._deferred:
+            self._deferred = [work for work in self._deferred if not work()]
+
     def _rest_earlier_deciders(self, keep: list[int] = ()) -> None:
         """Rest the engines that answered the previous step, except those asked again (see
         ``Session.rest``). Done only once the next requests are out, so freezing is off the path
@@ -251,9 +266,9 @@ class Referee:
 
     def _collect(self, sent: dict[int, float], busy_since: float | None = None) -> dict[int, tuple[Reply, float]]:
         """Wait for every seat's reply; forfeit the first seat that overruns or misbehaves.
-        ``busy_since``: the referee was busy with other work (freezing) from then until now; a
-        reply found waiting at the first look is taken to have come then (never charge the
-        referee's own time to an engine)."""
+        ``busy_since``: the referee was busy with other work (freezing, deferred work) from then
+        until now; a reply found waiting at the first look is taken to have come then (never
+        charge the referee's own time to an engine)."""
         deadlines = {}
         for seat, t0 in sent.items():
             allowance = self.clocks[seat].allowance()
@@ -278,6 +293,11 @@ class Referee:
                 for other, engine in enumerate(self.engines):
                     if other not in sent and engine is not None:
                         engine.watch()
+                if self._deferred:  # a reply that comes meanwhile is taken to have come now
+                    idle_since = time.monotonic()
+                    self._run_deferred()
+                    busy_since = idle_since
+                    continue
             if busy_since is not None:
                 arrived, busy_since = busy_since, None
             for seat in seats:
@@ -300,7 +320,9 @@ class Referee:
             event.note = note
         self.record.events.append(event)
         if self.on_event is not None:
-            self.on_event(self.record, self.state, event, self.clocks)
+            work = self.on_event(self.record, self.state, event, self.clocks)
+            if work is not None and work not in self._deferred:
+                self._deferred.append(work)
 
     def _announce_result(self) -> None:
         for engine in self.engines:

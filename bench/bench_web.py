@@ -6,15 +6,17 @@ Run from the repository root::
     .venv/bin/python bench/bench_web.py [--games 20] [--viewers 100]
 
 The same EinStein tournament (three random engines, or with ``--movetime S`` three expectimax
-engines searching S seconds a move; round robin, concurrency 2, one seed) is run
-twice with ``arbiter-tournament run``: without a viewer, then with ``--web`` and ``--viewers``
-event-stream clients on loopback (one thread, raw sockets) reading every message. Printed:
+engines searching S seconds a move; round robin, concurrency 2, one seed) is run with
+``arbiter-tournament run`` without a viewer and with ``--web`` and ``--viewers`` event-stream
+clients on loopback (one thread, raw sockets, at ``--viewer-nice``) reading every message,
+alternately, ``--repeat`` times. Printed:
 
 * referee overhead per decision, from the records: (game wall time - the engines' measured
-  time) / decisions, median over games and total, for both runs;
-* update latency: from the referee's publish (``sent_at`` in each ``live`` message) to the
-  moment a client has read it, over every (message, client) pair: median, p95, p99, max;
-  and messages each client got compared with the ones published.
+  time) / decisions, median over games and total, for every run, and the ratio watched / alone
+  over all runs;
+* update latency: from the event a view shows (``event_at`` in each ``live`` message: the
+  move or roll) to the moment a client has read it, over every (message, client) pair: median,
+  p95, p99, max; and messages each client got compared with the ones published.
 """
 from __future__ import annotations
 
@@ -69,7 +71,7 @@ while True:
     n += 1
 """
 
-SENT = re.compile(rb'"sent_at":([0-9.e+]+)')
+SENT = re.compile(rb'"event_at":([0-9.e+]+)')
 
 
 def free_port() -> int:
@@ -81,7 +83,8 @@ def free_port() -> int:
 class Viewers:
     """``n`` event-stream clients in one thread: the latency of every ``live`` message each reads."""
 
-    def __init__(self, port: int, n: int):
+    def __init__(self, port: int, n: int, nice: int = 0):
+        self.nice = nice
         self.sel = selectors.DefaultSelector()
         self.latencies: list[float] = []
         self.counts = [0] * n
@@ -95,6 +98,8 @@ class Viewers:
         self.thread.start()
 
     def _run(self) -> None:
+        if self.nice:  # spectators elsewhere: their reading does not compete with the event's CPU
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.nice)
         while not self.stop:
             for key, _ in self.sel.select(0.2):
                 try:
@@ -137,7 +142,7 @@ def overheads(db: Path) -> tuple[list[float], float, int]:
     return per, (wall_all - engine_all) / n_all * 1e6, n_all
 
 
-def run(tmp: Path, tag: str, games: int, viewers: int, movetime: float) -> dict:
+def run(tmp: Path, tag: str, games: int, viewers: int, movetime: float, nice: int = 0) -> dict:
     db = tmp / f"{tag}.sqlite"
     toml = tmp / f"{tag}.toml"
     engines = "".join((SEARCH if movetime else RANDOM).format(i=i, movetime=movetime) for i in (1, 2, 3))
@@ -157,7 +162,7 @@ def run(tmp: Path, tag: str, games: int, viewers: int, movetime: float) -> dict:
                 break
             except OSError:
                 time.sleep(0.02)
-        clients = Viewers(port, viewers)
+        clients = Viewers(port, viewers, nice)
     out = proc.communicate()[0]
     elapsed = time.monotonic() - t0
     if proc.returncode:
@@ -186,10 +191,19 @@ def hook_cost(games: int) -> dict:
     feed = Feed(endpoint)
     spent: list[float] = []
 
+    drawn: list[float] = []
+
+    def draw():
+        t = time.perf_counter()
+        done = feed.draw()
+        drawn.append(time.perf_counter() - t)
+        return done
+
     def timed(*args):
         t = time.perf_counter()
-        feed.hook(*args)
+        work = feed.hook(*args)
         spent.append(time.perf_counter() - t)
+        return draw if work else None
     configs = [EngineConfig([PY, "-m", "sample_engines.random_engine", "--seed", str(i)], name=f"r{i}", cwd=str(ROOT))
                for i in (1, 2)]
     out = {}
@@ -211,6 +225,7 @@ def hook_cost(games: int) -> dict:
     time.sleep(0.3)
     drain.terminate()
     out["hook_us"] = sorted(spent)
+    out["draw_us"] = sorted(drawn)
     out["published"] = int(drain.communicate()[0] or 0)
     out["events"] = len(spent)
     return out
@@ -223,6 +238,9 @@ def main() -> None:
     ap.add_argument("--hook-games", type=int, default=40, help="games of the in-process hook measurement")
     ap.add_argument("--movetime", type=float, default=0.0,
                     help="0: random engines (instant); else expectimax engines searching this many seconds a move")
+    ap.add_argument("--repeat", type=int, default=1, help="pairs of runs (alone, watched), alternating")
+    ap.add_argument("--viewer-nice", type=int, default=0,
+                    help="niceness of the viewers' thread (e.g. 19: spectators on other machines)")
     a = ap.parse_args()
     print(f"load average before: {os.getloadavg()}; {os.cpu_count()} cores")
     print("tournament engines: " + (f"3 expectimax, --movetime {a.movetime}" if a.movetime else "3 random (instant)"))
@@ -232,23 +250,35 @@ def main() -> None:
     print(f"  Feed.hook per event: median {us[len(us) // 2] * 1e6:.1f} us, p99 {us[int(len(us) * 0.99)] * 1e6:.1f} us, "
           f"mean {sum(us) / len(us) * 1e6:.1f} us ({h['events']} events, {h['published']} views published)")
     print(f"  referee overhead per decision: {h['no feed']:.0f} us without the feed, {h['feed']:.0f} us with it")
-    print("tournament (concurrency 2), the same seed twice:")
+    dr = h["draw_us"]
+    if dr:
+        print(f"  Feed.draw (deferred: while the engines think) per call: median {dr[len(dr) // 2] * 1e6:.1f} us, "
+              f"p99 {dr[int(len(dr) * 0.99)] * 1e6:.1f} us ({len(dr)} calls)")
+    print(f"tournament (concurrency 2), the same seed, alone and watched alternately, {a.repeat} time(s); "
+          f"viewers at nice {a.viewer_nice}:")
+    runs: list[tuple[dict, dict]] = []
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        base = run(tmp, "alone", a.games, 0, a.movetime)
-        web = run(tmp, "watched", a.games, a.viewers, a.movetime)
-    for tag, r in (("no viewer", base), (f"--web + {a.viewers} viewers", web)):
-        print(f"{tag:>22}: {r['decisions']} decisions in {r['elapsed']:.1f} s; referee overhead per decision: "
-              f"median over games {statistics.median(r['per']):.0f} us, all games {r['total']:.0f} us")
-    print(f"overhead ratio (all games, watched / alone): {web['total'] / base['total']:.3f}")
-    lat = sorted(web["clients"].latencies)
+        for i in range(a.repeat):
+            base = run(tmp, f"alone{i}", a.games, 0, a.movetime)
+            web = run(tmp, f"watched{i}", a.games, a.viewers, a.movetime, a.viewer_nice)
+            runs.append((base, web))
+            for tag, r in (("no viewer", base), (f"--web + {a.viewers} viewers", web)):
+                print(f"{tag:>22}: {r['decisions']} decisions in {r['elapsed']:.1f} s; referee overhead per decision: "
+                      f"median over games {statistics.median(r['per']):.0f} us, all games {r['total']:.0f} us")
+    ratios = [w["total"] / b["total"] for b, w in runs]
+    alone = sum(b["total"] * b["decisions"] for b, _ in runs) / sum(b["decisions"] for b, _ in runs)
+    watched = sum(w["total"] * w["decisions"] for _, w in runs) / sum(w["decisions"] for _, w in runs)
+    print(f"overhead ratio (all games of all runs, watched / alone): {watched / alone:.3f} "
+          f"({alone:.0f} -> {watched:.0f} us); per pair: {', '.join(f'{r:.2f}' for r in ratios)}")
+    lat = sorted(x for _, w in runs for x in w["clients"].latencies)
     if lat:
         q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))] * 1000  # noqa: E731
-        counts = web["clients"].counts
-        print(f"update latency (referee publish -> client read), {len(lat)} samples: median {q(0.5):.1f} ms, "
+        counts = [c for _, w in runs for c in w["clients"].counts]
+        print(f"update latency (event -> client read), {len(lat)} samples: median {q(0.5):.1f} ms, "
               f"p95 {q(0.95):.1f} ms, p99 {q(0.99):.1f} ms, max {lat[-1] * 1000:.1f} ms")
-        print(f"live messages per client: min {min(counts)}, max {max(counts)} "
-              f"(decisions+rolls published: about {web['decisions'] * 2})")
+        print(f"live messages per client and run: min {min(counts)}, max {max(counts)} "
+              f"(decisions+rolls per run: about {runs[0][1]['decisions'] * 2})")
     print(f"load average after: {os.getloadavg()}")
 
 

@@ -285,3 +285,37 @@ def test_engines_die_when_the_referee_is_killed(tmp_path):
     while engine_processes() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert engine_processes() == []
+
+
+def test_deferred_hook_work_runs_while_engines_think_and_is_never_charged_to_them(tmp_path):
+    """A hook's slow work (the live feed's drawing) is done after the next request is out; a reply
+    that arrives meanwhile is timed from when the work began, so the engine is not charged for it."""
+    game = load_game("einstein")
+    tc = parse_time_control("60")
+    engines = [EngineSession(EngineConfig(RANDOM, name=f"random{i}", cwd=str(ROOT)), tmp_path) for i in (1, 2)]
+    calls: list[tuple[int, int]] = []  # (plies when the work ran, plies when it was asked for)
+    asked: list[int] = []
+
+    def slow_work() -> bool:
+        calls.append((len(referee.record.events), asked[-1]))
+        time.sleep(0.03)  # far longer than a random engine's reply
+        return True
+
+    def hook(record, state, event, clocks):
+        asked.append(len(record.events))
+        return slow_work
+    try:
+        for e in engines:
+            e.launch()
+            e.handshake()
+        referee = Referee(game, engines, tc, Dice(b"s", "m|1"), match_id="m", game_number=1, on_event=hook)
+        record = referee.play()
+    finally:
+        for e in engines:
+            e.stop()
+    assert record.reason == "normal", record.detail
+    decisions = [e for e in record.events if e.seat >= 0]
+    moves = [e.ply for e in decisions if e.kind != "setup"]  # the set-up is asked before any event
+    assert [ran for ran, _ in calls] == moves  # once per request, right after it: not once per event
+    assert all(ran == wanted for ran, wanted in calls)  # the position did not move on before it ran
+    assert max(e.measured_ms for e in decisions) < 30, [e.measured_ms for e in decisions]

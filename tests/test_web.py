@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import logging
 import re
 import socket
 import subprocess
@@ -91,7 +92,7 @@ def test_stalingrad_spectators_see_no_hidden_counter_and_no_seed(tmp_path):
     sse = SSE(server.host, server.port)
     try:
         sse.wait(lambda e: e[0] == "snapshot")
-        feed = Feed(endpoint, interval=0)  # every view the publisher gets to, not the newest per 50 ms
+        feed = Feed(endpoint, interval=0)  # a view at every request, not the newest per 50 ms
         truth: dict[int, tuple[int, list[str]]] = {}  # ply -> (counters face down on the map, codes face up)
 
         def capture(record, state, event, clocks):
@@ -108,14 +109,15 @@ def test_stalingrad_spectators_see_no_hidden_counter_and_no_seed(tmp_path):
             record = series.play_game(1, [0])
         finally:
             series.close()
-        sse.wait(lambda e: e[0] == "live" and any(g["ply"] == len(record.events) for g in e[1]["games"]))
+        last_asked = [e for e in record.events if e.seat >= 0][-1].ply  # views are drawn while the engine thinks
+        sse.wait(lambda e: e[0] == "live" and any(g["ply"] == last_asked for g in e[1]["games"]))
         status, mid_game = get_json(server, f"/api/game/{record.game_id}")  # still running for the server
         assert status == 200 and mid_game["type"] == "live"
         feed.finished(record)
         sse.wait(lambda e: e[0] == "end")
         feed.close()
         lives = [g for name, data in sse.events if name == "live" for g in data["games"]]
-        assert len(lives) >= 5 and lives[-1]["ply"] == len(record.events)
+        assert len(lives) >= 5 and lives[-1]["ply"] == last_asked
         checked = 0
         for data in lives + [mid_game]:
             text = json.dumps(data)
@@ -226,3 +228,27 @@ def test_every_game_draws_its_board_as_svg(name):
     if name == "stalingrad":
         hidden = sum(1 for a in range(len(state.s_type)) if state.s_type[a] >= 0 and not state.s_up[a])
         assert hidden and state.render_svg().count(">?<") == hidden and ">?<" not in state.render_svg(reveal=True)
+
+
+def test_stopping_with_browsers_connected_ends_their_streams_without_an_error(tmp_path):
+    """A tournament that ends while spectators watch: every event stream is closed by the server
+    (before this, uvicorn's graceful shutdown timed out and logged a traceback per browser)."""
+    server = WebServer(MemorySource("stop test"), f"ipc://{tmp_path}/feed", port=0)
+    server.start()
+    streams = [SSE(server.host, server.port) for _ in range(5)]
+    for sse in streams:
+        sse.wait(lambda e: e[0] == "snapshot")
+    logged: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.ERROR)
+    handler.emit = logged.append
+    logging.getLogger("uvicorn.error").addHandler(handler)  # uvicorn's own logger does not propagate
+    try:
+        server.stop()
+    finally:
+        logging.getLogger("uvicorn.error").removeHandler(handler)
+    for sse in streams:
+        sse.thread.join(10)
+        assert not sse.thread.is_alive(), "an event stream was left open"
+        sse.close()
+    assert not server.thread.is_alive()
+    assert not logged, [r.getMessage() for r in logged]

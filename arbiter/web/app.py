@@ -33,6 +33,9 @@ TICK = 0.05
 """Seconds between pushes of the running games' changed views (see ``Hub.flush``)."""
 STALE = 600.0
 """A running game not heard of for this long (seconds) is taken off the page (its referee died)."""
+SPECTATOR_NICE = 10
+"""The web server's CPU niceness (its thread in the referee's or director's process): on a busy
+machine the games' referees and engines come first, the spectators' page after them."""
 
 
 # --- what the page shows besides the running games -------------------------------------------
@@ -224,6 +227,16 @@ class Hub:
             except asyncio.QueueFull:  # too slow: drop it; its browser reconnects for a snapshot
                 self.queues.discard(q)
 
+    def close(self) -> None:
+        """End every event stream (the server is stopping): a stream still open when uvicorn's
+        graceful shutdown times out is cancelled with a traceback per browser."""
+        for q in list(self.queues):
+            self.queues.discard(q)
+            try:
+                q.put_nowait(None)
+            except asyncio.QueueFull:
+                pass
+
     def flush(self) -> None:
         """One ``live`` event with every game whose view changed: a browser gets at most one
         write per tick however many games run and however fast."""
@@ -309,6 +322,7 @@ def build_app(source: Source, feed: str | None, *, poll: float = 0.5, tick: floa
 
     @asynccontextmanager
     async def lifespan(app):
+        app.state.loop = asyncio.get_running_loop()
         tasks = [asyncio.create_task(_watch_task(hub, poll)), asyncio.create_task(_flush_task(hub, tick))]
         if feed:
             tasks.append(asyncio.create_task(_feed_task(hub, feed, bound)))
@@ -370,6 +384,8 @@ def build_app(source: Source, feed: str | None, *, poll: float = 0.5, tick: floa
                             return
                         yield ": keep-alive\n\n"
                         continue
+                    if text is None:  # the server stops
+                        return
                     yield text
                     if q not in hub.queues and q.empty():
                         return  # dropped for lagging: end the stream, the browser reconnects
@@ -423,6 +439,10 @@ class WebServer:
         return f"http://{host}:{self.port}/"
 
     def run(self) -> None:
+        try:  # Linux: the niceness of this thread and of the threads it starts
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), SPECTATOR_NICE)
+        except OSError:
+            pass
         self.server.run(sockets=[self.sock])
 
     def start(self, timeout: float = 10.0) -> None:
@@ -434,6 +454,12 @@ class WebServer:
         self.app.state.feed_bound.wait(max(0.0, deadline - time.monotonic()))
 
     def stop(self) -> None:
+        loop = getattr(self.app.state, "loop", None)
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(self.app.state.hub.close)
+            except RuntimeError:  # the loop has just closed
+                pass
         self.server.should_exit = True
         if self.thread is not None:
             self.thread.join(5)
