@@ -7,6 +7,7 @@ import re
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -230,3 +231,57 @@ def test_an_engine_cannot_fill_the_disk(tmp_path):
     out = run_shell(tmp_path, "dd if=/dev/zero of=$HOME/big bs=1M count=8 2>&1; dd if=/dev/zero of=/tmp/big bs=1M "
                               "count=8 2>&1; ls $HOME", limits=Limits(disk_mb=2))
     assert out.count("No space left on device") == 2, out
+
+
+REFEREE_THEN_WAIT = """
+import sys, time
+from arbiter.hosting import EngineConfig, EngineSession
+session = EngineSession(EngineConfig([sys.executable, "-m", "sample_engines.random_engine"], name="e",
+                                     cwd=sys.argv[1]), sys.argv[2])
+session.launch()
+session.handshake()
+print(*sorted(str(d) for d in set(session.process.cgroup.dirs.values())), flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.skipif(not sandbox_module.support().cgroup, reason="no control groups for engines here")
+def test_a_referee_killed_with_9_leaves_nothing_in_its_engines_control_groups(tmp_path):
+    """The guardian (arbiter.hosting.guardian): whatever is in a killed referee's engine control
+    groups dies, even a process the death signals could not reach (here: one the test puts there,
+    as bubblewrap's inner process is when the referee dies in the instant it re-arms its signal)."""
+    import signal
+    import subprocess
+
+    import psutil
+
+    root = Path(__file__).resolve().parent.parent
+    referee = subprocess.Popen([sys.executable, "-c", REFEREE_THEN_WAIT, str(root), str(tmp_path)], cwd=root,
+                               stdout=subprocess.PIPE, text=True)
+    stray = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    try:
+        groups = [Path(d) for d in referee.stdout.readline().split()]
+        assert groups and all(g.name.startswith(f"arbiter-{referee.pid}-") for g in groups)
+        (groups[0] / "cgroup.procs").write_text(str(stray.pid))  # in the group, out of every death signal's way
+        engine_pids = [int(p) for g in groups for p in (g / "cgroup.procs").read_text().split()]
+        assert stray.pid in engine_pids and len(engine_pids) >= 2
+        engines = []
+        for pid in set(engine_pids) - {stray.pid}:
+            try:
+                engines.append(psutil.Process(pid))
+            except psutil.NoSuchProcess:  # a passing process of the sandbox's start
+                pass
+        referee.send_signal(signal.SIGKILL)
+        referee.wait(10)
+        gone, alive = psutil.wait_procs(engines, timeout=10)
+        assert stray.wait(10) == -signal.SIGKILL  # the guardian's doing: nothing else knew of it
+        assert not alive
+        deadline = time.monotonic() + 10
+        while any(g.exists() for g in groups) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(g.exists() for g in groups), "the control groups were not removed"
+    finally:
+        for p in (referee, stray):
+            if p.poll() is None:
+                p.kill()
+                p.wait()

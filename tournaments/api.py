@@ -6,7 +6,7 @@ import os
 import secrets
 import sqlite3
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from arbiter.hosting import EngineFault
@@ -172,13 +172,17 @@ def preflight(cfg: TournamentConfig, db_path: str | Path,
     from arbiter.formats.match import Series
     from arbiter.games import load_game
 
+    from .pool import db_marker
     from .runner import hidden_paths, logs_dir
+    from .worker import DB_ENV
 
     hide = hidden_paths(cfg, db_path)
     local = [e for e in cfg.engines if not e.remote]  # remote participants connect when the event runs
     if not local:
         return []
-    series = Series(load_game(cfg.game, **cfg.game_options), [e.engine_config(hide=hide) for e in local],
+    mark = {DB_ENV: db_marker(Path(db_path))}  # killed as left behind by the next run if we are killed now
+    configs = [replace(c, env={**c.env, **mark}) for c in (e.engine_config(hide=hide) for e in local)]
+    series = Series(load_game(cfg.game, **cfg.game_options), configs,
                     cfg.time_control, run_dir=logs_dir(db_path), match_id="preflight")
     try:
         failures = series.start_all()

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import psutil
 
+from .guardian import ensure_guardian
 from .sandbox import (ControlGroup, SandboxMode, SandboxUnavailable, bwrap_argv, next_engine_uid,
                       reachable_unprivileged, support, warn_once)
 
@@ -219,6 +220,7 @@ class EngineProcess:
                               hide=[Path(h).resolve() for h in config.hide], network=config.network, uid=self.uid,
                               visible=visible, disk_mb=config.limits.disk_mb)
         if s.cgroup and mode != SandboxMode.NONE:
+            ensure_guardian()  # kills this group's processes should the referee be killed mid-start
             try:
                 self.cgroup = ControlGroup(s.cgroup, config.limits.memory_mb, config.limits.processes)
             except OSError as exc:
@@ -233,12 +235,15 @@ class EngineProcess:
         # (an unprivileged child cannot raise its hard limit: a referee run under a lower one gives what it has)
         address_space = None if self.cgroup is not None else config.limits.memory_mb * 1024 * 1024
         cpus = config.cpus
+        referee = os.getpid()
 
         def in_child() -> None:
             """Before exec (async-signal-safe steps only): die with the referee, join the control
             group, set the rlimits (address space only where no control group bounds memory)."""
             if _prctl is not None:
                 _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: even a kill -9'd referee takes us along
+                if os.getppid() != referee:  # ... unless it died before that line: then go now
+                    os._exit(1)
             for fd in join_fds:
                 os.write(fd, b"0")
             resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))

@@ -1,0 +1,140 @@
+"""The guardian: a small process that outlives a referee killed with ``kill -9`` just long enough
+to kill the engines it left behind.
+
+Engines die with their referee by ``PR_SET_PDEATHSIG`` and bubblewrap's ``--die-with-parent``,
+but both arm a signal only once the child runs, and bubblewrap re-arms it after changing the
+credentials of its inner process: a referee killed in that instant leaves the sandbox's inner
+process and the engine running for ever (seen in the kill-at-random-moments test, a few times in
+a hundred). Every engine's processes are in its control group, named after the referee's process
+id (``arbiter-PID-...``), and membership is inherited by every fork however the engine re-parents.
+
+So the first engine a process starts with a control group also starts one guardian: a fresh
+Python (``-m arbiter.hosting.guardian PID FD``) that blocks reading a pipe whose only write end
+is the referee's (close-on-exec: engines do not get it). The read returns when the referee has
+gone, however it went; the guardian then kills every process in the control groups of that
+referee, removes the groups, and exits. It also removes the groups of referees that died before
+(left by an older version, or a guardian itself killed). A referee that ends normally has
+already stopped its engines: its guardian finds empty groups, or none.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+_started_for: int | None = None
+"""The process id whose guardian runs (a forked worker starts its own)."""
+_lifeline: int | None = None
+
+
+def ensure_guardian() -> None:
+    """Start this process's guardian unless it runs already. Never raises: without a guardian
+    the engines still die with the referee in all but the rare race above."""
+    global _started_for, _lifeline
+    me = os.getpid()
+    if _started_for == me:
+        return
+    if _lifeline is not None:  # inherited from the process we were forked from: theirs, not ours
+        try:
+            os.close(_lifeline)
+        except OSError:
+            pass
+    _started_for, _lifeline = me, None
+    try:
+        read_end, write_end = os.pipe2(os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        subprocess.Popen([sys.executable, "-m", "arbiter.hosting.guardian", str(me), str(read_end)],
+                         pass_fds=[read_end], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    except OSError:
+        os.close(write_end)
+        return
+    finally:
+        os.close(read_end)
+    _lifeline = write_end
+
+
+def _group_dirs(referee: int | None) -> list[Path]:
+    """Control group folders of engines started by ``referee`` (every referee's when None)."""
+    from .sandbox import CGROUP_ROOT
+
+    prefix = "arbiter-" if referee is None else f"arbiter-{referee}-"
+    found = []
+    for hierarchy in [CGROUP_ROOT, *(p for p in CGROUP_ROOT.iterdir() if p.is_dir())] if CGROUP_ROOT.is_dir() else []:
+        try:
+            found += [d for d in hierarchy.iterdir() if d.name.startswith(prefix) and d.is_dir()]
+        except OSError:
+            continue
+    return found
+
+
+def _referee_of(group: Path) -> int | None:
+    try:
+        return int(group.name.split("-")[1])
+    except (IndexError, ValueError):
+        return None
+
+
+def sweep(groups: list[Path], patience: float = 2.0) -> int:
+    """SIGKILL every process in ``groups`` until they stay empty, then remove them; the number of
+    processes killed. A process forked meanwhile is in the group too, so it is found next round."""
+    killed: set[int] = set()
+    deadline = time.monotonic() + patience
+    while True:
+        left = []
+        for group in groups:
+            try:
+                left += [int(p) for p in (group / "cgroup.procs").read_text().split()]
+            except (OSError, ValueError):
+                pass
+        if not left or time.monotonic() > deadline:
+            break
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+            except OSError:
+                pass
+        time.sleep(0.01)
+    for group in groups:
+        try:
+            group.rmdir()
+        except OSError:
+            pass
+    return len(killed)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def main(argv: list[str]) -> int:
+    referee, lifeline = int(argv[0]), int(argv[1])
+    os.setpriority(os.PRIO_PROCESS, 0, 10)
+    stale = [g for g in _group_dirs(None) if (pid := _referee_of(g)) is not None and not _alive(pid)]
+    sweep(stale, patience=0.5)
+    while True:
+        try:
+            if not os.read(lifeline, 4096):
+                break
+        except InterruptedError:
+            continue
+        except OSError:
+            break
+    sweep(_group_dirs(referee))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
