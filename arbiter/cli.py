@@ -330,9 +330,10 @@ def sprt_line(result: dict, games: int) -> str:
     """The SPRT's verdict: which bound was crossed after how many games, or that it goes on."""
     verdict = concluded(result)
     elo = f"Elo of A {result['elo']:+.1f} [{result['elo_lo']:+.1f}, {result['elo_hi']:+.1f}]"
+    on = f" (pentanomial: {sum(result['results'])} pairs)" if result.get("test") == "pairs" else ""
     if verdict:
-        return f"SPRT: {verdict} after {games} games; the match stopped. {elo}"
-    return (f"SPRT: no decision after {games} games (LLR {result['llr']:.3f}, bounds [{result['lower']:.3f}, "
+        return f"SPRT: {verdict} after {games} games{on}; the match stopped. {elo}"
+    return (f"SPRT: no decision after {games} games{on} (LLR {result['llr']:.3f}, bounds [{result['lower']:.3f}, "
             f"{result['upper']:.3f}]). {elo}")
 
 

@@ -291,3 +291,20 @@ def test_tournament_openings_interrupted_and_resumed_match_an_uninterrupted_run(
 
     whole, resumed = run("whole", None), run("resumed", 3)
     assert len(whole) == 8 and resumed == whole
+
+
+def test_match_sprt_with_openings_counts_pairs(tmp_path):
+    """With openings a game and its seat-swapped twin are one unit: the SPRT is pentanomial on the
+    finished pairs (as fastchess does), so the match can only stop after an even number of games."""
+    (tmp_path / "ein.txt").write_text(EINSTEIN)
+    db = tmp_path / "m.sqlite"
+    strong = "{python} -m sample_engines.einstein_expectimax --depth 2 --movetime 0"
+    run = arbiter("match", "--game", "einstein", "--engine", strong, "--engine", RANDOM, "--tc", "60",
+                  "--format", "games=200", "--sprt", "0,150", "--openings", str(tmp_path / "ein.txt"),
+                  "--seed", "ab", "--db", str(db), "--quiet")
+    assert run.returncode == 0, run.stdout + run.stderr
+    out = " ".join(run.stdout.split())
+    played = len(load_records(db))
+    assert played % 2 == 0 and 4 <= played < 200, out
+    assert f"after {played} games (pentanomial: {played // 2} pairs); the match stopped" in out, out
+    assert "SPRT: H1 accepted (elo1 = 150)" in out, out

@@ -97,6 +97,12 @@ class MatchResult:
     games: int = 0
     trinomial: list[int] = field(default_factory=lambda: [0, 0, 0])
     """A's losses, draws and wins: the SPRT's data."""
+    pentanomial: list[int] = field(default_factory=lambda: [0, 0, 0, 0, 0])
+    """With openings: A's results per finished pair of games (an opening with the seats swapped),
+    [LL, LD+DL, LW+DD+WL, DW+WD, WW]: then the SPRT's data (fastchess and fishtest do so: a pair's
+    two games are not independent)."""
+    half_pairs: dict[int, float] = field(default_factory=dict)
+    """Pair number -> A's points in the pair's game played so far (until its other game is)."""
     reasons: Counter = field(default_factory=Counter)
     """How the games ended: reason -> games."""
     forfeits: Counter = field(default_factory=Counter)
@@ -295,7 +301,8 @@ class Match:
                  sprt: tuple[float, float, float, float] | None = None, adjudication: Adjudication | None = None,
                  openings: list[Opening] = (), keep_records: bool = True):
         """``sprt`` = (elo0, elo1, alpha, beta): after each game a GSPRT of A against B on the
-        games so far (trinomial, logistic Elo); the match stops when it accepts either hypothesis.
+        games so far (trinomial, logistic Elo; with openings pentanomial on the finished pairs);
+        the match stops when it accepts either hypothesis.
         ``openings`` (in the order games take them): games 2k-1 and 2k start from opening k (the
         list repeats when shorter), the second with the seats swapped and on the same dice.
         ``on_game(result, record)`` is called for each game once it is committed to the store."""
@@ -334,8 +341,15 @@ class Match:
         result.recent.append(record)
         if keep and self.keep_records:
             result.records.append(record)
+        if self.openings:
+            pair = (record.game_number + 1) // 2
+            if pair in result.half_pairs:
+                result.pentanomial[int(round((result.half_pairs.pop(pair) + points[0]) * 2))] += 1
+            else:
+                result.half_pairs[pair] = points[0]
         if self.sprt is not None:
-            result.sprt = sprt(result.trinomial, *self.sprt)
+            result.sprt = {**sprt(result.pentanomial, *self.sprt), "test": "pairs"} if self.openings else \
+                {**sprt(result.trinomial, *self.sprt), "test": "games"}
 
     def _over(self, result: MatchResult) -> bool:
         return (self.fmt.first_to is not None and max(result.points) >= self.fmt.first_to) or \
