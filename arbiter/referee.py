@@ -284,11 +284,19 @@ class Referee:
                     raise _Forfeit(seat, reason, f"no reply within {(deadlines[seat] - sent[seat]) * 1000:.0f} ms "
                                                  f"(allowance + {self.margin * 1000:.0f} ms margin)")
             timeout_ms = max(0, min(50, int((min(deadlines[s] for s in waiting) - now) * 1000) + 1))
-            if busy_since is not None:
-                timeout_ms = 0
             seats = sorted(waiting)
-            ready = {seats[i] for i in wait_any([self.engines[s] for s in seats], timeout_ms)}
-            arrived = time.monotonic()  # the replies were there; reading them and freezing is the referee's time
+            engines = [self.engines[s] for s in seats]
+            if busy_since is not None:  # first a look: were replies there already while we were busy?
+                ready = {seats[i] for i in wait_any(engines, 0)}
+                if ready:
+                    arrived = busy_since
+                busy_since = None
+                if not ready:  # no: wait as usual (a reply from now on is timed when it comes)
+                    ready = {seats[i] for i in wait_any(engines, timeout_ms)}
+                    arrived = time.monotonic()
+            else:
+                ready = {seats[i] for i in wait_any(engines, timeout_ms)}
+                arrived = time.monotonic()  # the replies were there; reading them and freezing is the referee's time
             if not ready and timeout_ms:  # a long think: are the others idle, as they should be?
                 for other, engine in enumerate(self.engines):
                     if other not in sent and engine is not None:
@@ -298,8 +306,6 @@ class Referee:
                     self._run_deferred()
                     busy_since = idle_since
                     continue
-            if busy_since is not None:
-                arrived, busy_since = busy_since, None
             for seat in seats:
                 engine = self.engines[seat]
                 try:
