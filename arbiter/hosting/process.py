@@ -405,11 +405,14 @@ def kill_engine_processes(pid: int, token: str) -> list[int]:
         victims[pid] = root
         for child in root.children(recursive=True):
             victims[child.pid] = child
-    except psutil.NoSuchProcess:
-        pass
+    except (psutil.Error, OSError):  # gone, or no descriptor left to read /proc with (EMFILE)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
     try:
         os.killpg(pid, signal.SIGKILL)  # the engine leads its own group (start_new_session)
-    except (ProcessLookupError, PermissionError):
+    except OSError:
         pass
     for proc in _processes_whose_environment(lambda env: env.get(TOKEN_ENV) == token, skip=victims):
         victims[proc.pid] = proc
@@ -431,7 +434,11 @@ def _processes_whose_environment(matches, skip=()) -> list[psutil.Process]:
     """Every process but this one (and those in ``skip``) whose environment ``matches``; the
     environment is what an engine cannot shed by forking, setsid or re-parenting."""
     found = []
-    for proc in psutil.process_iter():
+    try:
+        processes = list(psutil.process_iter())
+    except OSError:  # no descriptor left to list /proc with: the process group and tree were killed
+        return found
+    for proc in processes:
         if proc.pid in skip or proc.pid == os.getpid():
             continue
         try:
@@ -450,7 +457,16 @@ def _kill_and_reap(victims) -> list[psutil.Process]:
         try:
             proc.kill()
             killed.append(proc)
-        except psutil.Error:
+        except psutil.NoSuchProcess:
             pass
-    psutil.wait_procs(victims, timeout=2)
+        except (psutil.Error, OSError):  # e.g. no descriptor left to check its identity with: kill by pid
+            try:
+                os.kill(proc.pid, signal.SIGKILL)
+                killed.append(proc)
+            except OSError:
+                pass
+    try:
+        psutil.wait_procs(victims, timeout=2)
+    except OSError:
+        pass
     return killed
