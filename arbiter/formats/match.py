@@ -121,14 +121,20 @@ class MatchResult:
         return 0 if self.points[0] > self.points[1] else 1
 
 
+_settled_in: int | None = None
+
+
 def settle_garbage_collector() -> None:
-    """Before games: hide every object made so far (modules, rules tables, the tournament's
-    plan) from Python's cyclic collector (``gc.freeze``). Its full collections then walk only
-    what the games make, not the ~30,000 objects of the imports: a full collection took ~8 ms in
-    a tournament worker, a pause that can fall between an engine's reply and the referee's
-    reading of the clock."""
-    gc.collect()
-    gc.freeze()
+    """Before a process's first games: hide every object made so far (modules, rules tables, the
+    tournament's plan) from Python's cyclic collector (``gc.freeze``). Its full collections then
+    walk only what the games make, not the ~30,000 objects of the imports: a full collection
+    took ~8 ms in a tournament worker, a pause that can fall between an engine's reply and the
+    referee's reading of the clock. Once per process (a forked worker does it again)."""
+    global _settled_in
+    if _settled_in != os.getpid():
+        _settled_in = os.getpid()
+        gc.collect()
+        gc.freeze()
 
 
 class Series:
