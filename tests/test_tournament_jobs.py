@@ -138,7 +138,7 @@ def test_local_pool_plays_a_job_replaces_a_killed_worker_and_stops(tmp_path):
     try:
         assert [s.worker for s in pool.idle()] == [0, 1] and pool.killed_leftovers == []
         job = GameJob("t:m1", 1, (0, 1), "t:m1|1")
-        pool.submit(0, job)
+        pool.submit(0, [job])
         assert [s.worker for s in pool.idle()] == [1]
         done = _wait_for(pool)
         assert isinstance(done, FinishedGame) and done.job == job and done.worker == 0
@@ -148,12 +148,12 @@ def test_local_pool_plays_a_job_replaces_a_killed_worker_and_stops(tmp_path):
         assert pool.idle()[0] == Slot(0, frozenset({0, 1}))  # it keeps the engines it ran
 
         lost_job = GameJob("t:m1", 2, (1, 0), "t:m1|2")
-        pool.submit(1, lost_job)
+        pool.submit(1, [lost_job])
         os.kill(pool._workers[1].process.pid, signal.SIGKILL)
         lost = _wait_for(pool)
         assert lost == GameLost(1, lost_job, -signal.SIGKILL) and pool.restarts == 1
         assert sorted(s.worker for s in pool.idle()) == [0, 1]  # a fresh worker 1
-        pool.submit(1, lost_job)  # the game is played again, by the new worker
+        pool.submit(1, [lost_job])  # the game is played again, by the new worker
         again = _wait_for(pool)
         assert isinstance(again, FinishedGame) and again.game_record().players == ["r1", "r0"]
     finally:
@@ -191,8 +191,8 @@ class InProcessBackend:
     def idle(self) -> list[Slot]:
         return [] if self.job else [Slot(0, frozenset(self.series.running()))]
 
-    def submit(self, worker: int, job: GameJob) -> None:
-        self.job = job
+    def submit(self, worker: int, jobs: list[GameJob]) -> None:
+        self.job, = jobs
 
     def wait(self, timeout: float) -> list:
         job, self.job = self.job, None

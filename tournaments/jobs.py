@@ -122,15 +122,18 @@ class GameLost(msgspec.Struct, frozen=True):
 
 
 class Slot(msgspec.Struct, frozen=True):
-    """An idle place to play one game, and the engines it already runs (games of those start faster)."""
+    """An idle place to play games, and the engines it already runs (games of those start faster)."""
 
     worker: int
     engines: frozenset[int] = frozenset()
+    games: int = 1
+    """How many games it takes in one go (a cluster task plays a block of games, so that the
+    per-task cost is shared by several; a local worker takes one)."""
 
 
 class Backend(Protocol):
     """Where a tournament's games are played: the local process pool (``tournaments.pool``) or,
-    one day, a cluster. The runner's planning and commit logic uses only this."""
+    a Dask cluster (``tournaments.cluster``). The runner's planning and commit logic uses only this."""
 
     restarts: int
     """Workers replaced after dying."""
@@ -142,11 +145,12 @@ class Backend(Protocol):
     def idle(self) -> list[Slot]:
         """Places ready for a game now, in a stable order."""
 
-    def submit(self, worker: int, job: GameJob) -> None:
-        """Start ``job`` on the idle slot ``worker``."""
+    def submit(self, worker: int, jobs: list[GameJob]) -> None:
+        """Start ``jobs`` (at most the slot's ``games``, played in this order) on the idle slot ``worker``."""
 
     def wait(self, timeout: float) -> list[FinishedGame | WorkerError | GameLost]:
-        """What happened to submitted jobs, waiting up to ``timeout`` seconds for something."""
+        """What happened to submitted jobs (one outcome per game, whatever the block), waiting up
+        to ``timeout`` seconds for something."""
 
     def stop(self, graceful: bool) -> None:
         """Stop every worker: graceful lets them finish and report; otherwise at once. May be

@@ -4,8 +4,10 @@ The tournament process owns the database and the director; it never plays a game
 hands ready games (``jobs.GameJob``) to a backend (``jobs.Backend``; today the local pool of
 ``concurrency`` worker processes, ``pool.py``/``worker.py``, each playing one game at a time
 through ``arbiter.formats.match.Series``; with remote participants, one worker holding their
-port plays up to ``concurrency`` games at once in threads) and gets the records back; it commits each (one SQLite
-transaction) and only then counts it, re-plans, and hands out the next ready games. A game
+port plays up to ``concurrency`` games at once in threads; or a Dask cluster, ``cluster.py``,
+where a task plays a block of games) and gets the records back; it commits the games that arrived
+together (one SQLite transaction, one fsync of the export) and only then counts them, re-plans,
+and hands out the next ready games. A game
 whose worker or parent dies before the commit is simply not in the database, so it is played
 again (on resume: with the same seats and dice stream).
 
@@ -130,6 +132,7 @@ class Runner:
         self.in_flight: dict[tuple[str, int], GameSpec] = {}
         self.active_backend: Backend | None = None
         self.summary = RunSummary()
+        self._slots = 1
         self.started = time.monotonic()
         self._known = db.pairings()
         self._ended = db.ended_matches()
@@ -140,8 +143,8 @@ class Runner:
         self.results = self.db.results(self.cfg.tid, self.names)
         return self.replan()
 
-    def replan(self, changed: tuple[str, int] | None = None) -> Plan:
-        """Plan again; ``changed``: the one game committed since the last plan (linear planning)."""
+    def replan(self, changed: list[tuple[str, int]] | None = None) -> Plan:
+        """Plan again; ``changed``: the games committed since the last plan (linear planning)."""
         plan = self.director.plan(self.results, changed)
         fmt_text = self.cfg.match_text if self.cfg.kind == "match" else f"games={self.cfg.games}"
         mismatched = self.db.sync_pairings(plan.pairings, self._known, self._ended, self.cfg.game, self.names,
@@ -200,6 +203,7 @@ class Runner:
             s.played_total = plan.played
             return s
         games = max(1, min(self.concurrency, plan.max_remaining))
+        self._slots = games
         if self.cfg.remote is not None:  # one worker holds the participants' port and plays every game
             pool = self.backend(self._setup(lanes=games), 1)
         else:
@@ -242,15 +246,21 @@ class Runner:
                 self._dispatch(backend)
             if not self.in_flight:
                 raise TournamentError("no game is ready but the tournament is not finished (a scheduling bug)")
+            finished: list[FinishedGame] = []
+            failed: WorkerError | None = None
             for outcome in backend.wait(0.25):
                 if isinstance(outcome, GameLost):  # not committed: it goes back to ready
                     self.in_flight.pop(outcome.job.key, None)
                     self.summary.worker_restarts = backend.restarts
                 elif isinstance(outcome, WorkerError):
-                    raise TournamentError(f"worker {outcome.worker} failed playing {outcome.job.match_id} "
-                                          f"game {outcome.job.number}:\n{outcome.traceback}")
+                    failed = failed or outcome
                 else:
-                    self._handle(outcome)
+                    finished.append(outcome)
+            if finished:  # what arrived together is committed together (group commit)
+                self._commit(finished)
+            if failed is not None:
+                raise TournamentError(f"worker {failed.worker} failed playing {failed.job.match_id} "
+                                      f"game {failed.job.number}:\n{failed.traceback}")
             now = time.monotonic()
             if self.on_progress and now - last_progress >= 0.25:
                 last_progress = now
@@ -259,11 +269,17 @@ class Runner:
     def _dispatch(self, backend: Backend) -> None:
         """Give idle workers ready games: first a game whose engines the worker already runs,
         then a game of a pairing nobody is playing (spreading pairings over workers rather than
-        one pairing's games, which would start the same engines twice), then the earliest."""
+        one pairing's games, which would start the same engines twice), then the earliest.
+
+        A slot that takes several games (a cluster task) gets the chosen game and the next ready
+        games of its pairing, up to its ``games`` and to a fair share of what is ready (so the
+        last games are spread over the slots rather than queued behind one); one game at a time
+        while an SPRT may stop the event (games handed out are played and counted)."""
         idle = backend.idle()
         if not idle:
             return
         candidates = list(islice((g for g in self.plan.iter_ready() if g.key not in self.in_flight), 256))
+        share = 1 if self.cfg.sprt.stop else -(-len(candidates) // max(1, self._slots, len(idle)))
         busy_pairings = {spec.pairing for spec in self.in_flight.values()}
         remote = {i for i, e in enumerate(self.cfg.engines) if e.remote}
         playing = collections.Counter(i for spec in self.in_flight.values() for i in set(spec.seating) & remote)
@@ -274,26 +290,37 @@ class Runner:
                 sum(playing[i] for i in set(candidates[k].seating) & remote),  # remote participants' games
                 -len(slot.engines & set(candidates[k].seating)),               # wait for their max_games
                 candidates[k].pairing in busy_pairings, k))
-            spec = candidates.pop(best)
-            backend.submit(slot.worker, GameJob(spec.match_id, spec.number, tuple(spec.seating), spec.stream,
-                                                spec.opening))
-            busy_pairings.add(spec.pairing)
-            playing.update(set(spec.seating) & remote)
-            self.in_flight[spec.key] = spec
+            block = [candidates.pop(best)]
+            while (len(block) < min(slot.games, share) and best < len(candidates)
+                   and candidates[best].pairing == block[0].pairing):
+                block.append(candidates.pop(best))
+            backend.submit(slot.worker, [GameJob(spec.match_id, spec.number, tuple(spec.seating), spec.stream,
+                                                 spec.opening) for spec in block])
+            for spec in block:
+                busy_pairings.add(spec.pairing)
+                playing.update(set(spec.seating) & remote)
+                self.in_flight[spec.key] = spec
 
-    def _handle(self, done: FinishedGame) -> None:
-        record = done.game_record()
-        key = (record.match_id, record.game_number)
-        spec = self.in_flight.get(done.job.key)
-        if spec is None or key != spec.key or record.dice_stream != spec.stream:
-            raise TournamentError(f"worker {done.worker} returned {key} for {spec and spec.key}")
-        del self.in_flight[key]
-        if key in self.results:  # cannot happen: a key is handed out once per run
-            raise TournamentError(f"game {key} was played twice")
-        if not self.db.commit(record):
+    def _commit(self, batch: list[FinishedGame]) -> None:
+        """Commit finished games in one transaction, then count them all and plan again once."""
+        done: list[tuple[GameSpec, GameRecord]] = []
+        for finished in batch:
+            record = finished.game_record()
+            key = (record.match_id, record.game_number)
+            spec = self.in_flight.get(finished.job.key)
+            if spec is None or key != spec.key or record.dice_stream != spec.stream:
+                raise TournamentError(f"worker {finished.worker} returned {key} for {spec and spec.key}")
+            del self.in_flight[key]
+            if key in self.results:  # cannot happen: a key is handed out once per run
+                raise TournamentError(f"game {key} was played twice")
+            done.append((spec, record))
+        if not self.db.commit([record for _, record in done]):
             raise _StorageFailed(self.db.store.error or "cannot save")
-        self.results[key] = GameResult(spec.seating, tuple(record.returns), record.reason, record.forfeit_seat)
-        self.summary.committed += 1
-        self.replan(key)
+        for spec, record in done:
+            self.results[spec.key] = GameResult(spec.seating, tuple(record.returns), record.reason,
+                                                record.forfeit_seat)
+        self.summary.committed += len(done)
+        self.replan([spec.key for spec, _ in done])
         if self.on_game:
-            self.on_game(self, spec, record)
+            for spec, record in done:
+                self.on_game(self, spec, record)

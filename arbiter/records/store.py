@@ -230,14 +230,19 @@ class ResultsStore:
         """Commit ``record`` (after any earlier unsaved ones) and export it; False if something
         is still unsaved after the retries (it stays in ``pending`` / ``unexported``). With a
         ``group_window`` the record is handed to the committer thread (True: accepted)."""
+        return self.save_games([record])
+
+    def save_games(self, records: list[GameRecord]) -> bool:
+        """``save_game`` for several records at once: one transaction and one export append (one
+        fsync each) for all of them (a tournament director commits what arrived together)."""
         if self._committer is not None:
             with self._wake:
-                self._inbox.append(record)
+                self._inbox.extend(records)
                 self._idle = False
                 self._wake.notify_all()
             return True
         with self._lock:
-            self.pending.append(record)
+            self.pending.extend(records)
             return self.flush()
 
     def sync(self) -> bool:
