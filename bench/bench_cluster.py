@@ -63,9 +63,11 @@ def run(label: str, games: int, folder: Path, concurrency: int, cluster: str | N
     cfg = parse_config(TOML.format(label=label, games=games, db=db), source=f"<{label}>")
     opened = api.start(cfg, overwrite=True)
     marks: list[tuple[float, float]] = []  # (cpu, wall) at each commit: the steady state lies between
+    seen: dict = {}
 
     def on_game(runner, spec, record) -> None:
         marks.append((time.process_time(), time.monotonic()))
+        seen["runner"] = runner
 
     t0 = time.monotonic()
     _, summary = api.play(opened, concurrency=concurrency, cluster=cluster, log=lambda text: None, on_game=on_game)
@@ -73,8 +75,10 @@ def run(label: str, games: int, folder: Path, concurrency: int, cluster: str | N
     opened.db.close()
     n = summary.committed
     (cpu_a, wall_a), (cpu_b, wall_b) = marks[0], marks[-1]
+    backend = seen["runner"].active_backend
     return dict(label=label, games=n, rate=n / wall, steady=(n - 1) / (wall_b - wall_a),
-                director_ms=1000 * (cpu_b - cpu_a) / (n - 1), wall=wall)
+                director_ms=1000 * (cpu_b - cpu_a) / (n - 1), wall=wall, per_commit=n / max(1, summary.commits),
+                per_task=getattr(backend, "games", n) / max(1, getattr(backend, "tasks", n)))
 
 
 def main() -> None:
@@ -84,14 +88,14 @@ def main() -> None:
     args = ap.parse_args()
     dask = str(Path(sys.executable).with_name("dask"))
     print(f"load average at start {os.getloadavg()[0]:.2f}; {os.cpu_count()} cores")
-    print(f"{'backend':<18} {'games':>6} {'games/s':>8} {'steady':>7} {'director ms/game':>17} "
-          f"{'scheduler ms/game':>18} {'director-bound games/s':>23}")
+    print(f"{'backend':<18} {'games':>6} {'games/s':>8} {'steady':>7} {'games/task':>10} {'games/commit':>12} "
+          f"{'director ms/game':>17} {'scheduler ms/game':>18} {'director-bound games/s':>23}")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for workers in [int(w) for w in args.workers.split(",")]:
             local = run(f"local-{workers}", args.games, folder, workers, None)
             print(f"{'local pool ' + str(workers):<18} {local['games']:>6} {local['rate']:>8.1f} {local['steady']:>7.1f} "
-                  f"{local['director_ms']:>17.2f} {'-':>18} {1000 / local['director_ms']:>23.0f}")
+                  f"{local['per_task']:>10.1f} {local['per_commit']:>12.1f} {local['director_ms']:>17.2f} {'-':>18} {1000 / local['director_ms']:>23.0f}")
             port = _port()
             procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
                                        "--dashboard-address", ":0"], stdout=subprocess.DEVNULL,
@@ -113,7 +117,7 @@ def main() -> None:
                         pass
                     p.wait(10)
             print(f"{'dask ' + str(workers) + ' worker(s)':<18} {dk['games']:>6} {dk['rate']:>8.1f} {dk['steady']:>7.1f} "
-                  f"{dk['director_ms']:>17.2f} {sched_ms:>18.2f} {1000 / dk['director_ms']:>23.0f}")
+                  f"{dk['per_task']:>10.1f} {dk['per_commit']:>12.1f} {dk['director_ms']:>17.2f} {sched_ms:>18.2f} {1000 / dk['director_ms']:>23.0f}")
     print(f"load average at end {os.getloadavg()[0]:.2f}")
 
 

@@ -240,7 +240,7 @@ def play_block(setup: WorkerSetup, parent_python: str, jobs: list[GameJob],
         _watch_director(setup, director)
     from arbiter import games as arbiter_games
     from arbiter.formats.match import Series
-    from arbiter.records import to_json
+    from arbiter.records.store import pack
 
     key = (setup.run_id, threading.get_ident())
     with _series_lock:
@@ -279,7 +279,7 @@ def play_block(setup: WorkerSetup, parent_python: str, jobs: list[GameJob],
         record.played_on = host
         if setup.speed_reference > 0:
             record.tc_scale = series.tc_scale
-        finished.append(FinishedGame(0, job, to_json(record).decode(), tuple(series.running())))
+        finished.append(FinishedGame(0, job, pack(record), tuple(series.running())))
     return msgspec.msgpack.encode(Block(host, finished))
 
 
@@ -368,6 +368,8 @@ class DaskBackend:
         self._per_game: float | None = None
         """Seconds per game of the last tasks (an average), which sizes the next blocks."""
         self._block = 1
+        self.tasks = self.games = self.largest = 0
+        """Tasks that came back, their games, the most games one of them played."""
         """Games per task now (``_adapt``): one until a task has said how long games take."""
         self.per_worker: dict[str, int] = {}
         """Games finished per worker host (the console shows them)."""
@@ -451,6 +453,9 @@ class DaskBackend:
                     continue
                 block = msgspec.msgpack.decode(data, type=Block)
                 self._adapt(slot, len(jobs))
+                self.tasks += 1
+                self.games += len(block.finished)
+                self.largest = max(self.largest, len(block.finished))
                 self.per_worker[block.host] = self.per_worker.get(block.host, 0) + len(block.finished)
                 out.extend(msgspec.structs.replace(f, worker=slot) for f in block.finished)
                 if block.error is not None:
@@ -487,6 +492,8 @@ class DaskBackend:
                               f"then resume")
 
     def stop(self, graceful: bool) -> None:
+        if self.tasks:
+            self.log(f"cluster: {self.games} game(s) in {self.tasks} task(s), up to {self.largest} per task")
         for future in self._running.values():
             future.cancel()
         self._running.clear()

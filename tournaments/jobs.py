@@ -19,7 +19,8 @@ import msgspec
 
 from arbiter.adjudication import Adjudication
 from arbiter.hosting import EngineConfig
-from arbiter.records import GameRecord, Opening, from_json
+from arbiter.records import GameRecord, Opening
+from arbiter.records.store import PackedGame
 from protocol.messages import TimeControl
 
 
@@ -86,16 +87,17 @@ class GameJob(msgspec.Struct, frozen=True):
 
 
 class FinishedGame(msgspec.Struct, frozen=True):
-    """A played game: its record (JSON, the export form, so the runner commits exactly what a
-    replay reads) and the engines the worker still runs afterwards (it prefers their next games)."""
+    """A played game: its record packed by the worker (``arbiter.records.store.pack``: the JSON,
+    the export form, plus the columns the store indexes, so the runner commits it without
+    decoding it) and the engines the worker still runs afterwards (it prefers their next games)."""
 
     worker: int
     job: GameJob
-    record: str
+    game: PackedGame
     alive: tuple[int, ...]
 
     def game_record(self) -> GameRecord:
-        return from_json(self.record)
+        return self.game.record()
 
 
 class WorkerError(msgspec.Struct, frozen=True):

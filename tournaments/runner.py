@@ -30,8 +30,7 @@ from typing import Callable
 
 from arbiter import games as arbiter_games
 from arbiter.feed import feed_endpoint
-from arbiter.records import GameRecord
-from arbiter.records.store import STORAGE_ERRORS
+from arbiter.records.store import STORAGE_ERRORS, PackedGame
 from arbiter.sprt import concluded, test_points
 
 from .config import TournamentConfig
@@ -83,6 +82,8 @@ class RunSummary:
     interrupted: bool = False
     committed: int = 0
     """Games committed by this run."""
+    commits: int = 0
+    """Transactions they took (the games that arrived together are committed together)."""
     played_total: int = 0
     elapsed: float = 0.0
     cpu_parent: float = 0.0
@@ -117,9 +118,10 @@ class Runner:
 
     def __init__(self, cfg: TournamentConfig, db: TournamentDB, seed: str, *, concurrency: int | None = None,
                  on_progress: Callable[["Runner"], None] | None = None,
-                 on_game: Callable[["Runner", GameSpec, GameRecord], None] | None = None,
+                 on_game: Callable[["Runner", GameSpec, PackedGame], None] | None = None,
                  backend: Callable[[WorkerSetup, int], Backend] = LocalPool):
-        """``backend(setup, workers)`` makes where the games are played (default: local processes)."""
+        """``backend(setup, workers)`` makes where the games are played (default: local processes).
+        ``on_game(runner, spec, game)``: after each committed game (``game.record()`` decodes it)."""
         self.cfg, self.db, self.seed = cfg, db, seed
         self.backend = backend
         self.concurrency = concurrency or cfg.concurrency
@@ -302,25 +304,26 @@ class Runner:
                 self.in_flight[spec.key] = spec
 
     def _commit(self, batch: list[FinishedGame]) -> None:
-        """Commit finished games in one transaction, then count them all and plan again once."""
-        done: list[tuple[GameSpec, GameRecord]] = []
+        """Commit finished games in one transaction, then count them all and plan again once.
+        The records stay packed (``arbiter.records.store.PackedGame``): nothing here decodes them."""
+        done: list[tuple[GameSpec, PackedGame]] = []
         for finished in batch:
-            record = finished.game_record()
-            key = (record.match_id, record.game_number)
+            game = finished.game
+            key = (game.match_id, game.game_number)
             spec = self.in_flight.get(finished.job.key)
-            if spec is None or key != spec.key or record.dice_stream != spec.stream:
+            if spec is None or key != spec.key or game.dice_stream != spec.stream:
                 raise TournamentError(f"worker {finished.worker} returned {key} for {spec and spec.key}")
             del self.in_flight[key]
             if key in self.results:  # cannot happen: a key is handed out once per run
                 raise TournamentError(f"game {key} was played twice")
-            done.append((spec, record))
-        if not self.db.commit([record for _, record in done]):
+            done.append((spec, game))
+        if not self.db.commit([game for _, game in done]):
             raise _StorageFailed(self.db.store.error or "cannot save")
-        for spec, record in done:
-            self.results[spec.key] = GameResult(spec.seating, tuple(record.returns), record.reason,
-                                                record.forfeit_seat)
+        for spec, game in done:
+            self.results[spec.key] = GameResult(spec.seating, tuple(game.returns), game.reason, game.forfeit_seat)
         self.summary.committed += len(done)
+        self.summary.commits += 1
         self.replan([spec.key for spec, _ in done])
         if self.on_game:
-            for spec, record in done:
-                self.on_game(self, spec, record)
+            for spec, game in done:
+                self.on_game(self, spec, game)
