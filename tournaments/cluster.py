@@ -52,9 +52,9 @@ MISSING = ("the cluster backend needs dask.distributed: .venv/bin/pip install -e
            "(or pip install distributed)")
 CONNECT_TIMEOUT = 30.0
 """Seconds to reach the scheduler before giving up with a clear message."""
-TASK_SECONDS = 1.0
+TASK_SECONDS = float(os.environ.get("ARBITER_CLUSTER_TASK_SECONDS", 2))
 """A task plays about this long (a block of quick games; a slow game goes alone)."""
-MAX_BLOCK = 64
+MAX_BLOCK = 128
 """The most games one task plays."""
 RECONNECT_WAIT = float(os.environ.get("ARBITER_CLUSTER_WAIT", 60))
 """Seconds the director waits for a scheduler that went away to come back before it stops
@@ -417,7 +417,10 @@ class DaskBackend:
         (so the per-task cost of Dask and of the director is shared by many quick games, while a
         slow game still goes alone), at most ``MAX_BLOCK`` games."""
         per_game = (time.monotonic() - self._started.pop(slot)) / max(1, games)
-        self._per_game = per_game if self._per_game is None else 0.7 * self._per_game + 0.3 * per_game
+        if self._per_game is None or per_game < self._per_game:  # quicker: at once (the first games
+            self._per_game = per_game                            # of a worker start its engines)
+        else:
+            self._per_game = 0.7 * self._per_game + 0.3 * per_game
         self._block = max(1, min(MAX_BLOCK, int(TASK_SECONDS / max(self._per_game, 1e-4))))
 
     def wait(self, timeout: float) -> list[FinishedGame | WorkerError | GameLost]:

@@ -134,7 +134,8 @@ class Runner:
         self.in_flight: dict[tuple[str, int], GameSpec] = {}
         self.active_backend: Backend | None = None
         self.summary = RunSummary()
-        self._slots = 1
+        self._slot_of: dict[tuple[str, int], int] = {}
+        """The slot playing each game in flight (blocks share the ready games among the slots)."""
         self.started = time.monotonic()
         self._known = db.pairings()
         self._ended = db.ended_matches()
@@ -205,7 +206,6 @@ class Runner:
             s.played_total = plan.played
             return s
         games = max(1, min(self.concurrency, plan.max_remaining))
-        self._slots = games
         if self.cfg.remote is not None:  # one worker holds the participants' port and plays every game
             pool = self.backend(self._setup(lanes=games), 1)
         else:
@@ -253,6 +253,7 @@ class Runner:
             for outcome in backend.wait(0.25):
                 if isinstance(outcome, GameLost):  # not committed: it goes back to ready
                     self.in_flight.pop(outcome.job.key, None)
+                    self._slot_of.pop(outcome.job.key, None)
                     self.summary.worker_restarts = backend.restarts
                 elif isinstance(outcome, WorkerError):
                     failed = failed or outcome
@@ -280,18 +281,26 @@ class Runner:
         idle = backend.idle()
         if not idle:
             return
-        candidates = list(islice((g for g in self.plan.iter_ready() if g.key not in self.in_flight), 256))
-        share = 1 if self.cfg.sprt.stop else -(-len(candidates) // max(1, self._slots, len(idle)))
+        wanted = sum(slot.games for slot in idle)
+        candidates = list(islice((g for g in self.plan.iter_ready() if g.key not in self.in_flight),
+                                 max(256, wanted)))
+        share = 1
+        if wanted > len(idle) and not self.cfg.sprt.stop:  # blocks: a fair share of every ready game
+            ready = sum(len(state.ready) for state in self.plan.pairings) - len(self.in_flight)
+            share = -(-ready // (len(idle) + len(set(self._slot_of.values()))))
         busy_pairings = {spec.pairing for spec in self.in_flight.values()}
         remote = {i for i, e in enumerate(self.cfg.engines) if e.remote}
         playing = collections.Counter(i for spec in self.in_flight.values() for i in set(spec.seating) & remote)
         for slot in sorted(idle, key=lambda w: -len(w.engines)):
             if not candidates:
                 return
-            best = min(range(len(candidates)), key=lambda k: (
-                sum(playing[i] for i in set(candidates[k].seating) & remote),  # remote participants' games
-                -len(slot.engines & set(candidates[k].seating)),               # wait for their max_games
-                candidates[k].pairing in busy_pairings, k))
+            if slot.engines or remote:
+                best = min(range(len(candidates)), key=lambda k: (
+                    sum(playing[i] for i in set(candidates[k].seating) & remote),  # remote participants' games
+                    -len(slot.engines & set(candidates[k].seating)),               # wait for their max_games
+                    candidates[k].pairing in busy_pairings, k))
+            else:  # the same order, quicker: the first game of a pairing nobody plays, else the first
+                best = next((k for k, g in enumerate(candidates) if g.pairing not in busy_pairings), 0)
             block = [candidates.pop(best)]
             while (len(block) < min(slot.games, share) and best < len(candidates)
                    and candidates[best].pairing == block[0].pairing):
@@ -302,6 +311,7 @@ class Runner:
                 busy_pairings.add(spec.pairing)
                 playing.update(set(spec.seating) & remote)
                 self.in_flight[spec.key] = spec
+                self._slot_of[spec.key] = slot.worker
 
     def _commit(self, batch: list[FinishedGame]) -> None:
         """Commit finished games in one transaction, then count them all and plan again once.
@@ -314,6 +324,7 @@ class Runner:
             if spec is None or key != spec.key or game.dice_stream != spec.stream:
                 raise TournamentError(f"worker {finished.worker} returned {key} for {spec and spec.key}")
             del self.in_flight[key]
+            self._slot_of.pop(key, None)
             if key in self.results:  # cannot happen: a key is handed out once per run
                 raise TournamentError(f"game {key} was played twice")
             done.append((spec, game))
