@@ -52,9 +52,9 @@ MISSING = ("the cluster backend needs dask.distributed: .venv/bin/pip install -e
            "(or pip install distributed)")
 CONNECT_TIMEOUT = 30.0
 """Seconds to reach the scheduler before giving up with a clear message."""
-TASK_SECONDS = float(os.environ.get("ARBITER_CLUSTER_TASK_SECONDS", 2))
+TASK_SECONDS = float(os.environ.get("ARBITER_CLUSTER_TASK_SECONDS", 4))
 """A task plays about this long (a block of quick games; a slow game goes alone)."""
-MAX_BLOCK = 128
+MAX_BLOCK = 256
 """The most games one task plays."""
 RECONNECT_WAIT = float(os.environ.get("ARBITER_CLUSTER_WAIT", 60))
 """Seconds the director waits for a scheduler that went away to come back before it stops

@@ -211,6 +211,21 @@ def pack(record: GameRecord) -> PackedGame:
                       seats=seats, ms=ms)
 
 
+_json_lists: dict[tuple, str] = {}
+
+
+def _json_list(values: list) -> str:
+    """``json.dumps(values)``, remembered: a tournament's games repeat a few player lists and
+    returns (the columns keep ``json.dumps``'s spacing)."""
+    key = (tuple(values), tuple(map(type, values)))  # 1 == 1.0, but they are written differently
+    text = _json_lists.get(key)
+    if text is None:
+        text = json.dumps(values)
+        if len(_json_lists) < 10_000:
+            _json_lists[key] = text
+    return text
+
+
 def open_private(path: Path):
     """Open ``path`` for appending, creating it readable and writable by its owner only (SQLite
     gives the database's -wal and -shm files the database file's mode)."""
@@ -395,10 +410,10 @@ class ResultsStore:
         if self.signer:  # the signature covers the JSON with the signature empty
             chain.key_id = self.signer.key_id
             chain.signature = self.signer.sign(_splice(packed.data, chain))
-        for f in CHAIN_FIELDS:
-            value = getattr(chain, f)
-            setattr(item, f, value)
-            setattr(packed, f, value)
+        for target in (packed,) if item is packed else (packed, item):
+            target.match_seq, target.prev_hash, target.event_id = chain.match_seq, chain.prev_hash, chain.event_id
+            target.event_seq, target.event_prev_hash = chain.event_seq, chain.event_prev_hash
+            target.key_id, target.signature = chain.key_id, chain.signature
         return packed, _splice(packed.data, chain)
 
     def _sign_head(self, kind: str, ident: str, count: int, head: str) -> str | None:
@@ -428,8 +443,8 @@ class ResultsStore:
                 m[0], m[1], m[3] = p.match_seq, digest, m[3] or p
                 if self.event_id:
                     event = (p.event_seq, digest)
-                games.append((p.game_id, p.match_id, p.game_number, p.game, json.dumps(p.players),
-                              json.dumps(p.returns), p.reason, p.forfeit_seat, p.plies, p.ended_at, data.decode()))
+                games.append((p.game_id, p.match_id, p.game_number, p.game, _json_list(p.players),
+                              _json_list(p.returns), p.reason, p.forfeit_seat, p.plies, p.ended_at, data.decode()))
                 summaries.append((p.game_id, p.event_seq, p.dice_stream, p.detail, p.seats, p.ms))
                 out.append((p, data, digest))
             db.executemany("INSERT OR REPLACE INTO games(game_id, match_id, game_number, game, players, returns,"
