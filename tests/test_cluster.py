@@ -300,3 +300,24 @@ def test_a_scheduler_that_goes_away_stops_the_director_cleanly_and_resume_finish
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert games_of(db) == expected
     _wait_none_left(db)
+
+
+def test_a_task_plays_about_four_seconds_of_games_and_longer_on_a_big_cluster():
+    """Block sizes (``DaskBackend._adapt``): from how long the last task's games took, about
+    ``TASK_SECONDS`` of play, at most ``MAX_BLOCK`` games; a cluster of 3,200 worker threads gets
+    tasks long enough to finish at most ``MAX_TASK_RATE`` a second."""
+    from tournaments import cluster
+
+    def block(threads: int, seconds_per_game: float, games: int = 1) -> int:
+        backend = object.__new__(cluster.DaskBackend)  # no cluster needed to size blocks
+        backend._per_game, backend._cap, backend._thread_count = None, 1 << 20, threads
+        backend._started = {0: time.monotonic() - seconds_per_game * games}
+        backend._adapt(0, games)
+        return backend._block
+
+    assert cluster.TASK_SECONDS == 4 and cluster.MAX_TASK_RATE == 100
+    assert block(2, 1.0) == 3            # 4 s of 1 s games (a hair over 1 s each: 3, not 4)
+    assert block(2, 0.001, 200) == cluster.MAX_BLOCK
+    assert block(2, 10.0) == 1           # a slow game goes alone
+    assert block(3200, 1.0) == 31        # 3,200 threads at 100 tasks/s: tasks of 32 s
+    assert block(3200, 10.0) == 3

@@ -56,6 +56,10 @@ TASK_SECONDS = float(os.environ.get("ARBITER_CLUSTER_TASK_SECONDS", 4))
 """A task plays about this long (a block of quick games; a slow game goes alone)."""
 MAX_BLOCK = 256
 """The most games one task plays."""
+MAX_TASK_RATE = 100.0
+"""Tasks per second the director aims to stay under (each costs it, and the scheduler, a few
+milliseconds of CPU: bench/cluster.md): a big cluster makes its tasks longer than ``TASK_SECONDS``
+(3,200 worker threads: 32 s)."""
 RECONNECT_WAIT = float(os.environ.get("ARBITER_CLUSTER_WAIT", 60))
 """Seconds the director waits for a scheduler that went away to come back before it stops
 (every committed game is kept: ``resume`` continues, on the same or another cluster)."""
@@ -413,15 +417,17 @@ class DaskBackend:
         future.add_done_callback(lambda f, slot=worker: self._done.put((slot, f)))
 
     def _adapt(self, slot: int, games: int) -> None:
-        """Size the next blocks from how long this one took: tasks of about ``TASK_SECONDS``
-        (so the per-task cost of Dask and of the director is shared by many quick games, while a
-        slow game still goes alone), at most ``MAX_BLOCK`` games."""
+        """Size the next blocks from how long this one took: tasks of about ``TASK_SECONDS``, or
+        longer on a cluster whose threads would otherwise finish more than ``MAX_TASK_RATE``
+        tasks a second (so the per-task cost of Dask and of the director is shared by many quick
+        games, while a slow game still goes alone), at most ``MAX_BLOCK`` games."""
         per_game = (time.monotonic() - self._started.pop(slot)) / max(1, games)
         if self._per_game is None or per_game < self._per_game:  # quicker: at once (the first games
             self._per_game = per_game                            # of a worker start its engines)
         else:
             self._per_game = 0.7 * self._per_game + 0.3 * per_game
-        self._block = max(1, min(MAX_BLOCK, int(TASK_SECONDS / max(self._per_game, 1e-4))))
+        target = max(TASK_SECONDS, min(self._cap, self._thread_count) / MAX_TASK_RATE)
+        self._block = max(1, min(MAX_BLOCK, int(target / max(self._per_game, 1e-4))))
 
     def wait(self, timeout: float) -> list[FinishedGame | WorkerError | GameLost]:
         """Finished tasks arrive through their done-callbacks (the client's thread) in a queue: no
