@@ -121,7 +121,8 @@ class Runner:
                  on_game: Callable[["Runner", GameSpec, PackedGame], None] | None = None,
                  backend: Callable[[WorkerSetup, int], Backend] = LocalPool):
         """``backend(setup, workers)`` makes where the games are played (default: local processes).
-        ``on_game(runner, spec, game)``: after each committed game (``game.record()`` decodes it)."""
+        ``on_game(runner, spec, game)``: after each committed game, in commit order (``runner.played``
+        and ``runner.results`` include it and the games before it; ``game.record()`` decodes it)."""
         self.cfg, self.db, self.seed = cfg, db, seed
         self.backend = backend
         self.concurrency = concurrency or cfg.concurrency
@@ -129,6 +130,9 @@ class Runner:
         self.director = Director(ScheduleSpec.from_config(cfg, seed))
         self.results: dict[tuple[str, int], GameResult] = {}
         self.plan: Plan | None = None
+        self.played = 0
+        """Games of the event committed and counted so far (``plan.played`` once re-planned: a
+        batch is re-planned after its last game is counted)."""
         self.on_progress, self.on_game = on_progress, on_game
         self.run_id = uuid.uuid4().hex[:12]
         self.in_flight: dict[tuple[str, int], GameSpec] = {}
@@ -144,7 +148,9 @@ class Runner:
 
     def load(self) -> Plan:
         self.results = self.db.results(self.cfg.tid, self.names)
-        return self.replan()
+        plan = self.replan()
+        self.played = plan.played
+        return plan
 
     def replan(self, changed: list[tuple[str, int]] | None = None) -> Plan:
         """Plan again; ``changed``: the games committed since the last plan (linear planning)."""
@@ -330,11 +336,11 @@ class Runner:
             done.append((spec, game))
         if not self.db.commit([game for _, game in done]):
             raise _StorageFailed(self.db.store.error or "cannot save")
-        for spec, game in done:
-            self.results[spec.key] = GameResult(spec.seating, tuple(game.returns), game.reason, game.forfeit_seat)
-        self.summary.committed += len(done)
         self.summary.commits += 1
-        self.replan([spec.key for spec, _ in done])
-        if self.on_game:
-            for spec, game in done:
+        for spec, game in done:  # counted one by one, in commit order: on_game sees the event as of its game
+            self.results[spec.key] = GameResult(spec.seating, tuple(game.returns), game.reason, game.forfeit_seat)
+            self.summary.committed += 1
+            self.played += 1
+            if self.on_game:
                 self.on_game(self, spec, game)
+        self.replan([spec.key for spec, _ in done])
