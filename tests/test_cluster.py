@@ -5,6 +5,9 @@ real Dask worker processes, real engine subprocesses, the director's real SQLite
   (seats, dice, moves, results), each record naming the machine that played it;
 * a Dask worker SIGKILLed mid-event and then the director SIGKILLed: ``resume`` on a new local
   cluster ends with exactly those games, each committed once, and no engine is left behind;
+* the director SIGKILLed between the SQLite commit of a batch of several games and its export
+  lines (then half-way through writing them): ``resume`` ends with the same games, each
+  committed and exported once;
 * an engine a worker cannot start stops the event before any game, naming engine and worker.
 """
 from __future__ import annotations
@@ -21,7 +24,8 @@ import msgspec
 import psutil
 import pytest
 
-from tests.test_tournament_run import DETERMINISTIC_ENGINE, ROOT, cli, games_of, marked_processes
+from tests.test_tournament_run import (DETERMINISTIC_ENGINE, KILL_IN_EXPORT, ROOT, cli, games_of, killed_in_export,
+                                       marked_processes)
 
 
 TOML = """\
@@ -146,6 +150,47 @@ def test_a_killed_worker_and_a_killed_director_resume_to_the_same_games(tmp_path
     _wait_none_left(db)
 
 
+def test_a_director_killed_between_a_batchs_commit_and_its_export_resumes_to_the_same_games(tmp_path):
+    """The batched path: a task plays several games, the director commits what arrives together
+    in one transaction. Killed with -9 right after such a batch's SQLite commit, before its export
+    lines (then, resumed, half-way through writing them): ``resume`` ends with exactly the games
+    of a local run, each committed once and exported once."""
+    toml, db = _event(tmp_path, "batched")  # a round robin: enough ready games of a pairing for blocks
+    toml.write_text(toml.read_text().replace('format = "swiss"\nrounds = 3\nmatch = "bo3"', 'format = "round_robin"\n'
+                                             'match = "games=4"').replace("duplicate_dice = true\n", ""))
+    straight = tmp_path / "straight.toml"
+    straight.write_text(toml.read_text().replace(str(db), str(db.with_name("straight.sqlite"))))
+    run = cli("run", str(straight), "--quiet", "--no-report")
+    assert run.returncode == 0, run.stdout + run.stderr
+    expected = games_of(db.with_name("straight.sqlite"))
+    assert len(expected) == 40
+    hook = tmp_path / "kill_in_export.py"
+    hook.write_text(KILL_IN_EXPORT)
+    report = tmp_path / "kill-report"
+    for mode in ("commit", "torn"):
+        before = len(games_of(db)) if db.exists() else 0
+        args = ["run", str(toml)] if mode == "commit" else ["resume", str(db)]
+        proc = subprocess.Popen([sys.executable, str(hook), mode, "0", *args, "--quiet", "--no-report",
+                                 "--cluster", "local:2"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, env={**os.environ, "KILL_REPORT": str(report),
+                                                "ARBITER_CLUSTER_TASK_SECONDS": "60"})  # blocks however slow
+        out, _ = proc.communicate(timeout=300)
+        killed_in_export(proc, out, db, before + 2, mode, report, several=True)
+        _wait_none_left(db)
+    resumed = cli("resume", str(db), "--quiet", "--no-report", "--cluster", "local:2", timeout=300)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "game(s) in" in resumed.stdout and "task(s), up to" in resumed.stdout
+    assert games_of(db) == expected
+    exported = [msgspec.json.decode(line)["game_id"] for line in db.with_suffix(".jsonl").read_bytes().splitlines()]
+    conn = sqlite3.connect(db)
+    try:
+        stored = [row[0] for row in conn.execute("SELECT game_id FROM games ORDER BY rowid")]
+    finally:
+        conn.close()
+    assert sorted(exported) == sorted(stored) and len(set(exported)) == len(expected)
+    _wait_none_left(db)
+
+
 def test_an_engine_a_worker_cannot_start_stops_the_event_naming_it(tmp_path):
     toml, db = _event(tmp_path, "missing")
     text = toml.read_text().replace('command = "{python} ', 'command = "/nonexistent/python ', 1)
@@ -255,3 +300,24 @@ def test_a_scheduler_that_goes_away_stops_the_director_cleanly_and_resume_finish
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert games_of(db) == expected
     _wait_none_left(db)
+
+
+def test_a_task_plays_about_four_seconds_of_games_and_longer_on_a_big_cluster():
+    """Block sizes (``DaskBackend._adapt``): from how long the last task's games took, about
+    ``TASK_SECONDS`` of play, at most ``MAX_BLOCK`` games; a cluster of 3,200 worker threads gets
+    tasks long enough to finish at most ``MAX_TASK_RATE`` a second."""
+    from tournaments import cluster
+
+    def block(threads: int, seconds_per_game: float, games: int = 1) -> int:
+        backend = object.__new__(cluster.DaskBackend)  # no cluster needed to size blocks
+        backend._per_game, backend._cap, backend._thread_count = None, 1 << 20, threads
+        backend._started = {0: time.monotonic() - seconds_per_game * games}
+        backend._adapt(0, games)
+        return backend._block
+
+    assert cluster.TASK_SECONDS == 4 and cluster.MAX_TASK_RATE == 100
+    assert block(2, 1.0) == 3            # 4 s of 1 s games (a hair over 1 s each: 3, not 4)
+    assert block(2, 0.001, 200) == cluster.MAX_BLOCK
+    assert block(2, 10.0) == 1           # a slow game goes alone
+    assert block(3200, 1.0) == 31        # 3,200 threads at 100 tasks/s: tasks of 32 s
+    assert block(3200, 10.0) == 3

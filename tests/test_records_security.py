@@ -435,3 +435,42 @@ def test_keygen_command_and_a_key_others_may_read_is_refused_before_any_engine_s
                      str(tmp_path / "r.sqlite")])
     assert code == cli.EXIT_USAGE and "chmod 600" in capsys.readouterr().out
     assert not (tmp_path / "r.sqlite").exists()
+
+
+def test_packed_games_saved_together_are_stored_as_records_saved_one_by_one(signed, tmp_path):
+    """A tournament's workers pack each record (its JSON plus the indexed columns) so that the
+    director saves a batch without decoding it: the chain fields are spliced into the JSON's
+    tail. The stored bytes, chains, signatures and summaries must be exactly those of the same
+    records saved one by one as decoded records."""
+    from arbiter.records import GameRecord
+    from arbiter.records.store import CHAIN_FIELDS, pack
+
+    assert GameRecord.__struct_fields__[-len(CHAIN_FIELDS):] == CHAIN_FIELDS  # the tail the splice replaces
+    base, _, _ = signed
+    records = list(ResultsStore(base / "results.sqlite").games())  # chained and signed already: pack resets that
+    secret, public = keygen(tmp_path / "keys")
+    one = ResultsStore(tmp_path / "one.sqlite", signer=load_signer(secret), event_id="ev")
+    for r in records:
+        assert one.save_game(msgspec.structs.replace(r))
+    one.close()
+    packed = [pack(r) for r in records]
+    together = ResultsStore(tmp_path / "together.sqlite", signer=load_signer(secret), event_id="ev")
+    assert together.save_games(packed[:1]) and together.save_games(packed[1:])
+    together.close()
+    assert [p.match_seq for p in packed] == [1, 2, 3, 4] and all(p.signature for p in packed)
+    assert packed[2].record().prev_hash == packed[2].prev_hash  # the decoded form carries the chain
+
+    def rows(name: str) -> list:
+        conn = sqlite3.connect(tmp_path / name)
+        try:
+            return [list(conn.execute(q)) for q in (
+                "SELECT game_id, match_id, game_number, game, players, returns, reason, forfeit_seat, plies,"
+                " ended_at, record FROM games ORDER BY rowid", "SELECT * FROM game_summaries ORDER BY rowid",
+                "SELECT match_id, chain_count, chain_head, chain_signature FROM matches", "SELECT * FROM events")]
+        finally:
+            conn.close()
+
+    assert rows("one.sqlite") == rows("together.sqlite")
+    assert (tmp_path / "one.jsonl").read_bytes() == (tmp_path / "together.jsonl").read_bytes()
+    ok = verify_cli(tmp_path / "together.sqlite", "--public-key", str(public))
+    assert ok.returncode == 0 and "4 of 4 records consistent" in ok.stdout, ok.stdout

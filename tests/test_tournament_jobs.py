@@ -23,7 +23,8 @@ from arbiter import games as arbiter_games
 from arbiter.clock import parse_time_control
 from arbiter.hosting import EngineConfig, kill_marked
 from arbiter.formats.match import Series
-from arbiter.records import to_json
+from arbiter.records import GameRecord
+from arbiter.records.store import pack
 from tournaments.jobs import FinishedGame, GameJob, GameLost, Slot, WorkerError, WorkerExit, WorkerSetup
 from tournaments.pool import LocalPool
 
@@ -44,7 +45,10 @@ def setup_for(tmp_path: Path, engines: int = 2, **kw) -> WorkerSetup:
 def test_messages_are_typed_and_survive_a_pipe(tmp_path):
     setup = setup_for(tmp_path)
     job = GameJob("t:m1", 3, (1, 0), "t:m1|3")
-    messages = [msgspec.structs.replace(setup, worker=2), job, FinishedGame(2, job, "{}", (0, 1)),
+    played = pack(GameRecord(game_id="g", match_id="t:m1", game_number=3, game="einstein", options={},
+                             players=["r1", "r0"], seat_roles=["x", "y"], time_control="60", margin_ms=50,
+                             started_at=0.0, returns=[1.0, -1.0], dice_stream="t:m1|3"))
+    messages = [msgspec.structs.replace(setup, worker=2), job, FinishedGame(2, job, played, (0, 1)),
                 WorkerError(2, job, "Traceback ..."), WorkerExit(2, 0.25), GameLost(2, job, -9),
                 Slot(1, frozenset({0}))]
     for msg in messages:
@@ -138,7 +142,7 @@ def test_local_pool_plays_a_job_replaces_a_killed_worker_and_stops(tmp_path):
     try:
         assert [s.worker for s in pool.idle()] == [0, 1] and pool.killed_leftovers == []
         job = GameJob("t:m1", 1, (0, 1), "t:m1|1")
-        pool.submit(0, job)
+        pool.submit(0, [job])
         assert [s.worker for s in pool.idle()] == [1]
         done = _wait_for(pool)
         assert isinstance(done, FinishedGame) and done.job == job and done.worker == 0
@@ -148,12 +152,12 @@ def test_local_pool_plays_a_job_replaces_a_killed_worker_and_stops(tmp_path):
         assert pool.idle()[0] == Slot(0, frozenset({0, 1}))  # it keeps the engines it ran
 
         lost_job = GameJob("t:m1", 2, (1, 0), "t:m1|2")
-        pool.submit(1, lost_job)
+        pool.submit(1, [lost_job])
         os.kill(pool._workers[1].process.pid, signal.SIGKILL)
         lost = _wait_for(pool)
         assert lost == GameLost(1, lost_job, -signal.SIGKILL) and pool.restarts == 1
         assert sorted(s.worker for s in pool.idle()) == [0, 1]  # a fresh worker 1
-        pool.submit(1, lost_job)  # the game is played again, by the new worker
+        pool.submit(1, [lost_job])  # the game is played again, by the new worker
         again = _wait_for(pool)
         assert isinstance(again, FinishedGame) and again.game_record().players == ["r1", "r0"]
     finally:
@@ -191,8 +195,8 @@ class InProcessBackend:
     def idle(self) -> list[Slot]:
         return [] if self.job else [Slot(0, frozenset(self.series.running()))]
 
-    def submit(self, worker: int, job: GameJob) -> None:
-        self.job = job
+    def submit(self, worker: int, jobs: list[GameJob]) -> None:
+        self.job, = jobs
 
     def wait(self, timeout: float) -> list:
         job, self.job = self.job, None
@@ -201,7 +205,7 @@ class InProcessBackend:
         self.jobs += 1
         self.series.retire_idle(2, list(job.seating))
         record = self.series.play_game(job.number, list(job.seating), job.stream, match_id=job.match_id)
-        return [FinishedGame(0, job, to_json(record), tuple(self.series.running()))]
+        return [FinishedGame(0, job, pack(record), tuple(self.series.running()))]
 
     def stop(self, graceful: bool) -> None:
         self.series.close()

@@ -95,13 +95,13 @@ run_engine(decide, name="det-" + sys.argv[1], wants_legal_moves=True)
 """
 
 KILL_IN_EXPORT = """
-# Run the tournament command line, but SIGKILL the process inside ResultsStore.save_game after
-# the SQLite commit of its N-th game: before its export line is written ("commit") or half-way
-# through writing it ("torn").
+# Run the tournament command line, but SIGKILL the process inside ResultsStore.save_games after
+# the SQLite commit of the batch that holds its N-th game (N = 0: its first batch of several
+# games): before the batch's export lines are written ("commit") or half-way through writing
+# them ("torn"). The batch's size goes to the file named by KILL_REPORT first.
 import os, signal, sys
 from arbiter.records import store
 
-mode, after = sys.argv[1], int(sys.argv[2])
 exports = 0
 
 class Torn:
@@ -119,30 +119,55 @@ class Torn:
         os.fsync(self.f.fileno())
         os.kill(os.getpid(), signal.SIGKILL)
 
-original_open, original_save = store.open_private, store.ResultsStore.save_game
-saves = 0
+original_open, original_save = store.open_private, store.ResultsStore.save_games
+saves = batch = 0
 
-def save_game(self, record):
-    global saves
-    saves += 1
-    return original_save(self, record)
+def save_games(self, records):
+    global saves, batch
+    saves, batch = saves + len(records), len(records)
+    return original_save(self, records)
+
+def due():
+    return batch >= 2 if after == 0 else saves >= after
 
 def opener(path):
     global exports
     f = original_open(path)
-    if str(path).endswith(".jsonl") and saves == after:  # the export line of this run's n-th game
+    if str(path).endswith(".jsonl") and due():  # the export of the batch holding this run's n-th game
         exports += 1
         if exports == 1:
+            with open(os.environ["KILL_REPORT"], "w") as report:
+                report.write(str(batch))
             if mode == "commit":
                 os.kill(os.getpid(), signal.SIGKILL)
             return Torn(f)
     return f
 
-store.open_private = opener  # how the store opens its export for appending
-store.ResultsStore.save_game = save_game
-from tournaments.cli import main
-sys.exit(main(sys.argv[3:]))
+if __name__ == "__main__":  # not again in a spawned process (a LocalCluster's workers)
+    mode, after = sys.argv[1], int(sys.argv[2])
+    store.open_private = opener  # how the store opens its export for appending
+    store.ResultsStore.save_games = save_games
+    from tournaments.cli import main
+    sys.exit(main(sys.argv[3:]))
 """
+
+
+def killed_in_export(proc: subprocess.Popen, out: str, db: Path, at_least: int, mode: str, report: Path,
+                     several: bool = False) -> int:
+    """Check what a run the hook killed in its export window left: the batch committed to SQLite,
+    its export lines missing ("commit") or half written ("torn"). Returns the games."""
+    assert proc.returncode == -signal.SIGKILL, out
+    batch = int(report.read_text())
+    committed = len(games_of(db))
+    exported = db.with_suffix(".jsonl").read_bytes()
+    assert committed >= at_least and batch >= (2 if several else 1), (committed, at_least, batch, out)
+    lines = exported.count(b"\n")
+    if mode == "torn":
+        assert not exported.endswith(b"\n") and committed - batch <= lines < committed  # half of it written
+    else:
+        assert (exported.endswith(b"\n") or not exported) and lines == committed - batch  # the batch's lines missing
+    return committed
+
 
 KILL_TOML = """\
 name = "kill-test"
@@ -204,7 +229,9 @@ def test_kill_9_at_random_moments_then_resume_equals_an_uninterrupted_run(tmp_pa
         argv = [PY, str(hook), windows[attempt][0], str(windows[attempt][1]), *args] if attempt < len(windows) else \
             [PY, "-m", "tournaments", *args]
         before = len(games_of(killed_db)) if killed_db.exists() else 0
-        proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        report = tmp_path / "kill-report"
+        proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                env={**os.environ, "KILL_REPORT": str(report)})
         delay = None if attempt < len(windows) else rng.uniform(0.3, 2.5) if attempt < 6 else None
         try:
             out, _ = proc.communicate(timeout=delay or 120)
@@ -216,16 +243,8 @@ def test_kill_9_at_random_moments_then_resume_equals_an_uninterrupted_run(tmp_pa
             wait_none_left(killed_db)  # the workers died with it and took their engines along
             continue
         if attempt < len(windows):
-            # The hook killed the process itself, right after the SQLite commit of its 2nd game.
-            assert proc.returncode == -signal.SIGKILL, out
-            committed = len(games_of(killed_db))
-            exported = (results / "killed.jsonl").read_bytes()
-            assert committed == before + 2, (committed, before, out)
-            lines = exported.split(b"\n")
-            if windows[attempt][0] == "commit":
-                assert exported.endswith(b"\n") and len(lines) - 1 == committed - 1  # the last line is missing
-            else:
-                assert not exported.endswith(b"\n") and len(lines) - 1 == committed - 1  # ... and half written
+            # The hook killed the process itself, right after the SQLite commit of its 2nd game's batch.
+            committed = killed_in_export(proc, out, killed_db, before + windows[attempt][1], windows[attempt][0], report)
             log.append(f"killed in the export window ({windows[attempt][0]}) with {committed} games")
             wait_none_left(killed_db)
             continue

@@ -199,7 +199,7 @@ def synthetic_tournament(tmp_path, text: str, seed: int = 1):
                             players=[runner_names[e % len(runner_names)] for e in spec.seating],
                             seat_roles=["x"] * k, time_control="180", margin_ms=50, started_at=0.0, ended_at=1.0,
                             returns=returns, reason=reason, forfeit_seat=fseat, dice_stream=spec.stream)
-        opened.db.commit(record)
+        opened.db.commit([record])
         runner.results[spec.key] = GameResult(spec.seating, tuple(returns), reason, fseat)
         plan = runner.replan()
     path = opened.db.path

@@ -98,7 +98,7 @@ class Display:
         from rich.table import Table
 
         plan = runner.plan
-        done = plan.played
+        done = runner.played
         session = runner.summary.committed
         elapsed = time.monotonic() - self.started
         rate = session / elapsed if elapsed > 0 and session else 0.0
@@ -107,7 +107,7 @@ class Display:
         head = (f"[bold]{cfg.name}[/] · {cfg.game} · {cfg.format}"
                 + (f" {cfg.match_text}" if cfg.kind == "match" else "")
                 + f" · tc {cfg.time_control.text} · {runner.concurrency} in parallel")
-        line = (f"games {done} done, ≤ {plan.max_remaining} to go · round {plan.round}/{plan.rounds} · "
+        line = (f"games {done} done, ≤ {max(0, plan.max_remaining - (done - plan.played))} to go · round {plan.round}/{plan.rounds} · "
                 f"{rate:.2f} games/s · elapsed {_fmt_duration(elapsed)} · ETA ≤ {_fmt_duration(eta)}")
         table = Table(box=None, padding=(0, 2), show_header=True, header_style="bold")
         for col in ("#", "engine", "score"):
@@ -132,7 +132,7 @@ class Display:
         session = runner.summary.committed
         rate = session / elapsed if elapsed > 0 and session else 0.0
         eta = plan.max_remaining / rate if rate else float("nan")
-        return (f"{plan.played} of ≤ {plan.played + plan.max_remaining} games · {rate:.2f} games/s · "
+        return (f"{runner.played} of ≤ {plan.played + plan.max_remaining} games · {rate:.2f} games/s · "
                 f"elapsed {_fmt_duration(elapsed)} · ETA ≤ {_fmt_duration(eta)}")
 
     def ratings_block(self, runner) -> str:
@@ -158,11 +158,11 @@ class Display:
         if self.mode == "lines":
             w = record.winner()
             who = record.players[w] if w is not None else "no single winner"
-            self.console.print(f"[{runner.plan.played}/{runner.plan.played + runner.plan.max_remaining}] "
+            self.console.print(f"[{runner.played}/{runner.plan.played + runner.plan.max_remaining}] "
                                f"{spec.pairing} game {spec.number}: {' vs '.join(record.players)} -> {who} "
                                f"({record.reason}) {record.returns}")
         every = self.rating_interval if self.rating_interval is not None else runner.cfg.rating_interval
-        if self.mode != "quiet" and every and runner.plan.played % every == 0:
+        if self.mode != "quiet" and every and runner.played % every == 0:
             self.console.print(self.ratings_block(runner))
         self.progress(runner)
 

@@ -1,10 +1,15 @@
 """The cluster backend: a tournament's games played as tasks on a Dask cluster (``dask.distributed``).
 
 The director stays one process and keeps all of the runner's rules (``tournaments.runner``): it
-plans, hands ready games out, receives finished records, commits each to SQLite and only then
-counts it. This module only replaces *where* the games are played: each game is one Dask task
-(``play_game``) instead of a message to a local worker process (``tournaments.pool``). Workers
-never see the database.
+plans, hands ready games out, receives finished records, commits them to SQLite and only then
+counts them. This module only replaces *where* the games are played: a Dask task
+(``play_block``) plays a block of ready games of one pairing, one after another on the same
+engines, instead of a local worker process (``tournaments.pool``) playing one game per message.
+The block size adapts (``DaskBackend._adapt``): about ``TASK_SECONDS`` of play per task, so that
+Dask's and the director's cost per task is shared by many quick games, while slow games go one
+per task; the runner never gives a task more than a fair share of the ready games (the last ones
+are spread over the workers) and gives one game at a time while an SPRT may stop the event.
+Workers never see the database.
 
 * ``--cluster tcp://scheduler:8786`` (or ``cluster = "..."`` in the tournament file) uses a running
   cluster; ``--cluster local:N`` starts a ``LocalCluster`` of N single-threaded worker processes
@@ -14,13 +19,14 @@ never see the database.
   naming the engine and the worker if one cannot (``TournamentError``), rather than forfeiting.
 * A worker keeps the engines of its last games running between tasks (one ``Series`` per run
   and worker thread), as local workers do; the director's stop closes them on every worker.
-* A worker that dies mid-game: Dask gives the task to another worker, which replays the game from
-  the start with the same seats and dice stream; only a finished record comes back, so it is
-  counted once. A task that keeps killing workers ends the run with a clear error (resume later).
+* A worker that dies mid-block: Dask gives the task to another worker, which plays its games
+  again from the start with the same seats and dice streams; records come back only when the
+  whole block is played, so each game is counted once. A task that keeps killing workers ends the run with a clear error (resume later).
 * Every record names the machine that played it (``played_on``: host, CPU model, cores).
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import platform
@@ -46,6 +52,14 @@ MISSING = ("the cluster backend needs dask.distributed: .venv/bin/pip install -e
            "(or pip install distributed)")
 CONNECT_TIMEOUT = 30.0
 """Seconds to reach the scheduler before giving up with a clear message."""
+TASK_SECONDS = float(os.environ.get("ARBITER_CLUSTER_TASK_SECONDS", 4))
+"""A task plays about this long (a block of quick games; a slow game goes alone)."""
+MAX_BLOCK = 256
+"""The most games one task plays."""
+MAX_TASK_RATE = 100.0
+"""Tasks per second the director aims to stay under (each costs it, and the scheduler, a few
+milliseconds of CPU: bench/cluster.md): a big cluster makes its tasks longer than ``TASK_SECONDS``
+(3,200 worker threads: 32 s)."""
 RECONNECT_WAIT = float(os.environ.get("ARBITER_CLUSTER_WAIT", 60))
 """Seconds the director waits for a scheduler that went away to come back before it stops
 (every committed game is kept: ``resume`` continues, on the same or another cluster)."""
@@ -79,6 +93,7 @@ _series: dict[tuple[str, int], Any] = {}
 _series_lock = threading.Lock()
 
 
+@functools.cache
 def machine() -> str:
     """Where a game was played: host, CPU model and cores (recorded in ``played_on``)."""
     model = platform.processor() or platform.machine()
@@ -209,15 +224,27 @@ def _watch_director(setup: WorkerSetup, director: tuple[str, int, float]) -> Non
     threading.Thread(target=watch, name="director-watch", daemon=True).start()
 
 
-def play_game(setup: WorkerSetup, parent_python: str, job: GameJob,
-              director: tuple[str, int, float] | None = None) -> bytes:
-    """One task: play ``job`` with this worker's engines; the ``FinishedGame`` comes back as msgpack.
-    ``director``: (host, pid, start time) of the director, whose death ends the run's engines here."""
+class Block(msgspec.Struct, frozen=True):
+    """What a task sends back (msgpack): its games in the order played, the machine once, and the
+    error that ended the block early if one did (the games after it were not played)."""
+
+    host: str
+    finished: list[FinishedGame]
+    error: WorkerError | None = None
+
+
+def play_block(setup: WorkerSetup, parent_python: str, jobs: list[GameJob],
+               director: tuple[str, int, float] | None = None) -> bytes:
+    """One task: play ``jobs`` one after another with this worker's engines; the ``Block`` comes
+    back as msgpack once all are played (a worker dying mid-block loses the whole task, which
+    Dask hands to another worker: every game of it is played again, with the same seats and
+    dice, and none was counted). ``director``: (host, pid, start time) of the director, whose
+    death ends the run's engines here."""
     if director is not None:
         _watch_director(setup, director)
     from arbiter import games as arbiter_games
     from arbiter.formats.match import Series
-    from arbiter.records import to_json
+    from arbiter.records.store import pack
 
     key = (setup.run_id, threading.get_ident())
     with _series_lock:
@@ -241,16 +268,23 @@ def play_game(setup: WorkerSetup, parent_python: str, job: GameJob,
         series.tc_scale, series.feed = factor, feed
         with _series_lock:
             _series[key] = series
-    seating = list(job.seating)
-    series.retire_idle(max(series.game.num_seats, setup.keep_engines), seating)
-    opening = setup.openings[job.opening] if job.opening is not None else None
-    record = series.play_game(job.number, seating, job.stream, match_id=job.match_id, opening=opening)
-    if series.feed is not None:
-        series.feed.finished(record)
-    record.played_on = machine()
-    if setup.speed_reference > 0:
-        record.tc_scale = series.tc_scale
-    return msgspec.msgpack.encode(FinishedGame(0, job, to_json(record).decode(), tuple(series.running())))
+    host = machine()
+    finished: list[FinishedGame] = []
+    for job in jobs:
+        seating = list(job.seating)
+        try:
+            series.retire_idle(max(series.game.num_seats, setup.keep_engines), seating)
+            opening = setup.openings[job.opening] if job.opening is not None else None
+            record = series.play_game(job.number, seating, job.stream, match_id=job.match_id, opening=opening)
+        except Exception:
+            return msgspec.msgpack.encode(Block(host, finished, WorkerError(0, job, traceback.format_exc())))
+        if series.feed is not None:
+            series.feed.finished(record)
+        record.played_on = host
+        if setup.speed_reference > 0:
+            record.tc_scale = series.tc_scale
+        finished.append(FinishedGame(0, job, pack(record), tuple(series.running())))
+    return msgspec.msgpack.encode(Block(host, finished))
 
 
 def close_run(run_id: str) -> int:
@@ -277,7 +311,8 @@ def kill_leftovers(db_marker: str, run_id: str) -> list[int]:
 
 
 class DaskBackend:
-    """Games as Dask tasks (a ``jobs.Backend``): ``slots`` games at a time, at most one per worker thread."""
+    """Games as Dask tasks (a ``jobs.Backend``): ``slots`` tasks at a time, at most one per worker
+    thread, each a block of games (``play_block``)."""
 
     def __init__(self, setup: WorkerSetup, slots: int, address: str, *, log=None):
         distributed = _distributed()
@@ -332,7 +367,14 @@ class DaskBackend:
         self._running: dict[int, Any] = {}  # slot -> future
         self._done: queue.Queue = queue.Queue()
         """(slot, future) of every task that ended, put there by the future's done-callback."""
-        self._jobs: dict[int, GameJob] = {}
+        self._jobs: dict[int, list[GameJob]] = {}
+        self._started: dict[int, float] = {}
+        self._per_game: float | None = None
+        """Seconds per game of the last tasks (an average), which sizes the next blocks."""
+        self._block = 1
+        self.tasks = self.games = self.largest = 0
+        """Tasks that came back, their games, the most games one of them played."""
+        """Games per task now (``_adapt``): one until a task has said how long games take."""
         self.per_worker: dict[str, int] = {}
         """Games finished per worker host (the console shows them)."""
         self.log(f"cluster {address}: {len(self.client.nthreads())} worker(s), {threads} thread(s), "
@@ -359,20 +401,38 @@ class DaskBackend:
         if time.monotonic() - self._counted > 2.0:
             self._threads()
         slots = max(1, min(self._cap, self._thread_count))
-        return [Slot(i) for i in range(slots) if i not in self._running]
+        return [Slot(i, games=self._block) for i in range(slots) if i not in self._running]
 
-    def submit(self, worker: int, job: GameJob) -> None:
+    def submit(self, worker: int, jobs: list[GameJob]) -> None:
         if worker in self._running:
-            raise TournamentError(f"slot {worker} is busy with {self._jobs[worker].key}; cannot start {job.key}")
-        self._jobs[worker] = job
-        future = self.client.submit(play_game, self._setup_future, self._python, job, self._director, pure=False,
-                                    key=f"game-{self._setup.run_id}-{job.match_id}-{job.number}-{time.monotonic_ns()}")
+            raise TournamentError(f"slot {worker} is busy with {self._jobs[worker][0].key}; "
+                                  f"cannot start {jobs[0].key}")
+        self._jobs[worker] = jobs
+        self._started[worker] = time.monotonic()
+        first = jobs[0]
+        future = self.client.submit(play_block, self._setup_future, self._python, jobs, self._director, pure=False,
+                                    key=f"games-{self._setup.run_id}-{first.match_id}-{first.number}-{len(jobs)}-"
+                                        f"{time.monotonic_ns()}")
         self._running[worker] = future
         future.add_done_callback(lambda f, slot=worker: self._done.put((slot, f)))
 
+    def _adapt(self, slot: int, games: int) -> None:
+        """Size the next blocks from how long this one took: tasks of about ``TASK_SECONDS``, or
+        longer on a cluster whose threads would otherwise finish more than ``MAX_TASK_RATE``
+        tasks a second (so the per-task cost of Dask and of the director is shared by many quick
+        games, while a slow game still goes alone), at most ``MAX_BLOCK`` games."""
+        per_game = (time.monotonic() - self._started.pop(slot)) / max(1, games)
+        if self._per_game is None or per_game < self._per_game:  # quicker: at once (the first games
+            self._per_game = per_game                            # of a worker start its engines)
+        else:
+            self._per_game = 0.7 * self._per_game + 0.3 * per_game
+        target = max(TASK_SECONDS, min(self._cap, self._thread_count) / MAX_TASK_RATE)
+        self._block = max(1, min(MAX_BLOCK, int(target / max(self._per_game, 1e-4))))
+
     def wait(self, timeout: float) -> list[FinishedGame | WorkerError | GameLost]:
         """Finished tasks arrive through their done-callbacks (the client's thread) in a queue: no
-        polling, and nothing done per running game while waiting."""
+        polling, and nothing done per running game while waiting. A block's games come out one
+        by one, as from any backend."""
         distributed = _distributed()
         try:
             arrived = [self._done.get(timeout=timeout)]
@@ -387,28 +447,38 @@ class DaskBackend:
         for slot, future in arrived:
             if self._running.get(slot) is not future:  # cancelled by stop()
                 continue
-            job = self._jobs.pop(slot)
+            jobs = self._jobs.pop(slot)
             del self._running[slot]
             if future.status == "cancelled":  # not finished: planned and handed out again
-                out.append(GameLost(slot, job))
+                self._started.pop(slot, None)
+                out.extend(GameLost(slot, job) for job in jobs)
                 continue
             if future.status == "finished":
                 try:
                     data = future.result(timeout=CONNECT_TIMEOUT)
-                except Exception:  # noqa: BLE001 - the scheduler went away before the record was fetched:
-                    out.append(GameLost(slot, job))  # the game is played again (it was never counted)
+                except Exception:  # noqa: BLE001 - the scheduler went away before the records were fetched:
+                    self._started.pop(slot, None)
+                    out.extend(GameLost(slot, job) for job in jobs)  # played again (never counted)
                     continue
-                finished = msgspec.msgpack.decode(data, type=FinishedGame)
-                host = finished.game_record().played_on
-                self.per_worker[host] = self.per_worker.get(host, 0) + 1
-                out.append(msgspec.structs.replace(finished, worker=slot))
+                block = msgspec.msgpack.decode(data, type=Block)
+                self._adapt(slot, len(jobs))
+                self.tasks += 1
+                self.games += len(block.finished)
+                self.largest = max(self.largest, len(block.finished))
+                self.per_worker[block.host] = self.per_worker.get(block.host, 0) + len(block.finished)
+                out.extend(msgspec.structs.replace(f, worker=slot) for f in block.finished)
+                if block.error is not None:
+                    out.append(msgspec.structs.replace(block.error, worker=slot))
+                out.extend(GameLost(slot, job) for job in jobs[len(block.finished) + (block.error is not None):])
                 continue
+            self._started.pop(slot, None)
             exc = future.exception()
             if isinstance(exc, distributed.KilledWorker):
-                raise TournamentError(f"{job.match_id} game {job.number} killed every worker that tried it "
-                                      f"({exc}); fix the cause, then resume")
+                raise TournamentError(f"{jobs[0].match_id} game {jobs[0].number} (a task of {len(jobs)} game(s)) "
+                                      f"killed every worker that tried it ({exc}); fix the cause, then resume")
             text = "".join(traceback.format_exception(type(exc), exc, future.traceback()))
-            out.append(WorkerError(slot, job, text))
+            out.append(WorkerError(slot, jobs[0], text))
+            out.extend(GameLost(slot, job) for job in jobs[1:])
         if any(isinstance(o, GameLost) for o in out):
             self._await_scheduler()
         return out
@@ -431,6 +501,8 @@ class DaskBackend:
                               f"then resume")
 
     def stop(self, graceful: bool) -> None:
+        if self.tasks:
+            self.log(f"cluster: {self.games} game(s) in {self.tasks} task(s), up to {self.largest} per task")
         for future in self._running.values():
             future.cancel()
         self._running.clear()

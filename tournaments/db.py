@@ -11,7 +11,8 @@ One SQLite file (WAL, ``synchronous=FULL``) holds
 * ``tournament_pairings`` — every pairing as the director released it (an audit trail: a
   resumed tournament re-derives its pairings and checks they are the same).
 
-A game counts once its row is committed (one transaction, by the parent process only); resume
+A game counts once its row is committed (by the parent process only; the games that arrived
+together share one transaction); resume
 reads the committed keys and plays the rest. ``<db>.jsonl`` beside it is the JSON Lines export,
 repaired on open (a torn last line is cut, committed games missing from it are appended in
 commit order).
@@ -113,11 +114,11 @@ class TournamentDB:
         match) and sign it with ``signer`` (None: unsigned)."""
         self.store.signer, self.store.event_id = signer, event_id
 
-    def commit(self, record: GameRecord) -> bool:
-        """Save one finished game (one transaction: the record, its match's and the event's
-        chain rows), then append it to the JSON Lines export. False: not saved (the store keeps
-        it and says why in ``store.problem``)."""
-        return self.store.save_game(record)
+    def commit(self, records: list[GameRecord]) -> bool:
+        """Save finished games (one transaction for all: the records, their matches' and the
+        event's chain rows), then append them to the JSON Lines export (one write, one fsync).
+        False: not saved (the store keeps them and says why in ``store.problem``)."""
+        return self.store.save_games(records)
 
     def record(self, match_id: str, number: int) -> GameRecord | None:
         from arbiter.records import from_json

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Iterator, Mapping
+from typing import Collection, Iterator, Mapping
 
 from arbiter.formats.match import MatchFormat
 from arbiter.openings import play_order
@@ -160,26 +160,28 @@ class Director:
 
     # --- public -------------------------------------------------------------------------------
 
-    def plan(self, results: Mapping[tuple[str, int], GameResult], changed: tuple[str, int] | None = None) -> Plan:
-        """``changed``: the one game committed since the previous call (a runner's replan), so
-        only its pairing is looked at again (planning stays linear in the number of games);
-        None looks at everything."""
-        self._fresh = None if changed is None else {changed}
+    def plan(self, results: Mapping[tuple[str, int], GameResult],
+             changed: Collection[tuple[str, int]] | None = None) -> Plan:
+        """``changed``: the games committed since the previous call (a runner's replan after a
+        batch), so only their pairings are looked at again (planning stays linear in the number
+        of games); None looks at everything."""
+        self._fresh = None if changed is None else set(changed)
         try:
             if self.spec.format in ("swiss", "knockout"):
                 return self._plan_rounds(results)
-            return self._plan_static(results, changed)
+            return self._plan_static(results, self._fresh)
         finally:
             self._fresh = None
 
-    def _plan_static(self, results: Mapping, changed: tuple[str, int] | None) -> Plan:
+    def _plan_static(self, results: Mapping, changed: Collection[tuple[str, int]] | None) -> Plan:
         pairings = self._static_pairings()
         if not self._by_match:
             self._by_match = {p.match_id: i for i, p in enumerate(pairings)}
-        index = self._by_match.get(changed[0]) if changed is not None else None
-        if index is not None and len(self._live) == len(pairings):
-            p = pairings[index]
-            self._live[p.key] = self._state(p, results)
+        indices = None if changed is None else {self._by_match.get(key[0]) for key in changed}
+        if indices is not None and None not in indices and len(self._live) == len(pairings):
+            for index in indices:
+                p = pairings[index]
+                self._live[p.key] = self._state(p, results)
         else:
             self._live = {p.key: self._state(p, results) for p in pairings}
         states = list(self._live.values())

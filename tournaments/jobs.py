@@ -19,7 +19,8 @@ import msgspec
 
 from arbiter.adjudication import Adjudication
 from arbiter.hosting import EngineConfig
-from arbiter.records import GameRecord, Opening, from_json
+from arbiter.records import GameRecord, Opening
+from arbiter.records.store import PackedGame
 from protocol.messages import TimeControl
 
 
@@ -86,16 +87,17 @@ class GameJob(msgspec.Struct, frozen=True):
 
 
 class FinishedGame(msgspec.Struct, frozen=True):
-    """A played game: its record (JSON, the export form, so the runner commits exactly what a
-    replay reads) and the engines the worker still runs afterwards (it prefers their next games)."""
+    """A played game: its record packed by the worker (``arbiter.records.store.pack``: the JSON,
+    the export form, plus the columns the store indexes, so the runner commits it without
+    decoding it) and the engines the worker still runs afterwards (it prefers their next games)."""
 
     worker: int
     job: GameJob
-    record: str
+    game: PackedGame
     alive: tuple[int, ...]
 
     def game_record(self) -> GameRecord:
-        return from_json(self.record)
+        return self.game.record()
 
 
 class WorkerError(msgspec.Struct, frozen=True):
@@ -122,15 +124,18 @@ class GameLost(msgspec.Struct, frozen=True):
 
 
 class Slot(msgspec.Struct, frozen=True):
-    """An idle place to play one game, and the engines it already runs (games of those start faster)."""
+    """An idle place to play games, and the engines it already runs (games of those start faster)."""
 
     worker: int
     engines: frozenset[int] = frozenset()
+    games: int = 1
+    """How many games it takes in one go (a cluster task plays a block of games, so that the
+    per-task cost is shared by several; a local worker takes one)."""
 
 
 class Backend(Protocol):
     """Where a tournament's games are played: the local process pool (``tournaments.pool``) or,
-    one day, a cluster. The runner's planning and commit logic uses only this."""
+    a Dask cluster (``tournaments.cluster``). The runner's planning and commit logic uses only this."""
 
     restarts: int
     """Workers replaced after dying."""
@@ -142,11 +147,12 @@ class Backend(Protocol):
     def idle(self) -> list[Slot]:
         """Places ready for a game now, in a stable order."""
 
-    def submit(self, worker: int, job: GameJob) -> None:
-        """Start ``job`` on the idle slot ``worker``."""
+    def submit(self, worker: int, jobs: list[GameJob]) -> None:
+        """Start ``jobs`` (at most the slot's ``games``, played in this order) on the idle slot ``worker``."""
 
     def wait(self, timeout: float) -> list[FinishedGame | WorkerError | GameLost]:
-        """What happened to submitted jobs, waiting up to ``timeout`` seconds for something."""
+        """What happened to submitted jobs (one outcome per game, whatever the block), waiting up
+        to ``timeout`` seconds for something."""
 
     def stop(self, graceful: bool) -> None:
         """Stop every worker: graceful lets them finish and report; otherwise at once. May be

@@ -70,8 +70,11 @@ class LocalPool:
         """One slot per free lane (a worker with lanes appears once per game it can still take)."""
         return [Slot(w.index, w.engines) for w in self._workers for _ in range(w.lanes - len(w.jobs))]
 
-    def submit(self, worker: int, job: GameJob) -> None:
+    def submit(self, worker: int, jobs: list[GameJob]) -> None:
         w = self._workers[worker]
+        if len(jobs) != 1:
+            raise TournamentError(f"worker {worker} takes one game at a time, not {len(jobs)}")
+        job = jobs[0]
         if len(w.jobs) >= w.lanes:
             raise TournamentError(f"worker {worker} is busy with {', '.join(map(str, w.jobs))}; "
                                   f"cannot start {job.key}")

@@ -4,8 +4,10 @@ The tournament process owns the database and the director; it never plays a game
 hands ready games (``jobs.GameJob``) to a backend (``jobs.Backend``; today the local pool of
 ``concurrency`` worker processes, ``pool.py``/``worker.py``, each playing one game at a time
 through ``arbiter.formats.match.Series``; with remote participants, one worker holding their
-port plays up to ``concurrency`` games at once in threads) and gets the records back; it commits each (one SQLite
-transaction) and only then counts it, re-plans, and hands out the next ready games. A game
+port plays up to ``concurrency`` games at once in threads; or a Dask cluster, ``cluster.py``,
+where a task plays a block of games) and gets the records back; it commits the games that arrived
+together (one SQLite transaction, one fsync of the export) and only then counts them, re-plans,
+and hands out the next ready games. A game
 whose worker or parent dies before the commit is simply not in the database, so it is played
 again (on resume: with the same seats and dice stream).
 
@@ -28,8 +30,7 @@ from typing import Callable
 
 from arbiter import games as arbiter_games
 from arbiter.feed import feed_endpoint
-from arbiter.records import GameRecord
-from arbiter.records.store import STORAGE_ERRORS
+from arbiter.records.store import STORAGE_ERRORS, PackedGame
 from arbiter.sprt import concluded, test_points
 
 from .config import TournamentConfig
@@ -81,6 +82,8 @@ class RunSummary:
     interrupted: bool = False
     committed: int = 0
     """Games committed by this run."""
+    commits: int = 0
+    """Transactions they took (the games that arrived together are committed together)."""
     played_total: int = 0
     elapsed: float = 0.0
     cpu_parent: float = 0.0
@@ -115,9 +118,11 @@ class Runner:
 
     def __init__(self, cfg: TournamentConfig, db: TournamentDB, seed: str, *, concurrency: int | None = None,
                  on_progress: Callable[["Runner"], None] | None = None,
-                 on_game: Callable[["Runner", GameSpec, GameRecord], None] | None = None,
+                 on_game: Callable[["Runner", GameSpec, PackedGame], None] | None = None,
                  backend: Callable[[WorkerSetup, int], Backend] = LocalPool):
-        """``backend(setup, workers)`` makes where the games are played (default: local processes)."""
+        """``backend(setup, workers)`` makes where the games are played (default: local processes).
+        ``on_game(runner, spec, game)``: after each committed game, in commit order (``runner.played``
+        and ``runner.results`` include it and the games before it; ``game.record()`` decodes it)."""
         self.cfg, self.db, self.seed = cfg, db, seed
         self.backend = backend
         self.concurrency = concurrency or cfg.concurrency
@@ -125,11 +130,16 @@ class Runner:
         self.director = Director(ScheduleSpec.from_config(cfg, seed))
         self.results: dict[tuple[str, int], GameResult] = {}
         self.plan: Plan | None = None
+        self.played = 0
+        """Games of the event committed and counted so far (``plan.played`` once re-planned: a
+        batch is re-planned after its last game is counted)."""
         self.on_progress, self.on_game = on_progress, on_game
         self.run_id = uuid.uuid4().hex[:12]
         self.in_flight: dict[tuple[str, int], GameSpec] = {}
         self.active_backend: Backend | None = None
         self.summary = RunSummary()
+        self._slot_of: dict[tuple[str, int], int] = {}
+        """The slot playing each game in flight (blocks share the ready games among the slots)."""
         self.started = time.monotonic()
         self._known = db.pairings()
         self._ended = db.ended_matches()
@@ -138,10 +148,12 @@ class Runner:
 
     def load(self) -> Plan:
         self.results = self.db.results(self.cfg.tid, self.names)
-        return self.replan()
+        plan = self.replan()
+        self.played = plan.played
+        return plan
 
-    def replan(self, changed: tuple[str, int] | None = None) -> Plan:
-        """Plan again; ``changed``: the one game committed since the last plan (linear planning)."""
+    def replan(self, changed: list[tuple[str, int]] | None = None) -> Plan:
+        """Plan again; ``changed``: the games committed since the last plan (linear planning)."""
         plan = self.director.plan(self.results, changed)
         fmt_text = self.cfg.match_text if self.cfg.kind == "match" else f"games={self.cfg.games}"
         mismatched = self.db.sync_pairings(plan.pairings, self._known, self._ended, self.cfg.game, self.names,
@@ -242,15 +254,22 @@ class Runner:
                 self._dispatch(backend)
             if not self.in_flight:
                 raise TournamentError("no game is ready but the tournament is not finished (a scheduling bug)")
+            finished: list[FinishedGame] = []
+            failed: WorkerError | None = None
             for outcome in backend.wait(0.25):
                 if isinstance(outcome, GameLost):  # not committed: it goes back to ready
                     self.in_flight.pop(outcome.job.key, None)
+                    self._slot_of.pop(outcome.job.key, None)
                     self.summary.worker_restarts = backend.restarts
                 elif isinstance(outcome, WorkerError):
-                    raise TournamentError(f"worker {outcome.worker} failed playing {outcome.job.match_id} "
-                                          f"game {outcome.job.number}:\n{outcome.traceback}")
+                    failed = failed or outcome
                 else:
-                    self._handle(outcome)
+                    finished.append(outcome)
+            if finished:  # what arrived together is committed together (group commit)
+                self._commit(finished)
+            if failed is not None:
+                raise TournamentError(f"worker {failed.worker} failed playing {failed.job.match_id} "
+                                      f"game {failed.job.number}:\n{failed.traceback}")
             now = time.monotonic()
             if self.on_progress and now - last_progress >= 0.25:
                 last_progress = now
@@ -259,41 +278,69 @@ class Runner:
     def _dispatch(self, backend: Backend) -> None:
         """Give idle workers ready games: first a game whose engines the worker already runs,
         then a game of a pairing nobody is playing (spreading pairings over workers rather than
-        one pairing's games, which would start the same engines twice), then the earliest."""
+        one pairing's games, which would start the same engines twice), then the earliest.
+
+        A slot that takes several games (a cluster task) gets the chosen game and the next ready
+        games of its pairing, up to its ``games`` and to a fair share of what is ready (so the
+        last games are spread over the slots rather than queued behind one); one game at a time
+        while an SPRT may stop the event (games handed out are played and counted)."""
         idle = backend.idle()
         if not idle:
             return
-        candidates = list(islice((g for g in self.plan.iter_ready() if g.key not in self.in_flight), 256))
+        wanted = sum(slot.games for slot in idle)
+        candidates = list(islice((g for g in self.plan.iter_ready() if g.key not in self.in_flight),
+                                 max(256, wanted)))
+        share = 1
+        if wanted > len(idle) and not self.cfg.sprt.stop:  # blocks: a fair share of every ready game
+            ready = sum(len(state.ready) for state in self.plan.pairings) - len(self.in_flight)
+            share = -(-ready // (len(idle) + len(set(self._slot_of.values()))))
         busy_pairings = {spec.pairing for spec in self.in_flight.values()}
         remote = {i for i, e in enumerate(self.cfg.engines) if e.remote}
         playing = collections.Counter(i for spec in self.in_flight.values() for i in set(spec.seating) & remote)
         for slot in sorted(idle, key=lambda w: -len(w.engines)):
             if not candidates:
                 return
-            best = min(range(len(candidates)), key=lambda k: (
-                sum(playing[i] for i in set(candidates[k].seating) & remote),  # remote participants' games
-                -len(slot.engines & set(candidates[k].seating)),               # wait for their max_games
-                candidates[k].pairing in busy_pairings, k))
-            spec = candidates.pop(best)
-            backend.submit(slot.worker, GameJob(spec.match_id, spec.number, tuple(spec.seating), spec.stream,
-                                                spec.opening))
-            busy_pairings.add(spec.pairing)
-            playing.update(set(spec.seating) & remote)
-            self.in_flight[spec.key] = spec
+            if slot.engines or remote:
+                best = min(range(len(candidates)), key=lambda k: (
+                    sum(playing[i] for i in set(candidates[k].seating) & remote),  # remote participants' games
+                    -len(slot.engines & set(candidates[k].seating)),               # wait for their max_games
+                    candidates[k].pairing in busy_pairings, k))
+            else:  # the same order, quicker: the first game of a pairing nobody plays, else the first
+                best = next((k for k, g in enumerate(candidates) if g.pairing not in busy_pairings), 0)
+            block = [candidates.pop(best)]
+            while (len(block) < min(slot.games, share) and best < len(candidates)
+                   and candidates[best].pairing == block[0].pairing):
+                block.append(candidates.pop(best))
+            backend.submit(slot.worker, [GameJob(spec.match_id, spec.number, tuple(spec.seating), spec.stream,
+                                                 spec.opening) for spec in block])
+            for spec in block:
+                busy_pairings.add(spec.pairing)
+                playing.update(set(spec.seating) & remote)
+                self.in_flight[spec.key] = spec
+                self._slot_of[spec.key] = slot.worker
 
-    def _handle(self, done: FinishedGame) -> None:
-        record = done.game_record()
-        key = (record.match_id, record.game_number)
-        spec = self.in_flight.get(done.job.key)
-        if spec is None or key != spec.key or record.dice_stream != spec.stream:
-            raise TournamentError(f"worker {done.worker} returned {key} for {spec and spec.key}")
-        del self.in_flight[key]
-        if key in self.results:  # cannot happen: a key is handed out once per run
-            raise TournamentError(f"game {key} was played twice")
-        if not self.db.commit(record):
+    def _commit(self, batch: list[FinishedGame]) -> None:
+        """Commit finished games in one transaction, then count them all and plan again once.
+        The records stay packed (``arbiter.records.store.PackedGame``): nothing here decodes them."""
+        done: list[tuple[GameSpec, PackedGame]] = []
+        for finished in batch:
+            game = finished.game
+            key = (game.match_id, game.game_number)
+            spec = self.in_flight.get(finished.job.key)
+            if spec is None or key != spec.key or game.dice_stream != spec.stream:
+                raise TournamentError(f"worker {finished.worker} returned {key} for {spec and spec.key}")
+            del self.in_flight[key]
+            self._slot_of.pop(key, None)
+            if key in self.results:  # cannot happen: a key is handed out once per run
+                raise TournamentError(f"game {key} was played twice")
+            done.append((spec, game))
+        if not self.db.commit([game for _, game in done]):
             raise _StorageFailed(self.db.store.error or "cannot save")
-        self.results[key] = GameResult(spec.seating, tuple(record.returns), record.reason, record.forfeit_seat)
-        self.summary.committed += 1
-        self.replan(key)
-        if self.on_game:
-            self.on_game(self, spec, record)
+        self.summary.commits += 1
+        for spec, game in done:  # counted one by one, in commit order: on_game sees the event as of its game
+            self.results[spec.key] = GameResult(spec.seating, tuple(game.returns), game.reason, game.forfeit_seat)
+            self.summary.committed += 1
+            self.played += 1
+            if self.on_game:
+                self.on_game(self, spec, game)
+        self.replan([spec.key for spec, _ in done])

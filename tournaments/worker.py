@@ -148,7 +148,7 @@ def worker_main(conn: Any, setup: WorkerSetup) -> None:
 
     from arbiter import games as arbiter_games
     from arbiter.formats.match import Series
-    from arbiter.records import to_json
+    from arbiter.records.store import pack
 
     if setup.game_class is not None:
         arbiter_games.register_game(setup.game, setup.game_class)
@@ -200,7 +200,7 @@ def worker_main(conn: Any, setup: WorkerSetup) -> None:
                 continue
             if feed is not None:
                 feed.finished(record)
-            conn.send(FinishedGame(setup.worker, job, to_json(record), tuple(series.running())))
+            conn.send(FinishedGame(setup.worker, job, pack(record), tuple(series.running())))
     finally:
         _leave(conn, setup, [series], feed, hub, marker)
 
@@ -232,7 +232,7 @@ def _play_lanes(conn: Any, setup: WorkerSetup, hub, lanes: list, keep: int, part
     import queue
 
     from arbiter.formats.match import Series
-    from arbiter.records import to_json
+    from arbiter.records.store import pack
 
     jobs: list[GameJob] = []
     free = list(range(len(lanes)))
@@ -252,7 +252,7 @@ def _play_lanes(conn: Any, setup: WorkerSetup, hub, lanes: list, keep: int, part
             record = series.play_game(job.number, seating, job.stream, match_id=job.match_id, opening=opening)
             if feed is not None:
                 feed.finished(record)
-            outcome: Any = FinishedGame(setup.worker, job, to_json(record), tuple(series.running()))
+            outcome: Any = FinishedGame(setup.worker, job, pack(record), tuple(series.running()))
         except Exception:
             outcome = WorkerError(setup.worker, job, traceback.format_exc())
         finally:

@@ -119,11 +119,16 @@ class GameRecord(msgspec.Struct, kw_only=True):
 
     def winner(self) -> int | None:
         """The seat with the strictly highest return, if there is one."""
-        if not self.returns:
-            return None
-        best = max(self.returns)
-        seats = [s for s, r in enumerate(self.returns) if r == best]
-        return seats[0] if len(seats) == 1 else None
+        return winner(self.returns)
+
+
+def winner(returns: list[float]) -> int | None:
+    """The seat with the strictly highest return, if there is one."""
+    if not returns:
+        return None
+    best = max(returns)
+    seats = [s for s, r in enumerate(returns) if r == best]
+    return seats[0] if len(seats) == 1 else None
 
 
 _json_encoder = msgspec.json.Encoder()

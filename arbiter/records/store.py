@@ -23,7 +23,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from .record import GameRecord, from_json, record_hash, signed_bytes, to_json
+import msgspec
+
+from .record import GameRecord, from_json, record_hash, to_json, winner
 from .signing import Signer
 
 SCHEMA = """
@@ -128,6 +130,102 @@ def summarize(record: GameRecord) -> tuple[str, bytes]:
     return json.dumps(seats), array("d", [t for seat in times for t in seat]).tobytes()
 
 
+class _Chain(msgspec.Struct):
+    """A record's tamper-evidence fields: the last fields of ``GameRecord``, in its order, so that
+    a record's JSON is chained by replacing its tail (``_splice``) without decoding the rest."""
+
+    match_seq: int = 0
+    prev_hash: str = ""
+    event_id: str = ""
+    event_seq: int = 0
+    event_prev_hash: str = ""
+    key_id: str = ""
+    signature: str = ""
+
+
+CHAIN_FIELDS = _Chain.__struct_fields__
+_chain_encoder = msgspec.json.Encoder()
+_NO_CHAIN = msgspec.structs.asdict(_Chain())
+_UNCHAINED = b"," + _chain_encoder.encode(_Chain())[1:]
+"""How the JSON of a record not chained yet ends."""
+
+
+def _splice(data: bytes, chain: _Chain) -> bytes:
+    """``data`` (an unchained record's JSON) with ``chain``'s fields: exactly ``to_json`` of the
+    chained record."""
+    if not data.endswith(_UNCHAINED):
+        raise ValueError("not the JSON of an unchained game record")
+    return data[:-len(_UNCHAINED)] + b"," + _chain_encoder.encode(chain)[1:]
+
+
+class PackedGame(msgspec.Struct, kw_only=True):
+    """A finished game as the store can save it without decoding it: the record's JSON, not
+    chained yet, and the columns the store indexes, computed where the game was played
+    (``pack``; a tournament's workers do it, so its director only copies bytes). The store sets
+    the chain fields when it saves it, as it does on a ``GameRecord``."""
+
+    data: bytes
+    game_id: str
+    match_id: str
+    game_number: int
+    game: str
+    players: list[str]
+    returns: list[float]
+    reason: str
+    forfeit_seat: int | None
+    plies: int
+    started_at: float
+    ended_at: float
+    time_control: str
+    dice_stream: str
+    detail: str
+    seats: str
+    """``summarize``'s per-seat figures (JSON) and every measured time (float64 bytes)."""
+    ms: bytes
+    match_seq: int = 0
+    prev_hash: str = ""
+    event_id: str = ""
+    event_seq: int = 0
+    event_prev_hash: str = ""
+    key_id: str = ""
+    signature: str = ""
+
+    def record(self) -> GameRecord:
+        """The whole record (decoded: for whoever needs more than the indexed columns)."""
+        return msgspec.structs.replace(from_json(self.data), **{f: getattr(self, f) for f in CHAIN_FIELDS})
+
+    def winner(self) -> int | None:
+        return winner(self.returns)
+
+
+def pack(record: GameRecord) -> PackedGame:
+    """``record`` as the store takes it: its JSON with the chain fields empty, and its columns."""
+    chained = any(getattr(record, f) != default for f, default in _NO_CHAIN.items())
+    unchained = msgspec.structs.replace(record, **_NO_CHAIN) if chained else record
+    seats, ms = summarize(record)
+    return PackedGame(data=to_json(unchained), game_id=record.game_id, match_id=record.match_id,
+                      game_number=record.game_number, game=record.game, players=list(record.players),
+                      returns=list(record.returns), reason=str(record.reason), forfeit_seat=record.forfeit_seat,
+                      plies=len(record.events), started_at=record.started_at, ended_at=record.ended_at,
+                      time_control=record.time_control, dice_stream=record.dice_stream, detail=record.detail,
+                      seats=seats, ms=ms)
+
+
+_json_lists: dict[tuple, str] = {}
+
+
+def _json_list(values: list) -> str:
+    """``json.dumps(values)``, remembered: a tournament's games repeat a few player lists and
+    returns (the columns keep ``json.dumps``'s spacing)."""
+    key = (tuple(values), tuple(map(type, values)))  # 1 == 1.0, but they are written differently
+    text = _json_lists.get(key)
+    if text is None:
+        text = json.dumps(values)
+        if len(_json_lists) < 10_000:
+            _json_lists[key] = text
+    return text
+
+
 def open_private(path: Path):
     """Open ``path`` for appending, creating it readable and writable by its owner only (SQLite
     gives the database's -wal and -shm files the database file's mode)."""
@@ -171,7 +269,7 @@ class ResultsStore:
         self.export_path = Path(export_jsonl) if export_jsonl else self.path.with_suffix(".jsonl")
         self.signer, self.event_id = signer, event_id
         self.retries, self.retry_delay = retries, retry_delay
-        self.pending: list[GameRecord] = []
+        self.pending: list[GameRecord | PackedGame] = []
         """Finished games not committed to the database yet (oldest first)."""
         self.unexported: list[bytes] = []
         """Committed games not appended to the export yet."""
@@ -230,14 +328,20 @@ class ResultsStore:
         """Commit ``record`` (after any earlier unsaved ones) and export it; False if something
         is still unsaved after the retries (it stays in ``pending`` / ``unexported``). With a
         ``group_window`` the record is handed to the committer thread (True: accepted)."""
+        return self.save_games([record])
+
+    def save_games(self, records: list[GameRecord | PackedGame]) -> bool:
+        """``save_game`` for several records at once: one transaction and one export append (one
+        fsync each) for all of them (a tournament director commits what arrived together). A
+        ``PackedGame`` is saved without being decoded."""
         if self._committer is not None:
             with self._wake:
-                self._inbox.append(record)
+                self._inbox.extend(records)
                 self._idle = False
                 self._wake.notify_all()
             return True
         with self._lock:
-            self.pending.append(record)
+            self.pending.extend(records)
             return self.flush()
 
     def sync(self) -> bool:
@@ -295,26 +399,74 @@ class ResultsStore:
             del self.unexported[:len(lines)]
         return True
 
-    def _chain(self, record: GameRecord, match_head: tuple[int, str], event_head: tuple[int, str]) -> bytes:
-        """Link ``record`` after the given chain heads, sign it, and return its stored JSON."""
-        record.match_seq, record.prev_hash = match_head[0] + 1, match_head[1]
+    def _chain(self, item: GameRecord | PackedGame, match_head: tuple[int, str],
+               event_head: tuple[int, str]) -> tuple[PackedGame, bytes]:
+        """Link ``item`` after the given chain heads (its chain fields are set), sign it, and
+        return it packed with its stored JSON."""
+        packed = item if isinstance(item, PackedGame) else pack(item)
+        chain = _Chain(match_seq=match_head[0] + 1, prev_hash=match_head[1])
         if self.event_id:
-            record.event_id = self.event_id
-            record.event_seq, record.event_prev_hash = event_head[0] + 1, event_head[1]
-        if self.signer:
-            record.key_id = self.signer.key_id
-            record.signature = self.signer.sign(signed_bytes(record))
-        return to_json(record)
+            chain.event_id, chain.event_seq, chain.event_prev_hash = self.event_id, event_head[0] + 1, event_head[1]
+        if self.signer:  # the signature covers the JSON with the signature empty
+            chain.key_id = self.signer.key_id
+            chain.signature = self.signer.sign(_splice(packed.data, chain))
+        for target in (packed,) if item is packed else (packed, item):
+            target.match_seq, target.prev_hash, target.event_id = chain.match_seq, chain.prev_hash, chain.event_id
+            target.event_seq, target.event_prev_hash = chain.event_seq, chain.event_prev_hash
+            target.key_id, target.signature = chain.key_id, chain.signature
+        return packed, _splice(packed.data, chain)
 
     def _sign_head(self, kind: str, ident: str, count: int, head: str) -> str | None:
         return self.signer.sign(chain_statement(kind, ident, count, head)) if self.signer else None
 
-    def _commit_batch(self, records: list[GameRecord]) -> None:
-        """One transaction for ``records``, chained in order; nothing of it stays on failure."""
+    def _commit_batch(self, items: list[GameRecord | PackedGame]) -> None:
+        """One transaction for ``items``, chained in order; nothing of it stays on failure. The
+        chain heads are read once per match, the rows written with one statement per table."""
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
-            out = [self._insert(record) for record in records]
+            matches: dict[str, list] = {}  # match id -> [count, head, stored, first game]
+            event = None
+            games, summaries, out = [], [], []
+            for item in items:
+                m = matches.get(item.match_id)
+                if m is None:
+                    row = db.execute("SELECT chain_count, chain_head FROM matches WHERE match_id = ?",
+                                     (item.match_id,)).fetchone()
+                    m = matches[item.match_id] = [row[0] or 0, row[1] or "", True, None] if row else [0, "", False, None]
+                if event is None and self.event_id:
+                    erow = db.execute("SELECT chain_count, chain_head FROM events WHERE event_id = ?",
+                                      (self.event_id,)).fetchone()
+                    event = tuple(erow) if erow else (0, "")
+                p, data = self._chain(item, (m[0], m[1]), event or (0, ""))
+                digest = record_hash(data)
+                m[0], m[1], m[3] = p.match_seq, digest, m[3] or p
+                if self.event_id:
+                    event = (p.event_seq, digest)
+                games.append((p.game_id, p.match_id, p.game_number, p.game, _json_list(p.players),
+                              _json_list(p.returns), p.reason, p.forfeit_seat, p.plies, p.ended_at, data.decode()))
+                summaries.append((p.game_id, p.event_seq, p.dice_stream, p.detail, p.seats, p.ms))
+                out.append((p, data, digest))
+            db.executemany("INSERT OR REPLACE INTO games(game_id, match_id, game_number, game, players, returns,"
+                           " reason, forfeit_seat, plies, ended_at, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           games)
+            db.executemany("INSERT OR REPLACE INTO game_summaries(game_id, event_seq, dice_stream, detail, seats, ms)"
+                           " VALUES (?, ?, ?, ?, ?, ?)", summaries)
+            for match_id, (count, head, stored, first) in matches.items():
+                msig = self._sign_head("match", match_id, count, head)
+                if stored:
+                    db.execute("UPDATE matches SET chain_count = ?, chain_head = ?, chain_signature = ?"
+                               " WHERE match_id = ?", (count, head, msig, match_id))
+                else:  # games saved without begin_match (a tournament, a lone Series)
+                    db.execute("INSERT INTO matches(match_id, game, players, time_control, format, started_at,"
+                               " chain_count, chain_head, chain_signature) VALUES (?, ?, ?, ?, '', ?, ?, ?, ?)",
+                               (match_id, first.game, json.dumps(first.players), first.time_control,
+                                first.started_at, count, head, msig))
+            if self.event_id and event is not None:
+                db.execute("INSERT INTO events(event_id, chain_count, chain_head, chain_signature) VALUES (?, ?, ?, ?)"
+                           " ON CONFLICT(event_id) DO UPDATE SET chain_count = excluded.chain_count,"
+                           " chain_head = excluded.chain_head, chain_signature = excluded.chain_signature",
+                           (self.event_id, *event, self._sign_head("event", self.event_id, *event)))
             db.execute("UPDATE export_state SET bytes = bytes + ? WHERE id = 0",
                        (sum(len(data) + 1 for _, data, _ in out),))
             db.commit()
@@ -324,50 +476,11 @@ class ResultsStore:
             except sqlite3.Error:
                 pass
             raise
-        for record, data, digest in out:
-            self._heads[("match", record.match_id)] = (record.match_seq, digest)
+        for p, data, digest in out:
+            self._heads[("match", p.match_id)] = (p.match_seq, digest)
             if self.event_id:
-                self._heads[("event", self.event_id)] = (record.event_seq, digest)
+                self._heads[("event", self.event_id)] = (p.event_seq, digest)
             self.unexported.append(data)
-
-    def _insert(self, record: GameRecord) -> tuple[GameRecord, bytes, str]:
-        """Chain, sign and insert one record inside the open transaction."""
-        db = self.db
-        row = db.execute("SELECT chain_count, chain_head FROM matches WHERE match_id = ?",
-                         (record.match_id,)).fetchone()
-        match_head = (row[0] or 0, row[1] or "") if row else (0, "")
-        event_head = (0, "")
-        if self.event_id:
-            erow = db.execute("SELECT chain_count, chain_head FROM events WHERE event_id = ?",
-                              (self.event_id,)).fetchone()
-            event_head = tuple(erow) if erow else (0, "")
-        data = self._chain(record, match_head, event_head)
-        digest = record_hash(data)
-        db.execute(
-            "INSERT OR REPLACE INTO games(game_id, match_id, game_number, game, players, returns, reason,"
-            " forfeit_seat, plies, ended_at, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (record.game_id, record.match_id, record.game_number, record.game, json.dumps(record.players),
-             json.dumps(record.returns), record.reason, record.forfeit_seat, len(record.events),
-             record.ended_at, data.decode()))
-        db.execute("INSERT OR REPLACE INTO game_summaries(game_id, event_seq, dice_stream, detail, seats, ms)"
-                   " VALUES (?, ?, ?, ?, ?, ?)", (record.game_id, record.event_seq, record.dice_stream, record.detail,
-                                                  *summarize(record)))
-        msig = self._sign_head("match", record.match_id, record.match_seq, digest)
-        if row:
-            db.execute("UPDATE matches SET chain_count = ?, chain_head = ?, chain_signature = ? WHERE match_id = ?",
-                       (record.match_seq, digest, msig, record.match_id))
-        else:  # a game saved without begin_match (a tournament, a lone Series)
-            db.execute("INSERT INTO matches(match_id, game, players, time_control, format, started_at,"
-                       " chain_count, chain_head, chain_signature) VALUES (?, ?, ?, ?, '', ?, ?, ?, ?)",
-                       (record.match_id, record.game, json.dumps(record.players), record.time_control,
-                        record.started_at, record.match_seq, digest, msig))
-        if self.event_id:
-            db.execute("INSERT INTO events(event_id, chain_count, chain_head, chain_signature) VALUES (?, ?, ?, ?)"
-                       " ON CONFLICT(event_id) DO UPDATE SET chain_count = excluded.chain_count,"
-                       " chain_head = excluded.chain_head, chain_signature = excluded.chain_signature",
-                       (self.event_id, record.event_seq, digest,
-                        self._sign_head("event", self.event_id, record.event_seq, digest)))
-        return record, data, digest
 
     def _export(self, data: bytes) -> None:
         """Append whole lines; on failure cut the file back so a retry does not leave a torn line."""
@@ -457,7 +570,7 @@ class ResultsStore:
             ekey = ("event", self.event_id)
             match_head = self._heads.get(mkey, (record.match_seq - 1, record.prev_hash) if record.match_seq else (0, ""))
             event_head = self._heads.get(ekey, (0, ""))
-            data = self._chain(record, match_head, event_head)
+            _, data = self._chain(record, match_head, event_head)
             self._heads[mkey] = (record.match_seq, record_hash(data))
             if self.event_id:
                 self._heads[ekey] = (record.event_seq, record_hash(data))
