@@ -158,7 +158,7 @@ def _splice(data: bytes, chain: _Chain) -> bytes:
     return data[:-len(_UNCHAINED)] + b"," + _chain_encoder.encode(chain)[1:]
 
 
-class PackedGame(msgspec.Struct, kw_only=True):
+class PackedGame(_Chain, kw_only=True):
     """A finished game as the store can save it without decoding it: the record's JSON, not
     chained yet, and the columns the store indexes, computed where the game was played
     (``pack``; a tournament's workers do it, so its director only copies bytes). The store sets
@@ -182,13 +182,7 @@ class PackedGame(msgspec.Struct, kw_only=True):
     seats: str
     """``summarize``'s per-seat figures (JSON) and every measured time (float64 bytes)."""
     ms: bytes
-    match_seq: int = 0
-    prev_hash: str = ""
-    event_id: str = ""
-    event_seq: int = 0
-    event_prev_hash: str = ""
-    key_id: str = ""
-    signature: str = ""
+    # the chain fields (``_Chain``): set by the store when it saves the game
 
     def record(self) -> GameRecord:
         """The whole record (decoded: for whoever needs more than the indexed columns)."""
