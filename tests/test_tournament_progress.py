@@ -169,3 +169,34 @@ def test_ratings_over_time_skip_points_without_an_estimate(tmp_path):
     assert timeline["games"] == [1, 2, 3, 4]
     assert all(timeline["ratings"][e][:2] == [None, None] for e in names)
     assert all(v is not None for e in names for v in timeline["ratings"][e][2:])
+
+
+SEARCHERS = """
+name = "cpu-share"
+game = "einstein"
+format = "round_robin"
+match = "games=2"
+time_control = "60"
+seed = 7
+output = "{db}"
+[[engines]]
+name = "a"
+command = "{{python}} -m sample_engines.einstein_expectimax"
+args = {{ movetime = 0.03 }}
+[[engines]]
+name = "b"
+command = "{{python}} -m sample_engines.einstein_expectimax"
+args = {{ movetime = 0.03 }}
+"""
+
+
+def test_the_referee_cpu_share_counts_the_engines_cpu(tmp_path):
+    """Two engines searching 30 ms a move use far more CPU than the referee: the closing line's
+    share must say so (sandboxed engines are killed at their end and reaped in their namespace, so
+    the operating system's accounting of children missed them: it printed ~60 %)."""
+    toml = tmp_path / "t.toml"
+    toml.write_text(SEARCHERS.format(db=tmp_path / "t.sqlite"))
+    done = run("tournaments", "run", toml, "--quiet", "--no-report")
+    assert done.returncode == 0, done.stdout + done.stderr
+    share = int(re.search(r"referee CPU share (\d+)%", done.stdout).group(1))
+    assert share < 30, done.stdout

@@ -109,10 +109,12 @@ class WorkerError(msgspec.Struct, frozen=True):
 
 
 class WorkerExit(msgspec.Struct, frozen=True):
-    """A worker's last word after a stop: the CPU seconds it used itself (engines not included)."""
+    """A worker's last word after a stop: the CPU seconds it used itself (engines not included),
+    and its engines' by their control groups (None without control groups)."""
 
     worker: int
     cpu_seconds: float
+    engines_cpu_seconds: float | None = None
 
 
 class GameLost(msgspec.Struct, frozen=True):

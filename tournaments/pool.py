@@ -47,6 +47,7 @@ class _Worker:
         self.jobs: dict[tuple[str, int], GameJob] = {}
         self.engines: frozenset[int] = frozenset()
         self.cpu = 0.0
+        self.engines_cpu: float | None = None
 
 
 class LocalPool:
@@ -65,6 +66,12 @@ class LocalPool:
     @property
     def cpu_seconds(self) -> float:
         return sum(w.cpu for w in self._workers)
+
+    @property
+    def engines_cpu_seconds(self) -> float | None:
+        """The workers' engines' CPU by their control groups (None: no worker had any)."""
+        known = [w.engines_cpu for w in self._workers if w.engines_cpu is not None]
+        return sum(known) if known else None
 
     def idle(self) -> list[Slot]:
         """One slot per free lane (a worker with lanes appears once per game it can still take)."""
@@ -129,7 +136,7 @@ class LocalPool:
                     except (EOFError, OSError):
                         break
                     if isinstance(msg, WorkerExit):
-                        w.cpu = msg.cpu_seconds
+                        w.cpu, w.engines_cpu = msg.cpu_seconds, msg.engines_cpu_seconds
                         break
         for w in workers:
             if w.process.is_alive() and not graceful:

@@ -89,7 +89,10 @@ class RunSummary:
     cpu_parent: float = 0.0
     cpu_workers: float = 0.0
     cpu_children: float = 0.0
-    """Workers and everything they started (engines)."""
+    """Workers and everything they started (engines) that they reaped."""
+    cpu_engines_by_groups: float | None = None
+    """The engines' CPU by their control groups, as the workers reported it (None without): the
+    accounting of children misses a sandboxed engine killed at its end."""
     worker_restarts: int = 0
     killed_leftovers: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -101,11 +104,13 @@ class RunSummary:
 
     @property
     def cpu_engines(self) -> float:
+        if self.cpu_engines_by_groups is not None:
+            return self.cpu_engines_by_groups
         return max(0.0, self.cpu_children - self.cpu_workers)
 
     @property
     def referee_cpu_share(self) -> float:
-        total = self.cpu_parent + self.cpu_children
+        total = self.cpu_parent + self.cpu_workers + self.cpu_engines
         return (self.cpu_parent + self.cpu_workers) / total if total > 0 else 0.0
 
 
@@ -239,6 +244,7 @@ class Runner:
             s.cpu_parent = (me.ru_utime + me.ru_stime) - (me0.ru_utime + me0.ru_stime)
             s.cpu_children = (kids.ru_utime + kids.ru_stime) - (kids0.ru_utime + kids0.ru_stime)
             s.cpu_workers = pool.cpu_seconds
+            s.cpu_engines_by_groups = getattr(pool, "engines_cpu_seconds", None)
             s.worker_restarts = pool.restarts
             s.played_total = self.plan.played if self.plan else 0
             s.notes = list(self.plan.notes) if self.plan else []

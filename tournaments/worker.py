@@ -32,6 +32,7 @@ import traceback
 from typing import Any
 
 from arbiter.hosting import kill_marked
+from arbiter.hosting.process import stopped_engines_cpu
 
 from .jobs import FinishedGame, GameJob, WorkerError, WorkerExit, WorkerSetup
 
@@ -219,7 +220,7 @@ def _leave(conn: Any, setup: WorkerSetup, serieses: list, feed, hub, marker: str
         hub.close()
     kill_marked(WORKER_ENV, marker)
     try:
-        conn.send(WorkerExit(setup.worker, usage.ru_utime + usage.ru_stime))
+        conn.send(WorkerExit(setup.worker, usage.ru_utime + usage.ru_stime, stopped_engines_cpu()))
     except (OSError, ValueError):
         pass
 

@@ -329,8 +329,22 @@ class EngineProcess:
         kill_engine_processes(self.popen.pid, self.token)
         self.wait(2)
         if self.cgroup is not None:
+            global _stopped_engines_cpu
+            _stopped_engines_cpu = (_stopped_engines_cpu or 0.0) + self.cgroup.cpu_seconds()
             self.cgroup.remove()
         self.log.stop()
+
+
+_stopped_engines_cpu: float | None = None
+"""CPU seconds of every engine this process started with a control group and has stopped (the
+groups count everything an engine ran, however it ended); None while there was none."""
+
+
+def stopped_engines_cpu() -> float | None:
+    """CPU seconds the engines this process stopped used, by their control groups: what the
+    operating system's accounting of children misses for a sandboxed engine killed at its end
+    (its processes are reaped in their namespace, not by the referee)."""
+    return _stopped_engines_cpu
 
 
 class LogPump:
