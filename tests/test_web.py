@@ -252,3 +252,21 @@ def test_stopping_with_browsers_connected_ends_their_streams_without_an_error(tm
         sse.close()
     assert not server.thread.is_alive()
     assert not logged, [r.getMessage() for r in logged]
+
+
+def test_an_idle_stream_gets_keep_alive_comments(tmp_path, monkeypatch):
+    from arbiter.web import app as web_app
+
+    monkeypatch.setattr(web_app, "KEEP_ALIVE", 0.1)
+    server = WebServer(MemorySource("idle"), f"ipc://{tmp_path}/feed", port=0, tick=0.01)
+    server.start()
+    sse = SSE(server.host, server.port)
+    try:
+        sse.wait(lambda e: e[0] == "snapshot")
+        deadline = time.monotonic() + 10
+        while sse.raw.count(": keep-alive") < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sse.raw.count(": keep-alive") >= 2, sse.raw[-5:]
+    finally:
+        sse.close()
+        server.stop()

@@ -31,6 +31,8 @@ QUEUE = 256
 """Messages a browser may lag behind before it is dropped (and reconnects)."""
 TICK = 0.05
 """Seconds between pushes of the running games' changed views (see ``Hub.flush``)."""
+KEEP_ALIVE = 10.0
+"""Seconds between keep-alive comments to every browser."""
 STALE = 600.0
 """A running game not heard of for this long (seconds) is taken off the page (its referee died)."""
 SPECTATOR_NICE = 10
@@ -220,7 +222,14 @@ class Hub:
         return {"type": "snapshot", "summary": self.summary(), "live": list(self.live.values())}
 
     def broadcast(self, message: dict[str, Any]) -> None:
-        text = f"event: {message['type']}\ndata: {json.dumps(message, separators=(',', ':'))}\n\n"
+        # encoded once for every browser (Starlette would encode a str per stream)
+        self.send_all(f"event: {message['type']}\ndata: {json.dumps(message, separators=(',', ':'))}\n\n".encode())
+
+    def keep_alive(self) -> None:
+        """A comment line to every browser, so that proxies keep an idle stream open."""
+        self.send_all(b": keep-alive\n\n")
+
+    def send_all(self, text: bytes) -> None:
         for q in list(self.queues):
             try:
                 q.put_nowait(text)
@@ -290,9 +299,14 @@ async def _feed_task(hub: Hub, endpoint: str, bound: threading.Event) -> None:
 
 
 async def _flush_task(hub: Hub, every: float) -> None:
+    ticks = 0
     while True:
         await asyncio.sleep(every)
         hub.flush()
+        ticks += 1
+        if ticks * every >= KEEP_ALIVE:
+            ticks = 0
+            hub.keep_alive()
 
 
 async def _watch_task(hub: Hub, every: float) -> None:
@@ -377,13 +391,7 @@ def build_app(source: Source, feed: str | None, *, poll: float = 0.5, tick: floa
             try:
                 yield f"retry: 1000\nevent: snapshot\ndata: {first}\n\n"
                 while True:
-                    try:
-                        text = await asyncio.wait_for(q.get(), 10)
-                    except asyncio.TimeoutError:
-                        if q not in hub.queues:
-                            return
-                        yield ": keep-alive\n\n"
-                        continue
+                    text = await q.get()  # no timeout per message: the flush task sends keep-alives
                     if text is None:  # the server stops
                         return
                     yield text
