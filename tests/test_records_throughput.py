@@ -23,6 +23,7 @@ from arbiter.formats.match import Match, MatchFormat
 from arbiter.games import load_game
 from arbiter.hosting import EngineConfig
 from arbiter.records.store import ResultsStore
+from tests.test_tournament_run import TORN_WRITER
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -40,24 +41,7 @@ from arbiter.records import store
 mode, after = sys.argv[1], int(sys.argv[2])
 opened = 0
 
-class Torn:
-    def __init__(self, f):
-        self.f = f
-    def __enter__(self):
-        return self
-    def __exit__(self, *exc):
-        self.f.close()
-    def __getattr__(self, name):
-        return getattr(self.f, name)
-    def write(self, data):
-        cut = len(data) // 2
-        if data[cut - 1:cut] == b"\\n":  # two lines of one length: the half would end a line
-            cut += 1
-        self.f.write(data[:cut])
-        self.f.flush()
-        os.fsync(self.f.fileno())
-        os.kill(os.getpid(), signal.SIGKILL)
-
+""" + TORN_WRITER + """
 original_open = store.open_private
 
 def opener(path):

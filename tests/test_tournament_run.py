@@ -94,16 +94,7 @@ def decide(request, game):
 run_engine(decide, name="det-" + sys.argv[1], wants_legal_moves=True)
 """
 
-KILL_IN_EXPORT = """
-# Run the tournament command line, but SIGKILL the process inside ResultsStore.save_games after
-# the SQLite commit of the batch that holds its N-th game (N = 0: its first batch of several
-# games): before the batch's export lines are written ("commit") or half-way through writing
-# them ("torn"). The batch's size goes to the file named by KILL_REPORT first.
-import os, signal, sys
-from arbiter.records import store
-
-exports = 0
-
+TORN_WRITER = """\
 class Torn:
     def __init__(self, f):
         self.f = f
@@ -121,7 +112,21 @@ class Torn:
         self.f.flush()
         os.fsync(self.f.fileno())
         os.kill(os.getpid(), signal.SIGKILL)
+"""
+"""The kill hooks' export file: writes half of what it is given (never ending on a line's end),
+syncs it and SIGKILLs the process."""
 
+KILL_IN_EXPORT = """
+# Run the tournament command line, but SIGKILL the process inside ResultsStore.save_games after
+# the SQLite commit of the batch that holds its N-th game (N = 0: its first batch of several
+# games): before the batch's export lines are written ("commit") or half-way through writing
+# them ("torn"). The batch's size goes to the file named by KILL_REPORT first.
+import os, signal, sys
+from arbiter.records import store
+
+exports = 0
+
+""" + TORN_WRITER + """
 original_open, original_save = store.open_private, store.ResultsStore.save_games
 saves = batch = 0
 
