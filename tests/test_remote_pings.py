@@ -17,10 +17,14 @@ from test_remote import PY, ROOT, STEADY, DelayProxy, hub_for, keys, remote, sto
 PACED = ROOT / "tests" / "engines" / "paced.py"
 
 
-def slowed_game(tmp_path, keys):
+LONG_GAME = bytes([7]) + bytes(31)  # dice (and so both engines' moves) for a game of 15 decisions by alice
+
+
+def slowed_game(tmp_path, keys, seed: bytes = LONG_GAME):
     """alice (thinks until 5 ms before her allowance) at st=0.3 against a local engine taking
     100 ms a move; 1.5 s into the game her link goes from 0 to 40 ms each way. A margin of 1 s:
-    nobody loses on time, the records show what was compensated."""
+    nobody loses on time, the records show what was compensated. The dice are fixed and both
+    engines' moves follow from them, so the game is long enough whatever the machine's speed."""
     folder, roster = keys
     hub = hub_for(folder, roster)
     proxy = DelayProxy(int(hub.endpoint.rsplit(":", 1)[1]), 0.0)
@@ -29,7 +33,8 @@ def slowed_game(tmp_path, keys):
                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     series = Series(load_game("einstein"), [remote(hub, "alice"),
                                             EngineConfig(f"{PY} {PACED} --think 100", name="local", cwd=str(ROOT))],
-                    parse_time_control("st=0.3"), run_dir=tmp_path, margin=1.0)
+                    parse_time_control("st=0.3"), run_dir=tmp_path, margin=1.0, seed=seed,
+                    match_id="pings")
     slow = threading.Timer(1.5, lambda: setattr(proxy, "delay", 0.040))
     try:
         slow.start()
