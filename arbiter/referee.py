@@ -275,27 +275,26 @@ class Referee:
             slack = self.engines[seat].slack() if hasattr(self.engines[seat], "slack") else 0.0  # lag allowance
             deadlines[seat] = t0 + (UNLIMITED_STALL if allowance is None else allowance + self.margin + slack)
         replies: dict[int, tuple[Reply, float]] = {}
-        waiting = set(sent)
+        waiting = sorted(sent)
         while waiting:
             now = time.monotonic()
-            for seat in sorted(waiting):
-                if now >= deadlines[seat] and busy_since is None:  # look once before judging
-                    reason = EndReason.STALL if self.clocks[seat].allowance() is None else EndReason.TIME
-                    raise _Forfeit(seat, reason, f"no reply within {(deadlines[seat] - sent[seat]) * 1000:.0f} ms "
-                                                 f"(allowance + {self.margin * 1000:.0f} ms margin)")
-            timeout_ms = max(0, min(50, int((min(deadlines[s] for s in waiting) - now) * 1000) + 1))
-            seats = sorted(waiting)
-            engines = [self.engines[s] for s in seats]
+            if busy_since is None:  # look once before judging
+                for seat in waiting:
+                    if now >= deadlines[seat]:
+                        reason = EndReason.STALL if self.clocks[seat].allowance() is None else EndReason.TIME
+                        raise _Forfeit(seat, reason, f"no reply within {(deadlines[seat] - sent[seat]) * 1000:.0f} "
+                                                     f"ms (allowance + {self.margin * 1000:.0f} ms margin)")
+            timeout_ms = max(0, min(50, int((min([deadlines[s] for s in waiting]) - now) * 1000) + 1))
+            engines = [self.engines[s] for s in waiting]
             if busy_since is not None:  # first a look: were replies there already while we were busy?
-                ready = {seats[i] for i in wait_any(engines, 0)}
-                if ready:
-                    arrived = busy_since
+                ready = wait_any(engines, 0)
+                arrived = busy_since
                 busy_since = None
                 if not ready:  # no: wait as usual (a reply from now on is timed when it comes)
-                    ready = {seats[i] for i in wait_any(engines, timeout_ms)}
+                    ready = wait_any(engines, timeout_ms)
                     arrived = time.monotonic()
             else:
-                ready = {seats[i] for i in wait_any(engines, timeout_ms)}
+                ready = wait_any(engines, timeout_ms)
                 arrived = time.monotonic()  # the replies were there; reading them and freezing is the referee's time
             if not ready and timeout_ms:  # a long think: are the others idle, as they should be?
                 for other, engine in enumerate(self.engines):
@@ -306,14 +305,14 @@ class Referee:
                     self._run_deferred()
                     busy_since = idle_since
                     continue
-            for seat in seats:
-                engine = self.engines[seat]
+            for i, seat in enumerate(list(waiting)):
+                engine = engines[i]
                 try:
-                    if seat in ready:
+                    if i in ready:
                         reply = engine.poll_reply()
                         if reply is not None:
                             replies[seat] = (reply, arrived - sent[seat])
-                            waiting.discard(seat)
+                            waiting.remove(seat)
                     elif not ready:
                         engine.check_alive()
                 except EngineFault as fault:

@@ -413,10 +413,12 @@ def _offturn(tmp_path) -> tuple[float, float]:
     return cpu, wall
 
 
-def test_busy_threads_are_frozen_off_turn(tmp_path):
+@pytest.mark.parametrize("sandbox", ["auto", "none"])
+def test_busy_threads_are_frozen_off_turn(tmp_path, sandbox):
     """With ponder=false the whole tree stops after each reply: 4 spinning threads burn
-    (nearly) nothing while the opponent thinks."""
-    result = run_match(tmp_path, hostile_cmd("busy"), slow(0.15), fmt="games=1")
+    (nearly) nothing while the opponent thinks. Without a sandbox (no control group) by signals
+    to every process of the engine's tree."""
+    result = run_match(tmp_path, hostile_cmd("busy"), slow(0.15), fmt="games=1", sandbox=sandbox)
     assert result.records[0].reason == "normal", result.records[0].detail
     cpu, wall = _offturn(tmp_path)
     assert wall > 600, wall  # the opponent took its time

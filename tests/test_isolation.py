@@ -285,3 +285,35 @@ def test_a_referee_killed_with_9_leaves_nothing_in_its_engines_control_groups(tm
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def test_the_process_tree_read_from_proc_is_the_tree_psutil_finds(tmp_path):
+    """``freeze`` without a control group signals the tree ``process_tree`` reads from /proc's
+    children lists (psutil's walk scans every process: ~2 ms a move); both must agree, grandchildren
+    and children of other threads included, and a process that has gone is just itself."""
+    import subprocess
+
+    import psutil
+
+    from arbiter.hosting.process import process_tree
+
+    script = ("import subprocess, threading, time\n"
+              "subprocess.Popen(['sh', '-c', 'sleep 30 & sleep 30; true'])\n"
+              "threading.Thread(target=lambda: subprocess.Popen(['sleep', '30'])).start()\n"
+              "time.sleep(30)\n")
+    root = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline = time.monotonic() + 10
+        while len(psutil.Process(root.pid).children(recursive=True)) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        expected = sorted([root.pid, *(p.pid for p in psutil.Process(root.pid).children(recursive=True))])
+        assert len(expected) == 5, expected
+        assert sorted(process_tree(root.pid)) == expected
+    finally:
+        for pid in process_tree(root.pid):
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+        root.wait()
+    assert process_tree(root.pid) == [root.pid]
