@@ -175,6 +175,7 @@ def engine_environment(config: EngineConfig, protocol_env: dict[str, str]) -> di
     return {**env, **config.env, **protocol_env}
 
 
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _PROC_CHILDREN = os.path.exists(f"/proc/self/task/{threading.get_native_id()}/children")
 
 
@@ -319,12 +320,16 @@ class EngineProcess:
         """CPU time the whole tree used so far (None where it cannot be measured)."""
         if self.cgroup is not None:
             return self.cgroup.cpu_seconds()
-        try:
-            root = psutil.Process(self.popen.pid)
-            procs = [root, *root.children(recursive=True)]
-            return sum(sum(p.cpu_times()[:2]) for p in procs)
-        except psutil.Error:
-            return None
+        total = None
+        for pid in process_tree(self.popen.pid):
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as f:
+                    stat = f.read()
+                fields = stat[stat.rindex(b")") + 2:].split()  # from the 3rd field on: utime, stime are 14, 15
+                total = (total or 0) + int(fields[11]) + int(fields[12])
+            except (OSError, ValueError, IndexError):
+                continue
+        return None if total is None else total / _CLOCK_TICKS
 
     def freeze(self, frozen: bool) -> None:
         """Stop (or resume) every process of the engine: through its control group, else SIGSTOP/SIGCONT
