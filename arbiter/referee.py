@@ -159,25 +159,39 @@ class Referee:
         return self.record
 
     def _start_engines(self) -> None:
+        """Tell every seat at once, then wait for each ``ready``; a seat that fails gets one fresh
+        engine where the host allows (``replace_engine``), else forfeits (the lowest such seat)."""
         names = self.record.players
+        messages = []
         for seat, engine in enumerate(self.engines):
             info = self.game.game_info() if engine.hello and engine.hello.wants_game_info else None
-            msg = NewGame(game_id=self.game_id, seq=self._next_seq(), game=self.game.name,
-                          options=self.record.options, seat=seat, seats=names, seat_roles=self.record.seat_roles,
-                          time_control=self.tc, dice_commitment=self.dice.commitment,
-                          match_id=self.record.match_id, game_number=self.record.game_number,
-                          dice_stream=self.dice.stream, game_info=info, engine_options=getattr(engine, "options", {}))
+            messages.append(NewGame(game_id=self.game_id, seq=self._next_seq(), game=self.game.name,
+                                    options=self.record.options, seat=seat, seats=names,
+                                    seat_roles=self.record.seat_roles, time_control=self.tc,
+                                    dice_commitment=self.dice.commitment, match_id=self.record.match_id,
+                                    game_number=self.record.game_number, dice_stream=self.dice.stream,
+                                    game_info=info, engine_options=getattr(engine, "options", {})))
+        faults: dict[int, EngineFault] = {}
+        for seat, engine in enumerate(self.engines):
             try:
-                engine.new_game(msg)
+                engine.start_game(messages[seat])
             except EngineFault as fault:
-                fresh = self.replace_engine(seat) if self.replace_engine else None
-                if fresh is None:
-                    raise _Forfeit(seat, fault.reason, fault.detail) from None
-                self.engines[seat] = fresh  # new_game doubles as the check that a reused engine still works
+                faults[seat] = fault
+        for seat, engine in enumerate(self.engines):
+            if seat not in faults:
                 try:
-                    fresh.new_game(msg)
-                except EngineFault as again:
-                    raise _Forfeit(seat, again.reason, again.detail) from None
+                    engine.new_game(messages[seat])
+                except EngineFault as fault:
+                    faults[seat] = fault
+        for seat, fault in sorted(faults.items()):
+            fresh = self.replace_engine(seat) if self.replace_engine else None
+            if fresh is None:
+                raise _Forfeit(seat, fault.reason, fault.detail)
+            self.engines[seat] = fresh  # new_game doubles as the check that a reused engine still works
+            try:
+                fresh.new_game(messages[seat])
+            except EngineFault as again:
+                raise _Forfeit(seat, again.reason, again.detail) from None
 
     def _roll(self) -> None:
         outcomes = self.state.chance_outcomes()

@@ -121,6 +121,20 @@ def test_an_answer_other_than_ready_to_new_game_is_a_protocol_error(tmp_path, se
     assert verify(record) == []
 
 
+def test_every_seat_is_told_of_the_game_at_once(tmp_path):
+    """``new_game`` goes to all seats before the referee waits for any ``ready``: two engines that
+    take 0.6 s each to get ready start the game after ~0.6 s, not 1.2 s."""
+    slow = f"{sys.executable} {ROOT / 'tests' / 'engines' / 'misbehave.py'} slow_ready --after 99 --delay 0.6"
+    record, took = play(tmp_path, [slow, slow])
+    assert record.reason == "normal", record.detail
+    assert 0.6 <= took < 1.1, took
+
+
+def test_both_seats_failing_new_game_forfeit_the_first(tmp_path):
+    record, _ = play(tmp_path, [misbehave("not_ready"), misbehave("not_ready")])
+    assert (record.reason, record.forfeit_seat) == ("protocol_error", 0), record.detail
+
+
 def test_an_engine_speaking_another_protocol_version_loses_every_game_unstarted(tmp_path):
     """The handshake refuses it (reject), the series records each game as lost before it began."""
     from arbiter.formats.match import Match, MatchFormat

@@ -773,9 +773,9 @@ class RemoteSession(EngineSession):
             raise EngineFault(EndReason.PROTOCOL_ERROR, f"expected pong, got {type(answer).__name__.lower()}")
         self.lag.rtts.append((time.monotonic() - started) * 1000)
 
-    def new_game(self, message: NewGame) -> None:
+    def start_game(self, message: NewGame) -> None:
         self.lag.new_game()
-        super().new_game(message)
+        super().start_game(message)
 
     def alive(self) -> bool:
         return self.connection is not None and not self.connection.disconnected

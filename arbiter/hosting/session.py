@@ -90,8 +90,12 @@ class Session(Protocol):
 
     def alive(self) -> bool: ...
 
+    def start_game(self, message: NewGame) -> None:
+        """Send ``new_game`` without waiting for ``ready`` (every seat is told at once, so a game
+        starts after one round trip, not one per seat); raise ``EngineFault``."""
+
     def new_game(self, message: NewGame) -> None:
-        """Announce a game and wait for ``ready``; raise ``EngineFault``."""
+        """Announce a game (unless ``start_game`` just did) and wait for ``ready``; raise ``EngineFault``."""
 
     def ask(self, request: Request) -> float:
         """Send a decision request; return the monotonic time it left. Raises ``EngineFault``."""
@@ -308,8 +312,13 @@ class EngineSession:
 
     # --- a game -----------------------------------------------------------------------------
 
+    def start_game(self, message: NewGame) -> None:
+        self._announce(message)
+
     def new_game(self, message: NewGame) -> None:
-        answer = self._request(message, self.config.ready_timeout, "ready to new_game")
+        if self.pending != (message.game_id, message.seq):
+            self.start_game(message)
+        answer = self._await(self.config.ready_timeout, "ready to new_game")
         if not isinstance(answer, Ready):
             raise EngineFault(EndReason.PROTOCOL_ERROR, f"expected ready, got {_tag(answer)}")
 
@@ -434,9 +443,21 @@ class EngineSession:
 
     def _request(self, message: Message, timeout: float, what: str) -> Message:
         """Send a message that must be answered (same game id and seq) within ``timeout``."""
-        self.pending = (message.game_id, message.seq)
-        self._send(message)
+        self._announce(message)
+        return self._await(timeout, what)
+
+    def _announce(self, message: Message) -> None:
+        """Send a message that must be answered (``_await``)."""
+        try:
+            self.pending = (message.game_id, message.seq)
+            self._send(message)
+        except EngineFault:
+            self.pending = None
+            raise
         self._end_rest(judge=False)
+
+    def _await(self, timeout: float, what: str) -> Message:
+        """Wait up to ``timeout`` for the answer to the message ``_announce`` sent."""
         try:
             answer = self._receive(time.monotonic() + timeout, what)
             self._answered_at = time.monotonic()
@@ -486,6 +507,9 @@ class InProcessSession:
 
     def alive(self) -> bool:
         return True
+
+    def start_game(self, message: NewGame) -> None:
+        self._game = message
 
     def new_game(self, message: NewGame) -> None:
         self._game = message
