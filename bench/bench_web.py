@@ -6,7 +6,7 @@ Run from the repository root::
     .venv/bin/python bench/bench_web.py [--games 20] [--viewers 100]
 
 The same EinStein tournament (three random engines, or with ``--movetime S`` three expectimax
-engines searching S seconds a move; round robin, concurrency 2, one seed) is run with
+engines searching S seconds a move; round robin, ``--concurrency`` 2, one seed) is run with
 ``arbiter-tournament run`` without a viewer and with ``--web`` and ``--viewers`` event-stream
 clients on loopback (one thread, raw sockets, at ``--viewer-nice``) reading every message,
 alternately, ``--repeat`` times. Printed:
@@ -46,7 +46,7 @@ match = "games={games}"
 time_control = "60"
 seed = "web-bench"
 output = "{db}"
-concurrency = 2
+concurrency = {concurrency}
 {engines}"""
 RANDOM = """
 [[engines]]
@@ -142,11 +142,11 @@ def overheads(db: Path) -> tuple[list[float], float, int]:
     return per, (wall_all - engine_all) / n_all * 1e6, n_all
 
 
-def run(tmp: Path, tag: str, games: int, viewers: int, movetime: float, nice: int = 0) -> dict:
+def run(tmp: Path, tag: str, games: int, viewers: int, movetime: float, nice: int = 0, concurrency: int = 2) -> dict:
     db = tmp / f"{tag}.sqlite"
     toml = tmp / f"{tag}.toml"
     engines = "".join((SEARCH if movetime else RANDOM).format(i=i, movetime=movetime) for i in (1, 2, 3))
-    toml.write_text(TOURNAMENT.format(games=games, db=db, engines=engines))
+    toml.write_text(TOURNAMENT.format(games=games, db=db, engines=engines, concurrency=concurrency))
     args = [PY, "-m", "tournaments", "run", str(toml), "-q", "--no-report"]
     port = free_port()
     if viewers:
@@ -239,6 +239,8 @@ def main() -> None:
     ap.add_argument("--movetime", type=float, default=0.0,
                     help="0: random engines (instant); else expectimax engines searching this many seconds a move")
     ap.add_argument("--repeat", type=int, default=1, help="pairs of runs (alone, watched), alternating")
+    ap.add_argument("--concurrency", type=int, default=2,
+                    help="games at once (1 on 2 cores: a core left for the web server and the viewers)")
     ap.add_argument("--viewer-nice", type=int, default=0,
                     help="niceness of the viewers' thread (e.g. 19: spectators on other machines)")
     a = ap.parse_args()
@@ -254,14 +256,14 @@ def main() -> None:
     if dr:
         print(f"  Feed.draw (deferred: while the engines think) per call: median {dr[len(dr) // 2] * 1e6:.1f} us, "
               f"p99 {dr[int(len(dr) * 0.99)] * 1e6:.1f} us ({len(dr)} calls)")
-    print(f"tournament (concurrency 2), the same seed, alone and watched alternately, {a.repeat} time(s); "
+    print(f"tournament (concurrency {a.concurrency}), the same seed, alone and watched alternately, {a.repeat} time(s); "
           f"viewers at nice {a.viewer_nice}:")
     runs: list[tuple[dict, dict]] = []
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         for i in range(a.repeat):
-            base = run(tmp, f"alone{i}", a.games, 0, a.movetime)
-            web = run(tmp, f"watched{i}", a.games, a.viewers, a.movetime, a.viewer_nice)
+            base = run(tmp, f"alone{i}", a.games, 0, a.movetime, concurrency=a.concurrency)
+            web = run(tmp, f"watched{i}", a.games, a.viewers, a.movetime, a.viewer_nice, a.concurrency)
             runs.append((base, web))
             for tag, r in (("no viewer", base), (f"--web + {a.viewers} viewers", web)):
                 print(f"{tag:>22}: {r['decisions']} decisions in {r['elapsed']:.1f} s; referee overhead per decision: "
