@@ -184,10 +184,13 @@ def process_tree(pid: int) -> list[int]:
     recursive children where those lists are missing."""
     if not _PROC_CHILDREN:
         return _psutil_tree(pid)
-    found, todo = [], [pid]
+    found: dict[int, None] = {}  # ordered, and a pid seen twice (reused while the tree was read) is walked once
+    todo = [pid]
     while todo:
         parent = todo.pop()
-        found.append(parent)
+        if parent in found:
+            continue
+        found[parent] = None
         try:
             tasks = os.listdir(f"/proc/{parent}/task")
         except OSError:
@@ -198,7 +201,7 @@ def process_tree(pid: int) -> list[int]:
                     todo.extend(map(int, f.read().split()))
             except (OSError, ValueError):
                 pass
-    return found
+    return list(found)
 
 
 def _psutil_tree(pid: int) -> list[int]:
