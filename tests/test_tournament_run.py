@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import sqlite3
 import subprocess
@@ -546,3 +547,33 @@ def test_multiseat_cooperative_and_solo_tournaments(tmp_path, race_games, game, 
             by_engine.setdefault(g["players"][0], []).append((g["stream"], json.dumps(g["rolls"][:1])))
         assert sorted(by_engine["e0"]) == sorted(by_engine["e1"])  # same seeds, same first roll
     assert plot(report, tmp_path / "p.svg").exists()
+
+
+def test_the_live_display_redraws_at_its_refresh_rate_not_per_game(tmp_path, monkeypatch):
+    """A redraw reads every committed result: drawn per game, a long fast event spends its
+    director's CPU on the screen. At most one redraw per ``LIVE_REFRESH`` (plus the last state on
+    exit, so the screen ends showing every game)."""
+    import io
+
+    from rich.console import Console
+
+    from tournaments import cli as tcli
+
+    db = tmp_path / "live.sqlite"
+    text = small("einstein", db, 'format = "round_robin"\nmatch = "games=40"', 2)
+    opened = api.start(parse_config(text, "t.toml"))
+    drawn = []
+    render = tcli.Display.render
+    monkeypatch.setattr(tcli.Display, "render", lambda self, runner: drawn.append(runner.played) or render(self, runner))
+    screen = io.StringIO()
+    display = tcli.Display(Console(file=screen, force_terminal=True, width=120), "live")
+    started = time.monotonic()
+    with display:
+        _, summary = api.play(opened, on_progress=display.progress, on_game=display.game)
+    took = time.monotonic() - started
+    opened.db.close()
+    assert summary.committed == 40
+    shown = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", screen.getvalue())  # without the terminal's colours
+    assert drawn[-1] == 40 and "games 40 done" in shown
+    assert len(drawn) <= 2 + took / tcli.LIVE_REFRESH, (len(drawn), took)
+    assert len(drawn) < 40, drawn

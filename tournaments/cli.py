@@ -70,6 +70,12 @@ def live_standings(runner) -> list[tuple[str, int, float, str]]:
     return rows
 
 
+LIVE_REFRESH = 0.25
+"""Seconds between redraws of the live display: a redraw reads every committed result and costs
+milliseconds, and a fast event commits many games a second (redrawn per game, a 100,000-game event
+would spend hours of the director's CPU on its screen)."""
+
+
 class Display:
     """Live progress on a terminal (rich), one line per game otherwise, or nothing (quiet)."""
 
@@ -80,6 +86,9 @@ class Display:
         self.live = None
         self.started = time.monotonic()
         self.first_done = None
+        self._drawn = float("-inf")
+        self._undrawn = None
+        """The runner whose latest state the screen does not show yet (drawn at the latest on exit)."""
 
     def __enter__(self):
         if self.mode == "live":
@@ -91,6 +100,8 @@ class Display:
 
     def __exit__(self, *exc):
         if self.live is not None:
+            if self._undrawn is not None:
+                self.live.update(self.render(self._undrawn), refresh=True)
             self.live.__exit__(*exc)
 
     def render(self, runner):
@@ -123,8 +134,15 @@ class Display:
                      *(["[dim]per worker:[/]"] + workers[:8] if workers else []))
 
     def progress(self, runner) -> None:
-        if self.live is not None:
-            self.live.update(self.render(runner), refresh=True)
+        """Redraw, at most every ``LIVE_REFRESH`` seconds (the runner calls again within that)."""
+        if self.live is None:
+            return
+        now = time.monotonic()
+        if now - self._drawn < LIVE_REFRESH:
+            self._undrawn = runner
+            return
+        self._drawn, self._undrawn = now, None
+        self.live.update(self.render(runner), refresh=True)
 
     def rate_and_eta(self, runner) -> str:
         plan = runner.plan
