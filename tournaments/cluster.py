@@ -321,8 +321,10 @@ class DaskBackend:
         self.cpu_seconds = 0.0
         self._cluster = None
         # the director says itself what went wrong with the scheduler (one line, what to do next);
-        # the client's own reconnect tracebacks would only bury it
-        logging.getLogger("distributed.client").setLevel(logging.CRITICAL)
+        # the client's own reconnect tracebacks (and its batched sender's "comm closed" one, logged
+        # at info) would only bury it
+        for name in ("distributed.client", "distributed.batched"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
         if setup.remote is not None:
             raise TournamentError("remote participants connect to one listening port: play them without --cluster")
         try:
