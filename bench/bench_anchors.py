@@ -18,6 +18,10 @@ by poll/select timeout) or answers an illegal move. They keep no records.
 games/s counts from the start of a match's first game to the end of its last (engine and
 interpreter start-up excluded; the whole wall time is printed too). Parallel: k matches run at
 once, k x N games over the longest span. Contestants take turns within each round.
+
+``--pin``: every contestant placed the same way, match i of k with its engines on core i mod the
+cores (``arbiter match --pin``; an anchor referee pins itself before starting its engines, which
+inherit it). Free placement (the default) leaves it to the kernel.
 """
 from __future__ import annotations
 
@@ -151,21 +155,22 @@ def anchor_engine(mode: str, endpoint: str, seed: int) -> None:
 # --- the contestants, run as processes ---------------------------------------------------------
 
 
-def run_arbiter(folder: Path, games: int, seed: int) -> dict:
+def run_arbiter(folder: Path, games: int, seed: int, core: int | None = None) -> dict:
     db = folder / f"m{seed}.sqlite"
-    cmd = [PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--quiet", "--tc", str(int(TC)),
+    cmd = [PY, "-m", "arbiter.cli", "match", *(["--pin", str(core)] if core is not None else []), "--game", "einstein", "--quiet", "--tc", str(int(TC)),
            "--format", f"games={games}", "--db", str(db), "--seed", f"{seed:064x}",
            "--engine", f"{PY} -m sample_engines.random_engine --seed {seed}",
            "--engine", f"{PY} -m sample_engines.random_engine --seed {seed + 1}"]
     return {"cmd": cmd, "db": db}
 
 
-def spawn(kind: str, folder: Path, games: int, seed: int) -> tuple[subprocess.Popen, dict]:
+def spawn(kind: str, folder: Path, games: int, seed: int, core: int | None = None) -> tuple[subprocess.Popen, dict]:
     if kind == "arbiter":
-        spec = run_arbiter(folder, games, seed)
+        spec = run_arbiter(folder, games, seed, core)
         proc = subprocess.Popen(spec["cmd"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         return proc, spec
-    proc = subprocess.Popen([PY, SELF, "--serve", kind, "--games", str(games), "--seed", str(seed)], cwd=ROOT,
+    pin = ["--core", str(core)] if core is not None else []
+    proc = subprocess.Popen([PY, SELF, "--serve", kind, "--games", str(games), "--seed", str(seed), *pin], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     return proc, {}
 
@@ -188,10 +193,12 @@ def collect(kind: str, proc: subprocess.Popen, spec: dict) -> dict:
     return {"games": len(rows), "span": max(ends) - min(starts), "results": results}
 
 
-def measure(kind: str, parallel: int, games: int, seed: int) -> dict:
+def measure(kind: str, parallel: int, games: int, seed: int, pin: bool = False) -> dict:
+    cores = sorted(os.sched_getaffinity(0))
     with tempfile.TemporaryDirectory(prefix="bench-anchors-") as d:
         t0 = time.monotonic()
-        running = [spawn(kind, Path(d), games, seed + 10 * i) for i in range(parallel)]
+        running = [spawn(kind, Path(d), games, seed + 10 * i, cores[i % len(cores)] if pin else None)
+                   for i in range(parallel)]
         outs = [collect(kind, p, s) for p, s in running]
         wall = time.monotonic() - t0
     total = sum(o["games"] for o in outs)
@@ -207,6 +214,8 @@ def main() -> None:
     ap.add_argument("--games", type=int, default=600, help="games per match")
     ap.add_argument("--rounds", type=int, default=3, help="rounds (each contestant once per round)")
     ap.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
+    ap.add_argument("--pin", action="store_true", help="place every contestant's match i on core i mod the cores")
+    ap.add_argument("--core", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--serve", choices=["pipes", "zmq"], help=argparse.SUPPRESS)
     ap.add_argument("--engine", nargs=3, metavar=("MODE", "ENDPOINT", "SEED"), help=argparse.SUPPRESS)
     ap.add_argument("--seed", type=int, default=1, help=argparse.SUPPRESS)
@@ -214,6 +223,8 @@ def main() -> None:
     if args.engine:
         return anchor_engine(args.engine[0], args.engine[1], int(args.engine[2]))
     if args.serve:
+        if args.core is not None:
+            os.sched_setaffinity(0, {args.core})  # before the engines start: they inherit it
         print(json.dumps(anchor_referee(args.serve, args.games, args.seed)))
         return
     if args.quick:
@@ -222,13 +233,13 @@ def main() -> None:
     kinds = ["arbiter", "zmq", "pipes"]
     print(f"bench_anchors {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}; {os.cpu_count()} cores; "
           f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {args.games} games per match, "
-          f"{args.rounds} rounds")
+          f"{args.rounds} rounds; placement {'pinned (--pin)' if args.pin else 'free'}")
     out: dict = {}
     for k in levels:
         per: dict[str, list[dict]] = {kind: [] for kind in kinds}
         for r in range(args.rounds):
             for kind in (kinds if r % 2 == 0 else kinds[::-1]):
-                per[kind].append(measure(kind, k, args.games, 1000 * r + 1))
+                per[kind].append(measure(kind, k, args.games, 1000 * r + 1, args.pin))
         row = {kind: {"games_per_s": median(m["games_per_s"] for m in ms),
                       "wall_games_per_s": median(m["wall_games_per_s"] for m in ms),
                       "abnormal": sum(m["abnormal"] for m in ms)} for kind, ms in per.items()}

@@ -226,6 +226,68 @@ def test_the_cli_pins_each_engine_to_its_cores_and_names_a_bad_list(tmp_path):
     assert not (tmp_path / "r.sqlite").exists()
 
 
+def _threads_cores(pid: int) -> dict[str, str]:
+    """Each thread of ``pid`` (name and id) and the cores it may use."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            status = Path(f"/proc/{pid}/task/{tid}/status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+        out[f"{fields['Name'].strip()}/{tid}"] = fields["Cpus_allowed_list"].strip()
+    return out
+
+
+def test_a_pinned_match_runs_the_referee_and_its_engines_on_that_core(tmp_path):
+    import json
+    import sqlite3
+    import subprocess
+
+    usable = sorted(os.sched_getaffinity(0))
+    core, other = usable[-1], usable[0]
+    engine = f"{{python}} {Path(__file__).parent / 'engines' / 'where.py'} --think 10"
+    cmd = [sys.executable, "-m", "arbiter.cli", "match", "--game", "einstein", "--quiet", "--tc", "60",
+           "--format", "games=2", "--db", str(tmp_path / "r.sqlite"), "--pin", str(core),
+           "--engine", engine, "--engine", engine, "--cpus", "", "--cpus", str(other)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen: dict[str, str] = {}
+    deadline = time.monotonic() + 30
+    while proc.poll() is None and time.monotonic() < deadline:  # the referee's threads, while it plays
+        threads = _threads_cores(proc.pid)
+        if any(name.startswith("ZMQbg/IO") for name in threads):
+            seen = threads
+            break
+        time.sleep(0.02)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out
+    assert seen and set(seen.values()) == {str(core)}, seen  # every thread, ZeroMQ's I/O threads too
+    rows = sqlite3.connect(tmp_path / "r.sqlite").execute("SELECT record FROM games").fetchall()
+    cores = {}
+    for (text,) in rows:
+        record = json.loads(text)
+        for event in record["events"]:
+            if event["seat"] >= 0:
+                cores.setdefault(record["players"][event["seat"]], set()).add(event["info"]["comment"])
+    assert len(rows) == 2 and len(cores) == 2, cores
+    first, second = (cores[name] for name in sorted(cores))  # A: inherits the pin; B: its own --cpus
+    assert first == {str(core)} and second == {str(other)}, cores
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--pin", "4096"], "--pin 4096: cpus = '4096': core(s) 4096 not available"),
+    (["--pin", "x"], "--pin x: cpus = 'x': expected core numbers"),
+    (["--pin", "0", "--ponder"], "--pin 0: pondering engines think at the same time"),
+])
+def test_a_bad_pin_is_refused_before_anything_starts(tmp_path, argv, words):
+    import subprocess
+
+    run = subprocess.run([sys.executable, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", "a",
+                          "--engine", "b", "--db", str(tmp_path / "r.sqlite"), *argv], capture_output=True, text=True)
+    assert run.returncode == 2 and words in " ".join((run.stdout + run.stderr).split()), run
+    assert not (tmp_path / "r.sqlite").exists()
+
+
 @needs_sandbox
 def test_an_engine_cannot_fill_the_disk(tmp_path):
     out = run_shell(tmp_path, "dd if=/dev/zero of=$HOME/big bs=1M count=8 2>&1; dd if=/dev/zero of=/tmp/big bs=1M "

@@ -75,6 +75,9 @@ def test_good_file_loads():
     assert cfg.engines[0].cpus is None
     pinned = parse_config(GOOD.replace("restart = true", 'cpus = "0"'), "t.toml").engines[1]
     assert pinned.cpus == (0,) and pinned.engine_config().cpus == (0,)
+    assert not cfg.pin and parse_config(GOOD.replace("seed = 42", "seed = 42\npin = true"), "t.toml").pin
+    pondering_apart = GOOD.replace("seed = 42", "seed = 42\npin = true").replace("restart = true", 'ponder = true\ncpus = "0"')
+    assert parse_config(pondering_apart, "t.toml").engines[1].ponder  # a pondering engine with cores of its own
     assert cfg.sprt.elo1 == 50 and cfg.sprt_given
     assert cfg.output == Path("runs/Test-event.sqlite")
     assert cfg.fingerprint() == parse_config(GOOD.replace("seed = 42", "seed = 43"), "t.toml").fingerprint()
@@ -105,9 +108,14 @@ def test_example_olympiad_file_is_valid():
     ('restart = true', 'cpus = "x"', 'cpus = "x"', "engines[1].cpus", "expected core numbers"),
     ('restart = true', 'cpus = [4096]', 'cpus = [4096]', "engines[1].cpus", "core(s) 4096 not available"),
     ('game = "einstein"', 'game = "chess960"', "game =", "game", "unknown game"),
+    ('seed = 42', 'seed = 42\npin = "yes"', "pin", "pin", "true or false"),
+    ('seed = 42', 'seed = 42\npin = true\ncluster = "local:2"', "pin", "pin", "a cluster's workers"),
+    ('restart = true', 'restart = true\nponder = true', "pin", "pin", "b may ponder"),
 ])
 def test_errors_name_the_key_and_the_line(old, new, needle, key, words):
     text = replace_line(old, new)
+    if "ponder" in new:  # pondering is refused only with pin
+        text = text.replace("seed = 42", "seed = 42\npin = true")
     message = err(text)
     line = line_of(text, needle)
     assert message.startswith(f"t.toml:{line}: {key}:"), message

@@ -312,6 +312,41 @@ command = "{{python}} -m sample_engines.random_engine --seed 2"
     assert runs[0] == runs[1] and len(runs[0]) >= 2
 
 
+def test_pinned_workers_each_run_their_games_on_a_core_of_their_own(tmp_path):
+    db = tmp_path / "pin.sqlite"
+    engine = f"{{python}} {ROOT / 'tests' / 'engines' / 'where.py'}"
+    text = f"""
+game = "einstein"
+match = "games=2"
+seed = 4
+pin = true
+concurrency = 2
+output = "{db}"
+[[engines]]
+name = "w1"
+command = "{engine}"
+[[engines]]
+name = "w2"
+command = "{engine}"
+[[engines]]
+name = "w3"
+command = "{engine}"
+"""
+    opened = api.start(parse_config(text, "t.toml"))
+    _, summary = api.play(opened)
+    opened.db.close()
+    assert summary.finished
+    wait_none_left(db)
+    conn = sqlite3.connect(db)
+    records = [json.loads(r) for (r,) in conn.execute("SELECT record FROM games")]
+    conn.close()
+    cores_per_game = [{e["info"]["comment"] for e in r["events"] if e["seat"] >= 0} for r in records]
+    usable = sorted(os.sched_getaffinity(0))
+    assert len(cores_per_game) == 6 and all(len(c) == 1 for c in cores_per_game), cores_per_game  # one core a game
+    used = set().union(*cores_per_game)
+    assert used <= {str(c) for c in usable[:2]} and len(used) == min(2, len(usable)), used  # a core per worker
+
+
 def test_a_relative_output_path_works_from_any_folder(tmp_path):
     """The sandbox gets every folder it hides as an absolute path: a relative output (the usual
     ``runs/x.sqlite``) once made every engine fail to start (bubblewrap resolved the log folder

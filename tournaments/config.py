@@ -42,6 +42,8 @@ TOP_KEYS = {
     "time_control": "time control, e.g. 180, 180+2, st=1, inf",
     "margin_ms": "ms an engine may overrun before losing on time",
     "concurrency": "games played in parallel (default: the number of cores)",
+    "pin": "run each worker and its engines on one core, the workers round robin over the cores (default false; "
+           "faster short games, docs/tournaments.md)",
     "rating_interval": "print standings, ratings, rate and ETA every N committed games (0: never, the default)",
     "scale_time_control": "cluster: scale each worker's time control by its measured speed (default false)",
     "cluster": "play on a Dask cluster: a scheduler address (tcp://host:8786) or local:N (N worker processes here)",
@@ -166,6 +168,8 @@ class TournamentConfig:
     """Where the games are played: None (local worker processes) or a Dask cluster (``tournaments.cluster``)."""
     scale_time_control: bool = False
     """Cluster backend: each worker's time control × (director's speed / worker's speed), recorded."""
+    pin: bool = False
+    """Local workers: each runs, with its engines, on one core (``arbiter.hosting.pin_process``)."""
 
     def fingerprint(self) -> str:
         """A hash of everything that decides which games are played and how: a resume refuses a
@@ -529,6 +533,16 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
             raise c.error(("rounds",), f"{n} engines can play at most {max_rounds} swiss rounds "
                                        f"without repeat pairings")
 
+    pin = c.get(doc, "pin", (), bool, False)
+    if pin and cluster is not None:
+        raise c.error(("pin",), "pins this machine's workers; a cluster's workers are placed by the cluster")
+    if pin and remote_spec is not None and any(e.remote for e in engines):
+        raise c.error(("pin",), "remote engines run elsewhere, and one worker referees all their games: "
+                                "nothing to pin")
+    if pin and (pondering := [e.name for e in engines if e.ponder and not e.cpus]):
+        raise c.error(("pin",), f"{', '.join(pondering)} may ponder: engines that think at the same time would "
+                                f"share their worker's one core (give them cpus of their own, or no pin)")
+
     if sprt.stop and (kind != "match" or n != 2):
         raise c.error(("sprt", "stop"), f"an SPRT that stops the run needs a two-seat competitive game and two "
                                         f"engines (this file: {kind} games, {n} engines)")
@@ -557,4 +571,5 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
         source_text=text, seed_file=seed_file, key_file=key_file, on_start_failure=on_start_failure,
         rating_interval=rating_interval, cluster=cluster,
         scale_time_control=c.get(doc, "scale_time_control", (), bool, False),
+        pin=pin,
         source_path=str(Path(source).resolve()) if source[:1] != "<" else source)

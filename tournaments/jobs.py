@@ -67,6 +67,8 @@ class WorkerSetup(msgspec.Struct, frozen=True, kw_only=True):
     deadline as Unix time, grace, insecure, lag_move_ms, lag_quota_ms)."""
     openings: list[Opening] = []
     """The openings file's positions in file order (``GameJob.opening`` indexes it)."""
+    pin: bool = False
+    """Run the worker and its engines on one core: the ``worker``-th of the usable cores, round robin."""
     feed: str | None = None
     """Where the games' live spectator view is published (``arbiter.feed``; docs/web.md)."""
 

@@ -190,7 +190,8 @@ class Runner:
                            margin=cfg.margin_ms / 1000, master_seed=master_seed(self.seed), tid=cfg.tid,
                            run_dir=logs_dir(self.db.path), remote=self._remote(), adjudication=cfg.adjudication,
                            lanes=lanes, openings=list(cfg.openings),
-                           speed_reference=-1.0 if cfg.scale_time_control else 0.0, feed=feed_endpoint(self.db.path))
+                           speed_reference=-1.0 if cfg.scale_time_control else 0.0, feed=feed_endpoint(self.db.path),
+                           pin=cfg.pin)
 
     def _remote(self) -> dict | None:
         r = self.cfg.remote

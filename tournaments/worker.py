@@ -144,6 +144,11 @@ def worker_main(conn: Any, setup: WorkerSetup) -> None:
     die_with_parent(setup.parent_pid)
     if os.getppid() != setup.parent_pid:
         terminate_now()
+    if setup.pin:  # its engines inherit the core (docs/tournaments.md, "pin")
+        from arbiter.hosting import pin_process
+
+        cores = sorted(os.sched_getaffinity(0))
+        pin_process((cores[setup.worker % len(cores)],))
 
     from dataclasses import replace
 

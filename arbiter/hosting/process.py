@@ -120,12 +120,34 @@ def parse_cpus(value: object) -> tuple[int, ...] | None:
             raise ValueError
     except ValueError:
         raise ValueError(f"cpus = {value!r}: expected core numbers like \"1\", \"0,2-3\" or [0, 2]") from None
-    usable = os.sched_getaffinity(0)
+    usable = _unpinned or os.sched_getaffinity(0)
     bad = sorted(set(cores) - usable)
     if bad or not cores:
         raise ValueError(f"cpus = {value!r}: core(s) {', '.join(map(str, bad)) or 'none'} not available here "
                          f"(usable: {', '.join(map(str, sorted(usable)))})")
     return tuple(sorted(set(cores)))
+
+
+_unpinned: set[int] | None = None
+"""The cores this process could use before ``pin_process``: an engine may still be given any of them."""
+
+
+def pin_process(cores: tuple[int, ...]) -> None:
+    """Run this whole process on ``cores``: every thread it has now (the referee, ZeroMQ's I/O
+    threads) and, as they inherit it, every thread and engine it starts later (an engine's own
+    ``cpus`` still win). Why: a match whose engines take turns needs one core, and keeping the
+    referee, its I/O thread and the engine it wakes on one core spares every message a wake-up of
+    another CPU, which on a virtual machine costs more than the message (bench/anchors.md).
+    ``OSError`` where the system cannot pin."""
+    global _unpinned
+    if not hasattr(os, "sched_setaffinity"):
+        raise OSError("pinning to cores needs Linux")
+    _unpinned = _unpinned or os.sched_getaffinity(0)
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), cores)
+        except ProcessLookupError:
+            pass  # a thread that has just ended
 
 
 @dataclass
