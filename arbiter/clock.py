@@ -207,7 +207,7 @@ class Clock:
         Returns False when the flag fell (``elapsed > allowance + margin``); otherwise the move
         stands and the increment, byo-yomi periods and moves-in-time refill are applied.
         """
-        if elapsed < 0 or margin < 0 or math.isnan(elapsed) or math.isnan(margin):
+        if not (elapsed >= 0 and margin >= 0):  # also false for NaN
             raise ValueError(f"elapsed ({elapsed}) and margin ({margin}) must be >= 0")
         if self._flagged:
             raise RuntimeError("the flag has already fallen on this clock")
@@ -220,17 +220,20 @@ class Clock:
             self._remaining = 0.0
             self._periods_left = 0
             return False
-        elapsed = min(elapsed, allowance)  # an overrun within the margin costs just the allowance
+        if elapsed > allowance:
+            elapsed = allowance  # an overrun within the margin costs just the allowance
         self._moves_made += 1
-        kind = self.tc.kind
-        if kind == Kind.BYO_YOMI and elapsed > self._remaining:
+        kind = self._kind
+        if kind is Kind.SUDDEN_DEATH:  # the common kind first
+            self._remaining = max(0.0, self._remaining - elapsed)
+        elif kind is Kind.BYO_YOMI and elapsed > self._remaining:
             self._use_periods(elapsed - self._remaining)
             self._remaining = 0.0
-        elif kind != Kind.FIXED_PER_MOVE:  # a fixed move time is never carried over
+        elif kind is not Kind.FIXED_PER_MOVE:  # a fixed move time is never carried over
             self._remaining = max(0.0, self._remaining - elapsed)
-        if kind in (Kind.FISCHER, Kind.MOVES_IN_TIME):
+        if kind is Kind.FISCHER or kind is Kind.MOVES_IN_TIME:
             self._remaining += self._increment
-        if kind == Kind.MOVES_IN_TIME and self._moves_made % self.tc.moves == 0:
+        if kind is Kind.MOVES_IN_TIME and self._moves_made % self.tc.moves == 0:
             self._remaining += self._base
         return True
 

@@ -72,6 +72,7 @@ class Dice:
         self.rolls: list[Roll] = []
         self._ahead: tuple[int, int] | None = None
         """(index, attempt-0 number) of the next roll, drawn by ``prefetch``."""
+        self._keyed: hmac.HMAC | None = None
 
     @property
     def commitment(self) -> str:
@@ -87,10 +88,15 @@ class Dice:
 
     def prefetch(self) -> None:
         """Draw the next roll's number now (the HMAC is most of a roll's cost), so that the roll
-        itself is quick: the referee calls it while engines think. The outcome is the same."""
+        itself is quick: the referee calls it while engines think. The outcome is the same; the
+        HMAC starts from a copy of one keyed with the seed (``_draw`` keys it anew each time)."""
         index = len(self.rolls)
         if self._ahead is None or self._ahead[0] != index:
-            self._ahead = (index, _draw(self.seed, self.stream, index, 0))
+            if self._keyed is None:
+                self._keyed = hmac.new(self.seed, digestmod=hashlib.sha256)
+            mac = self._keyed.copy()
+            mac.update(f"{self.stream}|{index}|0".encode())
+            self._ahead = (index, int.from_bytes(mac.digest()[:8], "big"))
 
 
 def verify_rolls(seed_hex: str, commitment_hex: str, stream: str, rolls: Iterable[Roll]) -> list[str]:

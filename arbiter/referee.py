@@ -291,34 +291,29 @@ class Referee:
         replies: dict[int, tuple[Reply, float]] = {}
         waiting = sorted(sent)
         while waiting:
-            now = time.monotonic()
-            if busy_since is None:  # look once before judging
+            engines = [self.engines[s] for s in waiting]
+            ready: set[int] = set()
+            if busy_since is not None:  # first a look: were replies there already while we were busy?
+                ready, arrived, busy_since = wait_any(engines, 0), busy_since, None
+            if not ready:  # judge, then wait (a reply from now on is timed when it comes)
+                now = time.monotonic()
                 for seat in waiting:
                     if now >= deadlines[seat]:
                         reason = EndReason.STALL if self.clocks[seat].allowance() is None else EndReason.TIME
                         raise _Forfeit(seat, reason, f"no reply within {(deadlines[seat] - sent[seat]) * 1000:.0f} "
                                                      f"ms (allowance + {self.margin * 1000:.0f} ms margin)")
-            timeout_ms = max(0, min(50, int((min([deadlines[s] for s in waiting]) - now) * 1000) + 1))
-            engines = [self.engines[s] for s in waiting]
-            if busy_since is not None:  # first a look: were replies there already while we were busy?
-                ready = wait_any(engines, 0)
-                arrived = busy_since
-                busy_since = None
-                if not ready:  # no: wait as usual (a reply from now on is timed when it comes)
-                    ready = wait_any(engines, timeout_ms)
-                    arrived = time.monotonic()
-            else:
+                timeout_ms = max(0, min(50, int((min([deadlines[s] for s in waiting]) - now) * 1000) + 1))
                 ready = wait_any(engines, timeout_ms)
                 arrived = time.monotonic()  # the replies were there; reading them and freezing is the referee's time
-            if not ready and timeout_ms:  # a long think: are the others idle, as they should be?
-                for other, engine in enumerate(self.engines):
-                    if other not in sent and engine is not None:
-                        engine.watch()
-                if self._deferred:  # a reply that comes meanwhile is taken to have come now
-                    idle_since = time.monotonic()
-                    self._run_deferred()
-                    busy_since = idle_since
-                    continue
+                if not ready and timeout_ms:  # a long think: are the others idle, as they should be?
+                    for other, engine in enumerate(self.engines):
+                        if other not in sent and engine is not None:
+                            engine.watch()
+                    if self._deferred:  # a reply that comes meanwhile is taken to have come now
+                        idle_since = time.monotonic()
+                        self._run_deferred()
+                        busy_since = idle_since
+                        continue
             for i, seat in enumerate(list(waiting)):
                 engine = engines[i]
                 try:

@@ -4,6 +4,7 @@
     .venv/bin/python bench/bench_hotpath.py                       # 5 rounds x 60 games
     .venv/bin/python bench/bench_hotpath.py --rounds 2 --games 30 # quick
     .venv/bin/python bench/bench_hotpath.py --profile prof.out    # plus a cProfile of one match
+    .venv/bin/python bench/bench_hotpath.py --pin 0               # referee and engines on core 0
 
 Two ``sample_engines.random_engine`` subprocesses play EinStein (tc 180) through ``Match`` with
 the defaults of ``arbiter match`` (sandbox auto, ponder false: engines watched through their
@@ -36,7 +37,7 @@ from bench_foundation import instrumented_referee, overheads_from_timeline  # no
 from arbiter.clock import parse_time_control  # noqa: E402
 from arbiter.formats.match import Match, MatchFormat  # noqa: E402
 from arbiter.games import load_game  # noqa: E402
-from arbiter.hosting import EngineConfig  # noqa: E402
+from arbiter.hosting import EngineConfig, pin_process  # noqa: E402
 
 
 def pct(values: list[float], q: float) -> float:
@@ -55,9 +56,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--games", type=int, default=60, help="games per round (one match)")
+    ap.add_argument("--pin", type=int, metavar="CORE",
+                    help="run the referee and its engines on this core (arbiter match --pin CORE)")
     ap.add_argument("--profile", help="cProfile one more match of --games games into this file; print the top")
     args = ap.parse_args()
     la = os.getloadavg()
+    if args.pin is not None:
+        pin_process((args.pin,))
     per: dict[str, list[float]] = {"total": [], "read": [], "logic": [], "send": []}
     with tempfile.TemporaryDirectory(prefix="bench-hot-") as d:
         for r in range(args.rounds):
@@ -81,6 +86,7 @@ def main() -> int:
     lb = os.getloadavg()
     n = len(per["total"])
     print(f"referee overhead per decision, random vs random over ipc, {args.rounds} x {args.games} games, "
+          f"{'pinned to core ' + str(args.pin) + ', ' if args.pin is not None else ''}"
           f"{n} decisions (load average {la[0]:.2f} -> {lb[0]:.2f})")
     print(f"{'part':<8} {'median us':>10} {'p90 us':>8} {'p99 us':>8} {'mean us':>8}")
     for k, v in per.items():

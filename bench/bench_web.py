@@ -47,6 +47,7 @@ time_control = "60"
 seed = "web-bench"
 output = "{db}"
 concurrency = {concurrency}
+pin = {pin}
 {engines}"""
 RANDOM = """
 [[engines]]
@@ -142,11 +143,13 @@ def overheads(db: Path) -> tuple[list[float], float, int]:
     return per, (wall_all - engine_all) / n_all * 1e6, n_all
 
 
-def run(tmp: Path, tag: str, games: int, viewers: int, movetime: float, nice: int = 0, concurrency: int = 2) -> dict:
+def run(tmp: Path, tag: str, games: int, viewers: int, movetime: float, nice: int = 0, concurrency: int = 2,
+        pin: bool = False) -> dict:
     db = tmp / f"{tag}.sqlite"
     toml = tmp / f"{tag}.toml"
     engines = "".join((SEARCH if movetime else RANDOM).format(i=i, movetime=movetime) for i in (1, 2, 3))
-    toml.write_text(TOURNAMENT.format(games=games, db=db, engines=engines, concurrency=concurrency))
+    toml.write_text(TOURNAMENT.format(games=games, db=db, engines=engines, concurrency=concurrency,
+                                        pin=str(pin).lower()))
     args = [PY, "-m", "tournaments", "run", str(toml), "-q", "--no-report"]
     port = free_port()
     if viewers:
@@ -241,6 +244,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="pairs of runs (alone, watched), alternating")
     ap.add_argument("--concurrency", type=int, default=2,
                     help="games at once (1 on 2 cores: a core left for the web server and the viewers)")
+    ap.add_argument("--pin", action="store_true",
+                    help="pin = true: each worker and its engines on a core of their own (docs/tournaments.md)")
     ap.add_argument("--viewer-nice", type=int, default=0,
                     help="niceness of the viewers' thread (e.g. 19: spectators on other machines)")
     a = ap.parse_args()
@@ -256,14 +261,14 @@ def main() -> None:
     if dr:
         print(f"  Feed.draw (deferred: while the engines think) per call: median {dr[len(dr) // 2] * 1e6:.1f} us, "
               f"p99 {dr[int(len(dr) * 0.99)] * 1e6:.1f} us ({len(dr)} calls)")
-    print(f"tournament (concurrency {a.concurrency}), the same seed, alone and watched alternately, {a.repeat} time(s); "
+    print(f"tournament (concurrency {a.concurrency}{', pinned' if a.pin else ''}), the same seed, alone and watched alternately, {a.repeat} time(s); "
           f"viewers at nice {a.viewer_nice}:")
     runs: list[tuple[dict, dict]] = []
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         for i in range(a.repeat):
-            base = run(tmp, f"alone{i}", a.games, 0, a.movetime, concurrency=a.concurrency)
-            web = run(tmp, f"watched{i}", a.games, a.viewers, a.movetime, a.viewer_nice, a.concurrency)
+            base = run(tmp, f"alone{i}", a.games, 0, a.movetime, concurrency=a.concurrency, pin=a.pin)
+            web = run(tmp, f"watched{i}", a.games, a.viewers, a.movetime, a.viewer_nice, a.concurrency, a.pin)
             runs.append((base, web))
             for tag, r in (("no viewer", base), (f"--web + {a.viewers} viewers", web)):
                 print(f"{tag:>22}: {r['decisions']} decisions in {r['elapsed']:.1f} s; referee overhead per decision: "

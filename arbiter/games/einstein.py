@@ -163,7 +163,7 @@ class EinsteinState(State):
     """One position. Mutable; small (a 25-int board, a 14-int cube table, a few ints)."""
 
     __slots__ = ("game", "_board", "_pos", "_count", "_turn", "_die", "_phase", "_winner",
-                 "_seat0", "_checked")
+                 "_seat0", "_checked", "_listed")
 
     def __init__(self, game: "EinsteinGame", seat0: int = RED, phase: int = SETUP):
         self.game = game
@@ -178,6 +178,9 @@ class EinsteinState(State):
         self._checked: tuple[str, int, int] | None = None
         """(move, from, to) of the last ``check_move`` in this position: ``apply`` does not parse it
         again (every change of the position clears it)."""
+        self._listed: dict[str, tuple[int, int]] | None = None
+        """The moves ``legal_moves`` listed in this position, by name: ``check_move`` of a move the
+        referee has just listed is a lookup (every change of the position clears it)."""
 
     # --- seats and colours ---------------------------------------------------------------
 
@@ -253,7 +256,8 @@ class EinsteinState(State):
         phase = self._phase
         if phase == PLAY and self._die is not None:
             names = _MOVE_NAMES
-            return [names[f][t] for f, t in self.moves_ints()]
+            listed = self._listed = {names[f][t]: (f, t) for f, t in self.moves_ints()}
+            return list(listed)
         if phase == SETUP:
             return list(LAYOUTS)
         return []
@@ -264,6 +268,10 @@ class EinsteinState(State):
             err = layout_error(move)
             if err:
                 raise IllegalMove(err)
+            return
+        listed = self._listed
+        if listed is not None and type(move) is str and move in listed:
+            self._checked = (move, *listed[move])
             return
         frm, to = self._parse_move(move)
         self._checked = (move, frm, to)
@@ -332,7 +340,7 @@ class EinsteinState(State):
                 raise IllegalMove(f"seat {seat}: {err}")
         for seat in (0, 1):
             self._place(seat ^ self._seat0, moves[seat])
-        self._checked = None
+        self._checked = self._listed = None
         self._phase = PLAY
         self._turn = self._seat0
         self._die = None
@@ -356,7 +364,7 @@ class EinsteinState(State):
         raise ChanceError(f"not a chance node: {self._phase_error() or 'a decision is pending'}")
 
     def apply_chance(self, outcome: Any) -> None:
-        self._checked = None
+        self._checked = self._listed = None
         phase = self._phase
         if phase == PLAY and self._die is None:
             if type(outcome) is not int or not 1 <= outcome <= 6:
@@ -439,11 +447,11 @@ class EinsteinState(State):
     def set_die(self, die: int) -> None:
         """Engine fast path: roll ``die`` (1..6) at a die node, without checks."""
         self._die = die
-        self._checked = None
+        self._checked = self._listed = None
 
     def apply_move_ints(self, frm: int, to: int) -> None:
         """Engine fast path: play ``(frm, to)`` from ``moves_ints()``, without checks."""
-        self._checked = None
+        self._checked = self._listed = None
         board = self._board
         v = board[frm]
         w = board[to]
@@ -482,7 +490,7 @@ class EinsteinState(State):
         s._phase = self._phase
         s._winner = self._winner
         s._seat0 = self._seat0
-        s._checked = None
+        s._checked = s._listed = None
         return s
 
     # --- text --------------------------------------------------------------------------------
