@@ -202,18 +202,16 @@ class Referee:
                         roll=len(self.dice.rolls) - 1))
 
     def _request_for(self, seat: int) -> Request:
-        state, engine = self.state, self.engines[seat]
-        kind = state.decision_kind(seat)
-        hello = engine.hello
+        state, hello, events, clocks = self.state, self.engines[seat].hello, self.record.events, self.clocks
         legal = state.legal_moves(seat) if hello and hello.wants_legal_moves else None
         data = state.observation_data(seat) if hello and hello.wants_state else None
-        last = [e.move for e in self.record.events[self.seen_events[seat]:] if e.seat >= 0]
-        self.seen_events[seat] = len(self.record.events)
-        return Request(game_id=self.game_id, seq=self._next_seq(), kind=kind, seat=seat,
-                       position=state.observation(seat), state=data,
-                       ply=len(self.record.events),
-                       clocks_ms=[c.remaining_ms() for c in self.clocks],
-                       time_left_ms=self.clocks[seat].allowance_ms(), legal_moves=legal, last_moves=last)
+        last = [e.move for e in events[self.seen_events[seat]:] if e.seat >= 0]
+        self.seen_events[seat] = ply = len(events)
+        self.seq += 1
+        return Request(game_id=self.game_id, seq=self.seq, kind=state.decision_kind(seat), seat=seat,
+                       position=state.observation(seat), state=data, ply=ply,
+                       clocks_ms=[c.remaining_ms() for c in clocks],
+                       time_left_ms=clocks[seat].allowance_ms(), legal_moves=legal, last_moves=last)
 
     def _decide(self, seats: list[int]) -> None:
         """Ask every acting seat at once, wait for all answers, then apply them."""

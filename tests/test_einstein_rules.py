@@ -525,3 +525,22 @@ def test_a_checked_move_is_parsed_again_once_the_position_changed():
     t.set_die(1)
     t.apply(m)  # parsed afresh
     assert s.to_text() == t.to_text()
+
+
+def test_a_listed_move_is_checked_by_lookup_only_for_its_seat_and_position():
+    """``check_move`` of a move ``legal_moves`` has just listed is a lookup (the referee's hot
+    path); the other seat, or the same text after the position changed, gets the full check."""
+    s = GAME.new_initial_state()
+    s.apply_joint({0: "123456", 1: "123456"})
+    s.apply_chance(1)
+    listed = s.legal_moves(0)
+    assert listed and s.legal_moves(1) == []
+    with pytest.raises(IllegalMove, match="turn"):
+        s.check_move(listed[0], 1)
+    s.check_move(listed[0], 0)
+    s.check_move(listed[0], None)
+    s.set_die(6)  # the listed moves were for a 1
+    with pytest.raises(IllegalMove):
+        s.check_move(listed[0], 0)
+    with pytest.raises(IllegalMove, match="syntax"):
+        s.check_move(["not", "a", "move"], 0)  # unhashable: never looked up

@@ -251,27 +251,28 @@ class EinsteinState(State):
         return self._die
 
     def legal_moves(self, seat: int | None = None) -> list[str]:
-        if not self.seat_acts(seat):
-            return []
         phase = self._phase
         if phase == PLAY and self._die is not None:
+            if seat is not None and seat != self._turn ^ self._seat0:  # seat_acts, for the common case
+                return []
             names = _MOVE_NAMES
             listed = self._listed = {names[f][t]: (f, t) for f, t in self.moves_ints()}
             return list(listed)
-        if phase == SETUP:
+        if phase == SETUP and self.seat_acts(seat):
             return list(LAYOUTS)
         return []
 
     def check_move(self, move: str, seat: int | None = None) -> None:
+        listed = self._listed
+        if listed is not None and type(move) is str and move in listed \
+                and (seat is None or seat == self._turn ^ self._seat0):  # listed for this seat: legal
+            self._checked = (move, *listed[move])
+            return
         self.check_seat(seat)
         if self._phase == SETUP:
             err = layout_error(move)
             if err:
                 raise IllegalMove(err)
-            return
-        listed = self._listed
-        if listed is not None and type(move) is str and move in listed:
-            self._checked = (move, *listed[move])
             return
         frm, to = self._parse_move(move)
         self._checked = (move, frm, to)
