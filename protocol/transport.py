@@ -272,8 +272,7 @@ class EngineSocket:
             self._monitor = self.socket.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED)
         self.socket.connect(endpoint)
         calm_io_threads()
-        self.poller = zmq.Poller()
-        self.poller.register(self.socket, zmq.POLLIN)
+        self._timeout_ms = -1  # the socket's RCVTIMEO: a timed read is one call, not a poll and a read
 
     def reconnected(self) -> bool:
         """True once per re-established connection (after the first): time to say hello again."""
@@ -289,9 +288,15 @@ class EngineSocket:
 
     def recv(self, timeout_ms: int | None = None) -> Message | None:
         """The next message, or None on timeout. Raises ``ProtocolError`` on garbage."""
-        if timeout_ms is not None and not self.poller.poll(timeout_ms):
+        wanted = -1 if timeout_ms is None else max(0, timeout_ms)
+        if wanted != self._timeout_ms:
+            self.socket.setsockopt(zmq.RCVTIMEO, wanted)
+            self._timeout_ms = wanted
+        try:
+            frame = self.socket.recv()
+        except zmq.Again:
             return None
-        return decode(self.socket.recv())
+        return decode(frame)
 
     def close(self) -> None:
         if self._monitor is not None:
