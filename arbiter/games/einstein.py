@@ -699,18 +699,23 @@ def _render_svg(state: "EinsteinState", reveal: bool = False) -> str:
     from .svg import document, esc
 
     cell, pad = 60, 20
-    body = ['<rect width="100%" height="100%" fill="#f7f1e3"/>']
+    # Shared attributes are set once on a group (a live page receives a board per move: it is kept small)
+    squares, cubes, numbers = [], [], []
     for r in range(SIZE):
         for c in range(SIZE):
             x, y = pad + c * cell, pad + r * cell
-            corner = "#fde2e2" if (r, c) == (0, 0) else "#dde8fb" if (r, c) == (SIZE - 1, SIZE - 1) else "#fffdf7"
-            body.append(f'<rect x="{x}" y="{y}" width="{cell}" height="{cell}" fill="{corner}" stroke="#8a7f6a"/>')
+            corner = ' fill="#fde2e2"' if (r, c) == (0, 0) else ' fill="#dde8fb"' if (r, c) == (SIZE - 1, SIZE - 1) else ""
+            squares.append(f'<rect x="{x}" y="{y}" width="{cell}" height="{cell}"{corner}/>')
             v = state._board[r * SIZE + c]
             if v:
                 colour = "#c62828" if v > 0 else "#1e4fb5"
-                body.append(f'<rect class="cube" x="{x + 8}" y="{y + 8}" width="{cell - 16}" height="{cell - 16}" rx="7" '
-                            f'fill="{colour}" stroke="#222"/><text x="{x + cell / 2}" y="{y + cell / 2 + 8}" '
-                            f'font-size="24" font-weight="700" text-anchor="middle" fill="#fff">{abs(v)}</text>')
+                cubes.append(f'<rect class="cube" x="{x + 8}" y="{y + 8}" width="{cell - 16}" height="{cell - 16}" '
+                             f'rx="7" fill="{colour}"/>')
+                numbers.append(f'<text x="{x + cell // 2}" y="{y + cell // 2 + 8}">{abs(v)}</text>')
+    body = ['<rect width="100%" height="100%" fill="#f7f1e3"/>',
+            '<g fill="#fffdf7" stroke="#8a7f6a">', *squares, "</g>",  # fill, stroke and fonts inherit; sizes do not
+            '<g stroke="#222">', *cubes, "</g>",
+            '<g font-size="24" font-weight="700" text-anchor="middle" fill="#fff">', *numbers, "</g>"]
     for i in range(SIZE):
         body.append(f'<text x="{pad + i * cell + cell / 2}" y="{pad + SIZE * cell + 15}" font-size="12" '
                     f'text-anchor="middle">{FILES[i]}</text>')
