@@ -37,9 +37,16 @@ def stream_name(match_id: str, game_number: int) -> str:
     return f"{match_id}|{game_number}"
 
 
-def _draw(seed: bytes, stream: str, index: int, attempt: int) -> int:
-    """The 64-bit number of roll ``index``, try ``attempt`` (it does not depend on the outcomes)."""
-    return struct.unpack_from(">Q", hmac.digest(seed, f"{stream}|{index}|{attempt}".encode(), "sha256"))[0]
+def _draw(seed: bytes, stream: str, index: int, attempt: int, keyed: hmac.HMAC | None = None) -> int:
+    """The 64-bit number of roll ``index``, try ``attempt`` (it does not depend on the outcomes).
+    ``keyed``: an HMAC already keyed with ``seed``, to start from a copy (keying costs about as
+    much as the rest)."""
+    message = f"{stream}|{index}|{attempt}".encode()
+    if keyed is None:
+        return struct.unpack_from(">Q", hmac.digest(seed, message, "sha256"))[0]
+    mac = keyed.copy()
+    mac.update(message)
+    return struct.unpack_from(">Q", mac.digest())[0]
 
 
 def derive_roll(seed: bytes, stream: str, index: int, outcomes: int, first: int | None = None) -> int:
@@ -88,15 +95,12 @@ class Dice:
 
     def prefetch(self) -> None:
         """Draw the next roll's number now (the HMAC is most of a roll's cost), so that the roll
-        itself is quick: the referee calls it while engines think. The outcome is the same; the
-        HMAC starts from a copy of one keyed with the seed (``_draw`` keys it anew each time)."""
+        itself is quick: the referee calls it while engines think. The outcome is the same."""
         index = len(self.rolls)
         if self._ahead is None or self._ahead[0] != index:
             if self._keyed is None:
                 self._keyed = hmac.new(self.seed, digestmod=hashlib.sha256)
-            mac = self._keyed.copy()
-            mac.update(f"{self.stream}|{index}|0".encode())
-            self._ahead = (index, int.from_bytes(mac.digest()[:8], "big"))
+            self._ahead = (index, _draw(self.seed, self.stream, index, 0, self._keyed))
 
 
 def verify_rolls(seed_hex: str, commitment_hex: str, stream: str, rolls: Iterable[Roll]) -> list[str]:
