@@ -151,3 +151,12 @@ def test_the_director_killed_and_resumed_finishes_with_its_participants_still_co
         if alice.poll() is None:
             alice.kill()
         alice.wait(5)
+
+
+def test_pin_is_refused_for_an_event_with_remote_engines(tmp_path, keys):
+    folder, roster = keys
+    path = event(tmp_path, folder, roster, free_port(), {"alice-random": "alice"}, extra="pin = true")
+    done = cli("run", str(path), "--quiet")
+    out = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 2 and "event.toml:8: pin: remote engines run elsewhere" in out, out
+    assert not (tmp_path / "event.sqlite").exists()
