@@ -38,7 +38,7 @@ def context() -> zmq.Context:
 
 _calmed: set[tuple[int, int]] = set()
 
-_MORE, _NOW, _RCVMORE = int(zmq.SNDMORE | zmq.NOBLOCK), int(zmq.NOBLOCK), int(zmq.RCVMORE)
+_MORE, _NOW = int(zmq.SNDMORE | zmq.NOBLOCK), int(zmq.NOBLOCK)
 """Flags as plain ints: pyzmq's enum arithmetic and option lookups cost microseconds per message."""
 
 
@@ -176,9 +176,11 @@ class ZmqConnection:
         socket = self.socket
         try:  # a ROUTER's message is the routing id and at least one frame: read as such, then the rest
             identity = socket.recv(_NOW)
-            payload = [socket.recv(_NOW)]
-            while socket.get(_RCVMORE):
-                payload.append(socket.recv(_NOW))
+            frame = socket.recv(_NOW, copy=False)  # a frame says itself whether more follow (no RCVMORE call)
+            payload = [frame.bytes]
+            while frame.more:
+                frame = socket.recv(_NOW, copy=False)
+                payload.append(frame.bytes)
         except zmq.Again:
             return None
         except zmq.ZMQError as exc:
