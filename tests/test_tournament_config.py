@@ -206,3 +206,12 @@ def test_the_example_file_in_the_docs_is_valid():
     assert cfg.engines[0].options == {"depth": 3, "movetime": 0} and cfg.engines[0].args == {"seed": 7}
     assert cfg.engines[0].argv()[-2:] == ["--seed", "7"]
     assert cfg.adjudication is not None and cfg.adjudication.max_plies == 400
+
+
+def test_pin_is_refused_where_the_system_cannot_pin(monkeypatch):
+    import os
+
+    monkeypatch.delattr(os, "sched_setaffinity")
+    text = GOOD.replace("seed = 42", "seed = 42\npin = true")
+    message = err(text)
+    assert message.startswith(f"t.toml:{line_of(text, 'pin =')}: pin: pinning to cores needs Linux"), message

@@ -534,6 +534,8 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
                                        f"without repeat pairings")
 
     pin = c.get(doc, "pin", (), bool, False)
+    if pin and not hasattr(os, "sched_setaffinity"):
+        raise c.error(("pin",), "pinning to cores needs Linux")
     if pin and cluster is not None:
         raise c.error(("pin",), "pins this machine's workers; a cluster's workers are placed by the cluster")
     if pin and remote_spec is not None and any(e.remote for e in engines):
