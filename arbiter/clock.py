@@ -224,9 +224,7 @@ class Clock:
             elapsed = allowance  # an overrun within the margin costs just the allowance
         self._moves_made += 1
         kind = self._kind
-        if kind is Kind.SUDDEN_DEATH:  # the common kind first
-            self._remaining = max(0.0, self._remaining - elapsed)
-        elif kind is Kind.BYO_YOMI and elapsed > self._remaining:
+        if kind is Kind.BYO_YOMI and elapsed > self._remaining:
             self._use_periods(elapsed - self._remaining)
             self._remaining = 0.0
         elif kind is not Kind.FIXED_PER_MOVE:  # a fixed move time is never carried over
