@@ -270,3 +270,84 @@ def test_an_idle_stream_gets_keep_alive_comments(tmp_path, monkeypatch):
     finally:
         sse.close()
         server.stop()
+
+
+def _publish_views(endpoint: str, stop: threading.Event, board: str) -> None:
+    import msgspec
+    import zmq
+
+    ctx = zmq.Context()
+    pub = ctx.socket(zmq.PUB)
+    pub.connect(endpoint)
+    ply = 0
+    while not stop.is_set():
+        ply += 1
+        now = time.time()
+        pub.send(msgspec.msgpack.encode({
+            "type": "live", "game_id": "g1", "match_id": "m", "number": 1, "game": "einstein",
+            "players": ["a", "b"], "roles": ["x", "y"], "time_control": "60", "dice_commitment": "c",
+            "started_at": now, "ply": ply, "acting": [0], "clocks_ms": [1000, 1000], "sent_at": now,
+            "event_at": now, "board": board, "last": []}))
+        time.sleep(0.005)
+    pub.close(0)
+    ctx.term()
+
+
+def test_a_browser_that_stops_reading_is_dropped_and_one_that_leaves_is_forgotten(tmp_path):
+    """A spectator who stops reading holds up no one: its backlog grows to QUEUE messages, then
+    its stream is ended (its browser would reconnect for a snapshot) while another keeps getting
+    every tick; a spectator who closes the page is taken off the server's list."""
+    endpoint = f"ipc://{tmp_path}/feed"
+    server = WebServer(MemorySource("slow"), endpoint, port=0, tick=0.005)
+    server.start()
+    hub = server.app.state.hub
+    stop = threading.Event()
+    publisher = threading.Thread(target=_publish_views, args=(endpoint, stop, "<svg>" + "x" * 60_000 + "</svg>"))
+    stalled = socket.socket()
+    stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    stalled.connect((server.host, server.port))
+    stalled.sendall(b"GET /events HTTP/1.1\r\nHost: test\r\n\r\n")  # and never reads
+    reader = SSE(server.host, server.port)
+    try:
+        reader.wait(lambda e: e[0] == "snapshot")
+        deadline = time.monotonic() + 10
+        while len(hub.viewers) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(hub.viewers) == 2
+        publisher.start()
+        deadline = time.monotonic() + 30
+        while len(hub.viewers) > 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(hub.viewers) == 1, "the stalled browser was not dropped"
+        seen = sum(1 for e in reader.events if e[0] == "live")
+        reader.wait(lambda e: e[0] == "live" and sum(1 for x in reader.events if x[0] == "live") > seen + 20)
+        reader.close()
+        deadline = time.monotonic() + 10
+        while hub.viewers and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not hub.viewers, "a browser that left is still on the list"
+    finally:
+        stop.set()
+        if publisher.is_alive():
+            publisher.join(5)
+        stalled.close()
+        reader.close()
+        server.stop()
+
+
+def test_the_event_stream_answers_only_get(tmp_path):
+    server = WebServer(MemorySource("methods"), f"ipc://{tmp_path}/feed", port=0)
+    server.start()
+    try:
+        conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
+        conn.request("POST", "/events", body=b"x")
+        resp = conn.getresponse()
+        assert resp.status == 405 and resp.getheader("allow") == "GET, HEAD"
+        conn.close()
+        conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
+        conn.request("HEAD", "/events")
+        resp = conn.getresponse()
+        assert resp.status == 200 and resp.getheader("content-type").startswith("text/event-stream")
+        conn.close()
+    finally:
+        server.stop()
