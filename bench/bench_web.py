@@ -271,15 +271,22 @@ def main() -> None:
     if dr:
         print(f"  Feed.draw (deferred: while the engines think) per call: median {dr[len(dr) // 2] * 1e6:.1f} us, "
               f"p99 {dr[int(len(dr) * 0.99)] * 1e6:.1f} us ({len(dr)} calls)")
-    print(f"tournament (concurrency {a.concurrency}{', pinned' if a.pin else ''}), the same seed, alone and watched alternately, {a.repeat} time(s); "
+    print(f"tournament (concurrency {a.concurrency}{', pinned' if a.pin else ''}), the same seed, alone and watched alternately (ABBA), {a.repeat} time(s); "
           f"viewers at nice {a.viewer_nice}, {'each' if a.timing == 1 else f'one in {a.timing}'} timing its messages:")
     runs: list[tuple[dict, dict]] = []
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        for i in range(a.repeat):
-            base = run(tmp, f"alone{i}", a.games, 0, a.movetime, concurrency=a.concurrency, pin=a.pin)
-            web = run(tmp, f"watched{i}", a.games, a.viewers, a.movetime, a.viewer_nice, a.concurrency, a.pin,
-                      a.timing)
+        for i in range(a.repeat):  # ABBA: a drift of the machine, or an order effect, weighs on both alike
+            def alone():
+                return run(tmp, f"alone{i}", a.games, 0, a.movetime, concurrency=a.concurrency, pin=a.pin)
+
+            def watched():
+                return run(tmp, f"watched{i}", a.games, a.viewers, a.movetime, a.viewer_nice, a.concurrency,
+                           a.pin, a.timing)
+            if i % 2:
+                web, base = watched(), alone()
+            else:
+                base, web = alone(), watched()
             runs.append((base, web))
             for tag, r in (("no viewer", base), (f"--web + {a.viewers} viewers", web)):
                 print(f"{tag:>22}: {r['decisions']} decisions in {r['elapsed']:.1f} s; referee overhead per decision: "
@@ -289,7 +296,7 @@ def main() -> None:
     watched = sum(w["total"] * w["decisions"] for _, w in runs) / sum(w["decisions"] for _, w in runs)
     print(f"overhead ratio (all games of all runs, watched / alone): {watched / alone:.3f} "
           f"({alone:.0f} -> {watched:.0f} us); per pair: {', '.join(f'{r:.2f}' for r in ratios)}")
-    lat = sorted(x for _, w in runs for x in w["clients"].latencies)
+    lat = sorted(x for _, w in runs if w["clients"] is not None for x in w["clients"].latencies)
     if lat:
         q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))] * 1000  # noqa: E731
         counts = [c for _, w in runs for c in w["clients"].counts]
