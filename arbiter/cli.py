@@ -551,14 +551,13 @@ def _print_summary(result) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    """``arbiter match`` with the demo's arguments, parsed by the match parser itself (so the demo
+    gets every default a new match option brings)."""
     py = sys.executable
-    ns = argparse.Namespace(
-        game="einstein", option=[], tc="180", format="olympiad", margin=DEFAULT_MARGIN_MS, seed=None, seed_file=None,
-        key=None, restart=False, sandbox="auto", limit=[], ponder=False, resume=None, sprt=None,
-        quiet=args.quiet, db=args.db,
-        engine=[f"{py} -m sample_engines.einstein_expectimax", f"{py} -m sample_engines.random_engine"],
-        name=["expectimax", "random"])
-    return cmd_match(ns)
+    argv = ["match", "--game", "einstein", "--tc", "180", "--format", "olympiad", "--db", args.db,
+            "--engine", f"{py} -m sample_engines.einstein_expectimax", "--name", "expectimax",
+            "--engine", f"{py} -m sample_engines.random_engine", "--name", "random"]
+    return cmd_match(build_parser().parse_args(argv + (["--quiet"] if args.quiet else [])))
 
 
 def cmd_show(args: argparse.Namespace) -> int:

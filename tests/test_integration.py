@@ -265,6 +265,26 @@ def test_cli_match_show_and_verify(tmp_path):
     assert bad.returncode == 2 and "40/" in bad.stdout
 
 
+def test_the_readme_demo_plays_its_olympiad_match(tmp_path):
+    """``make demo`` (the README's first command) runs ``arbiter demo``: an olympiad match of the
+    sample engines, with the live display, saved and verifiable. (It once failed at its start:
+    the demo built its own argument set and missed an option ``match`` had gained.)"""
+    import sqlite3
+    import subprocess
+
+    db = tmp_path / "results.sqlite"
+    run = subprocess.run([PY, "-m", "arbiter.cli", "demo", "--db", str(db)], cwd=ROOT,
+                         env={**os.environ, "COLUMNS": "120"}, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "expectimax" in run.stdout and ("match won by" in run.stdout or "match drawn" in run.stdout), run.stdout
+    conn = sqlite3.connect(db)
+    games = conn.execute("SELECT COUNT(*) FROM games").fetchone()[0]
+    conn.close()
+    assert 4 <= games <= 7  # best of 7, first to 4
+    ok = subprocess.run([PY, "-m", "arbiter.cli", "verify", str(db)], cwd=ROOT, capture_output=True, text=True)
+    assert ok.returncode == 0 and "consistent" in ok.stdout, ok.stdout + ok.stderr
+
+
 def test_engines_die_when_the_referee_is_killed(tmp_path):
     import signal
     import subprocess
