@@ -901,7 +901,7 @@ def cmd_keygen(args: argparse.Namespace) -> int:
 
 
 def _start_web(args: argparse.Namespace, title: str):
-    """``--web PORT``: the live web view (docs/web.md) in this process, or None; OSError names the port."""
+    """``--web PORT``: the live web view (docs/web.md) in a child process, or None; OSError names the port."""
     if getattr(args, "web", None) is None:
         return None
     from .web.live import LiveView

@@ -351,3 +351,105 @@ def test_the_event_stream_answers_only_get(tmp_path):
         conn.close()
     finally:
         server.stop()
+
+
+def test_spectators_on_a_finished_game_cost_the_engines_nothing(tmp_path):
+    """``arbiter match --web`` at 50 ms a move while eight spectators keep asking for a finished
+    A&A game (its page replays the whole game: seconds of Python each) and 200 idle connections
+    sit on the port. Every game ends normally: the server's work never delays the referee's
+    reading of a reply; requests still running when the match ends are cut without a word. (With the server a thread of the referee's process, four games of six
+    ended in time forfeits of honest engines: "took 170 ms; allowed 50 ms + 50 ms margin".)"""
+    import sqlite3
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    db = tmp_path / "r.sqlite"
+    engine = "{python} -m sample_engines.aachess_random"
+    match = subprocess.Popen([PY, "-m", "arbiter.cli", "match", "--game", "aachess", "--engine", engine, "--engine",
+                              engine, "--tc", "st=0.05", "--format", "games=4", "--db", str(db), "--quiet",
+                              "--web", str(port)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True)
+    asked, stop, idle = [0], threading.Event(), []
+
+    def spectator() -> None:
+        game_id = None
+        while not stop.is_set():
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                if game_id is None:
+                    conn.request("GET", "/api/state")
+                    finished = json.loads(conn.getresponse().read())["summary"]["finished"]
+                    game_id = finished[0]["game_id"] if finished else None
+                    time.sleep(0 if game_id else 0.05)
+                else:
+                    asked[0] += 1
+                    conn.request("GET", f"/api/game/{game_id}")
+                    conn.getresponse().read()
+                conn.close()
+            except (OSError, ValueError):
+                time.sleep(0.02)
+    spectators = [threading.Thread(target=spectator, daemon=True) for _ in range(8)]
+    try:
+        deadline = time.monotonic() + 30
+        while not idle and time.monotonic() < deadline:
+            try:
+                idle.append(socket.create_connection(("127.0.0.1", port)))
+            except OSError:
+                time.sleep(0.05)
+        idle += [socket.create_connection(("127.0.0.1", port)) for _ in range(199)]
+        for s in spectators:
+            s.start()
+        out, _ = match.communicate(timeout=600)
+    finally:
+        stop.set()
+        for s in idle:
+            s.close()
+        if match.poll() is None:
+            match.kill()
+    assert match.returncode == 0, out[-2000:]
+    assert asked[0] >= 8, f"the spectators asked for the finished game {asked[0]} times during the match"
+    assert "Traceback" not in out, out[-3000:]  # nor a spectator's unfinished request at the end
+    conn = sqlite3.connect(db)
+    ended = [(r["reason"], r["detail"]) for r in (json.loads(x) for (x,) in conn.execute("SELECT record FROM games"))]
+    conn.close()
+    assert [reason for reason, _ in ended] == ["normal"] * 4, ended
+
+
+def test_the_web_view_process_goes_when_the_referee_is_killed(tmp_path):
+    """``arbiter match --web``'s server is a child process: the referee killed (kill -9, no
+    cleanup of its own), it notices its closed stdin, exits and removes the view's folder; and
+    it serves the page meanwhile."""
+    import psutil
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    engine = "{python} -m sample_engines.random_engine"
+    match = subprocess.Popen([PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", engine, "--engine",
+                              engine, "--tc", "inf", "--format", "games=1000000", "--db", str(tmp_path / "r.sqlite"),
+                              "--quiet", "--web", str(port)], cwd=ROOT, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    try:
+        deadline, status = time.monotonic() + 30, None
+        while status != 200 and time.monotonic() < deadline:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                conn.request("GET", "/api/state")
+                status = conn.getresponse().status
+                conn.close()
+            except OSError:
+                time.sleep(0.05)
+        assert status == 200
+        servers = [p for p in psutil.Process(match.pid).children()
+                   if "arbiter.web.live" in " ".join(p.cmdline())]
+        assert len(servers) == 1
+        feed = servers[0].cmdline()[servers[0].cmdline().index("--feed") + 1]
+        folder = Path(feed.removeprefix("ipc://")).parent
+        assert folder.is_dir()
+    finally:
+        match.kill()
+        match.wait()
+    gone, alive = psutil.wait_procs(servers, timeout=10)
+    assert not alive, "the web view outlived the referee"
+    assert not folder.exists(), "the web view's folder was left behind"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import socket
 import threading
@@ -474,23 +475,31 @@ class PortError(OSError):
     """The web view cannot listen where asked (the message names the address and port)."""
 
 
+def listening_socket(host: str = "127.0.0.1", port: int = 8080) -> socket.socket:
+    """A TCP socket bound to host:port and listening (port 0: any free one); ``PortError`` names
+    the address when it cannot be had, before anything else starts."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise PortError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.listen(128)
+    return sock
+
+
 class WebServer:
     """The app served by uvicorn, on a socket bound at construction (so a port in use is an error
-    the caller reports before anything starts); ``start`` runs it in a thread, ``run`` here."""
+    the caller reports before anything starts) or given (``sock``, already listening); ``start``
+    runs it in a thread, ``run`` here."""
 
     def __init__(self, source: Source, feed: str | None, host: str = "127.0.0.1", port: int = 8080,
-                 poll: float = 0.5, tick: float = TICK):
+                 poll: float = 0.5, tick: float = TICK, sock: socket.socket | None = None):
         import uvicorn
 
-        self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            self.sock.bind((host, port))
-        except OSError as exc:
-            self.sock.close()
-            raise PortError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-        self.sock.listen(128)
-        self.host, self.port = host, self.sock.getsockname()[1]
+        self.sock = sock if sock is not None else listening_socket(host, port)
+        self.host, self.port = self.sock.getsockname()[:2]
         self.app = build_app(source, feed, poll=poll, tick=tick)
         config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="on",
                                 timeout_graceful_shutdown=1)
@@ -524,6 +533,10 @@ class WebServer:
                 loop.call_soon_threadsafe(self.app.state.hub.close)
             except RuntimeError:  # the loop has just closed
                 pass
+        # A spectator's request still running when the graceful shutdown times out (a long game's
+        # replay) is cancelled; uvicorn would log each as an "Exception in ASGI application" with
+        # its traceback, on the terminal of an event that has ended well.
+        logging.getLogger("uvicorn.error").setLevel(logging.CRITICAL)
         self.server.should_exit = True
         if self.thread is not None:
             self.thread.join(5)
