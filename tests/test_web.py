@@ -453,3 +453,17 @@ def test_the_web_view_process_goes_when_the_referee_is_killed(tmp_path):
     gone, alive = psutil.wait_procs(servers, timeout=10)
     assert not alive, "the web view outlived the referee"
     assert not folder.exists(), "the web view's folder was left behind"
+
+
+def test_a_web_view_that_cannot_start_is_one_clear_error(tmp_path, monkeypatch):
+    """The child that would serve the page exits at once (say, a broken install): LiveView says
+    so with its exit status, leaves no process and no folder, and frees the port."""
+    from arbiter.web import live
+
+    real = subprocess.Popen
+    monkeypatch.setattr(live.subprocess, "Popen",
+                        lambda argv, **kw: real([PY, "-c", "import sys; sys.exit(3)"], **kw))
+    monkeypatch.setattr(live.tempfile, "tempdir", str(tmp_path))
+    with pytest.raises(OSError, match="exited at its start \\(exit status 3"):
+        live.LiveView("broken", 0)
+    assert not list(tmp_path.iterdir())

@@ -48,8 +48,13 @@ class LiveView:
                                             stdout=subprocess.PIPE, start_new_session=True)
         ready = select.select([self.process.stdout], [], [], START_TIMEOUT)[0]
         if not ready or self.process.stdout.readline() != b"ready\n":
+            try:  # a closed stdout: it is exiting
+                code = self.process.wait(1) if ready else None
+            except subprocess.TimeoutExpired:
+                code = None
             self._end(0)
-            raise OSError(f"the web view's server did not start within {START_TIMEOUT:.0f} s")
+            raise OSError(f"the web view's server did not start within {START_TIMEOUT:.0f} s" if code is None else
+                          f"the web view's server exited at its start (exit status {code}; its error is above)")
         self.feed = Feed(endpoint)
 
     @property
