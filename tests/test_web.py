@@ -457,7 +457,7 @@ def test_the_web_view_process_goes_when_the_referee_is_killed(tmp_path):
 
 def test_a_web_view_that_cannot_start_is_one_clear_error(tmp_path, monkeypatch):
     """The child that would serve the page exits at once (say, a broken install): LiveView says
-    so with its exit status, leaves no process and no folder, and frees the port."""
+    so with its exit status and leaves no folder behind."""
     from arbiter.web import live
 
     real = subprocess.Popen
