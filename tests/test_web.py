@@ -416,22 +416,46 @@ def test_spectators_on_a_finished_game_cost_the_engines_nothing(tmp_path):
     assert [reason for reason, _ in ended] == ["normal"] * 4, ended
 
 
-def test_the_web_view_process_goes_when_the_referee_is_killed(tmp_path):
-    """``arbiter match --web``'s server is a child process: the referee killed (kill -9, no
-    cleanup of its own), it notices its closed stdin, exits and removes the view's folder; and
-    it serves the page meanwhile."""
+WEB_EVENT = """
+name = "web-child"
+game = "einstein"
+format = "round_robin"
+match = "games=100000"
+time_control = "inf"
+output = "{db}"
+concurrency = 1
+[[engines]]
+name = "a"
+command = "{{python}} -m sample_engines.random_engine"
+[[engines]]
+name = "b"
+command = "{{python}} -m sample_engines.random_engine"
+"""
+
+
+@pytest.mark.parametrize("command", ["match", "tournament"])
+def test_the_web_view_process_goes_when_its_parent_is_killed(tmp_path, command):
+    """The web view of ``arbiter match --web`` and of ``arbiter-tournament run --web`` is a child
+    process (no process that plays or schedules games has a server thread): it serves the page; its parent
+    killed (kill -9, no cleanup of its own), it notices its closed stdin and exits, and the
+    match's view removes its folder."""
     import psutil
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    engine = "{python} -m sample_engines.random_engine"
-    match = subprocess.Popen([PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", engine, "--engine",
-                              engine, "--tc", "inf", "--format", "games=1000000", "--db", str(tmp_path / "r.sqlite"),
-                              "--quiet", "--web", str(port)], cwd=ROOT, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
+    if command == "match":
+        engine = "{python} -m sample_engines.random_engine"
+        argv = [PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", engine, "--engine", engine,
+                "--tc", "inf", "--format", "games=1000000", "--db", str(tmp_path / "r.sqlite"), "--quiet"]
+    else:
+        (tmp_path / "event.toml").write_text(WEB_EVENT.format(db=tmp_path / "event.sqlite"))
+        argv = [PY, "-m", "tournaments.cli", "run", str(tmp_path / "event.toml"), "-q", "--no-report"]
+    parent = subprocess.Popen(argv + ["--web", str(port)], cwd=ROOT, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    servers = []
     try:
-        deadline, status = time.monotonic() + 30, None
+        deadline, status = time.monotonic() + 60, None
         while status != 200 and time.monotonic() < deadline:
             try:
                 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
@@ -441,27 +465,30 @@ def test_the_web_view_process_goes_when_the_referee_is_killed(tmp_path):
             except OSError:
                 time.sleep(0.05)
         assert status == 200
-        servers = [p for p in psutil.Process(match.pid).children()
-                   if "arbiter.web.live" in " ".join(p.cmdline())]
-        assert len(servers) == 1
-        feed = servers[0].cmdline()[servers[0].cmdline().index("--feed") + 1]
-        folder = Path(feed.removeprefix("ipc://")).parent
-        assert folder.is_dir()
+        servers = [p for p in psutil.Process(parent.pid).children()
+                   if "web" in " ".join(p.cmdline()) and "--fd" in p.cmdline()]
+        assert len(servers) == 1, [p.cmdline() for p in psutil.Process(parent.pid).children()]
+        feed = servers[0].cmdline()[servers[0].cmdline().index("--feed") + 1] if command == "match" else None
+        if feed:
+            assert Path(feed.removeprefix("ipc://")).parent.is_dir()
     finally:
-        match.kill()
-        match.wait()
+        parent.kill()
+        parent.wait()
     gone, alive = psutil.wait_procs(servers, timeout=10)
-    assert not alive, "the web view outlived the referee"
-    assert not folder.exists(), "the web view's folder was left behind"
+    for p in alive:
+        p.kill()
+    assert not alive, "the web view outlived its parent"
+    if feed:
+        assert not Path(feed.removeprefix("ipc://")).parent.exists(), "the web view's folder was left behind"
 
 
 def test_a_web_view_that_cannot_start_is_one_clear_error(tmp_path, monkeypatch):
     """The child that would serve the page exits at once (say, a broken install): LiveView says
     so with its exit status and leaves no folder behind."""
-    from arbiter.web import live
+    from arbiter.web import live, process
 
     real = subprocess.Popen
-    monkeypatch.setattr(live.subprocess, "Popen",
+    monkeypatch.setattr(process.subprocess, "Popen",
                         lambda argv, **kw: real([PY, "-c", "import sys; sys.exit(3)"], **kw))
     monkeypatch.setattr(live.tempfile, "tempdir", str(tmp_path))
     with pytest.raises(OSError, match="exited at its start \\(exit status 3"):

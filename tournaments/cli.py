@@ -275,22 +275,21 @@ def cmd_run(args, resume: bool) -> int:
         opened.db.close()
         return code
     web = None
-    if args.web is not None:  # the live web view (docs/web.md), in a thread beside the director
-        from .web import web_server
+    if args.web is not None:  # the live web view (docs/web.md), in a child process of the director
+        from .web import web_process
 
         try:
-            web = web_server(opened.db.path, args.web_host, args.web)
-        except (OSError, ValueError) as exc:
+            web = web_process(opened.db.path, args.web_host, args.web)
+        except OSError as exc:
             console.print(f"[red]error:[/] --web {args.web}: {exc}", soft_wrap=True)
             opened.db.close()
             return EXIT_USAGE
-        web.start()
         console.print(f"live web view: {web.url}")
     try:
         return _run_with_display(console, args, opened, resume)
     finally:
         if web is not None:
-            web.stop()
+            web.close()
 
 
 def _run_with_display(console, args, opened, resume: bool) -> int:

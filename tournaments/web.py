@@ -1,13 +1,15 @@
 """The web view of a tournament (docs/web.md): its database, read-only, as the page's source.
 
-``arbiter-tournament serve DB`` (a process of its own) and ``run/resume --web PORT`` (a thread of the
-tournament process) both serve it. Finished games and standings come from the SQLite file, read
+``arbiter-tournament serve DB`` (a process of its own) and ``run/resume --web PORT`` (a child process
+of the director: ``arbiter.web.process``) both serve it. Finished games and standings come from the SQLite file, read
 only; running games from the feed beside it (``DB.feed``, ``arbiter.feed``), to which every worker
 publishes while that socket exists.
 """
 from __future__ import annotations
 
+import argparse
 import os
+import socket
 import threading
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ from arbiter.feed import feed_endpoint
 from arbiter.records import GameRecord
 from arbiter.records.store import load_records
 from arbiter.web import Source, WebServer
+from arbiter.web.process import ServerProcess, serve_until_stdin_closes
 
 from .report import build_report, to_json
 
@@ -71,3 +74,23 @@ def web_server(db_path: str | Path, host: str, port: int) -> WebServer:
     """The web view of ``db_path`` on ``host:port``; OSError naming the port if it cannot listen,
     ValueError if the file is not a tournament database."""
     return WebServer(TournamentSource(db_path), feed_endpoint(db_path), host=host, port=port)
+
+
+def web_process(db_path: str | Path, host: str, port: int) -> ServerProcess:
+    """The web view of a running tournament's ``db_path`` in a child process (``run --web``);
+    PortError naming the port, OSError if it did not start."""
+    return ServerProcess("tournaments.web", ["--db", os.path.abspath(db_path)], host, port)  # the feed beside it
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The child of ``web_process``: serve the listening socket ``--fd`` until stdin closes."""
+    ap = argparse.ArgumentParser(prog="python -m tournaments.web")
+    ap.add_argument("--fd", type=int, required=True)
+    ap.add_argument("--db", required=True)
+    args = ap.parse_args(argv)
+    return serve_until_stdin_closes(WebServer(TournamentSource(args.db), feed_endpoint(args.db),
+                                              sock=socket.socket(fileno=args.fd)))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

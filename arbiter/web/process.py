@@ -1,0 +1,85 @@
+"""A web view's server in a child process (``arbiter match --web``, ``arbiter-tournament run --web``).
+
+A child, never a thread of the process that runs the games: a spectator's request is Python work
+(a finished A&A game's page replays the whole game, seconds of it), and in a referee's process it
+would hold the interpreter while an engine's reply waits to be read, the wait charged to the
+engine (eight spectators on a finished A&A game made honest engines lose four games of six on
+time at 50 ms a move; tests/test_web.py); and a tournament's workers are forked from the
+director, which should then have no server threads to fork. The parent binds the port (a port in
+use is its own error, exit 2) and hands the listening socket over; the child serves until its
+stdin closes, which happens when the parent closes the view or dies, however it dies.
+"""
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from .app import SPECTATOR_NICE, WebServer, listening_socket
+
+START_TIMEOUT = 20.0
+"""Seconds the child may take to import the server, bind the feed and start serving."""
+
+
+class ServerProcess:
+    """``python -m MODULE --fd N *args`` serving a socket bound here to ``host:port``. Raises
+    ``PortError`` (the port) or ``OSError`` (the server did not start)."""
+
+    def __init__(self, module: str, args: list[str], host: str = "127.0.0.1", port: int = 8080):
+        sock = listening_socket(host, port)
+        self.host, self.port = sock.getsockname()[:2]
+        with sock:
+            # its own session: the terminal's Ctrl-C is the parent's to handle; the parent ends it
+            self.process = subprocess.Popen([sys.executable, "-m", module, "--fd", str(sock.fileno()), *args],
+                                            pass_fds=[sock.fileno()], stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, start_new_session=True)
+        ready = select.select([self.process.stdout], [], [], START_TIMEOUT)[0]
+        if not ready or self.process.stdout.readline() != b"ready\n":
+            try:  # a closed stdout: it is exiting
+                code = self.process.wait(1) if ready else None
+            except subprocess.TimeoutExpired:
+                code = None
+            self.close(0)
+            raise OSError(f"the web view's server did not start within {START_TIMEOUT:.0f} s" if code is None else
+                          f"the web view's server exited at its start (exit status {code}; its error is above)")
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/"
+
+    def close(self, grace: float = 5.0) -> None:
+        """Close the child's stdin (it ends its streams and exits); kill it after ``grace`` s."""
+        try:
+            self.process.stdin.close()
+            self.process.wait(grace)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self.process.stdout.close()
+
+
+def serve_until_stdin_closes(server: WebServer, folder: Path | None = None) -> int:
+    """The child's life: serve, say ``ready``, stop when stdin closes; then remove ``folder``
+    (the parent's private folder for this view: gone even when the parent was killed)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, SPECTATOR_NICE)
+    except OSError:
+        pass
+    server.start()
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    try:
+        while sys.stdin.buffer.read(65536):  # nothing is sent: EOF is the signal to stop
+            pass
+    except KeyboardInterrupt:
+        pass
+    server.stop()
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+    return 0
