@@ -72,14 +72,15 @@ def serve_until_stdin_closes(server: WebServer, folder: Path | None = None) -> i
     except OSError:
         pass
     server.start()
-    sys.stdout.write("ready\n")
-    sys.stdout.flush()
     try:
+        sys.stdout.write("ready\n")
+        sys.stdout.flush()
         while sys.stdin.buffer.read(65536):  # nothing is sent: EOF is the signal to stop
             pass
-    except KeyboardInterrupt:
+    except (BrokenPipeError, KeyboardInterrupt):  # the parent went before it heard "ready"
         pass
-    server.stop()
-    if folder is not None:
-        shutil.rmtree(folder, ignore_errors=True)
+    finally:
+        server.stop()
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
     return 0
