@@ -471,6 +471,16 @@ async def _until_disconnect(receive, viewer: Viewer) -> None:
 
 # --- serving -------------------------------------------------------------------------------------
 
+def _not_a_cancelled_request(record: logging.LogRecord) -> bool:
+    """A spectator's request still running when the graceful shutdown times out (a long game's
+    replay) is cancelled; uvicorn logs that, and each request as an "Exception in ASGI
+    application" with its traceback, on the terminal of an event that has ended well. Other
+    errors are logged as ever."""
+    if record.exc_info and record.exc_info[0] is asyncio.CancelledError:
+        return False
+    return "timeout graceful shutdown exceeded" not in record.getMessage()
+
+
 class PortError(OSError):
     """The web view cannot listen where asked (the message names the address and port)."""
 
@@ -505,6 +515,9 @@ class WebServer:
                                 timeout_graceful_shutdown=1)
         self.server = uvicorn.Server(config)
         self.thread: threading.Thread | None = None
+        quiet = logging.getLogger("uvicorn.error")
+        if _not_a_cancelled_request not in quiet.filters:
+            quiet.addFilter(_not_a_cancelled_request)
 
     @property
     def url(self) -> str:
@@ -533,10 +546,6 @@ class WebServer:
                 loop.call_soon_threadsafe(self.app.state.hub.close)
             except RuntimeError:  # the loop has just closed
                 pass
-        # A spectator's request still running when the graceful shutdown times out (a long game's
-        # replay) is cancelled; uvicorn would log each as an "Exception in ASGI application" with
-        # its traceback, on the terminal of an event that has ended well.
-        logging.getLogger("uvicorn.error").setLevel(logging.CRITICAL)
         self.server.should_exit = True
         if self.thread is not None:
             self.thread.join(5)
