@@ -1,9 +1,9 @@
 """The web view of a tournament (docs/web.md): its database, read-only, as the page's source.
 
-``arbiter-tournament serve DB`` (a process of its own) and ``run/resume --web PORT`` (a child process
-of the director: ``arbiter.web.process``) both serve it. Finished games and standings come from the SQLite file, read
-only; running games from the feed beside it (``DB.feed``, ``arbiter.feed``), to which every worker
-publishes while that socket exists.
+``arbiter-tournament serve DB`` (a process of its own) and ``run/resume --web PORT`` (a child
+process of the director: ``arbiter.web.process``) both serve it. Finished games and standings come
+from the SQLite file, read only; running games from the feed beside it (``DB.feed``,
+``arbiter.feed``), to which every worker publishes while that socket exists.
 """
 from __future__ import annotations
 

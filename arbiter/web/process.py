@@ -75,6 +75,7 @@ def serve_until_stdin_closes(server: WebServer, folder: Path | None = None) -> i
     try:
         sys.stdout.write("ready\n")
         sys.stdout.flush()
+        os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # nobody reads the pipe from now on
         while sys.stdin.buffer.read(65536):  # nothing is sent: EOF is the signal to stop
             pass
     except (BrokenPipeError, KeyboardInterrupt):  # the parent went before it heard "ready"
