@@ -230,7 +230,8 @@ def test_a_resumed_match_keeps_its_engine_options_and_adjudication(tmp_path):
     import time
 
     db = tmp_path / "r.sqlite"
-    cmd = [PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", SCORER, "--engine", RANDOM,
+    paced = f"{PY} {ROOT / 'tests' / 'engines' / 'paced.py'} --think 10"  # the match outlasts the first commits
+    cmd = [PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", SCORER, "--engine", paced,
            "--engine-option", "1:score=5", "--max-plies", "6", "--format", "games=60", "--tc", "60", "--quiet",
            "--db", str(db)]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
