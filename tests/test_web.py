@@ -75,6 +75,13 @@ class SSE:
         self.conn.close()
 
 
+def free_port() -> int:
+    """A port nothing listens on now (for a command that binds it itself)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def get_json(server: WebServer, path: str) -> tuple[int, dict]:
     conn = http.client.HTTPConnection(server.host, server.port, timeout=30)
     conn.request("GET", path)
@@ -361,9 +368,7 @@ def test_spectators_on_a_finished_game_cost_the_engines_nothing(tmp_path):
     ended in time forfeits of honest engines: "took 170 ms; allowed 50 ms + 50 ms margin".)"""
     import sqlite3
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     db = tmp_path / "r.sqlite"
     engine = "{python} -m sample_engines.aachess_random"
     match = subprocess.Popen([PY, "-m", "arbiter.cli", "match", "--game", "aachess", "--engine", engine, "--engine",
@@ -441,9 +446,7 @@ def test_the_web_view_process_goes_when_its_parent_is_killed(tmp_path, command):
     match's view removes its folder."""
     import psutil
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     if command == "match":
         engine = "{python} -m sample_engines.random_engine"
         argv = [PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", engine, "--engine", engine,
