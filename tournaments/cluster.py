@@ -50,8 +50,9 @@ from .worker import DB_ENV, RUN_ENV, WORKER_ENV
 
 MISSING = ("the cluster backend needs dask.distributed: .venv/bin/pip install -e '.[cluster]' "
            "(or pip install distributed)")
-CONNECT_TIMEOUT = 30.0
-"""Seconds to reach the scheduler before giving up with a clear message."""
+CONNECT_TIMEOUT = float(os.environ.get("ARBITER_CLUSTER_CONNECT_SECONDS", 30))
+"""Seconds to reach the scheduler before giving up with a clear message (a scheduler that is
+starting may take a while; a wrong address costs this long)."""
 TASK_SECONDS = float(os.environ.get("ARBITER_CLUSTER_TASK_SECONDS", 4))
 """A task plays about this long (a block of quick games; a slow game goes alone)."""
 MAX_BLOCK = 256
