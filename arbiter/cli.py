@@ -36,7 +36,7 @@ from protocol.messages import EndReason
 from .clock import DEFAULT_MARGIN_MS, parse_time_control
 from .adjudication import Adjudication
 from .formats.coop import CoopGame, CoopResult, run_coop
-from .formats.match import Match, MatchFormat, TableMatch
+from .formats.match import Match, MatchFormat, Series, TableMatch
 from .formats.solo import SuiteResult, compare, run_suite
 from .games import OptionError, Utility, game_class, game_names, load_game
 from .hosting import EngineConfig, EngineFault, EngineSession, Limits, OptionFault, parse_cpus, pin_process
@@ -254,14 +254,9 @@ def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_b
                   seed=seed, match_id=match_id, on_event=None if args.quiet and web is None else on_event,
                   on_game=on_game, sprt=sprt_bounds, adjudication=adjudication, openings=openings, keep_records=False)
     if failed := match.series.start_all():  # pre-flight: a broken command must not hand out wins
-        for index, fault in failed:
-            console.print(f"[red]error:[/] engine {escape(configs[index].name)} "
-                          + (f"--engine-option: {escape(fault.detail)}" if isinstance(fault, OptionFault)
-                             else f"cannot start: {escape(str(fault))}"), soft_wrap=True)
-        console.print("no game was played, no result recorded")
         match.series.close()
         store.close()
-        return EXIT_USAGE if any(isinstance(fault, OptionFault) for _, fault in failed) else EXIT_ENGINE
+        return _not_started(configs, failed)
     for config, engine in zip(configs, match.series.engines):
         console.print(escape(f"{config.name}: {hello_text(engine.hello)}"), soft_wrap=True, highlight=False)
     console.print(f"match [bold]{match.match_id}[/]: {game.name}, {configs[0].name} vs {configs[1].name}, "
@@ -285,6 +280,29 @@ def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_b
         console.print(sprt_line(result.sprt, result.games), highlight=False)
     not_started = result.reasons.get(EndReason.NOT_STARTED, 0)
     return storage_exit(store, EXIT_ENGINE if not_started and not_started == result.games else EXIT_OK)
+
+
+def _not_started(configs, failed: list[tuple[int, EngineFault]]) -> int:
+    """Say which engines failed the pre-flight and why; the exit code: 2 for options an engine
+    does not declare (the operator's mistake), 3 for engines that cannot start."""
+    for index, fault in failed:
+        console.print(f"[red]error:[/] engine {escape(configs[index].name)} "
+                      + (f"--engine-option: {escape(fault.detail)}" if isinstance(fault, OptionFault)
+                         else f"cannot start: {escape(str(fault))}"), soft_wrap=True)
+    console.print("no game was played, no result recorded")
+    return EXIT_USAGE if any(isinstance(fault, OptionFault) for _, fault in failed) else EXIT_ENGINE
+
+
+def _preflight(game, configs, tc, args, store) -> tuple[str | None, int | None]:
+    """Start every engine of ``configs`` and shake hands (then stop them) before a coop series or a
+    solo suite records anything: (the series' match id, None), or (None, the exit code) after
+    naming what failed."""
+    series = Series(game, list(configs), tc, store=store, run_dir=logs_dir(args.db))
+    try:
+        failed = series.start_all()
+    finally:
+        series.close()
+    return (None, _not_started(configs, failed)) if failed else (series.match_id, None)
 
 
 def parse_engine_options(pairs: list[str], engines: int) -> list[dict[str, str]]:
@@ -941,12 +959,19 @@ def cmd_coop(args: argparse.Namespace) -> int:
             if labels[0] == labels[1]:
                 labels = [f"{labels[0]}#1", f"{labels[1]}#2"]
             configs = [_engine_config(cmd, labels[i], args, index=i) for i, cmd in enumerate(args.engine)]
+        options = parse_engine_options(args.engine_option, len(args.engine))
+        configs = [dataclasses.replace(c, options={**c.options, **options[min(i, len(options) - 1)]})
+                   for i, c in enumerate(configs)]  # one --engine in both seats: its options in both
     except (OptionError, ValueError) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        console.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
         return EXIT_USAGE
     master = master or os.urandom(16)
     store, code = _prepare(args, configs)
     if store is None:
+        return code
+    match_id, code = _preflight(game, configs, tc, args, store)
+    if match_id is None:
+        store.close()
         return code
     try:
         web = _start_web(args, f"{configs[0].name} + {configs[1].name}")
@@ -970,7 +995,7 @@ def cmd_coop(args: argparse.Namespace) -> int:
                 progress.update(task, advance=1, mean=f"mean {result.mean:.1f}"
                                 + (f" ± {se:.1f}" if not math.isnan(se) else ""))
 
-            result = run_coop(game, configs, tc, args.count, master_seed=master, store=store,
+            result = run_coop(game, configs, tc, args.count, master_seed=master, store=store, match_id=match_id,
                               run_dir=logs_dir(args.db), margin=args.margin / 1000,
                               on_event=web.on_event() if web else None, on_game=web.on_game(on_game) if web else on_game)
     except KeyboardInterrupt:
@@ -1060,14 +1085,23 @@ def cmd_solo(args: argparse.Namespace) -> int:
         names += [None] * (len(args.engine) - len(names))
         names = [n or _guess_name(cmd) for n, cmd in zip(names, args.engine)]
         names = [f"{n}#{i + 1}" if names.count(n) > 1 else n for i, n in enumerate(names)]
-        configs = [_engine_config(cmd, names[i], args, index=i) for i, cmd in enumerate(args.engine)]
+        options = parse_engine_options(args.engine_option, len(args.engine))
+        configs = [dataclasses.replace(_engine_config(cmd, names[i], args, index=i), options=options[i])
+                   for i, cmd in enumerate(args.engine)]
     except (OptionError, ValueError) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        console.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
         return EXIT_USAGE
     master = master or os.urandom(16)
     store, code = _prepare(args, configs)
     if store is None:
         return code
+    match_ids = []  # every engine is checked before the first suite: a broken last one stops the run at once
+    for config in configs:
+        match_id, code = _preflight(game, [config], tc, args, store)
+        if match_id is None:
+            store.close()
+            return code
+        match_ids.append(match_id)
     try:
         web = _start_web(args, f"solo: {', '.join(c.name for c in configs)}")
     except OSError as exc:
@@ -1080,7 +1114,7 @@ def cmd_solo(args: argparse.Namespace) -> int:
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[score]}"),
                       TimeElapsedColumn(), console=console, disable=args.quiet) as progress:
-            for config in configs:
+            for config, match_id in zip(configs, match_ids):
                 task = progress.add_task(config.name, total=args.count, score="")
                 wins = [0, 0]
 
@@ -1091,7 +1125,7 @@ def cmd_solo(args: argparse.Namespace) -> int:
                     if args.quiet:
                         console.print(f"{record.players[0]} seed {k}: {'won' if record.returns[0] > 0 else 'lost'} "
                                       f"[{record.reason}{': ' + record.detail if record.detail else ''}]")
-                suites.append(run_suite(game, config, tc, args.count, master, store=store,
+                suites.append(run_suite(game, config, tc, args.count, master, store=store, match_id=match_id,
                                         run_dir=logs_dir(args.db), margin=args.margin / 1000,
                                         on_event=web.on_event() if web else None,
                                         on_game=web.on_game(on_game) if web else on_game))
@@ -1270,6 +1304,9 @@ def build_parser() -> argparse.ArgumentParser:
         c.add_argument("--engine", action="append", default=[], help="engine command line (repeatable)")
         c.add_argument("--name", action="append", help="engine display name (repeatable)")
         c.add_argument("--option", action="append", default=[], help="game option KEY=VALUE (repeatable)")
+        c.add_argument("--engine-option", action="append", default=[], metavar="N:NAME=VALUE",
+                       help="set option NAME the N-th --engine declares in its hello (N from 1; repeatable); "
+                            "arbiter engine-info CMD lists them")
         c.add_argument("--tc", default="180", help="time control")
         c.add_argument(count, dest="count", type=int, default=100, help="number of games")
         c.add_argument("--margin", type=_milliseconds, default=DEFAULT_MARGIN_MS,
@@ -1489,13 +1526,9 @@ def _run_table(args, game, tc, fmt, seed, configs, setup, match_id, done, openin
                        margin=args.margin / 1000, seed=seed, match_id=match_id, on_game=on_game, openings=openings,
                        adjudication=adjudication)
     if failed := table.series.start_all():
-        for index, fault in failed:
-            console.print(f"[red]error:[/] engine {escape(configs[index].name)} cannot start: {escape(str(fault))}",
-                          soft_wrap=True)
-        console.print("no game was played, no result recorded")
         table.series.close()
         store.close()
-        return EXIT_ENGINE
+        return _not_started(configs, failed)
     console.print(escape(f"match {table.match_id}: {game.name} {game.options}, {len(configs)} seats, "
                          f"{' / '.join(c.name for c in configs)}, tc {tc.text}, {fmt.games} games with the seats "
                          f"rotated, results → {args.db}") + (f" (resumed after {len(done)} game(s))" if match_id else ""),

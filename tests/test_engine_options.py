@@ -128,6 +128,48 @@ def test_match_sends_the_options_and_records_them(tmp_path):
                                                    [{}, {"score": -3, "label": "a b=c"}]]
 
 
+def arbiter(tmp_path, command: str, game: str, engines: list[str], *args: str) -> subprocess.CompletedProcess:
+    cmd = [PY, "-m", "arbiter.cli", command, "--game", game, "--tc", "60", "--db", str(tmp_path / "r.sqlite"),
+           "--quiet", "--seed", "0c0c", *args]
+    for engine in engines:
+        cmd += ["--engine", engine]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def test_coop_and_solo_send_the_options_and_record_them(tmp_path):
+    coop = arbiter(tmp_path, "coop", "catalonia", [SCORER], "--games", "1", "--engine-option", "1:score=5")
+    assert coop.returncode == 0, coop.stdout + coop.stderr  # one --engine in both seats: its options in both
+    solo = arbiter(tmp_path, "solo", "stalingrad", [SCORER, SCORER], "--seeds", "1", "--engine-option", "2:score=-2")
+    assert solo.returncode == 0, solo.stdout + solo.stderr
+    records = {r.game: r for r in load_records(tmp_path / "r.sqlite") if r.game != "stalingrad"}
+    assert records["catalonia"].engine_options == [{"score": 5}, {"score": 5}]
+    solos = [r for r in load_records(tmp_path / "r.sqlite") if r.game == "stalingrad"]
+    assert [(r.players, r.engine_options or None) for r in sorted(solos, key=lambda r: r.players)] == \
+        [(["scorer.py#1"], None), (["scorer.py#2"], [{"score": -2}])]
+
+
+@pytest.mark.parametrize("command, game, engines, args, words, code", [
+    ("coop", "catalonia", [SCORER, RANDOM], ["--engine-option", "2:score=1"],
+     "random_engine --engine-option: unknown option 'score' (the engine declares: none)", 2),
+    ("coop", "catalonia", [SCORER], ["--engine-option", "1:style=bold"],
+     "scorer.py#1 --engine-option: option style: must be one of calm, wild, not 'bold'", 2),
+    ("coop", "catalonia", [SCORER, f"{PY} /nonexistent/engine.py"], [], "engine.py cannot start", 3),
+    # the last engine of a solo run is checked before the first one's suite is played
+    ("solo", "stalingrad", [SCORER, SCORER], ["--engine-option", "2:score=99999"],
+     "scorer.py#2 --engine-option: option score: must be in [-10000, 10000], not 99999", 2),
+    ("match", "aachess", [RANDOM, RANDOM, SCORER], ["--engine-option", "3:depth=2", "--option", "seats=3"],
+     "scorer.py --engine-option: unknown option 'depth'", 2),
+])
+def test_a_bad_option_or_engine_stops_coop_solo_and_n_seat_runs_before_any_game(tmp_path, command, game, engines,
+                                                                              args, words, code):
+    run = arbiter(tmp_path, command, game, engines, *args, *(["--games", "3"] if command == "coop" else
+                                                             ["--seeds", "3"] if command == "solo" else []))
+    out = " ".join(run.stdout.split())
+    assert run.returncode == code, run.stdout + run.stderr
+    assert words in out and "no game was played" in out, out
+    assert load_records(tmp_path / "r.sqlite") == []
+
+
 def test_engine_info_lists_the_declared_options(tmp_path):
     run = subprocess.run([PY, "-m", "arbiter.cli", "engine-info", SCORER, "--game", "einstein",
                           "--logs", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=60,
