@@ -153,7 +153,9 @@ def test_coop_and_solo_send_the_options_and_record_them(tmp_path):
      "random_engine --engine-option: unknown option 'score' (the engine declares: none)", 2),
     ("coop", "catalonia", [SCORER], ["--engine-option", "1:style=bold"],
      "scorer.py#1 --engine-option: option style: must be one of calm, wild, not 'bold'", 2),
-    ("coop", "catalonia", [SCORER, f"{PY} /nonexistent/engine.py"], [], "engine.py cannot start", 3),
+    ("coop", "catalonia", [SCORER, f"{PY} /nonexistent/engine.py"], [],  # with the engine's last words
+     "engine.py cannot start: crash: engine process exited with code 2; its last output: ", 3),
+    ("solo", "stalingrad", [SCORER, f"{PY} -m no_such_engine"], [], "its last output: ", 3),
     # the last engine of a solo run is checked before the first one's suite is played
     ("solo", "stalingrad", [SCORER, SCORER], ["--engine-option", "2:score=99999"],
      "scorer.py#2 --engine-option: option score: must be in [-10000, 10000], not 99999", 2),
@@ -167,6 +169,8 @@ def test_a_bad_option_or_engine_stops_coop_solo_and_n_seat_runs_before_any_game(
     out = " ".join(run.stdout.split())
     assert run.returncode == code, run.stdout + run.stderr
     assert words in out and "no game was played" in out, out
+    if code == 3:
+        assert "No such file or directory" in out or "No module named no_such_engine" in out, out
     assert load_records(tmp_path / "r.sqlite") == []
 
 

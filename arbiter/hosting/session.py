@@ -283,6 +283,20 @@ class EngineSession:
             self._send_quietly(Quit())
             self._quit_sent = True
 
+    def last_words(self, limit: int = 200) -> str:
+        """The last line the engine printed (from its log, once stopped), quoted and cut to
+        ``limit``: shown with a start-up failure, so that a mistyped command or a missing module
+        is seen without opening the log. Never recorded: it is the engine's own text."""
+        try:
+            with open(self.log_path, "rb") as log:
+                log.seek(max(0, log.seek(0, os.SEEK_END) - 4096))
+                lines = log.read().decode("utf-8", "replace").splitlines()
+        except OSError:
+            return ""
+        line = next((x.strip() for x in reversed(lines) if x.strip()), "")
+        line = "".join(c if c.isprintable() else "?" for c in line)
+        return repr(line if len(line) <= limit else line[:limit] + "...") if line else ""
+
     def stop(self, grace: float = 0.5) -> None:
         if self.connection is not None and self.connection.connected and self.alive():
             self.request_quit()
