@@ -57,7 +57,9 @@ EXIT_OK, EXIT_VERIFY_FAILED, EXIT_USAGE, EXIT_ENGINE, EXIT_STORAGE, EXIT_INTERRU
 SEED_ENV = "ARBITER_SEED"
 """The environment variable a master seed may come from (removed from the environment once read)."""
 
-console = Console()
+console = Console(soft_wrap=True)
+"""Lines longer than the terminal are left for the terminal to wrap: rich would break a long path
+in an error message where it must stay whole to be copied."""
 
 
 def _parse_options(pairs: list[str]) -> dict:

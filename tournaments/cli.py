@@ -31,7 +31,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ENGINE, EXIT_STORAGE, EXIT_INTERRUPTED = 
 def _console():
     from rich.console import Console
 
-    return Console(highlight=False)
+    return Console(highlight=False, soft_wrap=True)  # a long path in a message stays whole (the terminal wraps it)
 
 
 def _fmt_duration(seconds: float) -> str:
