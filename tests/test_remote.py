@@ -344,6 +344,7 @@ def lagged_game(tmp_path, keys, policy: LagPolicy):
         hub.close()
 
 
+@pytest.mark.serial
 def test_with_30_ms_of_lag_a_correct_engine_at_st_01_never_loses_on_time(tmp_path, keys):
     record = lagged_game(tmp_path / "with", keys, LagPolicy())
     alice = [e for e in record.events if e.seat >= 0 and record.players[e.seat] == "alice"]

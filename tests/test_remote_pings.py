@@ -7,6 +7,8 @@ from __future__ import annotations
 import subprocess
 import threading
 
+import pytest
+
 from arbiter.clock import parse_time_control
 from arbiter.formats.match import Series
 from arbiter.games import load_game
@@ -55,6 +57,7 @@ def slowed_decisions(decisions: list) -> list:
     return decisions[first:]
 
 
+@pytest.mark.serial
 def test_in_game_pings_let_the_lag_bound_follow_a_link_that_slows_down(tmp_path, keys):
     record, alice = slowed_game(tmp_path, keys)
     decisions = [e for e in record.events if e.seat == 0]
@@ -69,6 +72,7 @@ def test_in_game_pings_let_the_lag_bound_follow_a_link_that_slows_down(tmp_path,
     assert record.dropped_messages == 0  # the pongs are not stale answers
 
 
+@pytest.mark.serial
 def test_without_in_game_pings_the_bound_stays_where_the_handshake_left_it(tmp_path, keys, monkeypatch):
     monkeypatch.setattr(remote_module, "GAME_PING_EVERY", float("inf"))
     record, alice = slowed_game(tmp_path, keys)

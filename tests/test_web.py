@@ -360,6 +360,7 @@ def test_the_event_stream_answers_only_get(tmp_path):
         server.stop()
 
 
+@pytest.mark.serial
 def test_spectators_on_a_finished_game_cost_the_engines_nothing(tmp_path):
     """``arbiter match --web`` at 50 ms a move while eight spectators keep asking for a finished
     A&A game (its page replays the whole game: seconds of Python each) and 200 idle connections
