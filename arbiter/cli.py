@@ -874,16 +874,21 @@ def cmd_engine_info(args: argparse.Namespace) -> int:
         return EXIT_ENGINE
     session = EngineSession(config, Path(args.logs).resolve())
     Path(args.logs).mkdir(parents=True, exist_ok=True)
+    fault = None
     try:
         session.launch()
         session.handshake(args.game)
-    except EngineFault as fault:
-        console.print(f"[red]error:[/] {escape(args.command_line)} cannot start: {escape(str(fault))} "
-                      f"(log: {session.log_path})", soft_wrap=True)
-        return EXIT_ENGINE
+    except EngineFault as exc:
+        fault = exc
     finally:
         hello = session.hello
-        session.stop()
+        session.stop()  # before its last words are read: the log is complete then
+    if fault is not None:
+        words = session.last_words()
+        console.print(f"[red]error:[/] {escape(args.command_line)} cannot start: {escape(str(fault))}"
+                      + (f"; its last output: {escape(words)}" if words else "") + f" (log: {session.log_path})",
+                      soft_wrap=True)
+        return EXIT_ENGINE
     console.print(escape(hello_text(hello)), highlight=False)
     console.print(f"games: {escape(', '.join(hello.games) or 'any')}", highlight=False)
     if not hello.options:

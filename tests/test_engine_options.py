@@ -190,10 +190,17 @@ def test_engine_info_lists_the_declared_options(tmp_path):
     assert plain.returncode == 0 and "options: none" in plain.stdout
 
 
-def test_engine_info_of_an_engine_that_cannot_start_exits_3(tmp_path):
-    run = subprocess.run([PY, "-m", "arbiter.cli", "engine-info", "/no/such/engine", "--logs", str(tmp_path)],
+@pytest.mark.parametrize("command, words", [
+    ("/no/such/engine", "no such program: '/no/such/engine'"),
+    (f"{PY} -m no_such_engine", "its last output: '"),  # then what the engine printed: Python's complaint
+])
+def test_engine_info_of_an_engine_that_cannot_start_exits_3(tmp_path, command, words):
+    run = subprocess.run([PY, "-m", "arbiter.cli", "engine-info", command, "--logs", str(tmp_path)],
                          cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert run.returncode == 3 and "cannot start" in run.stdout
+    out = " ".join(run.stdout.split())
+    assert run.returncode == 3 and "cannot start" in out and words in out, out
+    if "no_such_engine" in command:
+        assert "No module named no_such_engine" in out
 
 
 def test_expectimax_depth_option_limits_its_search(tmp_path):
