@@ -211,6 +211,9 @@ def test_a_bad_cluster_value_names_the_flag_and_the_key(tmp_path):
     run = cli("run", str(toml))
     assert run.returncode == 2 and "cluster" in run.stdout and "scheduler address" in run.stdout
     toml.write_text(toml.read_text().replace('cluster = "nowhere"', 'cluster = "tcp://127.0.0.1:9"'))
+    bad = cli("run", str(toml), "--quiet", "--no-report", env={**os.environ, "ARBITER_CLUSTER_CONNECT_SECONDS": "soon"})
+    assert bad.returncode != 0 and "ARBITER_CLUSTER_CONNECT_SECONDS='soon': expected a positive number of seconds" \
+        in bad.stdout + bad.stderr and "Traceback" not in bad.stderr
     env = {**os.environ, "ARBITER_CLUSTER_CONNECT_SECONDS": "2"}  # the default 30 s is for a starting scheduler
     started = time.monotonic()
     run = cli("run", str(toml), "--quiet", "--no-report", timeout=120, env=env)

@@ -50,10 +50,24 @@ from .worker import DB_ENV, RUN_ENV, WORKER_ENV
 
 MISSING = ("the cluster backend needs dask.distributed: .venv/bin/pip install -e '.[cluster]' "
            "(or pip install distributed)")
-CONNECT_TIMEOUT = float(os.environ.get("ARBITER_CLUSTER_CONNECT_SECONDS", 30))
+
+
+def _seconds(name: str, default: float) -> float:
+    """A positive number of seconds from the environment variable ``name`` (else ``default``)."""
+    text = os.environ.get(name)
+    try:
+        value = default if text is None else float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise SystemExit(f"error: {name}={text!r}: expected a positive number of seconds")
+    return value
+
+
+CONNECT_TIMEOUT = _seconds("ARBITER_CLUSTER_CONNECT_SECONDS", 30)
 """Seconds to reach the scheduler before giving up with a clear message (a scheduler that is
 starting may take a while; a wrong address costs this long)."""
-TASK_SECONDS = float(os.environ.get("ARBITER_CLUSTER_TASK_SECONDS", 4))
+TASK_SECONDS = _seconds("ARBITER_CLUSTER_TASK_SECONDS", 4)
 """A task plays about this long (a block of quick games; a slow game goes alone)."""
 MAX_BLOCK = 256
 """The most games one task plays."""
