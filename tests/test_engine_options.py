@@ -5,6 +5,7 @@ engine-info`` lists them; the expectimax sample's ``depth`` really limits its se
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -177,7 +178,7 @@ def test_a_bad_option_or_engine_stops_coop_solo_and_n_seat_runs_before_any_game(
 def test_engine_info_lists_the_declared_options(tmp_path):
     run = subprocess.run([PY, "-m", "arbiter.cli", "engine-info", SCORER, "--game", "einstein",
                           "--logs", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=60,
-                         env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+                         env={**os.environ, "COLUMNS": "200", "PATH": "/usr/bin:/bin"})
     assert run.returncode == 0, run.stdout + run.stderr
     lines = run.stdout.splitlines()
     assert lines[0] == "scorer 1 by tests"

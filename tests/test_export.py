@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -33,7 +34,7 @@ MISBEHAVE = f"{PY} {ROOT / 'tests' / 'engines' / 'misbehave.py'}"
 
 def arbiter(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([PY, "-m", "arbiter.cli", *map(str, args)], cwd=ROOT, capture_output=True, text=True,
-                          env={"COLUMNS": "400", "PATH": "/usr/bin:/bin"})
+                          env={**os.environ, "COLUMNS": "400", "PATH": "/usr/bin:/bin"})
 
 
 @pytest.fixture(scope="module")

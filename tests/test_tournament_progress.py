@@ -5,6 +5,7 @@ the rate and ETA, and the report's ratings over time (JSON, CSV, plot), from rea
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -18,7 +19,7 @@ PY = sys.executable
 
 def run(*args, cwd=ROOT) -> subprocess.CompletedProcess:
     return subprocess.run([PY, "-m", *map(str, args)], cwd=cwd, capture_output=True, text=True,
-                          env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+                          env={**os.environ, "COLUMNS": "200", "PATH": "/usr/bin:/bin"})
 
 
 EINSTEIN = """
