@@ -419,15 +419,27 @@ def stopped_engines_cpu() -> float | None:
     return _stopped_engines_cpu
 
 
+def _closed(file) -> None:
+    """Close ``file`` (if any), ignoring the error a full disk may raise once more."""
+    try:
+        if file is not None:
+            file.close()
+    except OSError:
+        pass
+
+
 class LogPump:
     """Drains an engine's stdout/stderr into its log file, keeping at most ``cap`` bytes: an
-    engine that writes without end fills neither the disk nor its pipe (it never blocks)."""
+    engine that writes without end fills neither the disk nor its pipe (it never blocks). When the
+    log cannot be written (a full disk, a file-size limit) the pump goes on draining and drops the
+    rest: the referee's disk is never the engine's loss."""
 
     def __init__(self, path: Path, cap: int):
         self.path, self.cap = path, cap
         read_fd, self.write_end = os.pipe()
         self._read = os.fdopen(read_fd, "rb", buffering=0)
         self.dropped = 0
+        """Bytes read and not written (past the cap, or the log unwritable)."""
         self._thread = threading.Thread(target=self._run, name=f"log-{path.name}", daemon=True)
 
     def start(self) -> None:
@@ -439,8 +451,12 @@ class LogPump:
             self.write_end = -1
 
     def _run(self) -> None:
-        written = 0
-        with open(self.path, "ab") as log:
+        try:
+            log = open(self.path, "ab", buffering=0)
+        except OSError:
+            log = None
+        room = self.cap
+        try:
             while True:
                 try:
                     chunk = self._read.read(65536)
@@ -448,16 +464,18 @@ class LogPump:
                     break
                 if not chunk:
                     break
-                if written < self.cap:
-                    part = chunk[:self.cap - written]
-                    log.write(part)
-                    log.flush()
-                    written += len(part)
-                    if written >= self.cap:
-                        log.write(f"\n[arbiter: log cut at {self.cap} bytes; the rest is dropped]\n".encode())
-                        log.flush()
-                    chunk = chunk[len(part):]
+                if log is not None and room > 0:
+                    try:
+                        written = log.write(chunk[:room])
+                        room -= written
+                        chunk = chunk[written:]
+                        if room <= 0:
+                            log.write(f"\n[arbiter: log cut at {self.cap} bytes; the rest is dropped]\n".encode())
+                    except OSError:  # nowhere to write: drain on, dropping
+                        log = _closed(log)
                 self.dropped += len(chunk)
+        finally:
+            _closed(log)
 
     def stop(self) -> None:
         """Wait briefly for the engine's last words, then stop reading."""
