@@ -391,26 +391,26 @@ def test_200_mb_on_stderr_is_cut_at_the_log_cap(tmp_path):
 
 
 def test_an_engine_log_that_cannot_be_written_is_drained_all_the_same(tmp_path):
-    """The referee's disk full, here as a 2 MB file-size limit on the referee (its engine logs stop
+    """The referee's disk full, here as a 4 MB file-size limit on the referee (its engine logs stop
     growing there): an engine writing 200 MB on stderr still plays its game normally. Before, the
     log pump died at the first failed write, the engine blocked on its full stderr pipe and lost
     on time: the referee's disk was the engine's loss."""
     import resource
 
-    def two_megabytes() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (2 << 20, 2 << 20))
+    def four_megabytes() -> None:  # room for the results and, under `make coverage`, the coverage data
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4 << 20, 4 << 20))
 
     db = tmp_path / "results.sqlite"
     run = subprocess.run([PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", hostile_cmd("stderr"),
                           "--engine", RANDOM, "--name", "H", "--name", "O", "--tc", "st=5", "--format", "games=1",
-                          "--db", str(db), "--quiet"], cwd=ROOT, preexec_fn=two_megabytes, capture_output=True,
+                          "--db", str(db), "--quiet"], cwd=ROOT, preexec_fn=four_megabytes, capture_output=True,
                          text=True, timeout=180)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "Traceback" not in run.stderr and "Exception in thread" not in run.stderr, run.stderr
     records = load_records(db)
-    assert [(r.reason, r.detail) for r in records] == [("normal", records[0].detail)]
+    assert [r.reason for r in records] == ["normal"], [(r.reason, r.detail) for r in records]
     log = next(tmp_path.rglob("engine-H-*.log"))
-    assert (1 << 20) < log.stat().st_size <= 2 << 20  # written up to the limit, the rest dropped
+    assert (3 << 20) < log.stat().st_size <= 4 << 20  # written up to the limit, the rest dropped
     assert_honest(records)
 
 
