@@ -136,6 +136,9 @@ class Searcher:
         self.mask = [0, 0]
         self.key = [0, 0]
         self.nodes = 0
+        """Decision nodes searched (every 256th checks the clock)."""
+        self.leaves = 0
+        """Positions evaluated at the horizon: counted apart so the clock checks keep their rhythm."""
         self.deadline = float("inf")
         self.reached_leaf = False
 
@@ -305,6 +308,7 @@ class Searcher:
         """Value for ``side``, about to roll, ``depth`` decision plies left (Star1 pruning)."""
         if depth <= 0:
             self.reached_leaf = True
+            self.leaves += 1
             return self.evaluate(side)
         total = 0.0
         rest = 1.0
@@ -332,7 +336,7 @@ class Searcher:
         if len(self.curves) > 40_000:
             self.curves.clear()
         self.load(board)
-        self.nodes = 0
+        self.nodes = self.leaves = 0
         goal = GOAL[side]
         other = 1 - side
         for frm, to in moves:  # an immediate win needs no search
@@ -376,7 +380,7 @@ class Searcher:
                 break  # the next iteration would most likely not finish
         name = SQUARE_NAMES[best_move[0]] + SQUARE_NAMES[best_move[1]]
         return best_move, Info(score=None if best_score is None else round(best_score, 4), depth=done_depth,
-                               nodes=self.nodes, pv=[name])
+                               nodes=self.nodes + self.leaves, pv=[name])
 
 
 # --- set-up --------------------------------------------------------------------------------

@@ -144,6 +144,10 @@ def test_decider_answers_setup_and_move_requests():
     move, info = decide(req, None)
     assert move in state.legal_moves()
     assert info.depth >= 1 and info.nodes > 0 and info.pv == [move]
+    # a search that ends after one ply (a busy machine's clock, or depth 1) still counts what it
+    # evaluated: its positions at the horizon are nodes too (it said 0 before)
+    move, info = ex.make_decider(movetime=None, depth=1)(req, None)
+    assert info.depth == 1 and info.nodes == len(state.legal_moves(0)), info
 
 
 def test_short_real_match_against_the_random_engine(tmp_path):
