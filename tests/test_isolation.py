@@ -138,6 +138,7 @@ def test_the_engine_environment_is_clean(tmp_path, monkeypatch):
 
 @needs_sandbox
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+@pytest.mark.serial  # its root-only files in /var/lib are machine-wide: other tests' sandboxes would see them come and go
 def test_an_engine_that_must_run_as_root_of_its_namespace_still_cannot_read_what_only_root_may(tmp_path):
     # The engine's folder is in a 0700 folder, so no unprivileged uid can reach it and it runs as
     # root without capabilities: root-only files in the system folders must be masked for it.
@@ -150,15 +151,44 @@ def test_an_engine_that_must_run_as_root_of_its_namespace_still_cannot_read_what
         (place / "vault").mkdir(mode=0o700)
         (place / "vault" / "key").write_text("VAULT")
         tmp_path.chmod(0o700)
-        sandbox_module.owner_only_paths.cache_clear()
+        sandbox_module.rescan_owner_only_paths()
         out = run_shell(tmp_path, f"id -u; cat {place}/public {place}/secret {place}/vault/key; echo END",
                         cwd=str(tmp_path))
     finally:
         shutil.rmtree(place)
-        sandbox_module.owner_only_paths.cache_clear()
+        sandbox_module.rescan_owner_only_paths()
     assert out.split()[0] == "0", out  # the fallback this test is about
     assert "PUBLIC" in out and "END" in out
     assert "ROOT-ONLY" not in out and "VAULT" not in out
+
+
+@needs_sandbox
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+@pytest.mark.serial
+def test_a_root_only_file_that_goes_away_does_not_stop_later_engines_from_starting(tmp_path, monkeypatch):
+    """The masked root-only files come from a scan kept for minutes; one deleted since (a rotated
+    log) must not make the sandbox refuse every later engine start, as it did (bwrap cannot mount
+    over a path that is gone: "Can't mkdir parents ... Read-only file system"); one made since is
+    masked once the scan is renewed."""
+    place = Path("/var/lib") / f"arbiter-test-gone-{os.getpid()}"
+    place.mkdir()
+    try:
+        (place / "rotated.log").write_text("ROOT-ONLY")
+        (place / "rotated.log").chmod(0o600)
+        tmp_path.chmod(0o700)
+        sandbox_module.rescan_owner_only_paths()
+        assert (str(place / "rotated.log"), False) in sandbox_module.owner_only_paths()  # in the scan
+        (place / "rotated.log").unlink()
+        out = run_shell(tmp_path, "id -u; echo STARTED", cwd=str(tmp_path))
+        assert out.split()[:2] == ["0", "STARTED"], out
+        (place / "new.key").write_text("NEW-ROOT-ONLY")  # made after the scan
+        (place / "new.key").chmod(0o600)
+        monkeypatch.setattr(sandbox_module, "OWNER_ONLY_REFRESH", 0.0)  # the scan's time is up
+        out = run_shell(tmp_path, f"cat {place}/new.key; echo END", cwd=str(tmp_path))
+        assert "NEW-ROOT-ONLY" not in out and "END" in out, out
+    finally:
+        shutil.rmtree(place)
+        sandbox_module.rescan_owner_only_paths()
 
 
 @needs_sandbox

@@ -286,22 +286,44 @@ SYSTEM_FOLDERS = ("/etc", "/var", "/opt", "/srv", "/usr/local", "/mnt", "/media"
 for such files when an engine must run as root of its own namespace (see ``owner_only_paths``)."""
 
 
-@functools.cache
+OWNER_ONLY_REFRESH = 300.0
+"""Seconds a scan of SYSTEM_FOLDERS is used for before the next engine start scans again (a
+root-only file made meanwhile is masked from then on)."""
+
+
 def owner_only_paths() -> tuple[tuple[str, bool], ...]:
     """(path, is_folder) of every file in SYSTEM_FOLDERS that other users may not read and every
-    folder they may not enter. An engine that runs as "root without capabilities" (no own uid)
-    would still pass root's file-permission checks on the host's files, so these are masked in
-    its view: it sees what an ordinary user sees there. One ``find`` per referee process (~0.1 s;
-    a Python walk takes three times as long)."""
+    folder they may not enter, as they are now. An engine that runs as "root without capabilities"
+    (no own uid) would still pass root's file-permission checks on the host's files, so these are
+    masked in its view: it sees what an ordinary user sees there. The scan (one ``find``, ~0.1 s;
+    a Python walk takes three times as long) is reused for ``OWNER_ONLY_REFRESH`` seconds; what
+    has gone since is left out, since the sandbox cannot mask a path that no longer exists and
+    would refuse to start (a rotated root-only log stopped every engine start of a long event)."""
+    scanned = _owner_only_scan()
+    if time.monotonic() - scanned[0] > OWNER_ONLY_REFRESH:
+        rescan_owner_only_paths()
+        scanned = _owner_only_scan()
+    return tuple(entry for entry in scanned[1] if os.path.lexists(entry[0]))
+
+
+def rescan_owner_only_paths() -> None:
+    """Scan SYSTEM_FOLDERS again at the next engine start."""
+    _owner_only_scan.cache_clear()
+
+
+@functools.cache
+def _owner_only_scan() -> tuple[float, tuple[tuple[str, bool], ...]]:
+    """(when, what): the scan behind ``owner_only_paths``."""
+    when = time.monotonic()
     tops = [t for t in SYSTEM_FOLDERS if os.path.isdir(t) and not os.path.islink(t)]
     if not tops:
-        return ()
+        return when, ()
     fresh = [x for f in FRESH for x in ("-path", f, "-o")][:-1]
     out = subprocess.run(["find", *tops, "-xdev", "(", *fresh, ")", "-prune", "-o",
                           "(", "-type", "d", "!", "-perm", "-o=x", "-prune", "-printf", r"%y %p\0", ")", "-o",
                           "(", "-type", "f", "!", "-perm", "-o=r", "-printf", r"%y %p\0", ")"],
                          capture_output=True).stdout.decode(errors="surrogateescape")
-    return tuple((line[2:], line[0] == "d") for line in out.split("\0") if line[:2] in ("d ", "f "))
+    return when, tuple((line[2:], line[0] == "d") for line in out.split("\0") if line[:2] in ("d ", "f "))
 
 
 def bwrap_argv(argv: list[str], *, work_dir: Path, endpoint_dir: Path | None, cwd: str | None, hide: list[Path],
