@@ -15,7 +15,8 @@ demo: $(BIN)/arbiter
 
 # The slow part of the hostile-engine suite (@pytest.mark.hostile) is left to `make hostile`.
 # Three test files at a time (the suite mostly waits on engines and clocks: ~25 % of two cores
-# when run alone), then the tests that measure time (@pytest.mark.serial) alone on a quiet machine.
+# when run alone), then alone the tests that measure time or change machine-wide folders
+# (@pytest.mark.serial).
 test: $(BIN)/arbiter
 	$(BIN)/pytest -q -m "not hostile and not serial" -n 3 --dist loadfile
 	$(BIN)/pytest -q -m "serial and not hostile"
