@@ -138,7 +138,7 @@ def open_store(args: argparse.Namespace, group_window: float = 0.0) -> ResultsSt
 def storage_exit(store: ResultsStore, code: int) -> int:
     """``code``, or EXIT_STORAGE with one clear message when games could not be saved."""
     if store.problem:
-        console.print(f"[bold red]error: results not saved:[/] {escape(store.problem)}", soft_wrap=True)
+        console.print(f"[bold red]error: results not saved:[/] {escape(store.problem)}")
         return EXIT_STORAGE
     return code
 
@@ -156,7 +156,7 @@ def _prepare(args: argparse.Namespace, configs, group_window: float = 0.0) -> tu
         return None, EXIT_USAGE
     except (OSError, sqlite3.Error) as exc:  # unwritable, not a database: fix the --db argument
         console.print(f"[red]error:[/] --db {escape(str(args.db))}: cannot open the results database: "
-                      f"{escape(str(exc))}", soft_wrap=True)
+                      f"{escape(str(exc))}")
         return None, EXIT_USAGE
 
 
@@ -200,7 +200,7 @@ def cmd_match(args: argparse.Namespace) -> int:
         openings = _match_openings(args, game, seed)
         hub = _open_hub(args, configs)
     except (OptionError, ValueError, KeyFileError) as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
+        console.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
     if seeded and seed is None:
         console.print("[bold yellow]warning:[/] the match was started with a master seed; without it the "
@@ -217,7 +217,7 @@ def cmd_match(args: argparse.Namespace) -> int:
         try:
             args.live_view = _start_web(args, " vs ".join(c.name for c in configs))
         except OSError as exc:
-            console.print(f"[red]error:[/] --web {args.web}: {escape(str(exc))}", soft_wrap=True)
+            console.print(f"[red]error:[/] --web {args.web}: {escape(str(exc))}")
             return EXIT_USAGE
         if game.num_seats > 2:
             return _run_table(args, game, tc, fmt, seed, configs, setup, match_id, done, openings, adjudication)
@@ -240,7 +240,7 @@ def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_b
     if cut or appended:
         console.print(f"export {escape(str(store.export_path))} repaired: "
                       + ", ".join((["a torn last line cut"] if cut else []) +
-                                  ([f"{appended} committed game(s) appended"] if appended else [])), soft_wrap=True)
+                                  ([f"{appended} committed game(s) appended"] if appended else [])))
     board = MatchBoard([c.name for c in configs], fmt.games)
 
     def on_event(record, state, event, clocks):  # the live display reads these when it redraws
@@ -260,7 +260,7 @@ def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_b
         store.close()
         return _not_started(configs, failed)
     for config, engine in zip(configs, match.series.engines):
-        console.print(escape(f"{config.name}: {hello_text(engine.hello)}"), soft_wrap=True, highlight=False)
+        console.print(escape(f"{config.name}: {hello_text(engine.hello)}"), highlight=False)
     console.print(f"match [bold]{match.match_id}[/]: {game.name}, {configs[0].name} vs {configs[1].name}, "
                   f"tc {tc.text}, format {args.format}, results → {args.db}"
                   + (f", adjudication: {adjudication.describe()}" if adjudication else "")
@@ -273,7 +273,7 @@ def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_b
                 result = match.play(setup, done)
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/]: finished games are saved; continue with "
-                      f"`arbiter match --resume {match.match_id} --db {args.db}`", soft_wrap=True)
+                      f"`arbiter match --resume {match.match_id} --db {args.db}`")
         store.close()
         return storage_exit(store, EXIT_INTERRUPTED)
     store.close()
@@ -290,7 +290,7 @@ def _not_started(configs, failed: list[tuple[int, EngineFault]]) -> int:
     for index, fault in failed:
         console.print(f"[red]error:[/] engine {escape(configs[index].name)} "
                       + (f"--engine-option: {escape(fault.detail)}" if isinstance(fault, OptionFault)
-                         else f"cannot start: {escape(str(fault))}"), soft_wrap=True)
+                         else f"cannot start: {escape(str(fault))}"))
     console.print("no game was played, no result recorded")
     return EXIT_USAGE if any(isinstance(fault, OptionFault) for _, fault in failed) else EXIT_ENGINE
 
@@ -458,7 +458,7 @@ def _open_hub(args: argparse.Namespace, configs) -> RemoteHub | None:
     try:
         hub = RemoteHub(args.listen, roster, args.server_key, insecure=insecure, deadline=args.wait,
                         grace=args.grace, lag=LagPolicy(move_ms=args.lag_move_ms, quota_ms=args.lag_quota_ms),
-                        log=lambda text: console.print(escape(text), highlight=False, soft_wrap=True))
+                        log=lambda text: console.print(escape(text), highlight=False))
     except zmq.ZMQError as exc:
         raise ValueError(f"--listen {args.listen}: {exc}") from None
     if insecure:
@@ -562,7 +562,7 @@ def _print_summary(result) -> None:
                       f"{sum(times) / len(times):.1f}" if times else "-")
     console.print(table)
     for line in match_lines(result):
-        console.print(escape(line), highlight=False, soft_wrap=True)
+        console.print(escape(line), highlight=False)
     ended = ", ".join(f"{reason} {n}" for reason, n in result.reasons.most_common())
     console.print(f"ended: {escape(ended)}" if ended else "no game counted", highlight=False)
     a, b = result.players
@@ -598,15 +598,15 @@ def cmd_show(args: argparse.Namespace) -> int:
     wanted = args.game_id or args.game_id_arg
     try:  # one game is looked up (by id, MATCH.N or the last), never the whole file loaded
         if args.list:
-            console.print(f"{count_records(args.record)} game(s) in {escape(args.record)}:", soft_wrap=True)
+            console.print(f"{count_records(args.record)} game(s) in {escape(args.record)}:")
             for line in game_lines(iter_records(args.record)):
-                console.print(escape(line), soft_wrap=True, highlight=False)
+                console.print(escape(line), highlight=False)
             return EXIT_OK
         if wanted:  # an id, or its unique beginning (``MATCH.3``: game 3 of a match)
             records, count = find_records(args.record, wanted)
             if count > 1:
                 console.print(f"[red]error:[/] {count} games begin with {escape(wanted)!r}; "
-                              f"`arbiter show {escape(args.record)} --list` lists them", soft_wrap=True)
+                              f"`arbiter show {escape(args.record)} --list` lists them")
                 return EXIT_USAGE
         elif args.all:
             records = iter_records(args.record)
@@ -616,11 +616,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         records = iter([*records]) if isinstance(records, list) else records
         first = next(records, None)
     except (OSError, ValueError) as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
+        console.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
     if first is None:
         console.print(f"[red]error:[/] no such game in {escape(args.record)}"
-                      + (f": {escape(wanted)!r} (`--list` lists them)" if wanted else ""), soft_wrap=True)
+                      + (f": {escape(wanted)!r} (`--list` lists them)" if wanted else ""))
         return EXIT_USAGE
     records = itertools.chain([first], records)
     for record in records:
@@ -629,7 +629,7 @@ def cmd_show(args: argparse.Namespace) -> int:
                       + f" · tc {record.time_control} · commitment {record.dice_commitment[:16]}…")
         if record.opening:
             console.print(escape(f"from opening {record.opening.index}: {record.opening.position}"),
-                          highlight=False, soft_wrap=True)
+                          highlight=False)
         try:
             for events, state in replay(record):
                 for e in events:
@@ -837,17 +837,17 @@ def cmd_check_engine(args: argparse.Namespace) -> int:
             raise ValueError("check-engine starts the engine itself: give its command line")
         config = _engine_config(args.command_line, _guess_name(args.command_line), args)
     except (OptionError, ValueError) as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
+        console.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
     if missing := _sandbox_missing([config]):
         console.print(f"[red]error:[/] {escape(missing)}")
         return EXIT_ENGINE
     logs = Path(args.logs).resolve()
-    console.print(f"checking {escape(args.command_line)} on {game.name} (logs in {logs})", soft_wrap=True)
+    console.print(f"checking {escape(args.command_line)} on {game.name} (logs in {logs})")
 
     def show(check) -> None:
         mark = "[green]PASS[/]" if check.passed else "[red]FAIL[/]"
-        console.print(f"{mark} {escape(check.name)}: {escape(check.detail)}", soft_wrap=True, highlight=False)
+        console.print(f"{mark} {escape(check.name)}: {escape(check.detail)}", highlight=False)
 
     checks = check_engine(config, game, tc, logs, on_check=show)
     failed = [c for c in checks if not c.passed]
@@ -867,7 +867,7 @@ def cmd_engine_info(args: argparse.Namespace) -> int:
             raise ValueError("engine-info starts the engine itself: give its command line")
         config = _engine_config(args.command_line, _guess_name(args.command_line), args)
     except (OptionError, ValueError) as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
+        console.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
     if missing := _sandbox_missing([config]):
         console.print(f"[red]error:[/] {escape(missing)}")
@@ -884,10 +884,9 @@ def cmd_engine_info(args: argparse.Namespace) -> int:
         hello = session.hello
         session.stop()  # before its last words are read: the log is complete then
     if fault is not None:
-        words = session.last_words()
-        console.print(f"[red]error:[/] {escape(args.command_line)} cannot start: {escape(str(fault))}"
-                      + (f"; its last output: {escape(words)}" if words else "") + f" (log: {session.log_path})",
-                      soft_wrap=True)
+        told = session.with_last_words(fault)
+        console.print(f"[red]error:[/] {escape(args.command_line)} cannot start: {escape(str(told))}"
+                      + ("" if told is not fault else f" (log: {session.log_path})"))
         return EXIT_ENGINE
     console.print(escape(hello_text(hello)), highlight=False)
     console.print(f"games: {escape(', '.join(hello.games) or 'any')}", highlight=False)
@@ -970,7 +969,7 @@ def cmd_coop(args: argparse.Namespace) -> int:
         configs = [dataclasses.replace(c, options={**c.options, **options[min(i, len(options) - 1)]})
                    for i, c in enumerate(configs)]  # one --engine in both seats: its options in both
     except (OptionError, ValueError) as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
+        console.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
     master = master or os.urandom(16)
     store, code = _prepare(args, configs)
@@ -983,7 +982,7 @@ def cmd_coop(args: argparse.Namespace) -> int:
     try:
         web = _start_web(args, f"{configs[0].name} + {configs[1].name}")
     except OSError as exc:
-        console.print(f"[red]error:[/] --web {args.web}: {escape(str(exc))}", soft_wrap=True)
+        console.print(f"[red]error:[/] --web {args.web}: {escape(str(exc))}")
         store.close()
         return EXIT_USAGE
     console.print(f"coop series: {game.name} {game.options}, {configs[0].name} + {configs[1].name}, "
@@ -1096,7 +1095,7 @@ def cmd_solo(args: argparse.Namespace) -> int:
         configs = [dataclasses.replace(_engine_config(cmd, names[i], args, index=i), options=options[i])
                    for i, cmd in enumerate(args.engine)]
     except (OptionError, ValueError) as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
+        console.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
     master = master or os.urandom(16)
     store, code = _prepare(args, configs)
@@ -1112,7 +1111,7 @@ def cmd_solo(args: argparse.Namespace) -> int:
     try:
         web = _start_web(args, f"solo: {', '.join(c.name for c in configs)}")
     except OSError as exc:
-        console.print(f"[red]error:[/] --web {args.web}: {escape(str(exc))}", soft_wrap=True)
+        console.print(f"[red]error:[/] --web {args.web}: {escape(str(exc))}")
         store.close()
         return EXIT_USAGE
     console.print(f"solo suite: {game.name}, {args.count} seeds, tc {tc.text}, master seed from {source} "
@@ -1209,7 +1208,7 @@ def _pin(args: argparse.Namespace) -> int | None:
                              "engine (--pin 0-1), or place them with --cpus")
         pin_process(cores)
     except (ValueError, OSError) as exc:
-        console.print(f"[red]error:[/] --pin {escape(args.pin)}: {escape(str(exc))}", soft_wrap=True)
+        console.print(f"[red]error:[/] --pin {escape(args.pin)}: {escape(str(exc))}")
         return EXIT_USAGE
     return None
 
@@ -1522,8 +1521,7 @@ def _run_table(args, game, tc, fmt, seed, configs, setup, match_id, done, openin
         opening = f" from opening {record.opening.index}" if record.opening else ""
         console.print(escape(f"game {record.game_number}{opening}: {' / '.join(record.players)} → "
                              f"{', '.join(winners) or 'no winner'} [{record.reason}"
-                             f"{': ' + record.detail if record.detail else ''}] in {len(record.events)} events"),
-                      soft_wrap=True, highlight=False)
+                             f"{': ' + record.detail if record.detail else ''}] in {len(record.events)} events"), highlight=False)
 
     web = getattr(args, "live_view", None)  # --web: the live web view (docs/web.md) wraps the hooks
     on_event = None
@@ -1538,13 +1536,12 @@ def _run_table(args, game, tc, fmt, seed, configs, setup, match_id, done, openin
         return _not_started(configs, failed)
     console.print(escape(f"match {table.match_id}: {game.name} {game.options}, {len(configs)} seats, "
                          f"{' / '.join(c.name for c in configs)}, tc {tc.text}, {fmt.games} games with the seats "
-                         f"rotated, results → {args.db}") + (f" (resumed after {len(done)} game(s))" if match_id else ""),
-                  soft_wrap=True, highlight=False)
+                         f"rotated, results → {args.db}") + (f" (resumed after {len(done)} game(s))" if match_id else ""), highlight=False)
     try:
         result = table.play(setup, done)
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/]: finished games are saved; continue with "
-                      f"`arbiter match --resume {table.match_id} --db {args.db}`", soft_wrap=True)
+                      f"`arbiter match --resume {table.match_id} --db {args.db}`")
         store.close()
         return storage_exit(store, EXIT_INTERRUPTED)
     store.close()

@@ -25,7 +25,7 @@ from protocol.messages import TimeControl
 
 from ..adjudication import Adjudication
 from ..dice import Dice, seed_for, stream_name
-from ..hosting import EngineFault, OptionFault, PlayerSpec, Session, open_session
+from ..hosting import EngineFault, PlayerSpec, Session, open_session
 from ..games.base import Game
 from ..records import GameRecord, Opening
 from ..referee import DEFAULT_MARGIN, EventHook, Referee
@@ -231,11 +231,8 @@ class Series:
                     failures[index] = fault
             engine, self.engines[index] = self.engines[index], None
             engine.stop()
-            fault = failures[index]
-            words = engine.last_words() if hasattr(engine, "last_words") else ""
-            if words and not isinstance(fault, OptionFault):  # an option's fault is the operator's, not the engine's
-                failures[index] = EngineFault(fault.reason, f"{fault.detail}; its last output: {words} "
-                                                            f"(log {engine.log_path})")
+            if hasattr(engine, "with_last_words"):
+                failures[index] = engine.with_last_words(failures[index])
         return sorted(failures.items())
 
     def play_game(self, number: int, seating: list[int], dice_stream: str | None = None,

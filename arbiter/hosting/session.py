@@ -297,6 +297,14 @@ class EngineSession:
         line = "".join(c if c.isprintable() else "?" for c in line)
         return repr(line if len(line) <= limit else line[:limit] + "...") if line else ""
 
+    def with_last_words(self, fault: EngineFault) -> EngineFault:
+        """``fault`` (a failed start) with the engine's last words and its log, once it is stopped;
+        an option's fault unchanged: that one is the operator's, not the engine's."""
+        words = "" if isinstance(fault, OptionFault) else self.last_words()
+        if not words:
+            return fault
+        return EngineFault(fault.reason, f"{fault.detail}; its last output: {words} (log {self.log_path})")
+
     def stop(self, grace: float = 0.5) -> None:
         if self.connection is not None and self.connection.connected and self.alive():
             self.request_quit()
