@@ -454,6 +454,7 @@ def test_busy_threads_are_frozen_off_turn(tmp_path, sandbox):
 
 
 @needs_cgroup
+@pytest.mark.serial  # counts milliseconds of CPU between moves: other tests' load would count too
 def test_an_engine_seen_pondering_is_frozen_between_its_moves_from_then_on(tmp_path):
     """Between moves an engine is only watched (its control group's CPU counter) until it uses
     the CPU off-turn; then it is frozen after every reply. The records show the one off-turn
