@@ -34,6 +34,7 @@ from protocol import curve
 from protocol.messages import EndReason
 
 from .clock import DEFAULT_MARGIN_MS, parse_time_control
+from .dice import commitment, seed_for
 from .adjudication import Adjudication
 from .formats.coop import CoopGame, CoopResult, run_coop
 from .formats.match import Match, MatchFormat, Series, TableMatch
@@ -48,7 +49,7 @@ from .records.audit import Auditor, open_stored
 from .records.replay import replay, verify
 from .records.signing import KeyFileError, key_id, keygen, load_public_key, load_signer
 from .records.store import (STORAGE_ERRORS, ResultsStore, count_records, find_records, iter_records, last_record,
-                            load_records, match_setup)
+                            load_records, match_setup, setup_command, stored_setups)
 from .records.textexport import TEXT_FORMATS, TextImportError, import_games, read_games, to_csv, to_text
 from .sprt import concluded
 
@@ -942,9 +943,58 @@ def _web_arguments(p: argparse.ArgumentParser) -> None:
                    help="address the web view listens on (default 127.0.0.1: this machine only)")
 
 
+def _resume_run(args: argparse.Namespace, command: str) -> tuple[str, dict, GameRecord | None, int]:
+    """``arbiter coop|solo --resume [ID]``: the run's match id, its stored setup (game, options, time
+    control, count, margin, engines, names, engine options are taken from it), its last game so
+    far (None: none yet) and how many it has. ValueError when there is nothing to resume."""
+    match_id, status, setup, done = match_setup(args.db, args.resume or None, command)
+    if status == "finished" and command == "coop":
+        raise ValueError(f"coop series {match_id} in {args.db} is finished; nothing to resume")
+    for key in ("game", "tc", "count", "margin", "engine", "name", "engine_option"):
+        setattr(args, key, setup[key])
+    args.option = [f"{k}={json.dumps(v)}" for k, v in setup["options"].items()]
+    last = None
+    for last in done:  # the last games come whole (dice included)
+        pass
+    return match_id, setup, last, len(done)
+
+
+def _run_master(args: argparse.Namespace, setup: dict | None, played: GameRecord | None) -> tuple[bytes, str, dict]:
+    """The master seed of a coop series or solo run, where it came from, and what its setup keeps
+    of it. A new run takes the operator's (``--seed-file``...) or draws one; a drawn one is stored
+    with the run (in the results database, as a tournament's seed) so that resuming gives the same
+    dice. A resumed run takes the stored one, or needs the operator's again, checked against the
+    dice commitment of a game already played (``played``). ValueError says what is wrong."""
+    given, source = read_seed(args)
+    if setup is None:
+        if given is not None:
+            return given, source, {}
+        drawn = os.urandom(16)
+        return drawn, source, {"master_seed": drawn.hex()}
+    if stored := setup.get("master_seed"):
+        if given is not None:
+            raise ValueError("this run's master seed was drawn by the referee and is stored with it; "
+                             "resume it without --seed, --seed-file or ARBITER_SEED")
+        return bytes.fromhex(stored), "the results database", {"master_seed": stored}
+    if given is None:
+        raise ValueError("this run was started with a master seed of the operator's; give the same one "
+                         "(--seed-file FILE, ARBITER_SEED or --seed) to resume it on the same dice")
+    if played is not None and played.dice_stream and \
+            commitment(seed_for(given, played.dice_stream)) != played.dice_commitment:
+        raise ValueError(f"the seed from {source} is not the master seed this run was started with "
+                         f"(game {played.game_number}'s dice commitment differs)")
+    return given, source, {}
+
+
 def cmd_coop(args: argparse.Namespace) -> int:
-    """``arbiter coop``: a pair of engines plays ``--games`` games; per-game lines and a summary."""
+    """``arbiter coop``: a pair of engines plays ``--games`` games; per-game lines and a summary.
+    ``--resume [ID]``: the rest of an interrupted series, from ``--db`` alone."""
+    resumed, setup, played, done = None, None, None, 0
     try:
+        if args.resume is not None:
+            resumed, setup, played, done = _resume_run(args, "coop")
+        elif not args.game:
+            raise ValueError("give --game (arbiter games lists them), or --resume to continue a series")
         game = load_game(args.game, **_parse_options(args.option))
         tc = parse_time_control(args.tc)
         if game.game_type.utility is not Utility.IDENTICAL:
@@ -954,7 +1004,7 @@ def cmd_coop(args: argparse.Namespace) -> int:
             raise ValueError(f"give one --engine (it plays both seats) or two (a pair), not {len(args.engine)}")
         if args.count < 1:
             raise ValueError(f"--games must be at least 1, not {args.count}")
-        master, source = read_seed(args)
+        master, source, kept = _run_master(args, setup, played)
         names = list(args.name or []) + [None, None]
         if len(args.engine) == 1:
             base = names[0] or _guess_name(args.engine[0])
@@ -971,7 +1021,6 @@ def cmd_coop(args: argparse.Namespace) -> int:
     except (OptionError, ValueError) as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
-    master = master or os.urandom(16)
     store, code = _prepare(args, configs)
     if store is None:
         return code
@@ -979,15 +1028,19 @@ def cmd_coop(args: argparse.Namespace) -> int:
     if match_id is None:
         store.close()
         return code
+    match_id = resumed or match_id
+    setup = dict(command="coop", game=game.name, options=game.options, tc=tc.text, count=args.count,
+                 margin=args.margin, engine=list(args.engine), name=args.name, engine_option=list(args.engine_option),
+                 **kept)
     try:
         web = _start_web(args, f"{configs[0].name} + {configs[1].name}")
     except OSError as exc:
         console.print(f"[red]error:[/] --web {args.web}: {escape(str(exc))}")
         store.close()
         return EXIT_USAGE
-    console.print(f"coop series: {game.name} {game.options}, {configs[0].name} + {configs[1].name}, "
+    console.print(f"coop series {match_id}: {game.name} {game.options}, {configs[0].name} + {configs[1].name}, "
                   f"{args.count} games, tc {tc.text}, master seed from {source} (revealed at the end), "
-                  f"results → {args.db}")
+                  f"results → {args.db}" + (f" (resumed after {done} game(s))" if resumed else ""))
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TextColumn("{task.fields[mean]}"), TimeElapsedColumn(), console=console,
@@ -1001,11 +1054,14 @@ def cmd_coop(args: argparse.Namespace) -> int:
                 progress.update(task, advance=1, mean=f"mean {result.mean:.1f}"
                                 + (f" ± {se:.1f}" if not math.isnan(se) else ""))
 
+            progress.update(task, advance=done)
             result = run_coop(game, configs, tc, args.count, master_seed=master, store=store, match_id=match_id,
-                              run_dir=logs_dir(args.db), margin=args.margin / 1000,
+                              run_dir=logs_dir(args.db), margin=args.margin / 1000, setup=setup,
+                              done=store.games(match_id) if resumed else (),
                               on_event=web.on_event() if web else None, on_game=web.on_game(on_game) if web else on_game)
     except KeyboardInterrupt:
-        console.print("[yellow]interrupted[/]: finished games are saved")
+        console.print(f"[yellow]interrupted[/]: finished games are saved; continue with "
+                      f"`arbiter coop --resume {match_id} --db {escape(str(args.db))}`")
         store.close()
         return storage_exit(store, EXIT_INTERRUPTED)
     finally:
@@ -1075,9 +1131,35 @@ def coop_distribution_table(result: CoopResult, buckets: int = 8):
 
 
 
+def _resume_solo(args: argparse.Namespace) -> tuple[dict, list[tuple[str, str | None, int]], GameRecord | None]:
+    """``arbiter solo --resume [ID]`` (ID: any suite of the run): the run's setup, its suites in
+    engine order as (match id, status, games so far), and a game already played (for the seed
+    check). ValueError when the run is finished or not found."""
+    _, setup, _, _ = _resume_run(args, "solo")
+    run = setup["run"]
+    rows = sorted((r for r in stored_setups(args.db) if setup_command(r[2]) == "solo" and r[2].get("run") == run),
+                  key=lambda r: r[2]["index"])
+    if all(status == "finished" for _, status, _ in rows):
+        raise ValueError(f"solo run {run} in {args.db} is finished; nothing to resume")
+    suites, played = [], None
+    for mid, status, _ in rows:
+        done = match_setup(args.db, mid, "solo")[3]
+        suites.append((mid, status, len(done)))
+        if played is None and len(done):
+            for played in done:  # the last games come whole (dice included)
+                pass
+    return setup, suites, played
+
+
 def cmd_solo(args: argparse.Namespace) -> int:
-    """``arbiter solo``: each engine plays the same seeded suite; a summary and paired comparisons."""
+    """``arbiter solo``: each engine plays the same seeded suite; a summary and paired comparisons.
+    ``--resume [ID]``: the rest of an interrupted run (every engine's suite), from ``--db`` alone."""
+    setup, stored, played = None, [], None
     try:
+        if args.resume is not None:
+            setup, stored, played = _resume_solo(args)
+        elif not args.game:
+            raise ValueError("give --game (arbiter games lists them), or --resume to continue a run")
         game = load_game(args.game, **_parse_options(args.option))
         tc = parse_time_control(args.tc)
         if not args.engine:
@@ -1086,7 +1168,7 @@ def cmd_solo(args: argparse.Namespace) -> int:
             raise ValueError(f"--seeds must be at least 1, not {args.count}")
         if game.game_type.utility is not Utility.SOLO:
             raise ValueError(f"the solo format is for one-seat games; {game.name} has {game.num_seats} seats")
-        master, source = read_seed(args)
+        master, source, kept = _run_master(args, setup, played)
         names = list(args.name or [])
         names += [None] * (len(args.engine) - len(names))
         names = [n or _guess_name(cmd) for n, cmd in zip(names, args.engine)]
@@ -1097,31 +1179,40 @@ def cmd_solo(args: argparse.Namespace) -> int:
     except (OptionError, ValueError) as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
-    master = master or os.urandom(16)
     store, code = _prepare(args, configs)
     if store is None:
         return code
     match_ids = []  # every engine is checked before the first suite: a broken last one stops the run at once
-    for config in configs:
+    for i, config in enumerate(configs):
+        if stored and stored[i][1] == "finished":  # a resumed run's finished suite plays no game
+            match_ids.append(stored[i][0])
+            continue
         match_id, code = _preflight(game, [config], tc, args, store)
         if match_id is None:
             store.close()
             return code
-        match_ids.append(match_id)
+        match_ids.append(stored[i][0] if stored else match_id)
+    setups = [dict(command="solo", run=match_ids[0], index=i, game=game.name, options=game.options, tc=tc.text,
+                   count=args.count, margin=args.margin, engine=list(args.engine), name=args.name,
+                   engine_option=list(args.engine_option), **kept) for i in range(len(configs))]
+    for config, match_id, suite in zip(configs, match_ids, setups):  # every suite noted now: resuming finds them all
+        store.begin_match(match_id, game.name, [config.name], tc.text, f"solo seeds={args.count}", suite)
     try:
         web = _start_web(args, f"solo: {', '.join(c.name for c in configs)}")
     except OSError as exc:
         console.print(f"[red]error:[/] --web {args.web}: {escape(str(exc))}")
         store.close()
         return EXIT_USAGE
-    console.print(f"solo suite: {game.name}, {args.count} seeds, tc {tc.text}, master seed from {source} "
-                  f"(revealed at the end), results → {args.db}")
+    console.print(f"solo run {match_ids[0]}: {game.name}, {args.count} seeds, tc {tc.text}, master seed from {source} "
+                  f"(revealed at the end), results → {args.db}"
+                  + (f" (resumed after {sum(n for _, _, n in stored)} game(s))" if stored else ""))
     suites: list[SuiteResult] = []
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[score]}"),
                       TimeElapsedColumn(), console=console, disable=args.quiet) as progress:
-            for config, match_id in zip(configs, match_ids):
-                task = progress.add_task(config.name, total=args.count, score="")
+            for i, (config, match_id) in enumerate(zip(configs, match_ids)):
+                task = progress.add_task(config.name, total=args.count, score="",
+                                         completed=stored[i][2] if stored else 0)
                 wins = [0, 0]
 
                 def on_game(k, record, task=task, wins=wins):
@@ -1130,13 +1221,16 @@ def cmd_solo(args: argparse.Namespace) -> int:
                     progress.update(task, advance=1, score=f"won {wins[0]}/{wins[1]}")
                     if args.quiet:
                         console.print(f"{record.players[0]} seed {k}: {'won' if record.returns[0] > 0 else 'lost'} "
-                                      f"[{record.reason}{': ' + record.detail if record.detail else ''}]")
+                                      f"[{record.reason}{': ' + record.detail if record.detail else ''}]",
+                                      markup=False, highlight=False)
                 suites.append(run_suite(game, config, tc, args.count, master, store=store, match_id=match_id,
-                                        run_dir=logs_dir(args.db), margin=args.margin / 1000,
+                                        run_dir=logs_dir(args.db), margin=args.margin / 1000, setup=setups[i],
+                                        done=store.games(match_id) if stored else (),
                                         on_event=web.on_event() if web else None,
                                         on_game=web.on_game(on_game) if web else on_game))
     except KeyboardInterrupt:
-        console.print("[yellow]interrupted[/]: finished games are saved")
+        console.print(f"[yellow]interrupted[/]: finished games are saved; continue with "
+                      f"`arbiter solo --resume {match_ids[0]} --db {escape(str(args.db))}`")
         store.close()
         return storage_exit(store, EXIT_INTERRUPTED)
     finally:
@@ -1306,7 +1400,7 @@ def build_parser() -> argparse.ArgumentParser:
             ("coop", cmd_coop, "a cooperative series: two engines, seats swapped each game", "--games"),
             ("solo", cmd_solo, "a solo suite: each engine plays the same seeded games", "--seeds")):
         c = sub.add_parser(name, help=text)
-        c.add_argument("--game", required=True)
+        c.add_argument("--game", help="the game (arbiter games lists them); not with --resume")
         c.add_argument("--engine", action="append", default=[], help="engine command line (repeatable)")
         c.add_argument("--name", action="append", help="engine display name (repeatable)")
         c.add_argument("--option", action="append", default=[], help="game option KEY=VALUE (repeatable)")
@@ -1320,6 +1414,10 @@ def build_parser() -> argparse.ArgumentParser:
         _seed_arguments(c)
         _hosting_arguments(c)
         c.add_argument("--db", default="runs/results.sqlite")
+        c.add_argument("--resume", nargs="?", const="", metavar="MATCH_ID",
+                       help=f"continue the interrupted {'series' if name == 'coop' else 'run'} (the latest in --db, "
+                            f"or MATCH_ID): its game, engines and settings come from --db; the hosting flags "
+                            f"(--sandbox, --limit...) from this command line")
         c.add_argument("--quiet", action="store_true")
         _web_arguments(c)
         c.set_defaults(func=func)

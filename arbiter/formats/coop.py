@@ -23,7 +23,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from protocol.messages import TimeControl
 
@@ -164,10 +164,15 @@ def _coop_game(record: GameRecord) -> CoopGame:
 def run_coop(game: Game, configs: list[PlayerSpec], tc: TimeControl, games: int, *,
              master_seed: bytes | None = None, store: ResultsStore | None = None, run_dir: Path = Path("runs"),
              margin: float = DEFAULT_MARGIN, match_id: str | None = None, on_event: EventHook | None = None,
-             on_game: Callable[[CoopResult, GameRecord], None] | None = None) -> CoopResult:
+             on_game: Callable[[CoopResult, GameRecord], None] | None = None, setup: dict | None = None,
+             done: Iterable[GameRecord] = ()) -> CoopResult:
     """Play ``games`` games between the pair ``configs`` (one config: the same engine command
     runs in both seats, as two processes); seats swap every game; game k's dice are the stream
-    ``coop|k`` under ``master_seed`` (fresh random when None; the result says which)."""
+    ``coop|k`` under ``master_seed`` (fresh random when None; the result says which).
+
+    A resumed series (``arbiter coop --resume``) passes its games so far as ``done`` (they count,
+    the others are played) and the same ``match_id`` and master seed; ``setup`` is stored with
+    the series for that. Interrupted, the series is marked ``interrupted`` and the exception goes on."""
     if game.game_type.utility is not Utility.IDENTICAL:
         raise ValueError(f"the coop format is for cooperative games; {game.name} is not one")
     if game.num_seats != 2:
@@ -183,18 +188,24 @@ def run_coop(game: Game, configs: list[PlayerSpec], tc: TimeControl, games: int,
     series = Series(game, configs, tc, store=store, run_dir=run_dir, margin=margin, seed=master,
                     match_id=match_id, on_event=on_event)
     result = CoopResult(series.match_id, game.name, (series.names[0], series.names[1]), master.hex())
+    result.games = sorted((_coop_game(r) for r in done), key=lambda g: g.number)
+    played = {g.number for g in result.games}
     if store:
-        store.begin_match(series.match_id, game.name, list(result.players), tc.text, f"coop games={games}")
+        store.begin_match(series.match_id, game.name, list(result.players), tc.text, f"coop games={games}", setup)
+    status = "interrupted"
     try:
         for number in range(1, games + 1):
+            if number in played:
+                continue
             record = series.play_game(number, seating(number), dice_stream=coop_stream(number))
             result.games.append(_coop_game(record))
             if on_game:
                 on_game(result, record)
+        status = "finished"
     finally:
         series.close()
         if store:
-            store.end_match(series.match_id, [result.mean, result.mean])
+            store.end_match(series.match_id, [result.mean, result.mean], status)
     return result
 
 

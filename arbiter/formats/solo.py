@@ -105,24 +105,35 @@ def _seed_result(record: GameRecord) -> SeedResult:
 def run_suite(game: Game, config: PlayerSpec, tc: TimeControl, seeds: int | Iterable[int], master_seed: bytes,
               *, store: ResultsStore | None = None, run_dir: Path = Path("runs"), margin: float = DEFAULT_MARGIN,
               match_id: str | None = None, on_event: EventHook | None = None,
-              on_game: Callable[[int, GameRecord], None] | None = None) -> SuiteResult:
-    """Play ``config``'s engine on every seed through the referee; one game per seed."""
+              on_game: Callable[[int, GameRecord], None] | None = None, setup: dict | None = None,
+              done: Iterable[GameRecord] = ()) -> SuiteResult:
+    """Play ``config``'s engine on every seed through the referee; one game per seed. A resumed
+    suite (``arbiter solo --resume``) passes its games so far as ``done`` (their seeds are not
+    played again) with the same ``match_id`` and master seed; ``setup`` is stored for that.
+    Interrupted, the suite is marked ``interrupted`` and the exception goes on."""
     if game.game_type.utility is not Utility.SOLO:
         raise ValueError(f"the solo format is for one-seat games; {game.name} has {game.num_seats} seats")
     seed_list = _seed_list(seeds)
     series = Series(game, [config], tc, store=store, run_dir=run_dir, margin=margin, seed=master_seed,
                     match_id=match_id, on_event=on_event)
     result = SuiteResult(series.names[0], game.name, master_seed.hex())
+    for record in sorted(done, key=lambda r: r.game_number):
+        result.results[record.game_number] = _seed_result(record)
     if store:
-        store.begin_match(series.match_id, game.name, [series.names[0]], tc.text, f"solo seeds={len(seed_list)}")
+        store.begin_match(series.match_id, game.name, [series.names[0]], tc.text, f"solo seeds={len(seed_list)}",
+                          setup)
+    status = "interrupted"
     try:
         for k in seed_list:
+            if k in result.results:
+                continue
             record = series.play_game(k, [0], dice_stream=suite_stream(k))
             result.results[k] = _seed_result(record)
             if on_game:
                 on_game(k, record)
+        status = "finished"
     finally:
         series.close()
         if store:
-            store.end_match(series.match_id, [float(result.wins)])
+            store.end_match(series.match_id, [float(result.wins)], status)
     return result

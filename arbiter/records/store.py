@@ -816,26 +816,51 @@ def find_records(path: str | Path, wanted: str) -> tuple[list[GameRecord], int]:
     return [], 0
 
 
-def match_setup(path: str | Path, match_id: str | None = None) -> tuple[str, str | None, dict, "DoneGames"]:
-    """For ``arbiter match --resume``: (match id, status, setup, its games so far) of ``match_id``,
-    or of the latest match in the database not marked finished. ValueError says why there is none."""
+def stored_setups(path: str | Path) -> list[tuple[str, str | None, dict]]:
+    """(match id, status, setup) of every match started by ``arbiter match``, ``coop`` or ``solo``
+    (those store what resuming needs), newest first. ValueError names a missing or foreign file."""
     if not Path(path).is_file():
         raise ValueError(f"{path}: no such file")
     db = open_readonly(path)
     try:
-        sql = "SELECT match_id, status, setup FROM matches WHERE setup IS NOT NULL"
-        try:
-            row = db.execute(sql + " AND match_id = ?", (match_id,)).fetchone() if match_id else \
-                db.execute(sql + " AND coalesce(status, '') != 'finished' ORDER BY started_at DESC").fetchone()
-        except sqlite3.Error as exc:
-            raise ValueError(f"{path}: not a results database of arbiter match ({exc})") from None
+        rows = db.execute("SELECT match_id, status, setup FROM matches WHERE setup IS NOT NULL"
+                          " ORDER BY started_at DESC").fetchall()
+    except sqlite3.Error as exc:
+        raise ValueError(f"{path}: not a results database of arbiter ({exc})") from None
+    finally:
+        db.close()
+    return [(mid, status, json.loads(setup)) for mid, status, setup in rows]
+
+
+def setup_command(setup: dict) -> str:
+    """The command that started a match: ``match`` (setups before the key existed), ``coop``, ``solo``."""
+    return setup.get("command", "match")
+
+
+def match_setup(path: str | Path, match_id: str | None = None,
+                command: str = "match") -> tuple[str, str | None, dict, "DoneGames"]:
+    """For ``arbiter COMMAND --resume``: (match id, status, setup, its games so far) of
+    ``match_id``, or of the latest match ``command`` started that is not marked finished.
+    ValueError says why there is none (a match of another command: which one continues it)."""
+    rows = stored_setups(path)
+    if match_id:
+        row = next((r for r in rows if r[0] == match_id), None)
         if row is None:
-            raise ValueError(f"{path}: no match {match_id!r} started by `arbiter match`" if match_id
-                             else f"{path}: no unfinished match to resume")
+            raise ValueError(f"{path}: no match {match_id!r} started by `arbiter {command}`")
+        if (other := setup_command(row[2])) != command:
+            raise ValueError(f"{path}: {match_id} was started by `arbiter {other}`; continue it with "
+                             f"`arbiter {other} --resume {match_id} --db {path}`")
+    else:
+        row = next((r for r in rows if r[1] != "finished" and setup_command(r[2]) == command), None)
+        if row is None:
+            noun = {"coop": "coop series", "solo": "solo run"}.get(command, command)
+            raise ValueError(f"{path}: no unfinished {noun} to resume")
+    db = open_readonly(path)
+    try:
         (count,), = db.execute("SELECT count(*) FROM games WHERE match_id = ?", (row[0],))
     finally:
         db.close()
-    return row[0], row[1], json.loads(row[2]), DoneGames(Path(path), row[0], count)
+    return row[0], row[1], row[2], DoneGames(Path(path), row[0], count)
 
 
 RECENT_WHOLE = 10

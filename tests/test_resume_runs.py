@@ -1,0 +1,134 @@
+"""``arbiter coop --resume`` and ``arbiter solo --resume``: a series or run stopped with Ctrl-C
+continues from its results database and ends with exactly the games an uninterrupted run plays
+(same seats, dice and results), on the master seed it started with, checked or stored.
+
+Real referee processes, real engine subprocesses, a real SIGINT, real SQLite files."""
+from __future__ import annotations
+
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from arbiter.records.store import load_records
+from arbiter.records.replay import verify
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+RANDOM = f"{PY} -m sample_engines.random_engine"
+STALINGRAD = f"{PY} -m sample_engines.stalingrad_random"
+
+
+def arbiter(*args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([PY, "-m", "arbiter.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, **kw)
+
+
+def games_in(db: Path) -> int:
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.1)
+        try:
+            return conn.execute("SELECT count(*) FROM games").fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return 0
+
+
+def interrupted(*args: str, after: int) -> subprocess.CompletedProcess:
+    """Run the command; Ctrl-C (SIGINT) it once ``after`` games are in its database."""
+    db = Path(args[args.index("--db") + 1])
+    proc = subprocess.Popen([PY, "-m", "arbiter.cli", *args], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while games_in(db) < after and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def seed_file(tmp_path: Path, text: str = "5eed" * 8, name: str = "seed.hex") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    path.chmod(0o600)
+    return path
+
+
+def played(db: Path) -> dict:
+    """What must not depend on an interruption: per (player, game number) the seats, dice, result."""
+    return {(r.players[0], r.game_number): (r.players, r.rolls, r.returns, r.reason, r.final_position)
+            for r in load_records(db)}
+
+
+def status(db: Path) -> list[str | None]:
+    conn = sqlite3.connect(db)
+    try:
+        return [s for (s,) in conn.execute("SELECT status FROM matches ORDER BY started_at, rowid")]
+    finally:
+        conn.close()
+
+
+def test_an_interrupted_coop_series_resumes_to_the_games_of_an_uninterrupted_one(tmp_path):
+    seed = seed_file(tmp_path)
+    common = ("coop", "--game", "catalonia", "--engine", RANDOM, "--games", "80", "--tc", "10",
+              "--seed-file", str(seed), "--quiet")
+    whole = arbiter(*common, "--db", str(tmp_path / "whole.sqlite"))
+    assert whole.returncode == 0, whole.stdout + whole.stderr
+
+    db = tmp_path / "cut.sqlite"
+    cut = interrupted(*common, "--db", str(db), after=3)
+    assert cut.returncode == 130, cut.stdout + cut.stderr
+    first = games_in(db)
+    assert 3 <= first < 80 and status(db) == ["interrupted"]
+    assert "arbiter coop --resume " in cut.stdout and f"--db {db}" in cut.stdout.replace("\n", "")
+
+    # The operator's seed is not stored: resuming needs it again, and a wrong one is refused.
+    missing = arbiter("coop", "--resume", "--db", str(db))
+    assert missing.returncode == 2 and "give the same one" in missing.stdout, missing.stdout
+    wrong = arbiter("coop", "--resume", "--db", str(db), "--seed-file", str(seed_file(tmp_path, "0bad", "other.hex")))
+    assert wrong.returncode == 2 and "is not the master seed this run was started with" in wrong.stdout, wrong.stdout
+    assert games_in(db) == first  # nothing played by the refused attempts
+
+    resumed = arbiter("coop", "--resume", "--db", str(db), "--seed-file", str(seed), "--quiet")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert f"(resumed after {first} game(s))" in resumed.stdout.replace("\n", "")
+    assert played(db) == played(tmp_path / "whole.sqlite")
+    assert all(verify(r) == [] for r in load_records(db)) and status(db) == ["finished"]
+
+    again = arbiter("coop", "--resume", "--db", str(db), "--seed-file", str(seed))
+    assert again.returncode == 2 and "no unfinished coop series" in again.stdout
+
+
+def test_a_solo_run_resumes_every_suite_on_a_stored_master_seed(tmp_path):
+    """No seed given: the referee draws the master seed and keeps it with the run, so the suites
+    of engines not reached before Ctrl-C still get the dice of the first (the pairing holds)."""
+    db = tmp_path / "r.sqlite"
+    cut = interrupted("solo", "--game", "stalingrad", "--engine", STALINGRAD, "--engine", STALINGRAD + " --seed 9",
+                      "--seeds", "40", "--tc", "10", "--db", str(db), "--quiet", after=2)
+    assert cut.returncode == 130, cut.stdout + cut.stderr
+    first = games_in(db)
+    assert first < 80 and status(db)[0] == "interrupted" and status(db)[1] != "finished"
+    assert "[normal" in cut.stdout  # the quiet lines keep their bracketed reason (rich markup off)
+
+    seeded = arbiter("solo", "--resume", "--db", str(db), "--seed", "00ff")
+    assert seeded.returncode == 2 and "drawn by the referee and is stored" in seeded.stdout
+    match = arbiter("match", "--resume", "--db", str(db))  # a solo run is not a match
+    assert match.returncode == 2 and "no unfinished match" in match.stdout, match.stdout
+
+    resumed = arbiter("solo", "--resume", "--db", str(db), "--quiet")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "master seed from the results database" in resumed.stdout
+    records = load_records(db)
+    assert len(records) == 80 and status(db) == ["finished", "finished"]
+    by_engine: dict[str, dict[int, list]] = {}
+    for r in records:
+        by_engine.setdefault(r.players[0], {})[r.game_number] = r.dice_commitment
+    a, b = by_engine.values()
+    assert sorted(a) == sorted(b) == list(range(40)) and a == b  # every seed on the same dice for both
+    assert "paired comparison on common seeds" in resumed.stdout
+
+    by_id = arbiter("solo", "--resume", records[-1].match_id, "--db", str(db))
+    assert by_id.returncode == 2 and "is finished; nothing to resume" in by_id.stdout
