@@ -151,7 +151,7 @@ def _prepare(args: argparse.Namespace, configs, group_window: float = 0.0) -> tu
         console.print(f"[red]error:[/] {escape(missing)}")
         return None, EXIT_ENGINE
     try:
-        return open_store(args, group_window), EXIT_OK
+        store = open_store(args, group_window)
     except KeyFileError as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
         return None, EXIT_USAGE
@@ -159,6 +159,12 @@ def _prepare(args: argparse.Namespace, configs, group_window: float = 0.0) -> tu
         console.print(f"[red]error:[/] --db {escape(str(args.db))}: cannot open the results database: "
                       f"{escape(str(exc))}")
         return None, EXIT_USAGE
+    cut, appended = store.repair_export()  # after a crash (kill -9, power): from the export's tail
+    if cut or appended:
+        console.print(f"export {escape(str(store.export_path))} repaired: "
+                      + ", ".join((["a torn last line cut"] if cut else []) +
+                                  ([f"{appended} committed game(s) appended"] if appended else [])))
+    return store, EXIT_OK
 
 
 def _resume_match(args: argparse.Namespace) -> tuple[str, list[GameRecord], bool]:
@@ -237,11 +243,6 @@ def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_b
     store, code = _prepare(args, configs, GROUP_WINDOW)
     if store is None:
         return code
-    cut, appended = store.repair_export()  # after a crash: from the export's tail
-    if cut or appended:
-        console.print(f"export {escape(str(store.export_path))} repaired: "
-                      + ", ".join((["a torn last line cut"] if cut else []) +
-                                  ([f"{appended} committed game(s) appended"] if appended else [])))
     board = MatchBoard([c.name for c in configs], fmt.games)
 
     def on_event(record, state, event, clocks):  # the live display reads these when it redraws
@@ -689,6 +690,23 @@ def _batches(items, size: int):
         yield batch
 
 
+def replay_pool(workers: int):
+    """Forked processes that replay records for ``verify``. They take the default signal
+    handling: the command's SIGTERM-as-Ctrl-C handler, inherited, made each worker print a
+    KeyboardInterrupt traceback when the pool was terminated at the end (one run in six), and
+    Ctrl-C is the parent's to handle."""
+    import multiprocessing
+
+    return multiprocessing.get_context("fork").Pool(workers, initializer=_worker_signals)
+
+
+def _worker_signals() -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     """Replay every record (rules and dice), then check the file as a whole: chains, signatures,
     indexed columns (``arbiter.records.audit``). The file is streamed in batches (memory stays
@@ -704,11 +722,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     auditor, broken = Auditor(public), []
     bad = checked = 0
     workers = min(os.cpu_count() or 1, 8) if total >= 200 and not args.game_id else 1
-    pool = None
-    if workers > 1:
-        import multiprocessing
-
-        pool = multiprocessing.get_context("fork").Pool(workers)
+    pool = replay_pool(workers) if workers > 1 else None
     try:
         with Progress(TextColumn("verifying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=console, transient=True) as progress:

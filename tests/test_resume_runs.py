@@ -37,15 +37,15 @@ def games_in(db: Path) -> int:
         return 0
 
 
-def interrupted(*args: str, after: int) -> subprocess.CompletedProcess:
-    """Run the command; Ctrl-C (SIGINT) it once ``after`` games are in its database."""
+def interrupted(*args: str, after: int, sig: int = signal.SIGINT) -> subprocess.CompletedProcess:
+    """Run the command; Ctrl-C (SIGINT) it, or send ``sig``, once ``after`` games are in its database."""
     db = Path(args[args.index("--db") + 1])
     proc = subprocess.Popen([PY, "-m", "arbiter.cli", *args], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while games_in(db) < after and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
@@ -132,3 +132,22 @@ def test_a_solo_run_resumes_every_suite_on_a_stored_master_seed(tmp_path):
 
     by_id = arbiter("solo", "--resume", records[-1].match_id, "--db", str(db))
     assert by_id.returncode == 2 and "is finished; nothing to resume" in by_id.stdout
+
+
+def test_a_coop_series_killed_with_kill_9_resumes_with_a_whole_export(tmp_path):
+    """kill -9 mid-series (the export's last line may be torn, the series not marked at all): the
+    resumed series repairs the JSON Lines export, keeps the drawn master seed, and ends with every
+    game once, in both the database and the export."""
+    db = tmp_path / "r.sqlite"
+    killed = interrupted("coop", "--game", "catalonia", "--engine", RANDOM, "--games", "60", "--tc", "10",
+                         "--db", str(db), "--quiet", after=3, sig=signal.SIGKILL)
+    assert killed.returncode == -signal.SIGKILL
+    with open(tmp_path / "r.jsonl", "ab") as export:  # as if killed in the middle of an append
+        export.write(b'{"game_id": "torn')
+    resumed = arbiter("coop", "--resume", "--db", str(db), "--quiet")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "repaired: a torn last line cut" in resumed.stdout and "master seed from the results database" in resumed.stdout
+    for path in (db, tmp_path / "r.jsonl"):
+        assert sorted(r.game_number for r in load_records(path)) == list(range(1, 61))
+        checked = arbiter("verify", str(path))
+        assert checked.returncode == 0 and checked.stderr == "", checked.stdout + checked.stderr

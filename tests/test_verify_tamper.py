@@ -288,3 +288,23 @@ def test_the_results_store_reads_back_by_match_and_by_game(results_db):
         assert store.game("no-such-game") is None
     finally:
         store.close()
+
+
+def test_verify_workers_leave_termination_and_ctrl_c_to_the_command():
+    """``arbiter`` turns SIGTERM into Ctrl-C; verify's forked replay workers must not inherit that
+    (each printed a KeyboardInterrupt traceback when the pool was terminated at the end)."""
+    import signal
+
+    from arbiter.cli import _sigterm_as_interrupt, replay_pool
+
+    previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)  # as `arbiter` installs it
+    try:
+        pool = replay_pool(2)
+        try:
+            seen = pool.map(signal.getsignal, [signal.SIGTERM, signal.SIGINT] * 4, chunksize=1)
+        finally:
+            pool.terminate()
+            pool.join()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert seen == [signal.SIG_DFL, signal.SIG_IGN] * 4
