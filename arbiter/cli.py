@@ -964,8 +964,11 @@ def _resume_run(args: argparse.Namespace, command: str) -> tuple[str, dict, Game
     match_id, status, setup, done = match_setup(args.db, args.resume or None, command)
     if status == "finished" and command == "coop":
         raise ValueError(f"coop series {match_id} in {args.db} is finished; nothing to resume")
+    if missing := [k for k in ("game", "options", "tc", "count", "margin", "engine") if k not in setup]:
+        raise ValueError(f"{args.db}: the stored setup of {match_id} lacks {', '.join(missing)}; it cannot be resumed")
     for key in ("game", "tc", "count", "margin", "engine", "name", "engine_option"):
-        setattr(args, key, setup[key])
+        setattr(args, key, setup.get(key))
+    args.engine_option = args.engine_option or []
     args.option = [f"{k}={json.dumps(v)}" for k, v in setup["options"].items()]
     last = None
     for last in done:  # the last games come whole (dice included)

@@ -843,17 +843,17 @@ def match_setup(path: str | Path, match_id: str | None = None,
     ``match_id``, or of the latest match ``command`` started that is not marked finished.
     ValueError says why there is none (a match of another command: which one continues it)."""
     rows = stored_setups(path)
+    noun = {"coop": "coop series", "solo": "solo run"}.get(command, command)
     if match_id:
         row = next((r for r in rows if r[0] == match_id), None)
         if row is None:
-            raise ValueError(f"{path}: no match {match_id!r} started by `arbiter {command}`")
+            raise ValueError(f"{path}: no {noun} {match_id!r} started by `arbiter {command}`")
         if (other := setup_command(row[2])) != command:
             raise ValueError(f"{path}: {match_id} was started by `arbiter {other}`; continue it with "
                              f"`arbiter {other} --resume {match_id} --db {path}`")
     else:
         row = next((r for r in rows if r[1] != "finished" and setup_command(r[2]) == command), None)
         if row is None:
-            noun = {"coop": "coop series", "solo": "solo run"}.get(command, command)
             raise ValueError(f"{path}: no unfinished {noun} to resume")
     db = open_readonly(path)
     try:
