@@ -263,10 +263,10 @@ def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_b
         return _not_started(configs, failed)
     for config, engine in zip(configs, match.series.engines):
         console.print(escape(f"{config.name}: {hello_text(engine.hello)}"), highlight=False)
-    console.print(f"match [bold]{match.match_id}[/]: {game.name}, {configs[0].name} vs {configs[1].name}, "
-                  f"tc {tc.text}, format {args.format}, results → {args.db}"
-                  + (f", adjudication: {adjudication.describe()}" if adjudication else "")
-                  + (f" (resumed after {len(done)} game(s))" if match_id else ""))
+    console.print(f"match [bold]{match.match_id}[/]: " + escape(
+        f"{game.name}, {configs[0].name} vs {configs[1].name}, tc {tc.text}, format {args.format}, results → {args.db}"
+        + (f", adjudication: {adjudication.describe()}" if adjudication else "")
+        + (f" (resumed after {len(done)} game(s))" if match_id else "")))
     try:
         if args.quiet:
             result = match.play(setup, done)
@@ -464,8 +464,8 @@ def _open_hub(args: argparse.Namespace, configs) -> RemoteHub | None:
     except zmq.ZMQError as exc:
         raise ValueError(f"--listen {args.listen}: {exc}") from None
     if insecure:
-        console.print(f"[bold red]WARNING: INSECURE: {hub.endpoint} is plain tcp without CURVE[/]")
-    console.print(f"waiting for {', '.join(wanted)} on {hub.endpoint} (up to {args.wait:g} s)")
+        console.print(f"[bold red]WARNING: INSECURE: {escape(hub.endpoint)} is plain tcp without CURVE[/]")
+    console.print(f"waiting for {', '.join(wanted)} on {hub.endpoint} (up to {args.wait:g} s)", markup=False)
     return hub
 
 
@@ -558,7 +558,8 @@ def _print_summary(result) -> None:
     for r in result.recent:
         w = r.winner()
         times = [e.measured_ms for e in r.events if e.measured_ms is not None]
-        table.add_row(str(r.game_number), r.players[0], r.players[1], r.players[w] if w is not None else "-",
+        table.add_row(str(r.game_number), escape(r.players[0]), escape(r.players[1]),
+                      escape(r.players[w]) if w is not None else "-",
                       escape(r.detail if r.reason == "normal" and r.detail else
                              r.reason + (f": {r.detail}" if r.detail else "")), str(len(r.events)),
                       f"{sum(times) / len(times):.1f}" if times else "-")
@@ -568,7 +569,7 @@ def _print_summary(result) -> None:
     ended = ", ".join(f"{reason} {n}" for reason, n in result.reasons.most_common())
     console.print(f"ended: {escape(ended)}" if ended else "no game counted", highlight=False)
     a, b = result.players
-    verdict = "drawn" if result.winner is None else f"won by {result.players[result.winner]}"
+    verdict = "drawn" if result.winner is None else f"won by {escape(result.players[result.winner])}"
     console.print(f"[bold]{escape(a)} {result.points[0]:g} – {result.points[1]:g} {escape(b)}[/]: match {verdict}")
 
 
@@ -591,7 +592,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             game = load_game(args.game or "", **_parse_options(args.option))
             console.print(game.from_text(args.position).render(), highlight=False)
         except (OptionError, ValueError) as exc:
-            console.print(f"[red]error:[/] {exc}")
+            console.print(f"[red]error:[/] {escape(str(exc))}")
             return EXIT_USAGE
         return EXIT_OK
     if args.record is None:
@@ -626,9 +627,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     records = itertools.chain([first], records)
     for record in records:
-        console.print(f"[bold]{record.game_id}[/] {record.game} {record.options} · "
-                      + " vs ".join(f"{n} ({r})" for n, r in zip(record.players, record.seat_roles))
-                      + f" · tc {record.time_control} · commitment {record.dice_commitment[:16]}…")
+        console.print(f"[bold]{escape(record.game_id)}[/] " + escape(
+            f"{record.game} {record.options} · " + " vs ".join(f"{n} ({r})" for n, r in zip(record.players, record.seat_roles))
+            + f" · tc {record.time_control} · commitment {record.dice_commitment[:16]}…"))
         if record.opening:
             console.print(escape(f"from opening {record.opening.index}: {record.opening.position}"),
                           highlight=False)
@@ -636,20 +637,20 @@ def cmd_show(args: argparse.Namespace) -> int:
             for events, state in replay(record):
                 for e in events:
                     if e.seat < 0:
-                        console.print(f"[dim]ply {e.ply:3}[/]  roll → {e.move}")
+                        console.print(f"[dim]ply {e.ply:3}[/]  roll → {escape(e.move)}")
                     else:
                         timing = f"{e.measured_ms:.1f} ms" if e.measured_ms is not None else ""
                         if e.reported_ms is not None:
                             timing += f" (engine {e.reported_ms} ms)"
                         info = f"  score {e.info.score}" if e.info and e.info.score is not None else ""
-                        console.print(f"[dim]ply {e.ply:3}[/]  {record.players[e.seat]} {e.kind} "
-                                      f"[bold]{e.move}[/]  {timing}{info}")
+                        console.print(f"[dim]ply {e.ply:3}[/]  {escape(record.players[e.seat])} {e.kind} "
+                                      f"[bold]{escape(e.move)}[/]  {timing}{info}")
                     if e.note:
                         console.print(f"          [italic]{escape(e.note)}[/]")
                 if events[-1].seat >= 0:
                     console.print(state.render(), highlight=False)
         except ValueError as exc:
-            console.print(f"[red]record inconsistent:[/] {exc}")
+            console.print(f"[red]record inconsistent:[/] {escape(str(exc))}")
         w = record.winner()
         utility = game_class(record.game).game_type.utility if record.game in game_names() else None
         if utility is Utility.IDENTICAL and record.returns:
@@ -659,7 +660,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         else:
             outcome = record.players[w] if w is not None else "no winner"
         console.print(f"result {record.returns} — {outcome} "
-                      f"({record.reason}{': ' + record.detail if record.detail else ''})\n")
+                      f"({record.reason}{': ' + record.detail if record.detail else ''})\n", markup=False)
     return EXIT_OK
 
 
@@ -740,11 +741,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
                     checked += 1
                     if problems:
                         bad += 1
-                        progress.console.print(f"[red]INCONSISTENT[/] {record.game_id}")
+                        progress.console.print(f"[red]INCONSISTENT[/] {escape(record.game_id)}")
                         for p in problems:
                             progress.console.print(f"  - {escape(p)}")
                     elif args.verbose:
-                        progress.console.print(f"[green]ok[/] {record.game_id}: {len(record.rolls)} rolls, "
+                        progress.console.print(f"[green]ok[/] {escape(record.game_id)}: {len(record.rolls)} rolls, "
                                                f"{len(record.events)} events")
                 progress.advance(task, len(batch))
     except (OSError, ValueError) as exc:
@@ -764,7 +765,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
     for (kind, ident), (count, last) in sorted(report.chains.items()):
         if kind == "event" or args.verbose:
-            console.print(f"{kind} {ident}: {count} record(s), last hash {last}", highlight=False)
+            console.print(f"{kind} {ident}: {count} record(s), last hash {last}", highlight=False, markup=False)
     tampered = len(broken) + len(report.problems)
     if public is not None and not tampered:
         console.print(f"signatures checked against key {key_id(public)}")
@@ -927,7 +928,8 @@ def cmd_keygen(args: argparse.Namespace) -> int:
             console.print(f"[red]error:[/] {escape(str(exc))}")
             return EXIT_USAGE
         console.print(f"CURVE key {curve.fingerprint(curve.load_public(public).decode())}: secret key {secret} "
-                      f"(mode 600: keep it private), public key {public} (give it to the organiser / the engines)")
+                      f"(mode 600: keep it private), public key {public} (give it to the organiser / the engines)",
+                      markup=False)
         return EXIT_OK
     try:
         secret, public = keygen(args.out or "keys")
@@ -935,7 +937,7 @@ def cmd_keygen(args: argparse.Namespace) -> int:
         console.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
     console.print(f"key {load_signer(secret).key_id}: secret key {secret} (mode 600: keep it on the referee machine, "
-                  f"readable only by the operator), public key {public} (publish it)")
+                  f"readable only by the operator), public key {public} (publish it)", markup=False)
     return EXIT_OK
 
 
@@ -1057,7 +1059,7 @@ def cmd_coop(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     console.print(f"coop series {match_id}: {game.name} {game.options}, {configs[0].name} + {configs[1].name}, "
                   f"{args.count} games, tc {tc.text}, master seed from {source} (revealed at the end), "
-                  f"results → {args.db}" + (f" (resumed after {done} game(s))" if resumed else ""))
+                  f"results → {args.db}" + (f" (resumed after {done} game(s))" if resumed else ""), markup=False)
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TextColumn("{task.fields[mean]}"), TimeElapsedColumn(), console=console,
@@ -1111,7 +1113,7 @@ def coop_summary_table(result: CoopResult):
     rule = ", ".join(f"{n} {why}" for why, n in sorted(result.losses_by_rule.items())) or "0"
     forfeits = ", ".join(f"{n} {why}" for why, n in sorted(result.forfeits.items())) or "0"
     scores = result.scores
-    table.add_row(" + ".join(result.players), str(result.count), f"{result.mean:.2f}",
+    table.add_row(escape(" + ".join(result.players)), str(result.count), f"{result.mean:.2f}",
                   "-" if math.isnan(result.stderr) else f"{result.stderr:.2f}",
                   "-" if math.isnan(lo) else f"{lo:.1f} – {hi:.1f}", f"{result.median():g}",
                   f"{min(scores):g}" if scores else "-", f"{max(scores):g}" if scores else "-",
@@ -1222,7 +1224,7 @@ def cmd_solo(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     console.print(f"solo run {match_ids[0]}: {game.name}, {args.count} seeds, tc {tc.text}, master seed from {source} "
                   f"(revealed at the end), results → {args.db}"
-                  + (f" (resumed after {sum(n for _, _, n in stored)} game(s))" if stored else ""))
+                  + (f" (resumed after {sum(n for _, _, n in stored)} game(s))" if stored else ""), markup=False)
     suites: list[SuiteResult] = []
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[score]}"),
@@ -1268,7 +1270,7 @@ def solo_summary_table(suites: list[SuiteResult]):
     for s in suites:
         lo, hi = s.ci()
         ms = s.mean_ms()
-        table.add_row(s.engine, str(s.games), str(s.wins), f"{s.win_rate:.1%}", f"{lo:.1%} – {hi:.1%}",
+        table.add_row(escape(s.engine), str(s.games), str(s.wins), f"{s.win_rate:.1%}", f"{lo:.1%} – {hi:.1%}",
                       str(s.forfeits), f"{ms:.1f}" if ms is not None else "-")
     return table
 
@@ -1281,7 +1283,8 @@ def solo_comparison_table(suites: list[SuiteResult]):
     for i in range(len(suites)):
         for j in range(i + 1, len(suites)):
             c = compare(suites[i], suites[j])
-            table.add_row(suites[i].engine, suites[j].engine, str(c.n), str(c.both), str(c.a_only), str(c.b_only),
+            table.add_row(escape(suites[i].engine), escape(suites[j].engine), str(c.n), str(c.both), str(c.a_only),
+                          str(c.b_only),
                           str(c.neither), f"{c.p_value:.3g}",
                           f"{c.rate_diff:+.1%} ({c.rate_low:+.1%} … {c.rate_high:+.1%})")
     return table

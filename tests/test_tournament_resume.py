@@ -255,6 +255,8 @@ def test_the_command_line_checks_runs_refuses_and_reports(tmp_path, capsys):
     # Not a tournament database: an error message, not a traceback.
     assert main(["report", str(tmp_path / "none.sqlite")]) == EXIT_USAGE
     assert "none.sqlite: no such file" in said(capsys)
+    assert main(["report", str(tmp_path / "[final]" / "none.sqlite")]) == EXIT_USAGE
+    assert "[final]/none.sqlite: no such file" in said(capsys)  # printed whole, not read as rich markup
     assert main(["report", str(toml)]) == EXIT_USAGE
     assert "is not a tournament database" in said(capsys)
     from arbiter.records.store import ResultsStore
@@ -297,3 +299,32 @@ def test_report_from_saved_summaries_equals_the_report_from_every_decision(tmp_p
             assert a[key] == (pytest.approx(b[key], rel=1e-12) if isinstance(b[key], float) else b[key]), key
     assert any(row["decisions"] > 0 and row["ms_median"] is not None for row in fast["engine_stats"])
     assert fast["standings"] == slow["standings"]
+
+
+def test_names_in_brackets_are_printed_whole(tmp_path, capsys):
+    """Engine and event names such as "r1 [beta]" reach every table and line as written (rich
+    would read "[beta]" as a style and drop it: two engines "Bot [a]" and "Bot [b]" looked alike)."""
+    import subprocess
+    import sys
+
+    from tournaments.cli import EXIT_OK, main
+
+    text = TOML.replace('"resume-test"', '"final [a] olympiad"').replace('name = "r1"', 'name = "r1 [beta]"') \
+        .replace('name = "r2"', 'name = "r2 [v2]"')
+    toml = write_toml(tmp_path, text)
+    assert main(["check", str(toml)]) == EXIT_OK
+    out = said(capsys)
+    assert "final [a] olympiad: einstein" in out and "r1 [beta] vs r2 [v2]" in out
+    assert main(["run", str(toml)]) == EXIT_OK
+    out = said(capsys)
+    assert "tournament final [a] olympiad" in out and out.count("r1 [beta] vs") >= 2
+    standings = out[out.index("Standings"):]
+    assert "r1 [beta]" in standings and "r2 [v2]" in standings
+    root = Path(__file__).resolve().parent.parent
+    engine = f"{sys.executable} -m sample_engines.random_engine"
+    match = subprocess.run([sys.executable, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", engine,
+                            "--engine", engine, "--name", "Bot [a]", "--name", "Bot [b]", "--format", "games=2",
+                            "--quiet", "--db", str(tmp_path / "m.sqlite")], cwd=root, capture_output=True, text=True)
+    assert match.returncode == 0, match.stdout + match.stderr
+    summary = " ".join(match.stdout.split())
+    assert "Bot [a] vs Bot [b]" in summary and summary.count("Bot [a]") >= 4

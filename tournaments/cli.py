@@ -34,6 +34,14 @@ def _console():
     return Console(highlight=False, soft_wrap=True)  # a long path in a message stays whole (the terminal wraps it)
 
 
+def _error(console, text: str) -> None:
+    """One error line. The text (paths, configuration values, exception messages) is printed as
+    it is, not read as rich markup: a folder named ``[final]`` stays in the path."""
+    from rich.markup import escape
+
+    console.print(f"[red]error:[/] {escape(text)}")
+
+
 def _fmt_duration(seconds: float) -> str:
     if seconds != seconds or seconds == float("inf"):
         return "?"
@@ -106,6 +114,7 @@ class Display:
 
     def render(self, runner):
         from rich.console import Group
+        from rich.markup import escape
         from rich.table import Table
 
         plan = runner.plan
@@ -115,7 +124,7 @@ class Display:
         rate = session / elapsed if elapsed > 0 and session else 0.0
         eta = plan.max_remaining / rate if rate else float("nan")
         cfg = runner.cfg
-        head = (f"[bold]{cfg.name}[/] · {cfg.game} · {cfg.format}"
+        head = (f"[bold]{escape(cfg.name)}[/] · {cfg.game} · {cfg.format}"
                 + (f" {cfg.match_text}" if cfg.kind == "match" else "")
                 + f" · tc {cfg.time_control.text} · {runner.concurrency} in parallel")
         line = (f"games {done} done, ≤ {max(0, plan.max_remaining - (done - plan.played))} to go · round {plan.round}/{plan.rounds} · "
@@ -124,9 +133,9 @@ class Display:
         for col in ("#", "engine", "score"):
             table.add_column(col)
         for k, (name, _, _, text) in enumerate(live_standings(runner)[:12], 1):
-            table.add_row(str(k), name, text)
-        playing = [f"  {spec.pairing} game {spec.number}: " + " vs ".join(runner.names[e % len(runner.names)]
-                                                                          for e in spec.seating)
+            table.add_row(str(k), escape(name), text)
+        playing = [escape(f"  {spec.pairing} game {spec.number}: " + " vs ".join(runner.names[e % len(runner.names)]
+                                                                                 for e in spec.seating))
                    for spec in runner.in_flight.values()]
         per_worker = getattr(runner.active_backend, "per_worker", None) or {}
         workers = [f"  {host}: {n} games, {n / elapsed:.2f}/s" for host, n in sorted(per_worker.items())]
@@ -178,7 +187,7 @@ class Display:
             who = record.players[w] if w is not None else "no single winner"
             self.console.print(f"[{runner.played}/{runner.plan.played + runner.plan.max_remaining}] "
                                f"{spec.pairing} game {spec.number}: {' vs '.join(record.players)} -> {who} "
-                               f"({record.reason}) {record.returns}")
+                               f"({record.reason}) {record.returns}", markup=False)
         every = self.rating_interval if self.rating_interval is not None else runner.cfg.rating_interval
         if self.mode != "quiet" and every and runner.played % every == 0:
             self.console.print(self.ratings_block(runner))
@@ -252,14 +261,14 @@ def cmd_run(args, resume: bool) -> int:
                 return code  # before the database exists: fix the command and `run` again
             opened = api.start(cfg, overwrite=args.overwrite)
     except ConfigError as exc:
-        console.print(f"[red]error:[/] {exc}")
+        _error(console, str(exc))
         return EXIT_USAGE
     except (api.TournamentStateError, TournamentLocked) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        _error(console, str(exc))
         return EXIT_USAGE
     except (OSError, sqlite3.Error) as exc:  # an output that cannot be created or written
         where = getattr(exc, "filename", None) or args.target if resume else getattr(exc, "filename", None) or args.file
-        console.print(f"[red]error:[/] output {where}: {exc.strerror if isinstance(exc, OSError) else exc}")
+        _error(console, f"output {where}: {exc.strerror if isinstance(exc, OSError) else exc}")
         return EXIT_USAGE
     cfg = opened.cfg
     from arbiter.hosting import SandboxMode
@@ -267,7 +276,7 @@ def cmd_run(args, resume: bool) -> int:
 
     strict = [e.name for e in cfg.engines if e.sandbox == SandboxMode.REQUIRED]
     if strict and not support().sandbox:
-        console.print(f"[red]error:[/] engine(s) {', '.join(strict)} require a sandbox, and this machine cannot "
+        _error(console, f"engine(s) {', '.join(strict)} require a sandbox, and this machine cannot "
                       f"sandbox engines: {support().problem}")
         opened.db.close()
         return EXIT_ENGINE
@@ -281,7 +290,7 @@ def cmd_run(args, resume: bool) -> int:
         try:
             web = web_process(opened.db.path, args.web_host, args.web)
         except OSError as exc:
-            console.print(f"[red]error:[/] --web {args.web}: {exc}", soft_wrap=True)
+            _error(console, f"--web {args.web}: {exc}")
             opened.db.close()
             return EXIT_USAGE
         console.print(f"live web view: {web.url}")
@@ -300,7 +309,7 @@ def _run_with_display(console, args, opened, resume: bool) -> int:
 
     cfg = opened.cfg
     mode = "quiet" if args.quiet else ("live" if console.is_terminal else "lines")
-    console.print(f"{'resuming' if resume else 'starting'} tournament [bold]{cfg.name}[/] → {opened.db.path} "
+    console.print(f"{'resuming' if resume else 'starting'} tournament [bold]{escape(cfg.name)}[/] → {escape(str(opened.db.path))} "
                   f"(seed {'from ' + str(cfg.seed_file) if cfg.seed_file else opened.seed})")
     display = Display(console, mode, args.rating_interval)
     try:
@@ -309,20 +318,20 @@ def _run_with_display(console, args, opened, resume: bool) -> int:
                                        on_progress=display.progress, on_game=display.game,
                                        log=lambda text: console.print(escape(text)))
     except TournamentError as exc:
-        console.print(f"[red]tournament failed:[/] {exc}")
+        console.print(f"[red]tournament failed:[/] {escape(str(exc))}")
         opened.db.close()
         return EXIT_FAILED
     db_path = opened.db.path
     opened.db.close()
     problem = opened.db.store.problem or summary.storage_error
     if problem:
-        console.print(f"[bold red]error: results not saved:[/] {problem}; the tournament stopped "
-                      f"(fix the storage, then `arbiter-tournament resume {db_path}` replays unsaved games)")
+        console.print(f"[bold red]error: results not saved:[/] {escape(str(problem))}; the tournament stopped "
+                      f"(fix the storage, then `arbiter-tournament resume {escape(str(db_path))}` replays unsaved games)")
         return EXIT_STORAGE
         console.print(f"killed {len(summary.killed_leftovers)} engine process(es) left behind by an earlier run")
     if summary.interrupted and not summary.finished:
         console.print(f"[yellow]interrupted[/]: {summary.played_total} games saved; continue with "
-                      f"`arbiter-tournament resume {db_path}`")
+                      f"`arbiter-tournament resume {escape(str(db_path))}`")
         return EXIT_INTERRUPTED
     if summary.sprt is not None:
         from arbiter.cli import sprt_line
@@ -345,7 +354,7 @@ def cmd_report(args) -> int:
     try:
         report = build_report(args.db)
     except (OSError, ValueError, ConfigError) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        _error(console, str(exc))
         return EXIT_USAGE
     wrote = []
     if args.json:
@@ -363,7 +372,7 @@ def cmd_report(args) -> int:
         try:
             wrote.append(str(plot_timeline(report, args.plot_timeline)))
         except ValueError as exc:
-            console.print(f"[red]error:[/] --plot-timeline: {exc}")
+            _error(console, f"--plot-timeline: {exc}")
             return EXIT_USAGE
     text = render_text(report, width=max(120, console.width))
     if args.text:
@@ -372,7 +381,7 @@ def cmd_report(args) -> int:
     if not (args.json == "-" or args.quiet):
         print(text, end="")
     for w in wrote:
-        console.print(f"wrote {w}", style="dim")
+        console.print(f"wrote {w}", style="dim", markup=False)
     return EXIT_OK
 
 
@@ -384,14 +393,14 @@ def cmd_check(args) -> int:
     try:
         cfg = load_config(args.file)
     except ConfigError as exc:
-        console.print(f"[red]error:[/] {exc}")
+        _error(console, str(exc))
         return EXIT_USAGE
     plan = Director(ScheduleSpec.from_config(cfg, cfg.seed or "(random)")).plan({})
     names = [e.name for e in cfg.engines]
     console.print(f"{args.file}: ok — {cfg.name}: {cfg.game}, {cfg.kind} games, format {cfg.format}, "
                   f"{len(names)} engines, at most {plan.max_remaining} games, concurrency {cfg.concurrency}, "
                   f"results → {cfg.output}"
-                  + (f"; adjudication: {cfg.adjudication.describe()}" if cfg.adjudication else ""))
+                  + (f"; adjudication: {cfg.adjudication.describe()}" if cfg.adjudication else ""), markup=False)
     if cfg.openings:
         console.print(f"  openings: {len(cfg.openings)} positions, {cfg.openings_order}, each played twice with "
                       f"the seats swapped (tables: once per seat rotation)")
@@ -402,7 +411,7 @@ def cmd_check(args) -> int:
             who = f"{names[p.engines[0]]} (bye)"
         else:
             who = " vs ".join(names[e % len(names)] for e in p.engines)
-        console.print(f"  round {p.round}: {who}")
+        console.print(f"  round {p.round}: {who}", markup=False)
     if len(plan.pairings) > len(shown):
         console.print(f"  … {len(plan.pairings) - len(shown)} more pairings")
     if cfg.format in ("swiss", "knockout"):
@@ -410,7 +419,7 @@ def cmd_check(args) -> int:
     console.print("engines (started once and greeted, as before a run):")
     if code := _preflight(console, cfg, cfg.output, show=True):
         return code
-    console.print(f"  every engine started and said hello ({', '.join(names)})")
+    console.print(f"  every engine started and said hello ({', '.join(names)})", markup=False)
     return EXIT_OK
 
 
@@ -464,12 +473,12 @@ def cmd_serve(args) -> int:
     try:
         server = web_server(args.db, args.host, args.port)
     except PortError as exc:
-        console.print(f"[red]error:[/] --port {args.port}: {exc}", soft_wrap=True)
+        _error(console, f"--port {args.port}: {exc}")
         return EXIT_USAGE
     except (OSError, ValueError) as exc:
-        console.print(f"[red]error:[/] {exc}", soft_wrap=True)
+        _error(console, str(exc))
         return EXIT_USAGE
-    console.print(f"serving {args.db} on {server.url} (read-only; Ctrl-C stops)", soft_wrap=True)
+    console.print(f"serving {args.db} on {server.url} (read-only; Ctrl-C stops)", markup=False)
     server.run()
     return EXIT_OK
 

@@ -638,7 +638,8 @@ def render_text(report: dict, width: int = 120) -> str:
     from rich.table import Table
 
     buf = io.StringIO()
-    console = Console(file=buf, width=width, force_terminal=False, color_system=None, highlight=False)
+    console = Console(file=buf, width=width, force_terminal=False, color_system=None, highlight=False,
+                      markup=False)  # names and values as they are: an engine "Bot [beta]" keeps its "[beta]"
     t = report["tournament"]
     status = "finished" if t["finished"] else f"in progress (≤ {t['games_max_remaining']} games to go)"
     stop = t.get("sprt_stop")
