@@ -1230,7 +1230,7 @@ def cmd_solo(args: argparse.Namespace) -> int:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[score]}"),
                       TimeElapsedColumn(), console=console, disable=args.quiet) as progress:
             for i, (config, match_id) in enumerate(zip(configs, match_ids)):
-                task = progress.add_task(config.name, total=args.count, score="",
+                task = progress.add_task(escape(config.name), total=args.count, score="",
                                          completed=stored[i][2] if stored else 0)
                 wins = [0, 0]
 
