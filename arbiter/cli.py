@@ -1214,14 +1214,14 @@ def cmd_solo(args: argparse.Namespace) -> int:
     setups = [dict(command="solo", run=match_ids[0], index=i, game=game.name, options=game.options, tc=tc.text,
                    count=args.count, margin=args.margin, engine=list(args.engine), name=args.name,
                    engine_option=list(args.engine_option), **kept) for i in range(len(configs))]
-    for config, match_id, suite in zip(configs, match_ids, setups):  # every suite noted now: resuming finds them all
-        store.begin_match(match_id, game.name, [config.name], tc.text, f"solo seeds={args.count}", suite)
     try:
         web = _start_web(args, f"solo: {', '.join(c.name for c in configs)}")
     except OSError as exc:
         console.print(f"[red]error:[/] --web {args.web}: {escape(str(exc))}")
         store.close()
         return EXIT_USAGE
+    for config, match_id, suite in zip(configs, match_ids, setups):  # every suite noted now: resuming finds them all
+        store.begin_match(match_id, game.name, [config.name], tc.text, f"solo seeds={args.count}", suite)
     console.print(f"solo run {match_ids[0]}: {game.name}, {args.count} seeds, tc {tc.text}, master seed from {source} "
                   f"(revealed at the end), results → {args.db}"
                   + (f" (resumed after {sum(n for _, _, n in stored)} game(s))" if stored else ""), markup=False)
