@@ -48,8 +48,8 @@ from .records import GameRecord
 from .records.audit import Auditor, open_stored
 from .records.replay import replay, verify
 from .records.signing import KeyFileError, key_id, keygen, load_public_key, load_signer
-from .records.store import (STORAGE_ERRORS, ResultsStore, count_records, find_records, iter_records, last_record,
-                            load_records, match_setup, setup_command, stored_setups)
+from .records.store import (STORAGE_ERRORS, MatchInUse, ResultsStore, count_records, find_records, iter_records,
+                            last_record, load_records, match_setup, setup_command, stored_setups)
 from .records.textexport import TEXT_FORMATS, TextImportError, import_games, read_games, to_csv, to_text
 from .sprt import concluded
 
@@ -167,6 +167,19 @@ def _prepare(args: argparse.Namespace, configs, group_window: float = 0.0) -> tu
     return store, EXIT_OK
 
 
+def _claimed(store: ResultsStore, match_ids) -> bool:
+    """Claim the matches a resumed run continues before anything starts (``ResultsStore.claim``);
+    False, after saying so and closing the store, when another process is playing one now."""
+    try:
+        for match_id in match_ids:
+            store.claim(match_id)
+    except MatchInUse as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}")
+        store.close()
+        return False
+    return True
+
+
 def _resume_match(args: argparse.Namespace) -> tuple[str, list[GameRecord], bool]:
     """``--resume [ID]``: the match's id and games so far from ``--db``; its game, options, time
     control, format, margin and engines are taken from the stored setup (ValueError if none)."""
@@ -243,6 +256,8 @@ def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_b
     store, code = _prepare(args, configs, GROUP_WINDOW)
     if store is None:
         return code
+    if match_id and not _claimed(store, [match_id]):
+        return EXIT_USAGE
     board = MatchBoard([c.name for c in configs], fmt.games)
 
     def on_event(record, state, event, clocks):  # the live display reads these when it redraws
@@ -1043,6 +1058,8 @@ def cmd_coop(args: argparse.Namespace) -> int:
     store, code = _prepare(args, configs)
     if store is None:
         return code
+    if resumed and not _claimed(store, [resumed]):
+        return EXIT_USAGE
     match_id, code = _preflight(game, configs, tc, args, store)
     if match_id is None:
         store.close()
@@ -1201,6 +1218,8 @@ def cmd_solo(args: argparse.Namespace) -> int:
     store, code = _prepare(args, configs)
     if store is None:
         return code
+    if not _claimed(store, [match_id for match_id, _, _ in stored]):
+        return EXIT_USAGE
     match_ids = []  # every engine is checked before the first suite: a broken last one stops the run at once
     for i, config in enumerate(configs):
         if stored and stored[i][1] == "finished":  # a resumed run's finished suite plays no game
@@ -1632,6 +1651,8 @@ def _run_table(args, game, tc, fmt, seed, configs, setup, match_id, done, openin
     store, code = _prepare(args, configs)
     if store is None:
         return code
+    if match_id and not _claimed(store, [match_id]):
+        return EXIT_USAGE
 
     def on_game(result, record):
         winners = [record.players[s] for s, r in enumerate(record.returns)

@@ -37,14 +37,17 @@ def games_in(db: Path) -> int:
         return 0
 
 
-def interrupted(*args: str, after: int, sig: int = signal.SIGINT) -> subprocess.CompletedProcess:
-    """Run the command; Ctrl-C (SIGINT) it, or send ``sig``, once ``after`` games are in its database."""
+def interrupted(*args: str, after: int, sig: int = signal.SIGINT, meanwhile=None) -> subprocess.CompletedProcess:
+    """Run the command; Ctrl-C (SIGINT) it, or send ``sig``, once ``after`` games are in its
+    database (calling ``meanwhile()`` first, while it runs)."""
     db = Path(args[args.index("--db") + 1])
     proc = subprocess.Popen([PY, "-m", "arbiter.cli", *args], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while games_in(db) < after and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
+    if meanwhile is not None:
+        meanwhile()
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
@@ -139,15 +142,22 @@ def test_a_coop_series_killed_with_kill_9_resumes_with_a_whole_export(tmp_path):
     resumed series repairs the JSON Lines export, keeps the drawn master seed, and ends with every
     game once, in both the database and the export."""
     db = tmp_path / "r.sqlite"
-    killed = interrupted("coop", "--game", "catalonia", "--engine", RANDOM, "--games", "60", "--tc", "10",
-                         "--db", str(db), "--quiet", after=3, sig=signal.SIGKILL)
+    refused = []
+
+    def resume_while_it_runs():  # the series is still being played: a resume would play its games twice
+        refused.append(arbiter("coop", "--resume", "--db", str(db), "--quiet"))
+
+    killed = interrupted("coop", "--game", "catalonia", "--engine", RANDOM, "--games", "300", "--tc", "10",
+                         "--db", str(db), "--quiet", after=3, sig=signal.SIGKILL, meanwhile=resume_while_it_runs)
     assert killed.returncode == -signal.SIGKILL
+    assert refused[0].returncode == 2 and "is being played by another process right now" in refused[0].stdout, \
+        refused[0].stdout + refused[0].stderr
     with open(tmp_path / "r.jsonl", "ab") as export:  # as if killed in the middle of an append
         export.write(b'{"game_id": "torn')
     resumed = arbiter("coop", "--resume", "--db", str(db), "--quiet")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "repaired: a torn last line cut" in resumed.stdout and "master seed from the results database" in resumed.stdout
     for path in (db, tmp_path / "r.jsonl"):
-        assert sorted(r.game_number for r in load_records(path)) == list(range(1, 61))
+        assert sorted(r.game_number for r in load_records(path)) == list(range(1, 301))
         checked = arbiter("verify", str(path))
         assert checked.returncode == 0 and checked.stderr == "", checked.stdout + checked.stderr

@@ -13,6 +13,9 @@ per line; ``repair_export`` mends it from its tail after a crash.
 """
 from __future__ import annotations
 
+import errno
+import fcntl
+import hashlib
 import json
 import os
 from array import array
@@ -226,6 +229,10 @@ def open_private(path: Path):
     return os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab")
 
 
+class MatchInUse(RuntimeError):
+    """Another process is playing the match now (``ResultsStore.claim``)."""
+
+
 class ResultsStore:
     """The results database and its export. Saving never raises: a game that cannot be saved is
     kept (``pending``) and retried with the next save and at ``close``; what is still unsaved then
@@ -280,13 +287,38 @@ class ResultsStore:
         self._idle = True  # the committer holds no game (guarded by _wake)
         self._hurry = self._closing = False
         self._committer: threading.Thread | None = None
+        self._claims: dict[str, int] = {}  # match id -> its byte in the lock file (``claim``)
+        self._claim_fd: int | None = None
         if group_window > 0:
             self._committer = threading.Thread(target=self._commit_loop, name="results-committer", daemon=True)
             self._committer.start()
 
+    def claim(self, match_id: str) -> None:
+        """Hold ``match_id``'s lock while this process plays it (until ``end_match``, ``close`` or
+        the process's death, kill -9 included), so that a second process resuming the same match
+        (two resumes at once, or a resume while the match still runs in another terminal) is
+        refused with ``MatchInUse`` instead of playing its games a second time. A match is one byte
+        of ``<db>.matches.lock`` (a POSIX record lock: the kernel drops it with the process). Where
+        the file system cannot lock, nothing is held."""
+        if match_id in self._claims:
+            return
+        offset = int.from_bytes(hashlib.sha256(match_id.encode()).digest()[:7], "big")
+        try:
+            if self._claim_fd is None:
+                self._claim_fd = os.open(f"{self.path}.matches.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fcntl.lockf(self._claim_fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
+        except OSError as exc:
+            if exc.errno in (errno.EACCES, errno.EAGAIN):
+                raise MatchInUse(f"match {match_id} in {self.path} is being played by another process right now: "
+                                 f"let it finish, or stop it, before resuming it") from None
+            return
+        self._claims[match_id] = offset
+
     def begin_match(self, match_id: str, game: str, players: list[str], time_control: str, fmt: Any,
                     setup: dict | None = None) -> None:
-        """Note a match (again, when resumed: its start time is kept); ``setup`` is what resuming needs."""
+        """Note a match (again, when resumed: its start time is kept); ``setup`` is what resuming
+        needs. The match is claimed first (``claim``: MatchInUse if another process plays it)."""
+        self.claim(match_id)
         self._try(self.path, lambda: self._write(
             "INSERT INTO matches(match_id, game, players, time_control, format, started_at, setup)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)"
@@ -301,6 +333,8 @@ class ResultsStore:
         self._try(self.path, lambda: self._write(
             "UPDATE matches SET ended_at = ?, points = ?, status = ? WHERE match_id = ?",
             (time.time(), json.dumps(points), status, match_id)))
+        if (offset := self._claims.pop(match_id, None)) is not None:
+            fcntl.lockf(self._claim_fd, fcntl.LOCK_UN, 1, offset)
 
 
     def _write(self, sql: str, args: tuple) -> None:
@@ -628,6 +662,9 @@ class ResultsStore:
                 self.db.close()
             except sqlite3.Error:
                 pass
+            if self._claim_fd is not None:
+                os.close(self._claim_fd)  # every claim this store still held goes with it
+                self._claim_fd, self._claims = None, {}
 
 
 def _last_newline_end(path: Path, size: int, chunk: int = 1 << 16) -> int:
