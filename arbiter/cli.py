@@ -48,8 +48,8 @@ from .records import GameRecord
 from .records.audit import Auditor, open_stored
 from .records.replay import replay, verify
 from .records.signing import KeyFileError, key_id, keygen, load_public_key, load_signer
-from .records.store import (STORAGE_ERRORS, MatchInUse, ResultsStore, count_records, find_records, iter_records,
-                            last_record, load_records, match_setup, setup_command, stored_setups)
+from .records.store import (STORAGE_ERRORS, DoneGames, MatchInUse, ResultsStore, count_records, find_records,
+                            iter_records, last_record, load_records, match_setup, setup_command, stored_setups)
 from .records.textexport import TEXT_FORMATS, TextImportError, import_games, read_games, to_csv, to_text
 from .sprt import concluded
 
@@ -974,10 +974,10 @@ def _web_arguments(p: argparse.ArgumentParser) -> None:
                    help="address the web view listens on (default 127.0.0.1: this machine only)")
 
 
-def _resume_run(args: argparse.Namespace, command: str) -> tuple[str, dict, GameRecord | None, int]:
+def _resume_run(args: argparse.Namespace, command: str) -> tuple[str, dict, DoneGames]:
     """``arbiter coop|solo --resume [ID]``: the run's match id, its stored setup (game, options, time
-    control, count, margin, engines, names, engine options are taken from it), its last game so
-    far (None: none yet) and how many it has. ValueError when there is nothing to resume."""
+    control, count, margin, engines, names, engine options are taken from it) and its games so
+    far. ValueError when there is nothing to resume."""
     match_id, status, setup, done = match_setup(args.db, args.resume or None, command)
     if status == "finished" and command == "coop":
         raise ValueError(f"coop series {match_id} in {args.db} is finished; nothing to resume")
@@ -987,10 +987,15 @@ def _resume_run(args: argparse.Namespace, command: str) -> tuple[str, dict, Game
         setattr(args, key, setup.get(key))
     args.engine_option = args.engine_option or []
     args.option = [f"{k}={json.dumps(v)}" for k, v in setup["options"].items()]
+    return match_id, setup, done
+
+
+def _last_game(done: DoneGames) -> GameRecord | None:
+    """The last game played (whole, dice included), for checking a master seed; None if none."""
     last = None
-    for last in done:  # the last games come whole (dice included)
+    for last in done:
         pass
-    return match_id, setup, last, len(done)
+    return last
 
 
 def _run_master(args: argparse.Namespace, setup: dict | None, played: GameRecord | None) -> tuple[bytes, str, dict]:
@@ -1026,7 +1031,8 @@ def cmd_coop(args: argparse.Namespace) -> int:
     resumed, setup, played, done = None, None, None, 0
     try:
         if args.resume is not None:
-            resumed, setup, played, done = _resume_run(args, "coop")
+            resumed, setup, games = _resume_run(args, "coop")
+            played, done = _last_game(games), len(games)
         elif not args.game:
             raise ValueError("give --game (arbiter games lists them), or --resume to continue a series")
         game = load_game(args.game, **_parse_options(args.option))
@@ -1171,7 +1177,7 @@ def _resume_solo(args: argparse.Namespace) -> tuple[dict, list[tuple[str, str | 
     """``arbiter solo --resume [ID]`` (ID: any suite of the run): the run's setup, its suites in
     engine order as (match id, status, games so far), and a game already played (for the seed
     check). ValueError when the run is finished or not found."""
-    _, setup, _, _ = _resume_run(args, "solo")
+    _, setup, _ = _resume_run(args, "solo")
     run = setup["run"]
     rows = sorted((r for r in stored_setups(args.db) if setup_command(r[2]) == "solo" and r[2].get("run") == run),
                   key=lambda r: r[2]["index"])
@@ -1181,9 +1187,7 @@ def _resume_solo(args: argparse.Namespace) -> tuple[dict, list[tuple[str, str | 
     for mid, status, _ in rows:
         done = match_setup(args.db, mid, "solo")[3]
         suites.append((mid, status, len(done)))
-        if played is None and len(done):
-            for played in done:  # the last games come whole (dice included)
-                pass
+        played = played or _last_game(done)
     return setup, suites, played
 
 

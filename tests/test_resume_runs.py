@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from arbiter.records.store import load_records
+from arbiter.records.store import count_records, load_records
 from arbiter.records.replay import verify
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,13 +27,10 @@ def arbiter(*args: str, **kw) -> subprocess.CompletedProcess:
 
 
 def games_in(db: Path) -> int:
+    """Games committed so far (0 while the database is not made yet)."""
     try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.1)
-        try:
-            return conn.execute("SELECT count(*) FROM games").fetchone()[0]
-        finally:
-            conn.close()
-    except sqlite3.Error:
+        return count_records(db) if db.exists() else 0
+    except (OSError, ValueError, sqlite3.Error):
         return 0
 
 
