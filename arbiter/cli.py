@@ -48,8 +48,9 @@ from .records import GameRecord
 from .records.audit import Auditor, open_stored
 from .records.replay import replay, verify
 from .records.signing import KeyFileError, key_id, keygen, load_public_key, load_signer
-from .records.store import (STORAGE_ERRORS, DoneGames, MatchInUse, ResultsStore, count_records, find_records,
-                            iter_records, last_record, load_records, match_setup, setup_command, stored_setups)
+from .records.store import (STORAGE_ERRORS, DoneGames, MatchInUse, ResultsStore, count_records, done_games,
+                            find_records, iter_records, last_record, load_records, match_setup, setup_command,
+                            stored_setups)
 from .records.textexport import TEXT_FORMATS, TextImportError, import_games, read_games, to_csv, to_text
 from .sprt import concluded
 
@@ -290,7 +291,7 @@ def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_b
                 result = match.play(setup, done)
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/]: finished games are saved; continue with "
-                      f"`arbiter match --resume {match.match_id} --db {args.db}`")
+                      f"`arbiter match --resume {match.match_id} --db {escape(str(args.db))}`")
         store.close()
         return storage_exit(store, EXIT_INTERRUPTED)
     store.close()
@@ -1185,7 +1186,7 @@ def _resume_solo(args: argparse.Namespace) -> tuple[dict, list[tuple[str, str | 
         raise ValueError(f"solo run {run} in {args.db} is finished; nothing to resume")
     suites, played = [], None
     for mid, status, _ in rows:
-        done = match_setup(args.db, mid, "solo")[3]
+        done = done_games(args.db, mid)
         suites.append((mid, status, len(done)))
         played = played or _last_game(done)
     return setup, suites, played
@@ -1684,7 +1685,7 @@ def _run_table(args, game, tc, fmt, seed, configs, setup, match_id, done, openin
         result = table.play(setup, done)
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/]: finished games are saved; continue with "
-                      f"`arbiter match --resume {table.match_id} --db {args.db}`")
+                      f"`arbiter match --resume {table.match_id} --db {escape(str(args.db))}`")
         store.close()
         return storage_exit(store, EXIT_INTERRUPTED)
     store.close()

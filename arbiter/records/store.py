@@ -892,12 +892,17 @@ def match_setup(path: str | Path, match_id: str | None = None,
         row = next((r for r in rows if r[1] != "finished" and setup_command(r[2]) == command), None)
         if row is None:
             raise ValueError(f"{path}: no unfinished {noun} to resume")
+    return row[0], row[1], row[2], done_games(path, row[0])
+
+
+def done_games(path: str | Path, match_id: str) -> "DoneGames":
+    """The games of ``match_id`` committed so far (counted now, read when iterated)."""
     db = open_readonly(path)
     try:
-        (count,), = db.execute("SELECT count(*) FROM games WHERE match_id = ?", (row[0],))
+        (count,), = db.execute("SELECT count(*) FROM games WHERE match_id = ?", (match_id,))
     finally:
         db.close()
-    return row[0], row[1], row[2], DoneGames(Path(path), row[0], count)
+    return DoneGames(Path(path), match_id, count)
 
 
 RECENT_WHOLE = 10
