@@ -80,7 +80,26 @@ def _wait_games(db: Path, at_least: int, proc: subprocess.Popen, timeout: float 
             if n >= at_least:
                 return n
         time.sleep(0.1)
-    raise AssertionError(f"fewer than {at_least} games after {timeout} s")
+    raise AssertionError(f"fewer than {at_least} games after {timeout} s\n{_state_of(proc, db)}")
+
+
+def _state_of(director: subprocess.Popen, db: Path) -> str:
+    """What a stalled event was doing: the director's process tree (Dask's nannies, workers,
+    their engines, with their states) and, once it is killed, everything the director printed."""
+    lines = []
+    try:
+        for p in [psutil.Process(director.pid), *psutil.Process(director.pid).children(recursive=True)]:
+            try:
+                lines.append(f"  {p.pid} ppid {p.ppid()} {p.status()} cpu {sum(p.cpu_times()[:2]):.1f} s: "
+                             f"{' '.join(p.cmdline())[:160]}")
+            except psutil.Error:
+                pass
+    except psutil.Error:
+        lines.append("  (the director is gone)")
+    lines.append(f"  engines marked for the event: {len(marked_processes(db))}")
+    director.kill()
+    out = director.communicate(timeout=30)[0]
+    return "processes:\n" + "\n".join(lines) + "\nthe director printed:\n" + (out or "")[-4000:]
 
 
 @pytest.fixture(scope="module")
