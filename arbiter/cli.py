@@ -236,7 +236,7 @@ def cmd_match(args: argparse.Namespace) -> int:
     args.live_view = None
     try:
         try:
-            args.live_view = _start_web(args, " vs ".join(c.name for c in configs))
+            args.live_view = _start_web(args, " vs ".join(c.name for c in configs), fmt.games, [match_id])
         except OSError as exc:
             console.print(f"[red]error:[/] --web {args.web}: {escape(str(exc))}")
             return EXIT_USAGE
@@ -957,13 +957,14 @@ def cmd_keygen(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _start_web(args: argparse.Namespace, title: str):
-    """``--web PORT``: the live web view (docs/web.md) in a child process, or None; OSError names the port."""
+def _start_web(args: argparse.Namespace, title: str, total: int | None = None, resumed=()):
+    """``--web PORT``: the live web view (docs/web.md) in a child process, or None; OSError names the port.
+    ``resumed``: the matches a resumed run continues, whose stored games the view shows too."""
     if getattr(args, "web", None) is None:
         return None
     from .web.live import LiveView
 
-    view = LiveView(title, args.web, args.web_host)
+    view = LiveView(title, args.web, args.web_host, total=total, db=args.db, match_ids=[m for m in resumed if m])
     console.print(f"live web view: {view.url}")
     return view
 
@@ -1076,7 +1077,7 @@ def cmd_coop(args: argparse.Namespace) -> int:
                  margin=args.margin, engine=list(args.engine), name=args.name, engine_option=list(args.engine_option),
                  **kept)
     try:
-        web = _start_web(args, f"{configs[0].name} + {configs[1].name}")
+        web = _start_web(args, f"{configs[0].name} + {configs[1].name}", args.count, [resumed])
     except OSError as exc:
         console.print(f"[red]error:[/] --web {args.web}: {escape(str(exc))}")
         store.close()
@@ -1239,7 +1240,8 @@ def cmd_solo(args: argparse.Namespace) -> int:
                    count=args.count, margin=args.margin, engine=list(args.engine), name=args.name,
                    engine_option=list(args.engine_option), **kept) for i in range(len(configs))]
     try:
-        web = _start_web(args, f"solo: {', '.join(c.name for c in configs)}")
+        web = _start_web(args, f"solo: {', '.join(c.name for c in configs)}", args.count * len(configs),
+                         [match_id for match_id, _, _ in stored])
     except OSError as exc:
         console.print(f"[red]error:[/] --web {args.web}: {escape(str(exc))}")
         store.close()

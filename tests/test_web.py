@@ -11,6 +11,7 @@ import http.client
 import json
 import logging
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -196,6 +197,56 @@ def test_port_in_use_is_named(tmp_path):
         server.stop()
     finally:
         busy.close()
+
+
+def _http_json(port: int, path: str) -> tuple[int, dict]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        return resp.status, json.loads(resp.read())
+    finally:
+        conn.close()
+
+
+def test_a_resumed_match_shows_the_games_played_before_it(tmp_path):
+    """``arbiter match --resume --web``: the page's standings are the match's, not only those of
+    the games played since the resume (before: a match resumed at 1,104 games showed 176 played
+    and their score), and a game played before the resume can be opened."""
+    from tests.test_resume_runs import interrupted
+
+    from arbiter.records.store import load_records
+
+    db = tmp_path / "m.sqlite"
+    engine = f"{PY} -m sample_engines.random_engine"
+    common = ("--engine", engine, "--engine", engine, "--tc", "10", "--quiet")
+    cut = interrupted("match", "--game", "einstein", *common, "--format", "games=3000", "--db", str(db), after=5)
+    assert cut.returncode == 130, cut.stdout + cut.stderr
+    before = load_records(db)
+    assert len(before) >= 5
+    first = min(before, key=lambda r: r.game_number)
+    port = free_port()
+    proc = subprocess.Popen([PY, "-m", "arbiter.cli", "match", "--resume", "--db", str(db), "--web", str(port),
+                             "--quiet"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline, summary = time.monotonic() + 60, {}
+        while time.monotonic() < deadline:
+            try:
+                summary = _http_json(port, "/api/state")[1]["summary"]
+            except OSError:
+                summary = {}
+            if summary.get("progress", {}).get("played", 0) >= len(before):
+                break
+            time.sleep(0.2)
+        assert summary.get("progress", {}).get("played", 0) >= len(before), summary
+        assert summary["progress"]["total"] == 3000
+        assert all(row["games"] == summary["progress"]["played"] for row in summary["standings"])
+        status, page = _http_json(port, f"/api/game/{first.game_id}")
+        assert status == 200 and page["row"]["number"] == first.game_number and page["row"]["returns"] == first.returns
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out = proc.communicate(timeout=60)[0]
+    assert proc.returncode == 130, out
 
 
 @pytest.mark.parametrize("name", ["einstein", "smess", "catalonia", "stalingrad", "aachess"])

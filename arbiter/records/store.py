@@ -778,6 +778,13 @@ def iter_records(path: str | Path, game_id: str | None = None) -> Iterator[GameR
             yield record
 
 
+def match_records(path: str | Path, match_id: str) -> Iterator[GameRecord]:
+    """The committed games of ``match_id`` in a SQLite results file, in game order, one at a time
+    (read-only: the web view of a resumed run shows the games played before it)."""
+    for data in _rows(Path(path), "WHERE match_id = ?", (match_id,), order="game_number"):
+        yield from_json(data)
+
+
 def count_records(path: str | Path) -> int:
     """How many records a results file holds (a JSON Lines file: its non-empty lines)."""
     path = Path(path)

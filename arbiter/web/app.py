@@ -133,21 +133,33 @@ class Source:
 
 
 class MemorySource(Source):
-    """The games the feed announced (``arbiter match --web``): the match's own results."""
+    """The games the feed announced (``arbiter match --web``): the match's own results, after those
+    a resumed run had played before (``preload``)."""
 
     def __init__(self, title: str = "arbiter match", total: int | None = None):
         self.title, self.total = title, total
-        self._records: list[GameRecord] = []
+        self._records: dict[str, GameRecord] = {}
         self._lock = threading.Lock()
 
     def records(self) -> list[GameRecord]:
         with self._lock:
-            return list(self._records)
+            return list(self._records.values())
+
+    def version(self) -> Any:
+        return len(self._records)
+
+    def record(self, game_id: str) -> GameRecord | None:
+        with self._lock:
+            return self._records.get(game_id)
 
     def announced(self, record: GameRecord) -> None:
         with self._lock:
-            if all(r.game_id != record.game_id for r in self._records):
-                self._records.append(record)
+            self._records.setdefault(record.game_id, record)
+
+    def preload(self, records) -> None:
+        """Games played before this view started (a resumed run's, from its results database)."""
+        for record in records:
+            self.announced(record)
 
     def summary(self) -> dict[str, Any]:
         out = super().summary()

@@ -6,24 +6,32 @@ from __future__ import annotations
 import argparse
 import shutil
 import socket
+import sys
 import tempfile
+import threading
 from pathlib import Path
 
 from ..feed import Feed, chain
+from ..records.store import match_records
 from .app import MemorySource, WebServer
 from .process import ServerProcess, serve_until_stdin_closes
 
 
 class LiveView:
     """A web server process and the feed into it; ``on_event``/``on_game`` wrap the command's own
-    hooks. Raises ``PortError`` (the port) or ``OSError`` (the server did not start)."""
+    hooks. ``db`` and ``match_ids``: a resumed run's results database and matches, whose games
+    played before are shown too (the standings are the run's, not this process's). Raises
+    ``PortError`` (the port) or ``OSError`` (the server did not start)."""
 
-    def __init__(self, title: str, port: int, host: str = "127.0.0.1", total: int | None = None):
+    def __init__(self, title: str, port: int, host: str = "127.0.0.1", total: int | None = None,
+                 db: str | Path | None = None, match_ids: tuple[str, ...] | list[str] = ()):
         self.folder = tempfile.mkdtemp(prefix="arbiter-web-")
         endpoint = f"ipc://{self.folder}/feed"
+        before = [a for mid in match_ids for a in ("--match", mid)] if db is not None else []
         try:
             self.server = ServerProcess("arbiter.web.live", ["--feed", endpoint, "--title", title] +
-                                        (["--total", str(total)] if total is not None else []), host, port)
+                                        (["--total", str(total)] if total is not None else []) +
+                                        (["--db", str(Path(db).resolve()), *before] if before else []), host, port)
         except OSError:
             shutil.rmtree(self.folder, ignore_errors=True)
             raise
@@ -57,10 +65,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--feed", required=True)
     ap.add_argument("--title", default="arbiter match")
     ap.add_argument("--total", type=int, default=None)
+    ap.add_argument("--db", default=None, help="the results database of the matches given by --match")
+    ap.add_argument("--match", action="append", default=[], help="a match whose stored games to show")
     args = ap.parse_args(argv)
-    server = WebServer(MemorySource(args.title, args.total), args.feed, sock=socket.socket(fileno=args.fd))
+    source = MemorySource(args.title, args.total)
+    server = WebServer(source, args.feed, sock=socket.socket(fileno=args.fd))
+    if args.db:  # read while the page is already served (a long match's games take a while to parse)
+        threading.Thread(target=_preload, args=(source, args.db, args.match), name="preload", daemon=True).start()
     folder = Path(args.feed.removeprefix("ipc://")).parent
     return serve_until_stdin_closes(server, folder if folder.name.startswith("arbiter-web-") else None)
+
+
+def _preload(source: MemorySource, db: str, match_ids: list[str]) -> None:
+    try:
+        for match_id in match_ids:
+            source.preload(match_records(db, match_id))
+    except Exception as exc:  # noqa: BLE001 - the view still shows the games from now on
+        print(f"web view: the games played before could not be read from {db}: {exc}", file=sys.stderr)
 
 
 if __name__ == "__main__":
