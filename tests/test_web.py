@@ -240,13 +240,34 @@ def test_a_resumed_match_shows_the_games_played_before_it(tmp_path):
             time.sleep(0.2)
         assert summary.get("progress", {}).get("played", 0) >= len(before), summary
         assert summary["progress"]["total"] == 3000
-        assert all(row["games"] == summary["progress"]["played"] for row in summary["standings"])
+        assert all(row["games"] == summary["progress"]["played"] and row["W"] + row["L"] == row["games"]
+                   for row in summary["standings"])
         status, page = _http_json(port, f"/api/game/{first.game_id}")
         assert status == 200 and page["row"]["number"] == first.game_number and page["row"]["returns"] == first.returns
     finally:
         proc.send_signal(signal.SIGINT)
         out = proc.communicate(timeout=60)[0]
     assert proc.returncode == 130, out
+
+
+def test_a_cooperative_series_is_scored_by_its_shared_score_not_by_draws(tmp_path):
+    """Catalonia's two seats share one score: the page's standings give the pair's mean score
+    (before: every game a "draw", 50 % each whatever the score) and no W/D/L."""
+    from arbiter.records.store import load_records
+    from arbiter.web.app import engine_page, scores
+
+    db = tmp_path / "c.sqlite"
+    run = subprocess.run([PY, "-m", "arbiter.cli", "coop", "--game", "catalonia", "--engine",
+                          f"{PY} -m sample_engines.random_engine", "--games", "6", "--tc", "10", "--quiet",
+                          "--db", str(db)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    records = load_records(db)
+    mean = sum(r.returns[0] for r in records) / len(records)
+    rows = scores(records)
+    assert [row["games"] for row in rows] == [6, 6]
+    assert all(row["mean_return"] == round(mean, 3) and "W" not in row and "points" not in row for row in rows)
+    page = engine_page(records, rows[0]["engine"])
+    assert page["cooperative"] and page["mean_return"] == round(mean, 3)
 
 
 @pytest.mark.parametrize("name", ["einstein", "smess", "catalonia", "stalingrad", "aachess"])

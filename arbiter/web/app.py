@@ -13,6 +13,7 @@ one path that runs per browser per tick.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import os
@@ -27,6 +28,7 @@ import msgspec
 
 from ..dice import verify_rolls
 from ..games import load_game
+from ..games.base import Utility
 from ..records import GameRecord
 from ..records.replay import replay, verify
 
@@ -56,7 +58,7 @@ def game_row(r: GameRecord) -> dict[str, Any]:
 
 def engine_page(records: list[GameRecord], name: str) -> dict[str, Any] | None:
     """One engine's results, time use, forfeits and latency, from the finished games."""
-    games, points, w, d, l = 0, 0.0, 0, 0, 0
+    games, points, w, d, l, total = 0, 0.0, 0, 0, 0, 0.0
     measured, reported, lags, forfeits, rows = [], [], [], [], []
     for r in records:
         seats = [s for s, p in enumerate(r.players) if p == name]
@@ -66,6 +68,7 @@ def engine_page(records: list[GameRecord], name: str) -> dict[str, Any] | None:
         seat = seats[0]
         best = max(r.returns) if r.returns else 0
         mine = r.returns[seat] if r.returns else 0
+        total += mine
         if len(r.returns) == 1:  # a solo game: won or lost against the game
             won, drawn = mine > 0, False
         else:
@@ -90,22 +93,36 @@ def engine_page(records: list[GameRecord], name: str) -> dict[str, Any] | None:
 
     def mean(xs):
         return round(sum(xs) / len(xs), 3) if xs else None
-    return {"engine": name, "games": games, "W": w, "D": d, "L": l, "points": points, "decisions": len(measured),
+    return {"engine": name, "games": games, "W": w, "D": d, "L": l, "points": points,
+            "mean_return": round(total / games, 3), "cooperative": _cooperative(rows[0]["game"]),
+            "decisions": len(measured),
             "mean_ms": mean(measured), "max_ms": max(measured) if measured else None, "total_ms": round(sum(measured), 1),
             "mean_reported_ms": mean(reported), "mean_latency_ms": mean(lags), "forfeits": forfeits, "results": rows}
 
 
+@functools.lru_cache(maxsize=None)
+def _cooperative(game: str) -> bool:
+    try:
+        return load_game(game).game_type.utility is Utility.IDENTICAL
+    except Exception:  # noqa: BLE001 - a game this installation does not know: scored as a contest
+        return False
+
+
 def scores(records: list[GameRecord]) -> list[dict[str, Any]]:
-    """A score table (points, W/D/L) from finished games: the standings of a plain match."""
+    """A score table from finished games, the standings of a plain match: points and W/D/L; for a
+    cooperative game (its seats share one score: a win or a draw means nothing) the mean score."""
     names: list[str] = []
     for r in records:
         names += [p for p in r.players if p not in names]
+    cooperative = bool(records) and _cooperative(records[0].game)
+    keys = ("engine", "games", "mean_return") if cooperative else ("engine", "games", "W", "D", "L", "points")
     rows = [engine_page(records, n) for n in names]
-    rows = [{k: row[k] for k in ("engine", "games", "W", "D", "L", "points")} for row in rows if row]
-    rows.sort(key=lambda row: (-row["points"], row["engine"]))
+    rows = [{k: row[k] for k in keys} for row in rows if row]
+    rows.sort(key=lambda row: (-row["mean_return" if cooperative else "points"], row["engine"]))
     for rank, row in enumerate(rows, 1):
         row["rank"] = rank
-        row["score"] = row["points"] / row["games"] if row["games"] else None
+        if not cooperative:
+            row["score"] = row["points"] / row["games"] if row["games"] else None
     return rows
 
 
