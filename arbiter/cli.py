@@ -28,6 +28,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+import msgspec
 import zmq
 
 from protocol import curve
@@ -40,6 +41,7 @@ from .formats.coop import CoopGame, CoopResult, run_coop
 from .formats.match import Match, MatchFormat, Series, TableMatch
 from .formats.solo import SuiteResult, compare, run_suite
 from .games import OptionError, Utility, game_class, game_names, load_game
+from .games.base import option_takes
 from .hosting import EngineConfig, EngineFault, EngineSession, Limits, OptionFault, parse_cpus, pin_process
 from .hosting.remote import LagPolicy, RemoteHub, Roster
 from .hosting.sandbox import SandboxMode
@@ -936,6 +938,41 @@ def cmd_engine_info(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+_KINDS = {Utility.ZERO_SUM: "competitive (zero-sum)", Utility.GENERAL_SUM: "competitive (general-sum)",
+          Utility.IDENTICAL: "cooperative (one shared score)", Utility.SOLO: "solo (one seat against the game)"}
+
+
+def cmd_games(args: argparse.Namespace) -> int:
+    """``arbiter games``: one line per game, its name first; ``arbiter games NAME``: the game's kind,
+    its options (what ``--option`` and a tournament's ``[game_options]`` take) and its rules."""
+    names = game_names()
+    if args.name is not None and args.name not in names:
+        console.print(f"[red]error:[/] unknown game {escape(repr(args.name))}; known games: {', '.join(names)}")
+        return EXIT_USAGE
+    for name in [args.name] if args.name else names:
+        kind = game_class(name).game_type
+        seats = str(kind.min_seats) if kind.min_seats == kind.max_seats else f"{kind.min_seats}-{kind.max_seats}"
+        traits = [t for t, on in (("dice", kind.chance), ("simultaneous decisions", kind.simultaneous),
+                                  ("hidden information", kind.hidden_information)) if on]
+        fields = msgspec.structs.fields(kind.options)
+        if not args.name:
+            print(f"{name:<12} {seats} seat(s), {_KINDS[kind.utility]}" + "".join(f", {t}" for t in traits)
+                  + (f"; options: {', '.join(f.name for f in fields)}" if fields else ""))
+            continue
+        print(f"{name}: {seats} seat(s), {_KINDS[kind.utility]}" + "".join(f", {t}" for t in traits))
+        doc = Path(__file__).resolve().parent.parent / "docs" / "games" / f"{name}.md"
+        if doc.exists():
+            print(f"rules and notation: {doc}")
+        if not fields:
+            print("options: none")
+            continue
+        print("options (--option KEY=VALUE; a tournament file's [game_options]):")
+        width = max(len(f"{f.name} = {json.dumps(f.default)}") for f in fields)
+        for f in fields:
+            print(f"  {f'{f.name} = {json.dumps(f.default)}':<{width}}  {option_takes(f.type)}")
+    return EXIT_OK
+
+
 def cmd_keygen(args: argparse.Namespace) -> int:
     if args.name:  # a CURVE key pair: a remote participant's, or the referee's tcp endpoint's
         try:
@@ -1506,8 +1543,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                "the current folder for NAME)")
     k.set_defaults(func=cmd_keygen)
 
-    g = sub.add_parser("games", help="list the games the referee knows")
-    g.set_defaults(func=lambda a: (print("\n".join(__import__("arbiter.games", fromlist=["x"]).game_names())), 0)[1])
+    g = sub.add_parser("games", help="list the games the referee knows; with a name, that game's kind and options")
+    g.add_argument("name", nargs="?", help="a game: its seats, kind, options (with defaults) and rules document")
+    g.set_defaults(func=cmd_games)
     return parser
 
 

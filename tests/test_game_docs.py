@@ -84,3 +84,28 @@ def test_game_info_is_plain_data_and_documented(name):
     if info:
         text = (DOCS / f"{name}.md").read_text(encoding="utf-8")
         assert "game_info" in text and all(f"game_info.{key}" in text for key in info), name
+
+
+def test_arbiter_games_says_each_games_kind_options_and_rules():
+    """``arbiter games``: one line per game, its name first (scripts take the first word);
+    ``arbiter games NAME``: every option with its default and what it takes (the same words an
+    ``OptionError`` ends with), and the rules document; an unknown name is exit 2 naming the known."""
+    import sys
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "arbiter.cli", "games", *args], cwd=ROOT, capture_output=True,
+                              text=True, timeout=60)
+
+    listed = run()
+    assert listed.returncode == 0 and [line.split()[0] for line in listed.stdout.splitlines()] == game_names()
+    assert "catalonia    2 seat(s), cooperative" in listed.stdout and "stalingrad   1 seat(s), solo" in listed.stdout
+    one = run("aachess")
+    assert one.returncode == 0 and one.stdout.startswith("aachess: 2-5 seat(s), competitive (general-sum)")
+    assert f"rules and notation: {DOCS / 'aachess.md'}" in one.stdout
+    options = {line.split()[0]: line for line in one.stdout.splitlines() if line.startswith("  ")}
+    assert sorted(options) == sorted(load_game("aachess").options)
+    assert "seats = 2" in options["seats"] and options["seats"].endswith("2, 3, 4 or 5")
+    with pytest.raises(Exception, match="seats must be 2, 3, 4 or 5"):
+        load_game("aachess", seats=7)
+    unknown = run("chess")
+    assert unknown.returncode == 2 and "unknown game 'chess'" in unknown.stdout and "einstein" in unknown.stdout

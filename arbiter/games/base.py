@@ -85,7 +85,7 @@ def bad_option(game: str, name: str, value: Any, must: str) -> OptionError:
     return OptionError(f"{game}: option {name} must be {must}, not {value!r}")
 
 
-def _must(annotation: Any) -> str:
+def option_takes(annotation: Any) -> str:
     """What an option field's annotation asks for, in words (its Meta description if any)."""
     for meta in typing.get_args(annotation)[1:] if typing.get_origin(annotation) is typing.Annotated else ():
         if isinstance(meta, msgspec.Meta) and meta.description:
@@ -106,7 +106,7 @@ def decode_options(game: str, options_type: type[GameOptions], given: dict[str, 
         try:
             msgspec.convert(value, fields[name].type, strict=True)
         except msgspec.ValidationError:
-            raise bad_option(game, name, value, _must(fields[name].type)) from None
+            raise bad_option(game, name, value, option_takes(fields[name].type)) from None
     options = options_type(**given)
     options.check(game)
     return options
