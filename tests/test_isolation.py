@@ -409,3 +409,28 @@ def test_the_process_tree_read_from_proc_is_the_tree_psutil_finds(tmp_path):
                 pass
         root.wait()
     assert process_tree(root.pid) == [root.pid]
+
+
+@needs_sandbox
+def test_an_engine_kept_in_the_results_folder_is_refused_with_what_to_move(tmp_path):
+    """A tournament whose database sits in the folder holding its engine: the sandbox hides that
+    folder from engines (the database, the seed), so the engine could only fail inside with
+    Python's "can't open file" (or bubblewrap's "execvp: No such file or directory" for a program
+    there). Now the pre-flight names the file, the hidden folder and what to do; exit 3."""
+    import subprocess
+
+    event = tmp_path / "event"
+    event.mkdir()
+    (event / "engine.py").write_text("from sample_engines.random_engine import main\nraise SystemExit(main())\n")
+    toml = event / "event.toml"
+    toml.write_text(f'name = "e"\ngame = "einstein"\nformat = "round_robin"\nmatch = "games=2"\n'
+                    f'time_control = "10"\nseed = "s"\noutput = "{event / "results.sqlite"}"\n'
+                    + "".join(f'[[engines]]\nname = "e{i}"\ncommand = "{{python}} engine.py"\ncwd = "{event}"\n'
+                              for i in range(2)))
+    root = Path(__file__).resolve().parent.parent
+    check = subprocess.run([sys.executable, "-m", "tournaments", "check", str(toml)], cwd=root, capture_output=True,
+                           text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(root)})
+    said = " ".join(check.stdout.split())
+    assert check.returncode == 3, check.stdout + check.stderr
+    assert f"its file {event / 'engine.py'} is inside {event}, which the sandbox hides from engines" in said
+    assert 'keep the results in a folder of their own' in said

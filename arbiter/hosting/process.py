@@ -234,6 +234,28 @@ def _psutil_tree(pid: int) -> list[int]:
         return [pid]
 
 
+def _refuse_hidden_program(config: EngineConfig, argv: list[str], program: str) -> None:
+    """An engine whose program, or a file its command names (a script, a weights file), lies in a
+    folder the sandbox hides (the results database's folder, say, when the database sits in the
+    folder holding the engines or their Python) could only fail inside, with bubblewrap's
+    "execvp: No such file or directory" or the script's own "cannot open file": say what to move
+    instead. ``FileNotFoundError``."""
+    hidden = [Path(h).resolve() for h in config.hide]
+    if not hidden:
+        return
+    cwd = Path(config.cwd or os.getcwd())
+    named = [("program", Path(os.path.abspath(program))), ("program", Path(os.path.realpath(program)))]
+    named += [("file", (cwd / arg).resolve()) for arg in argv[1:] if arg and not arg.startswith("-")
+              and os.path.exists(cwd / arg)]
+    for what, path in named:
+        for folder in hidden:
+            if path == folder or path.is_relative_to(folder):
+                raise FileNotFoundError(
+                    f"its {what} {path} is inside {folder}, which the sandbox hides from engines (the results "
+                    f"database's folder, the engines' logs, seed and key files): keep the results in a folder of "
+                    f"their own, away from the engines (a tournament's output = \"results/event.sqlite\")")
+
+
 class EngineProcess:
     """One spawned engine and everything it starts."""
 
@@ -262,6 +284,7 @@ class EngineProcess:
         if mode != SandboxMode.NONE and s.sandbox:
             self.sandboxed = True
             program = shutil.which(argv[0], path=env.get("PATH")) or argv[0]
+            _refuse_hidden_program(config, argv, program)
             needed = (program, os.path.realpath(program), config.cwd or str(work_dir))
             if s.root and reachable_unprivileged(needed):
                 self.uid = next_engine_uid()
