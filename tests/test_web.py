@@ -265,9 +265,9 @@ def test_a_cooperative_series_is_scored_by_its_shared_score_not_by_draws(tmp_pat
     mean = sum(r.returns[0] for r in records) / len(records)
     rows = scores(records)
     assert [row["games"] for row in rows] == [6, 6]
-    assert all(row["mean_return"] == round(mean, 3) and "W" not in row and "points" not in row for row in rows)
+    assert all(row["mean"] == round(mean, 3) and "W" not in row and "points" not in row for row in rows)
     page = engine_page(records, rows[0]["engine"])
-    assert page["cooperative"] and page["mean_return"] == round(mean, 3)
+    assert page["cooperative"] and page["mean"] == round(mean, 3)
 
 
 @pytest.mark.parametrize("name", ["einstein", "smess", "catalonia", "stalingrad", "aachess"])

@@ -94,7 +94,7 @@ def engine_page(records: list[GameRecord], name: str) -> dict[str, Any] | None:
     def mean(xs):
         return round(sum(xs) / len(xs), 3) if xs else None
     return {"engine": name, "games": games, "W": w, "D": d, "L": l, "points": points,
-            "mean_return": round(total / games, 3), "cooperative": _cooperative(rows[0]["game"]),
+            "mean": round(total / games, 3), "cooperative": _cooperative(rows[0]["game"]),
             "decisions": len(measured),
             "mean_ms": mean(measured), "max_ms": max(measured) if measured else None, "total_ms": round(sum(measured), 1),
             "mean_reported_ms": mean(reported), "mean_latency_ms": mean(lags), "forfeits": forfeits, "results": rows}
@@ -110,15 +110,16 @@ def _cooperative(game: str) -> bool:
 
 def scores(records: list[GameRecord]) -> list[dict[str, Any]]:
     """A score table from finished games, the standings of a plain match: points and W/D/L; for a
-    cooperative game (its seats share one score: a win or a draw means nothing) the mean score."""
+    cooperative game (its seats share one score: a win or a draw means nothing) the mean score, as
+    a tournament's report gives it (``mean``)."""
     names: list[str] = []
     for r in records:
         names += [p for p in r.players if p not in names]
     cooperative = bool(records) and _cooperative(records[0].game)
-    keys = ("engine", "games", "mean_return") if cooperative else ("engine", "games", "W", "D", "L", "points")
+    keys = ("engine", "games", "mean") if cooperative else ("engine", "games", "W", "D", "L", "points")
     rows = [engine_page(records, n) for n in names]
     rows = [{k: row[k] for k in keys} for row in rows if row]
-    rows.sort(key=lambda row: (-row["mean_return" if cooperative else "points"], row["engine"]))
+    rows.sort(key=lambda row: (-row["mean" if cooperative else "points"], row["engine"]))
     for rank, row in enumerate(rows, 1):
         row["rank"] = rank
         if not cooperative:

@@ -107,9 +107,11 @@ function renderEvent() {
   $("#title").textContent = (sm.tournament || {}).name || sm.title || "arbiter";
   const ratingRows = ((sm.ratings && sm.ratings.table) || (sm.standings || [])
     .map((r) => ({ engine: r.engine, elo: r.elo, lo: r.elo_lo, hi: r.elo_hi }))).filter((r) => r.elo !== null && r.elo !== undefined);
-  const shared = (sm.standings || []).some((r) => r.mean_return !== undefined && r.points === undefined);
-  const cols = shared  // a cooperative game: the pair's mean score, no win or loss
-    ? [["rank", "#"], ["engine", "engine", link], ["games", "games"], ["mean_return", "mean score", (v) => num(v, 1)]]
+  const shared = (sm.standings || []).some((r) => r.mean !== undefined && r.points === undefined);
+  const interval = (v, r) => (r.lo === null || r.lo === undefined ? "–" : `${num(r.lo, 1)} – ${num(r.hi, 1)}`);
+  const cols = shared  // a cooperative game: the teams' mean score, no win or loss
+    ? [["rank", "#"], ["engine", "engine", link], ["games", "games"], ["mean", "mean score", (v) => num(v, 1)],
+      ["lo", "95 % interval", interval]]
     : [["rank", "#"], ["engine", "engine", link], ["games", "games"], ["points", "points", (v) => num(v, 1)],
       ["W", "W"], ["D", "D"], ["L", "L"], ["score", "score", (v) => num(v === null ? null : 100 * v, 1) + " %"]];
   if ((sm.standings || []).some((r) => r.elo !== undefined)) cols.push(["elo", "Elo", (v, r) => v === null ? "–" : `${num(v, 0)} [${num(r.elo_lo, 0)}, ${num(r.elo_hi, 0)}]`]);
@@ -117,6 +119,9 @@ function renderEvent() {
   $("#view").innerHTML =
     `<section><h2>Progress</h2>${progress(sm)}${sm.note ? `<p>${esc(sm.note)}</p>` : ""}</section>` +
     `<section><h2>Standings</h2>${table(sm.standings, cols, "standings")}</section>` +
+    (sm.teams ? `<section><h2>Teams</h2>${table(sm.teams, [["team", "team"], ["games", "games"],
+      ["mean", "mean score", (v) => num(v, 1)], ["lo", "95 % interval", interval], ["best", "best"], ["worst", "worst"]],
+      "teams")}</section>` : "") +
     crosstable(sm.crosstable) +
     (ratingRows.length ? `<section><h2>Ratings (95 % intervals)</h2>${ratingPlot(ratingRows)}</section>` : "") +
     sprtBlock(sm) +
@@ -177,7 +182,7 @@ async function renderEngine(name) {
   const d = await res.json();
   if (!res.ok) { $("#view").innerHTML = `<section><p>${esc(d.error)}</p></section>`; return; }
   $("#view").innerHTML = `<section id="engine"><h2>${esc(d.engine)}</h2>` +
-    (d.cooperative ? `<p>${d.games} games: mean score ${num(d.mean_return, 1)}</p>`
+    (d.cooperative ? `<p>${d.games} games: mean score ${num(d.mean, 1)}</p>`
       : `<p>${d.games} games: +${d.W} =${d.D} −${d.L} (${num(d.points, 1)} points)</p>`) +
     `<p>time: ${d.decisions} decisions, mean ${num(d.mean_ms, 1)} ms, max ${num(d.max_ms, 1)} ms, total ${fmtMs(d.total_ms)} s · ` +
     `latency (measured − reported): mean ${num(d.mean_latency_ms, 2)} ms</p>` +
