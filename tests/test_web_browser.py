@@ -203,5 +203,47 @@ def test_engine_page(site):
         shoot(site, "event.png")
 
 
+TEAM_AND_SOLO = """
+name = "{name}"
+game = "{game}"
+format = "round_robin"
+games = 2
+time_control = "10"
+seed = "s"
+output = "{db}"
+[[engines]]
+name = "r1"
+command = "{{python}} -m sample_engines.{engine} --seed 1"
+[[engines]]
+name = "r2"
+command = "{{python}} -m sample_engines.{engine} --seed 2"
+"""
+
+
+def test_team_and_solo_events_show_their_own_standings(site, tmp_path):
+    """A cooperative (team) event ranks engines by their teams' mean score and lists the teams; a
+    solo event by wins and mean score, with its paired comparisons: no win/draw/loss columns
+    (before, both showed a row of blanks: their standings have no points)."""
+    page = site["page"]
+    for game, engine, expect in (("catalonia", "random_engine", "#teams"), ("stalingrad", "stalingrad_random", "#paired")):
+        db, toml = tmp_path / f"{game}.sqlite", tmp_path / f"{game}.toml"
+        toml.write_text(TEAM_AND_SOLO.format(name=f"{game}-event", game=game, db=db, engine=engine))
+        run = subprocess.run([PY, "-m", "tournaments", "run", str(toml), "-q", "--no-report"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stdout + run.stderr
+        port = free_port()
+        start(site["procs"], port, "serve", str(db), "--port", str(port))
+        page.goto(f"http://127.0.0.1:{port}/")
+        page.wait_for_selector(expect)
+        head = page.inner_text("#standings tr")
+        assert "mean score" in head and "W" not in head.split() and "points" not in head
+        rows = page.evaluate("() => [...document.querySelectorAll('#standings tr')].slice(1).map(tr => "
+                             "[...tr.children].map(td => td.textContent))")
+        assert sorted(r[1] for r in rows) == ["r1", "r2"] and all(r[2] == "2" and r[-2] != "–" for r in rows)
+        if game == "stalingrad":
+            assert "win %" in head
+        shoot(site, f"{game}-event.png")
+
+
 def test_no_console_errors(site):
     assert site["errors"] == []

@@ -109,9 +109,12 @@ function renderEvent() {
     .map((r) => ({ engine: r.engine, elo: r.elo, lo: r.elo_lo, hi: r.elo_hi }))).filter((r) => r.elo !== null && r.elo !== undefined);
   const shared = (sm.standings || []).some((r) => r.mean !== undefined && r.points === undefined);
   const interval = (v, r) => (r.lo === null || r.lo === undefined ? "–" : `${num(r.lo, 1)} – ${num(r.hi, 1)}`);
-  const cols = shared  // a cooperative game: the teams' mean score, no win or loss
-    ? [["rank", "#"], ["engine", "engine", link], ["games", "games"], ["mean", "mean score", (v) => num(v, 1)],
-      ["lo", "95 % interval", interval]]
+  const solo = (sm.standings || []).some((r) => r.win_rate !== undefined);
+  const cols = shared  // a team (cooperative) or solo event: mean scores (and a solo game's wins), no draws
+    ? [["rank", "#"], ["engine", "engine", link], ["games", "games"],
+      ...(solo ? [["wins", "wins"], ["win_rate", "win %", (v) => num(100 * v, 1)],
+        ["win_lo", "95 % interval", (v, r) => `${num(100 * v, 1)} – ${num(100 * r.win_hi, 1)}`]] : []),
+      ["mean", "mean score", (v) => num(v, 2)], ["lo", "95 % interval", interval]]
     : [["rank", "#"], ["engine", "engine", link], ["games", "games"], ["points", "points", (v) => num(v, 1)],
       ["W", "W"], ["D", "D"], ["L", "L"], ["score", "score", (v) => num(v === null ? null : 100 * v, 1) + " %"]];
   if ((sm.standings || []).some((r) => r.elo !== undefined)) cols.push(["elo", "Elo", (v, r) => v === null ? "–" : `${num(v, 0)} [${num(r.elo_lo, 0)}, ${num(r.elo_hi, 0)}]`]);
@@ -122,6 +125,10 @@ function renderEvent() {
     (sm.teams ? `<section><h2>Teams</h2>${table(sm.teams, [["team", "team"], ["games", "games"],
       ["mean", "mean score", (v) => num(v, 1)], ["lo", "95 % interval", interval], ["best", "best"], ["worst", "worst"]],
       "teams")}</section>` : "") +
+    (sm.paired && sm.paired.length ? `<section><h2>Paired comparisons on common seeds (A − B)</h2>${table(sm.paired,
+      [["A", "A"], ["B", "B"], ["seeds", "seeds"], ["mean_diff", "mean diff", (v) => num(v, 2)],
+       ["lo", "95 % interval", (v, r) => `${num(r.lo, 2)} – ${num(r.hi, 2)}`], ["A_better", "A better"],
+       ["ties", "ties"], ["B_better", "B better"], ["p_value", "sign test p", (v) => num(v, 4)]], "paired")}</section>` : "") +
     crosstable(sm.crosstable) +
     (ratingRows.length ? `<section><h2>Ratings (95 % intervals)</h2>${ratingPlot(ratingRows)}</section>` : "") +
     sprtBlock(sm) +
