@@ -42,6 +42,7 @@ from .formats.match import Match, MatchFormat, Series, TableMatch
 from .formats.solo import SuiteResult, compare, run_suite
 from .games import OptionError, Utility, game_class, game_names, load_game
 from .games.base import option_takes
+from .web import parse_port
 from .hosting import EngineConfig, EngineFault, EngineSession, Limits, OptionFault, parse_cpus, pin_process
 from .hosting.remote import LagPolicy, RemoteHub, Roster
 from .hosting.sandbox import SandboxMode
@@ -1007,7 +1008,7 @@ def _start_web(args: argparse.Namespace, title: str, total: int | None = None, r
 
 
 def _web_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--web", metavar="PORT", type=int, default=None,
+    p.add_argument("--web", metavar="PORT", type=parse_port, default=None,
                    help="serve the live web view on PORT while the games run (docs/web.md)")
     p.add_argument("--web-host", metavar="ADDR", default="127.0.0.1",
                    help="address the web view listens on (default 127.0.0.1: this machine only)")

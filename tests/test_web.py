@@ -180,6 +180,10 @@ def test_serve_bad_input(tmp_path):
                             "true", "--db", str(tmp_path / "m.sqlite"), "--web", str(port)], cwd=ROOT,
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 2 and f"--web {port}: cannot listen on 127.0.0.1:{port}" in r.stdout, r.stdout
+        for command in (["match", "--game", "einstein"], ["coop", "--game", "catalonia"], ["solo", "--game", "stalingrad"]):
+            r = subprocess.run([PY, "-m", "arbiter.cli", *command, "--engine", "true", "--web", "99999"], cwd=ROOT,
+                               capture_output=True, text=True, timeout=60)  # was a traceback (bind's OverflowError)
+            assert r.returncode == 2 and "argument --web: a port is 0..65535, not 99999" in r.stderr, r.stderr
     finally:
         busy.close()
 

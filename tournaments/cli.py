@@ -25,6 +25,8 @@ from pathlib import Path
 
 import zmq
 
+from arbiter.web import parse_port
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ENGINE, EXIT_STORAGE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
 
@@ -453,17 +455,6 @@ def _cluster(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _port(text: str) -> int:
-    """A TCP port: 0 (any free one) to 65535 (argparse names the flag)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"a port is 0..65535, not {value}")
-    return value
-
-
 def cmd_serve(args) -> int:
     from .web import web_server
 
@@ -503,7 +494,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--rating-interval", type=_count, default=None, metavar="N",
                        help="print standings, ratings, rate and ETA every N games (0: never; default: the "
                             "file's rating_interval)")
-        p.add_argument("--web", metavar="PORT", type=_port, default=None,
+        p.add_argument("--web", metavar="PORT", type=parse_port, default=None,
                        help="serve the live web view on PORT while the event runs (docs/web.md)")
         p.add_argument("--web-host", metavar="ADDR", default="127.0.0.1",
                        help="address the web view listens on (default 127.0.0.1: this machine only)")
@@ -524,7 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--key", help="sign each game's digest with this referee key")
     w = sub.add_parser("serve", help="a live, read-only web view of a tournament database (docs/web.md)")
     w.add_argument("db", help="tournament database (.sqlite)")
-    w.add_argument("--port", type=_port, default=8080, help="port to listen on (default 8080)")
+    w.add_argument("--port", type=parse_port, default=8080, help="port to listen on (default 8080)")
     w.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     c = sub.add_parser("check", help="validate a tournament file and show its first pairings")
     c.add_argument("file")
