@@ -474,8 +474,10 @@ def _open_hub(args: argparse.Namespace, configs) -> RemoteHub | None:
             raise ValueError(f"--engine remote:{name}: {name!r} is not in the roster {args.roster}")
     if not args.listen.startswith("tcp://"):
         raise ValueError(f"--listen {args.listen}: expected tcp://HOST:PORT")
-    if args.lag_move_ms < 0 or args.lag_quota_ms < 0:
-        raise ValueError("--lag-move-ms and --lag-quota-ms must not be negative")
+    for flag, value in (("--lag-move-ms", args.lag_move_ms), ("--lag-quota-ms", args.lag_quota_ms),
+                        ("--wait", args.wait), ("--grace", args.grace)):
+        if not value >= 0:  # NaN too
+            raise ValueError(f"{flag} must not be negative, got {value:g}")
     try:
         hub = RemoteHub(args.listen, roster, args.server_key, insecure=insecure, deadline=args.wait,
                         grace=args.grace, lag=LagPolicy(move_ms=args.lag_move_ms, quota_ms=args.lag_quota_ms),

@@ -140,6 +140,11 @@ def test_cli_bad_remote_input_exits_2_with_one_line(tmp_path, keys, capsys):
     assert "referee.key: the secret key is accessible by group or others" in said(capsys)
     assert main([*base, "--engine", "tcp://127.0.0.1:9"]) == 2  # plain tcp only with --insecure
     assert "--insecure" in said(capsys)
+    (folder / "referee.key").chmod(0o600)
+    for flag in ("--wait", "--grace", "--lag-move-ms"):
+        assert main([*base, "--engine", "remote:alice", "--roster", str(roster), "--server-key",
+                     str(folder / "referee.key"), flag, "-1"]) == 2
+        assert f"{flag} must not be negative, got -1" in said(capsys)
 
 
 # --- playing --------------------------------------------------------------------------------------
