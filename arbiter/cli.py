@@ -210,6 +210,7 @@ def cmd_match(args: argparse.Namespace) -> int:
         tc = parse_time_control(args.tc)
         sprt_bounds = parse_sprt(args.sprt) if getattr(args, "sprt", None) else None
         _check_match_game(game, len(args.engine))
+        _check_per_engine(args)
         if game.num_seats > 2 and args.format in (None, "olympiad"):
             args.format = f"games={game.num_seats}"  # one rotation: every engine in every seat once
         if args.format is None:  # an SPRT runs until it decides: at most this many games
@@ -409,6 +410,15 @@ def _check_match_game(game, engines: int) -> None:
     seats = f"{low} to {high} seats (by its options)" if low != high else f"{low} seats"
     raise ValueError(f"--game {game.name} has {seats}: give {game.num_seats} --engine, one per seat "
                      f"(got {engines})")
+
+
+def _check_per_engine(args: argparse.Namespace) -> None:
+    """``--name`` and ``--cpus`` go with the ``--engine`` commands in order: more of them than
+    engines is a mistake to say, not extra values to drop."""
+    for flag, given in (("--name", args.name or []), ("--cpus", getattr(args, "cpus", None) or [])):
+        if len(given) > len(args.engine):
+            raise ValueError(f"{flag} given {len(given)} times for {len(args.engine)} --engine(s): at most one per "
+                             f"engine, in the order of the --engine options")
 
 
 def _engine_config(command: str, name: str, args: argparse.Namespace, restart: bool = False, index: int = 0):
@@ -1084,6 +1094,7 @@ def cmd_coop(args: argparse.Namespace) -> int:
                              f"(use 'arbiter match')")
         if len(args.engine) not in (1, 2):
             raise ValueError(f"give one --engine (it plays both seats) or two (a pair), not {len(args.engine)}")
+        _check_per_engine(args)
         if args.count < 1:
             raise ValueError(f"--games must be at least 1, not {args.count}")
         master, source, kept = _run_master(args, setup, played)
@@ -1246,6 +1257,7 @@ def cmd_solo(args: argparse.Namespace) -> int:
         tc = parse_time_control(args.tc)
         if not args.engine:
             raise ValueError("give at least one --engine command")
+        _check_per_engine(args)
         if args.count < 1:
             raise ValueError(f"--seeds must be at least 1, not {args.count}")
         if game.game_type.utility is not Utility.SOLO:

@@ -121,6 +121,22 @@ def test_a_malformed_engine_option_flag_exits_2(tmp_path, flag):
     assert run.returncode == 2 and "--engine-option" in run.stdout and "N:NAME=VALUE" in run.stdout
 
 
+@pytest.mark.parametrize("command, flags, words", [
+    ("match", ["--name", "a", "--name", "b", "--name", "c"], "--name given 3 times for 2 --engine(s)"),
+    ("match", ["--cpus", "0", "--cpus", "0", "--cpus", "0"], "--cpus given 3 times for 2 --engine(s)"),
+    ("coop", ["--name", "a", "--name", "b"], "--name given 2 times for 1 --engine(s)"),
+    ("solo", ["--cpus", "0", "--cpus", "1"], "--cpus given 2 times for 1 --engine(s)"),
+])
+def test_more_names_or_cpus_than_engines_is_a_usage_error(tmp_path, command, flags, words):
+    """One --name and one --cpus per --engine, in order; extra ones were silently dropped."""
+    game = {"match": ["--game", "einstein", "--engine", RANDOM, "--engine", RANDOM],
+            "coop": ["--game", "catalonia", "--engine", RANDOM], "solo": ["--game", "stalingrad", "--engine", RANDOM]}
+    run = subprocess.run([PY, "-m", "arbiter.cli", command, *game[command], *flags, "--db", str(tmp_path / "r.sqlite")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and words in " ".join(run.stdout.split()), run.stdout + run.stderr
+    assert not (tmp_path / "r.sqlite").exists()
+
+
 def test_match_sends_the_options_and_records_them(tmp_path):
     run = match(tmp_path, "--engine-option", "1:score=-3", "--engine-option", "1:label=a b=c")
     assert run.returncode == 0, run.stdout + run.stderr
