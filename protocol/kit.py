@@ -129,7 +129,40 @@ def engine_arguments(description: str, name: str, seed: int | None = 0) -> argpa
     return parser
 
 
-def _wait(sock: EngineSocket, idle_timeout: float, parent: int, hello: Hello):
+class _Link:
+    """What a remote engine's operator sees of the connection, on stderr: connected, not (yet),
+    or refused and why. Without it an engine given the wrong key or address waited in silence
+    until the referee forfeited it as absent."""
+
+    QUIET = 10.0
+    """Seconds without a referee before saying so (once)."""
+
+    def __init__(self, endpoint: str, name: str):
+        self.endpoint, self.name = endpoint, name
+        self.since = time.monotonic()
+        self.said: set[str] = set()
+
+    def _say(self, key: str, text: str) -> None:
+        if key not in self.said:
+            self.said.add(key)
+            print(f"{self.name}: {text}", file=sys.stderr, flush=True)
+
+    def check(self, sock: EngineSocket) -> None:
+        """Raise ``SystemExit`` when the referee refused this engine's key (nothing to retry)."""
+        if sock.handshakes:
+            self._say("connected", f"connected to the referee at {self.endpoint}")
+        elif sock.refused == "key":
+            raise SystemExit(f"{self.name}: the referee at {self.endpoint} refused this engine's key: give --key "
+                             f"the .key whose .pub the organiser has in the roster")
+        elif sock.refused == "handshake":
+            self._say("handshake", f"the CURVE handshake with {self.endpoint} fails: is --server-key the "
+                                   f"referee's public key (its .pub)? still trying")
+        elif time.monotonic() - self.since > self.QUIET:
+            self._say("quiet", f"no referee answers at {self.endpoint} yet (is it running, and listening "
+                               f"there?); still trying")
+
+
+def _wait(sock: EngineSocket, idle_timeout: float, parent: int, hello: Hello, link: _Link | None = None):
     """The next message; None when idle too long or when the process that started us is gone
     (a referee killed with -9 cannot send quit). Says hello again on a re-established connection."""
     deadline = time.monotonic() + idle_timeout
@@ -137,6 +170,8 @@ def _wait(sock: EngineSocket, idle_timeout: float, parent: int, hello: Hello):
         msg = sock.recv(timeout_ms=200)
         if sock.reconnected():
             sock.send(hello)
+        if link is not None:
+            link.check(sock)
         if msg is not None:
             return msg
         if parent != 1 and os.getppid() != parent:
@@ -173,7 +208,9 @@ def run_engine(decide: Decide, *, name: str, author: str = "", version: str = ""
             curve = (load_public(server_key), load_keypair(key))
         except KeyFileError as exc:
             raise SystemExit(f"{name}: {exc}") from None
-    sock = EngineSocket(endpoint or endpoint_from_environment(), curve=curve)
+    endpoint = endpoint or endpoint_from_environment()
+    sock = EngineSocket(endpoint, curve=curve)
+    link = _Link(endpoint, name) if endpoint.startswith("tcp://") else None
     parent = os.getppid()
     hello = Hello(name=name, author=author, version=version, protocol_version=PROTOCOL_VERSION,
                   games=list(games or []), wants_legal_moves=wants_legal_moves, wants_state=wants_state,
@@ -185,7 +222,7 @@ def run_engine(decide: Decide, *, name: str, author: str = "", version: str = ""
         games_by_id: dict[str, NewGame] = {}
         while True:
             try:
-                msg = _wait(sock, idle_timeout, parent, hello)
+                msg = _wait(sock, idle_timeout, parent, hello, link)
             except ProtocolError as exc:
                 sock.send(Error(code=ErrorCode.MALFORMED, message=str(exc)))
                 continue

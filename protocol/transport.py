@@ -267,22 +267,34 @@ class EngineSocket:
             self.socket.curve_serverkey = curve[0]
             self.socket.curve_publickey, self.socket.curve_secretkey = curve[1]
         self._monitor: zmq.Socket | None = None
-        self._handshakes = 0
+        self.handshakes = 0
+        """Connections established (the CURVE handshake, if any, passed) so far."""
+        self.refused = ""
+        """Why the last handshake failed ("" if none has): ``key`` (the referee refused this
+        engine's key: retrying cannot help) or ``handshake`` (not the referee's key, or not a
+        referee at all: ZeroMQ keeps retrying)."""
         if endpoint.startswith("tcp://"):  # a remote engine: a link that can drop and be redialled
             self.socket.setsockopt(zmq.HEARTBEAT_IVL, 1000)
             self.socket.setsockopt(zmq.HEARTBEAT_TIMEOUT, 4000)
-            self._monitor = self.socket.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED)
+            self._monitor = self.socket.get_monitor_socket(
+                zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+                | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL)
         self.socket.connect(endpoint)
         calm_io_threads()
         self._timeout_ms = -1  # the socket's RCVTIMEO: a timed read is one call, not a poll and a read
 
     def reconnected(self) -> bool:
-        """True once per re-established connection (after the first): time to say hello again."""
+        """True once per re-established connection (after the first): time to say hello again.
+        Notes failed handshakes in ``refused`` on the way."""
         again = False
         while self._monitor is not None and self._monitor.poll(0):
-            self._monitor.recv_multipart()
-            self._handshakes += 1
-            again = again or self._handshakes > 1
+            (event,) = struct.unpack_from("=H", self._monitor.recv_multipart()[0])
+            if event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                self.handshakes += 1
+                self.refused = ""
+                again = again or self.handshakes > 1
+            else:
+                self.refused = "key" if event == zmq.EVENT_HANDSHAKE_FAILED_AUTH else "handshake"
         return again
 
     def send(self, message: Message) -> None:
