@@ -153,7 +153,8 @@ def test_a_participant_is_told_what_is_wrong_with_its_connection(tmp_path, keys)
     referee at the address; and that it connected. Before, each of the three waited in silence
     until the referee forfeited it as absent."""
     folder, roster = keys
-    hub = hub_for(folder, roster)
+    logs: list[str] = []
+    hub = hub_for(folder, roster, logs=logs)
     try:
         mallory = connect(hub.endpoint, folder, "mallory")  # a key the roster does not have
         out, _ = mallory.communicate(timeout=30)
@@ -170,6 +171,9 @@ def test_a_participant_is_told_what_is_wrong_with_its_connection(tmp_path, keys)
         assert "the CURVE handshake with" in wrong.stdout.read()
         assert "no referee answers at tcp://127.0.0.1:" in nobody.stdout.read()
         assert f"alice: connected to the referee at {hub.endpoint}" in right.stdout.read()
+        # the organiser's side: the refused key by the roster check, the wrong server key once
+        assert any("key not in the roster" in line for line in logs), logs
+        assert sum("failed the ZeroMQ handshake before its key could be checked" in line for line in logs) == 1, logs
     finally:
         hub.close()
 

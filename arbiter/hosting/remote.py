@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import math
 import os
 import struct
 import sys
@@ -286,7 +287,8 @@ class RemoteHub:
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
         _Zap.register(self)
-        monitor = s.get_monitor_socket(zmq.EVENT_DISCONNECTED | zmq.EVENT_MONITOR_STOPPED)
+        monitor = s.get_monitor_socket(zmq.EVENT_DISCONNECTED | zmq.EVENT_MONITOR_STOPPED
+                                       | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL)
         self._watcher = threading.Thread(target=self._watch, args=(monitor,), name="hub-monitor", daemon=True)
         self._watcher.start()
         self.endpoint = s.getsockopt(zmq.LAST_ENDPOINT).decode()
@@ -334,13 +336,24 @@ class RemoteHub:
         return 400, why, ""
 
     def _watch(self, monitor: zmq.Socket) -> None:
-        """Monitor thread: a closed connection of a participant makes its route suspect."""
+        """Monitor thread: a closed connection of a participant makes its route suspect; a
+        connection whose CURVE handshake fails before the key check (its HELLO not made for this
+        referee's key: an entrant with the wrong --server-key, or not an engine at all) is
+        logged, at most once a minute (ZeroMQ retries such a connection ten times a second)."""
+        said = -math.inf
         try:
             while True:
                 frames = monitor.recv_multipart()
                 event, value = struct.unpack_from("=Hi", frames[0])
                 if event == zmq.EVENT_MONITOR_STOPPED:
                     return
+                if event in (zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL, zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL):
+                    if time.monotonic() - said > 60:
+                        said = time.monotonic()
+                        self.log("a connection failed the ZeroMQ handshake before its key could be checked: an "
+                                 "engine given another --server-key than this referee's .pub, or not an engine "
+                                 "at all (said once a minute)")
+                    continue
                 for peer in self.peers.values():
                     if peer.fd == value:
                         peer.suspect = time.monotonic()
