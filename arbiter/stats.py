@@ -42,6 +42,11 @@ def game_points(returns: Sequence[float], seat_a: int, seat_b: int) -> tuple[flo
     return (1.0, 0.0) if ra > rb else (0.0, 1.0)
 
 
+MIN_INTERVAL_GAMES = 5
+"""Fewer games than this get no interval (shown '-', null in JSON): a t interval from two or three
+scores, or from a few equal ones (width 0), says more than the games do."""
+
+
 def wilson_interval(successes: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
     """Wilson score interval for a proportion (a draw may count as half a success); (0, 1) when n is 0."""
     if n < 0 or not 0 <= successes <= n:

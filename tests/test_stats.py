@@ -107,7 +107,7 @@ def test_tournament_solo_and_team_reports_use_these_numbers():
     c = paired_comparison(dict(enumerate(results[0])), dict(enumerate(results[1])))
     assert (pair["seeds"], pair["A_better"], pair["ties"], pair["B_better"]) == (6, 2, 4, 0)
     assert (pair["lo"], pair["hi"], pair["p_value"]) == pytest.approx((c.ci_low, c.ci_high, 0.5))
-    scores = [3.0, 5.0, 4.0, 2.0, 6.0]  # reports give intervals from 5 games (tournaments.report.MIN_INTERVAL_GAMES)
+    scores = [3.0, 5.0, 4.0, 2.0, 6.0]  # reports give intervals from 5 games (arbiter.stats.MIN_INTERVAL_GAMES)
     team_games = [{"seating": [0, 1], "stream": f"s{k}", "returns": [v, v]} for k, v in enumerate(scores)]
     teams = team_sections(None, team_games, ["a", "b"])
     assert (teams["teams"][0]["lo"], teams["teams"][0]["hi"]) == pytest.approx(mean_ci(scores)[1:])

@@ -254,24 +254,37 @@ def test_a_resumed_match_shows_the_games_played_before_it(tmp_path):
     assert proc.returncode == 130, out
 
 
-def test_a_cooperative_series_is_scored_by_its_shared_score_not_by_draws(tmp_path):
+def test_a_cooperative_or_solo_run_is_scored_as_a_tournament_report_scores_it(tmp_path):
     """Catalonia's two seats share one score: the page's standings give the pair's mean score
-    (before: every game a "draw", 50 % each whatever the score) and no W/D/L."""
+    (before: every game a "draw", 50 % each whatever the score) and no W/D/L; a solo run's give
+    wins and the mean score, each with its interval, as a solo tournament's report does."""
     from arbiter.records.store import load_records
+    from arbiter.stats import mean_ci, wilson_interval
     from arbiter.web.app import engine_page, scores
 
-    db = tmp_path / "c.sqlite"
-    run = subprocess.run([PY, "-m", "arbiter.cli", "coop", "--game", "catalonia", "--engine",
-                          f"{PY} -m sample_engines.random_engine", "--games", "6", "--tc", "10", "--quiet",
-                          "--db", str(db)], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stdout + run.stderr
-    records = load_records(db)
-    mean = sum(r.returns[0] for r in records) / len(records)
+    def run(command: str, game: str, engine: str, count: str, db: Path) -> list:
+        done = subprocess.run([PY, "-m", "arbiter.cli", command, "--game", game, "--engine", f"{PY} -m {engine}",
+                               "--games" if command == "coop" else "--seeds", count, "--tc", "10", "--quiet",
+                               "--db", str(db)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return load_records(db)
+
+    records = run("coop", "catalonia", "sample_engines.random_engine", "6", tmp_path / "c.sqlite")
+    mean, lo, hi = mean_ci([r.returns[0] for r in records])
     rows = scores(records)
     assert [row["games"] for row in rows] == [6, 6]
-    assert all(row["mean"] == round(mean, 3) and "W" not in row and "points" not in row for row in rows)
+    assert all((row["mean"], row["lo"], row["hi"]) == pytest.approx((mean, lo, hi)) and "W" not in row
+               and "points" not in row for row in rows)
     page = engine_page(records, rows[0]["engine"])
     assert page["cooperative"] and page["mean"] == round(mean, 3)
+
+    records = run("solo", "stalingrad", "sample_engines.stalingrad_random", "3", tmp_path / "s.sqlite")
+    (row,) = scores(records)
+    wins = sum(r.returns[0] > 0 for r in records)
+    assert row["games"] == 3 and row["wins"] == wins and row["win_rate"] == wins / 3
+    assert (row["win_lo"], row["win_hi"]) == pytest.approx(wilson_interval(wins, 3))
+    assert row["mean"] == pytest.approx(sum(r.returns[0] for r in records) / 3) and row["lo"] is None  # < 5 games
+    assert not engine_page(records, row["engine"])["cooperative"]
 
 
 @pytest.mark.parametrize("name", ["einstein", "smess", "catalonia", "stalingrad", "aachess"])

@@ -19,7 +19,7 @@ import msgspec
 import numpy as np
 
 from arbiter.records.store import open_readonly
-from arbiter.stats import mean_ci, paired_comparison, wilson_interval
+from arbiter.stats import MIN_INTERVAL_GAMES, mean_ci, paired_comparison, wilson_interval
 
 from .config import TournamentConfig, parse_config
 from .director import Director, GameResult, ScheduleSpec
@@ -576,11 +576,6 @@ def team_sections(cfg: TournamentConfig, games: list[dict], names: list[str]) ->
     for k, r in enumerate(engines):
         r["rank"] = k + 1
     return {"teams": teams, "standings": engines}
-
-
-MIN_INTERVAL_GAMES = 5
-"""Fewer games than this get no interval (shown '-', null in JSON): a t interval from two or three
-scores, or from a few equal ones (width 0), says more than the games do."""
 
 
 def _mean_ci(values: list[float]) -> tuple[float, float, float]:

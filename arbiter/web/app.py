@@ -30,6 +30,7 @@ from ..dice import verify_rolls
 from ..games import load_game
 from ..games.base import Utility
 from ..records import GameRecord
+from ..stats import MIN_INTERVAL_GAMES, mean_ci, wilson_interval
 from ..records.replay import replay, verify
 
 QUEUE = 256
@@ -94,36 +95,56 @@ def engine_page(records: list[GameRecord], name: str) -> dict[str, Any] | None:
     def mean(xs):
         return round(sum(xs) / len(xs), 3) if xs else None
     return {"engine": name, "games": games, "W": w, "D": d, "L": l, "points": points,
-            "mean": round(total / games, 3), "cooperative": _cooperative(rows[0]["game"]),
+            "mean": round(total / games, 3), "cooperative": _utility(rows[0]["game"]) is Utility.IDENTICAL,
             "decisions": len(measured),
             "mean_ms": mean(measured), "max_ms": max(measured) if measured else None, "total_ms": round(sum(measured), 1),
             "mean_reported_ms": mean(reported), "mean_latency_ms": mean(lags), "forfeits": forfeits, "results": rows}
 
 
 @functools.lru_cache(maxsize=None)
-def _cooperative(game: str) -> bool:
+def _utility(game: str) -> Utility | None:
     try:
-        return load_game(game).game_type.utility is Utility.IDENTICAL
+        return load_game(game).game_type.utility
     except Exception:  # noqa: BLE001 - a game this installation does not know: scored as a contest
-        return False
+        return None
 
 
 def scores(records: list[GameRecord]) -> list[dict[str, Any]]:
-    """A score table from finished games, the standings of a plain match: points and W/D/L; for a
-    cooperative game (its seats share one score: a win or a draw means nothing) the mean score, as
-    a tournament's report gives it (``mean``)."""
+    """A score table from finished games, the standings of a plain match: points and W/D/L. A
+    cooperative game's seats share one score and a solo game's seat plays the game itself (a draw
+    means nothing in either): their rows are a tournament report's (``mean`` with its interval;
+    solo: ``wins`` and ``win_rate`` with theirs too), so a run's page reads as an event's."""
     names: list[str] = []
     for r in records:
         names += [p for p in r.players if p not in names]
-    cooperative = bool(records) and _cooperative(records[0].game)
-    keys = ("engine", "games", "mean") if cooperative else ("engine", "games", "W", "D", "L", "points")
+    utility = _utility(records[0].game) if records else None
+    if utility in (Utility.IDENTICAL, Utility.SOLO):
+        return _mean_rows(records, names, solo=utility is Utility.SOLO)
     rows = [engine_page(records, n) for n in names]
-    rows = [{k: row[k] for k in keys} for row in rows if row]
-    rows.sort(key=lambda row: (-row["mean" if cooperative else "points"], row["engine"]))
+    rows = [{k: row[k] for k in ("engine", "games", "W", "D", "L", "points")} for row in rows if row]
+    rows.sort(key=lambda row: (-row["points"], row["engine"]))
     for rank, row in enumerate(rows, 1):
         row["rank"] = rank
-        if not cooperative:
-            row["score"] = row["points"] / row["games"] if row["games"] else None
+        row["score"] = row["points"] / row["games"] if row["games"] else None
+    return rows
+
+
+def _mean_rows(records: list[GameRecord], names: list[str], solo: bool) -> list[dict[str, Any]]:
+    rows = []
+    for name in names:
+        values = [r.returns[r.players.index(name)] for r in records if name in r.players and r.returns]
+        if not values:
+            continue
+        mean, lo, hi = mean_ci(values) if len(values) >= MIN_INTERVAL_GAMES else (sum(values) / len(values), None, None)
+        row: dict[str, Any] = {"engine": name, "games": len(values), "mean": mean, "lo": lo, "hi": hi}
+        if solo:
+            wins = sum(1 for v in values if v > 0)
+            win_lo, win_hi = wilson_interval(wins, len(values))
+            row.update(wins=wins, win_rate=wins / len(values), win_lo=win_lo, win_hi=win_hi)
+        rows.append(row)
+    rows.sort(key=lambda row: (-row.get("win_rate", 0), -row["mean"], row["engine"]))
+    for rank, row in enumerate(rows, 1):
+        row["rank"] = rank
     return rows
 
 

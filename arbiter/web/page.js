@@ -47,7 +47,8 @@ function progress(sm) {
   let eta = "";
   if (total && sm.mean_game_s) {
     const left = total - played;
-    eta = left > 0 ? ` · ETA ${fmtMs((1000 * left * sm.mean_game_s) / Math.max(1, running))}` : " · done";
+    const ms = (1000 * left * sm.mean_game_s) / Math.max(1, running);  // under a minute: "ETA 11 s", not a clock's "11.1"
+    eta = left > 0 ? ` · ETA ${ms >= 60000 ? fmtMs(ms) : Math.round(ms / 1000) + " s"}` : " · done";
   }
   const pct = total ? (100 * played) / total : 0;
   return `<div id="progress"><span class="bar"><div style="width:${pct.toFixed(1)}%"></div></span> ` +
@@ -108,7 +109,7 @@ function renderEvent() {
   const ratingRows = ((sm.ratings && sm.ratings.table) || (sm.standings || [])
     .map((r) => ({ engine: r.engine, elo: r.elo, lo: r.elo_lo, hi: r.elo_hi }))).filter((r) => r.elo !== null && r.elo !== undefined);
   const shared = (sm.standings || []).some((r) => r.mean !== undefined && r.points === undefined);
-  const interval = (v, r) => (r.lo === null || r.lo === undefined ? "–" : `${num(r.lo, 1)} – ${num(r.hi, 1)}`);
+  const interval = (v, r) => (r.lo === null || r.lo === undefined ? "–" : `${num(r.lo, 2)} – ${num(r.hi, 2)}`);
   const solo = (sm.standings || []).some((r) => r.win_rate !== undefined);
   const cols = shared  // a team (cooperative) or solo event: mean scores (and a solo game's wins), no draws
     ? [["rank", "#"], ["engine", "engine", link], ["games", "games"],
