@@ -57,6 +57,17 @@ def game_row(r: GameRecord) -> dict[str, Any]:
             "ended_at": r.ended_at}
 
 
+def outcome(r: GameRecord, seat: int) -> tuple[bool, bool]:
+    """(won, drawn) for ``seat``: the one best return wins, all equal is a draw; a solo game is
+    won or lost against the game."""
+    if not r.returns:
+        return False, True
+    mine, best = r.returns[seat], max(r.returns)
+    if len(r.returns) == 1:
+        return mine > 0, False
+    return mine == best and r.returns.count(best) == 1, len(set(r.returns)) == 1
+
+
 def engine_page(records: list[GameRecord], name: str) -> dict[str, Any] | None:
     """One engine's results, time use, forfeits and latency, from the finished games."""
     games, points, w, d, l, total = 0, 0.0, 0, 0, 0, 0.0
@@ -67,14 +78,8 @@ def engine_page(records: list[GameRecord], name: str) -> dict[str, Any] | None:
             continue
         games += 1
         seat = seats[0]
-        best = max(r.returns) if r.returns else 0
-        mine = r.returns[seat] if r.returns else 0
-        total += mine
-        if len(r.returns) == 1:  # a solo game: won or lost against the game
-            won, drawn = mine > 0, False
-        else:
-            won = mine == best and r.returns.count(best) == 1
-            drawn = len(set(r.returns)) == 1
+        total += r.returns[seat] if r.returns else 0
+        won, drawn = outcome(r, seat)
         w, d, l = w + won, d + drawn, l + (not won and not drawn)
         points += 1.0 if won else 0.5 if drawn else 0.0
         used = 0.0
@@ -120,9 +125,14 @@ def scores(records: list[GameRecord]) -> list[dict[str, Any]]:
     utility = _utility(records[0].game) if records else None
     if utility in (Utility.IDENTICAL, Utility.SOLO):
         return _mean_rows(records, names, solo=utility is Utility.SOLO)
-    rows = [engine_page(records, n) for n in names]
-    rows = [{k: row[k] for k in ("engine", "games", "W", "D", "L", "points")} for row in rows if row]
-    rows.sort(key=lambda row: (-row["points"], row["engine"]))
+    table = {n: {"engine": n, "games": 0, "W": 0, "D": 0, "L": 0, "points": 0.0} for n in names}
+    for r in records:  # per game, not through engine_page's walk over every decision: redone as games end
+        for name in dict.fromkeys(r.players):  # a name in two seats counts once, at its first (as engine_page)
+            row, (won, drawn) = table[name], outcome(r, r.players.index(name))
+            row["games"] += 1
+            row["W" if won else "D" if drawn else "L"] += 1
+            row["points"] += 1.0 if won else 0.5 if drawn else 0.0
+    rows = sorted(table.values(), key=lambda row: (-row["points"], row["engine"]))
     for rank, row in enumerate(rows, 1):
         row["rank"] = rank
         row["score"] = row["points"] / row["games"] if row["games"] else None
