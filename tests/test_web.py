@@ -262,14 +262,15 @@ def test_a_cooperative_or_solo_run_is_scored_as_a_tournament_report_scores_it(tm
     from arbiter.stats import mean_ci, wilson_interval
     from arbiter.web.app import engine_page, scores
 
-    def run(command: str, game: str, engine: str, count: str, db: Path) -> list:
-        done = subprocess.run([PY, "-m", "arbiter.cli", command, "--game", game, "--engine", f"{PY} -m {engine}",
+    def run(command: str, game: str, engines: list[str], count: str, db: Path) -> list:
+        done = subprocess.run([PY, "-m", "arbiter.cli", command, "--game", game,
+                               *[a for e in engines for a in ("--engine", f"{PY} -m {e}")],
                                "--games" if command == "coop" else "--seeds", count, "--tc", "10", "--quiet",
                                "--db", str(db)], cwd=ROOT, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stdout + done.stderr
         return load_records(db)
 
-    records = run("coop", "catalonia", "sample_engines.random_engine", "6", tmp_path / "c.sqlite")
+    records = run("coop", "catalonia", ["sample_engines.random_engine"], "6", tmp_path / "c.sqlite")
     mean, lo, hi = mean_ci([r.returns[0] for r in records])
     rows = scores(records)
     assert [row["games"] for row in rows] == [6, 6]
@@ -278,13 +279,26 @@ def test_a_cooperative_or_solo_run_is_scored_as_a_tournament_report_scores_it(tm
     page = engine_page(records, rows[0]["engine"])
     assert page["cooperative"] and page["mean"] == round(mean, 3)
 
-    records = run("solo", "stalingrad", "sample_engines.stalingrad_random", "3", tmp_path / "s.sqlite")
-    (row,) = scores(records)
-    wins = sum(r.returns[0] > 0 for r in records)
-    assert row["games"] == 3 and row["wins"] == wins and row["win_rate"] == wins / 3
-    assert (row["win_lo"], row["win_hi"]) == pytest.approx(wilson_interval(wins, 3))
-    assert row["mean"] == pytest.approx(sum(r.returns[0] for r in records) / 3) and row["lo"] is None  # < 5 games
-    assert not engine_page(records, row["engine"])["cooperative"]
+    records = run("solo", "stalingrad", ["sample_engines.stalingrad_random --seed 1",
+                                         "sample_engines.stalingrad_random --seed 2"], "3", tmp_path / "s.sqlite")
+    rows = scores(records)
+    assert len(rows) == 2
+    for row in rows:
+        mine = [r.returns[0] for r in records if r.players[0] == row["engine"]]
+        wins = sum(v > 0 for v in mine)
+        assert row["games"] == 3 and row["wins"] == wins and row["win_rate"] == wins / 3
+        assert (row["win_lo"], row["win_hi"]) == pytest.approx(wilson_interval(wins, 3))
+        assert row["mean"] == pytest.approx(sum(mine) / 3) and row["lo"] is None  # an interval from 5 games
+        assert not engine_page(records, row["engine"])["cooperative"]
+    source = MemorySource("solo")
+    source.preload(records)
+    (pair,) = source.summary()["paired"]  # the two engines on their 3 common seeds, as the report pairs them
+    first, second = records[0].players[0], next(r.players[0] for r in records if r.players[0] != records[0].players[0])
+    a = {r.dice_stream: r.returns[0] for r in records if r.players[0] == first}
+    b = {r.dice_stream: r.returns[0] for r in records if r.players[0] == second}
+    assert (pair["A"], pair["B"], pair["seeds"]) == (first, second, 3) and set(a) == set(b)
+    assert pair["A_better"] == sum(a[k] > b[k] for k in a) and pair["B_better"] == sum(a[k] < b[k] for k in a)
+    json.dumps(pair, allow_nan=False)  # what the page gets must be JSON (no NaN)
 
 
 @pytest.mark.parametrize("name", ["einstein", "smess", "catalonia", "stalingrad", "aachess"])

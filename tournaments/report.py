@@ -19,7 +19,7 @@ import msgspec
 import numpy as np
 
 from arbiter.records.store import open_readonly
-from arbiter.stats import MIN_INTERVAL_GAMES, mean_ci, paired_comparison, wilson_interval
+from arbiter.stats import MIN_INTERVAL_GAMES, mean_ci, paired_rows, wilson_interval
 
 from .config import TournamentConfig, parse_config
 from .director import Director, GameResult, ScheduleSpec
@@ -603,17 +603,7 @@ def solo_sections(cfg: TournamentConfig, games: list[dict], names: list[str]) ->
     board.sort(key=lambda r: (-(r["win_rate"] or 0), -(r["mean"] if not math.isnan(r["mean"]) else -math.inf)))
     for k, r in enumerate(board):
         r["rank"] = k + 1
-    paired = []
-    for i in range(n):
-        for j in range(i + 1, n):
-            row = {"A": names[i], "B": names[j], "seeds": 0, "mean_diff": math.nan, "lo": math.nan, "hi": math.nan,
-                   "A_better": 0, "ties": 0, "B_better": 0, "p_value": 1.0}
-            if set(scores[i]) & set(scores[j]):  # no common seed yet (a report during the run): nothing to pair
-                c = paired_comparison(scores[i], scores[j])
-                row.update(seeds=c.n, mean_diff=c.mean_diff, lo=c.ci_low, hi=c.ci_high, A_better=c.a_better,
-                           ties=c.ties, B_better=c.b_better, p_value=c.p_value)
-            paired.append(row)
-    return {"standings": board, "paired": paired}
+    return {"standings": board, "paired": paired_rows({names[e]: scores[e] for e in range(n)})}
 
 
 # --- presentation -----------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import asyncio
 import functools
 import json
 import logging
+import math
 import os
 import socket
 import threading
@@ -30,7 +31,7 @@ from ..dice import verify_rolls
 from ..games import load_game
 from ..games.base import Utility
 from ..records import GameRecord
-from ..stats import MIN_INTERVAL_GAMES, mean_ci, wilson_interval
+from ..stats import MIN_INTERVAL_GAMES, mean_ci, paired_rows, wilson_interval
 from ..records.replay import replay, verify
 
 QUEUE = 256
@@ -174,8 +175,17 @@ class Source:
         return next((r for r in self.records() if r.game_id == game_id), None)
 
     def summary(self) -> dict[str, Any]:
-        """Public standings (no seed of a game still to be played)."""
-        return {"title": self.title, "standings": scores(self.records())}
+        """Public standings (no seed of a game still to be played); for a solo game played by
+        several engines, their comparisons on common seeds too (as a solo tournament's report)."""
+        records = self.records()
+        out: dict[str, Any] = {"title": self.title, "standings": scores(records)}
+        if records and _utility(records[0].game) is Utility.SOLO and len(out["standings"]) > 1:
+            by_engine: dict[str, dict[str, float]] = {}
+            for r in records:  # engines in the order they first played
+                by_engine.setdefault(r.players[0], {})[r.dice_stream] = r.returns[0] if r.returns else 0.0
+            out["paired"] = [{k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
+                             for row in paired_rows(by_engine)]  # JSON has no NaN
+        return out
 
     def announced(self, record: GameRecord) -> None:
         """The feed announced a finished game (a source that stores nothing keeps it)."""
