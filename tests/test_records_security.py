@@ -474,3 +474,14 @@ def test_packed_games_saved_together_are_stored_as_records_saved_one_by_one(sign
     assert (tmp_path / "one.jsonl").read_bytes() == (tmp_path / "together.jsonl").read_bytes()
     ok = verify_cli(tmp_path / "together.sqlite", "--public-key", str(public))
     assert ok.returncode == 0 and "4 of 4 records consistent" in ok.stdout, ok.stdout
+
+
+def test_a_results_path_that_is_a_folder_is_named_so(tmp_path):
+    """``--db FOLDER`` (arbiter match/coop/solo): the store says it is a folder and which file name
+    would do, instead of SQLite's "unable to open database file"."""
+    import pytest
+
+    from arbiter.records.store import ResultsStore
+
+    with pytest.raises(IsADirectoryError, match=f"{tmp_path} is a folder: name the results file"):
+        ResultsStore(tmp_path)

@@ -215,3 +215,12 @@ def test_pin_is_refused_where_the_system_cannot_pin(monkeypatch):
     text = GOOD.replace("seed = 42", "seed = 42\npin = true")
     message = err(text)
     assert message.startswith(f"t.toml:{line_of(text, 'pin =')}: pin: pinning to cores needs Linux"), message
+
+
+def test_an_output_that_is_a_folder_names_the_key_and_the_line(tmp_path):
+    """``output = "results"`` where results is a folder: the key, the line and a file name to give
+    (before: SQLite's "unable to open database file", put on the tournament file's name)."""
+    text = GOOD.replace("seed = 42", f'seed = 42\noutput = "{tmp_path}"')
+    message = err(text)
+    assert message.startswith(f"t.toml:{line_of(text, 'output =')}: output: {tmp_path} is a folder"), message
+    assert f'"{tmp_path / "results.sqlite"}"' in message

@@ -270,7 +270,7 @@ def cmd_run(args, resume: bool) -> int:
         return EXIT_USAGE
     except (OSError, sqlite3.Error) as exc:  # an output that cannot be created or written
         where = getattr(exc, "filename", None) or args.target if resume else getattr(exc, "filename", None) or args.file
-        _error(console, f"output {where}: {exc.strerror if isinstance(exc, OSError) else exc}")
+        _error(console, f"output {where}: {(exc.strerror or exc) if isinstance(exc, OSError) else exc}")
         return EXIT_USAGE
     cfg = opened.cfg
     from arbiter.hosting import SandboxMode

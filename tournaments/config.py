@@ -426,6 +426,8 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
     if key_file is not None and check_paths and not key_file.is_file():
         raise c.error(("key_file",), f"{key_file}: no such file (make one with `arbiter keygen`)")
     output = Path(c.get(doc, "output", (), str, f"runs/{slug(name)}.sqlite"))
+    if check_paths and output.is_dir():
+        raise c.error(("output",), f"{output} is a folder: name the results file (e.g. \"{output / 'results.sqlite'}\")")
     duplicate = c.get(doc, "duplicate_dice", (), bool, False) or bool(openings)  # a position's games share dice
     seeding = c.get(doc, "seeding", (), str, "order")
     if seeding not in ("order", "random"):

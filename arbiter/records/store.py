@@ -251,6 +251,9 @@ class ResultsStore:
         """``group_window`` > 0: commit in batches from a committer thread (see the module's
         docstring); ``on_commit(records)`` is then called from that thread."""
         self.path = Path(path)
+        if self.path.is_dir():  # SQLite would only say "unable to open database file"
+            raise IsADirectoryError(f"{self.path} is a folder: name the results file (e.g. "
+                                    f"{self.path / 'results.sqlite'})")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if not self.path.exists():  # results (and a tournament's seed) readable by the operator only
             os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
