@@ -148,12 +148,11 @@ class _Link:
             print(f"{self.name}: {text}", file=sys.stderr, flush=True)
 
     def check(self, sock: EngineSocket) -> None:
-        """Raise ``SystemExit`` when the referee refused this engine's key (nothing to retry)."""
         if sock.handshakes:
             self._say("connected", f"connected to the referee at {self.endpoint}")
-        elif sock.refused == "key":
-            raise SystemExit(f"{self.name}: the referee at {self.endpoint} refused this engine's key: give --key "
-                             f"the .key whose .pub the organiser has in the roster")
+        elif sock.refused == "key":  # not fatal: the referee also refuses a second connection of one participant
+            self._say("key", f"the referee at {self.endpoint} refused this engine's key: is --key the .key whose "
+                             f".pub the organiser has in the roster (or is this participant connected already)?")
         elif sock.refused == "handshake":
             self._say("handshake", f"the CURVE handshake with {self.endpoint} fails: is --server-key the "
                                    f"referee's public key (its .pub)? still trying")

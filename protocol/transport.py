@@ -271,8 +271,8 @@ class EngineSocket:
         """Connections established (the CURVE handshake, if any, passed) so far."""
         self.refused = ""
         """Why the last handshake failed ("" if none has): ``key`` (the referee refused this
-        engine's key: retrying cannot help) or ``handshake`` (not the referee's key, or not a
-        referee at all: ZeroMQ keeps retrying)."""
+        engine's key: not in its roster, or the participant is connected already) or
+        ``handshake`` (not the referee's key, or not a referee at all: ZeroMQ keeps retrying)."""
         if endpoint.startswith("tcp://"):  # a remote engine: a link that can drop and be redialled
             self.socket.setsockopt(zmq.HEARTBEAT_IVL, 1000)
             self.socket.setsockopt(zmq.HEARTBEAT_TIMEOUT, 4000)
