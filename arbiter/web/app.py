@@ -60,9 +60,9 @@ def game_row(r: GameRecord) -> dict[str, Any]:
 
 def outcome(r: GameRecord, seat: int) -> tuple[bool, bool]:
     """(won, drawn) for ``seat``: the one best return wins, all equal is a draw; a solo game is
-    won or lost against the game."""
+    won or lost against the game; a record without returns counts as lost (as it always has)."""
     if not r.returns:
-        return False, True
+        return False, False
     mine, best = r.returns[seat], max(r.returns)
     if len(r.returns) == 1:
         return mine > 0, False
