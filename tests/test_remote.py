@@ -414,6 +414,23 @@ def test_lag_compensation_is_capped_per_move_and_per_game():
 # --- disconnect and reconnect ---------------------------------------------------------------------
 
 
+def wait_until_thinking(*sessions, moves: int = 3, timeout: float = 30.0) -> None:
+    """Until each of ``sessions`` (callables: the session may not exist yet) waits for its remote
+    engine's answer to a request of a game in which it has seen at least ``moves`` moves. A kill
+    then lands mid-game whatever the dice: the game cannot end before that answer (a fixed sleep
+    lost the race to a short random game now and then)."""
+    def thinking(session) -> bool:
+        c = getattr(session, "connection", None)
+        asked = getattr(c, "pending", None)
+        return asked is not None and c.game is not None and len(c.moves) >= moves \
+            and session.pending == (asked.game_id, asked.seq)
+
+    deadline = time.monotonic() + timeout
+    while not all(thinking(s()) for s in sessions):
+        assert time.monotonic() < deadline, f"no game reached move {moves} with the engine thinking"
+        time.sleep(0.002)
+
+
 def steady(endpoint: str, folder: Path, reserve: int) -> subprocess.Popen:
     return subprocess.Popen([PY, str(STEADY), "--connect", endpoint, "--server-key", str(folder / "referee.pub"),
                              "--key", str(folder / "alice.key"), "--reserve", str(reserve)],
@@ -429,13 +446,12 @@ def test_an_engine_killed_mid_game_and_restarted_within_the_grace_period_resumes
     first = steady(hub.endpoint, folder, reserve=4700)  # 300 ms a move at st=5
     second = None
     result: list = []
-    runner = threading.Thread(target=lambda: result.append(
-        play(hub, remote(hub, "alice"), EngineConfig(RANDOM, name="local", cwd=str(ROOT)), tmp_path,
-             fmt="games=1", tc="st=5")))
+    match = Match(load_game("einstein"), (remote(hub, "alice"), EngineConfig(RANDOM, name="local", cwd=str(ROOT))),
+                  parse_time_control("st=5"), MatchFormat.parse("games=1"), run_dir=tmp_path)
+    runner = threading.Thread(target=lambda: result.append(match.play()))
     try:
         runner.start()
-        time.sleep(2.5)
-        assert runner.is_alive()
+        wait_until_thinking(lambda: match.series.engines[0])
         first.kill()
         first.wait(5)
         time.sleep(0.5)

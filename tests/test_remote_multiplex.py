@@ -107,7 +107,7 @@ def test_two_games_in_play_survive_a_restart_of_the_participant(tmp_path, keys):
     from arbiter.formats.match import Series
     from arbiter.games import load_game
     from arbiter.hosting import EngineConfig
-    from test_remote import hub_for, remote
+    from test_remote import hub_for, remote, wait_until_thinking
 
     folder, roster = keys
     logs: list[str] = []
@@ -127,8 +127,7 @@ def test_two_games_in_play_survive_a_restart_of_the_participant(tmp_path, keys):
     try:
         for t in threads:
             t.start()
-        time.sleep(2.0)
-        assert all(t.is_alive() for t in threads)
+        wait_until_thinking(lambda: lanes[0].engines[0], lambda: lanes[1].engines[0])
         assert hub.peers["alice"].playing == 0 and len(hub.peers["alice"].connections) == 2
         first.kill()
         first.wait(5)

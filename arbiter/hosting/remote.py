@@ -797,7 +797,8 @@ class RemoteSession(EngineSession):
         return EngineFault(EndReason.DISCONNECT, f"{detail} (not back within {self.hub.grace:g} s)")
 
     def check_alive(self) -> None:
-        if self.connection.disconnected:
+        connection = self.connection  # None once stopped (by a host closing down from another thread)
+        if connection is None or connection.disconnected:
             raise self._lost_fault(f"{self.config.participant}'s connection was lost")
 
     def stop(self, grace: float = 0.5) -> None:
