@@ -16,15 +16,17 @@ from typing import Any
 
 from arbiter.feed import feed_endpoint
 from arbiter.records import GameRecord
-from arbiter.records.store import load_records
+from arbiter.records.store import GameLine, game_lines, iter_records, recent_lines
 from arbiter.web import Source, WebServer
+from arbiter.web.app import engine_page
 from arbiter.web.process import ServerProcess, serve_until_stdin_closes
 
 from .report import build_report, to_json
 
 
 class TournamentSource(Source):
-    """A tournament database, re-read when its files change."""
+    """A tournament database, re-read when its files change: the report (standings) and the last
+    games when they did, one record or one engine's lines when asked (never every record)."""
 
     def __init__(self, db_path: str | Path):
         self.path = Path(db_path)
@@ -54,8 +56,17 @@ class TournamentSource(Source):
             self._cache[key] = (version, value)
         return value
 
-    def records(self) -> list[GameRecord]:
-        return self._cached("records", lambda: load_records(self.path))
+    def lines(self) -> list[GameLine]:
+        return list(game_lines(self.path))
+
+    def recent(self, count: int) -> list[GameLine]:
+        return self._cached(f"recent{count}", lambda: recent_lines(self.path, count))
+
+    def record(self, game_id: str) -> GameRecord | None:
+        return next(iter_records(self.path, game_id), None)
+
+    def engine(self, name: str) -> dict[str, Any] | None:
+        return engine_page(game_lines(self.path, player=name), name)
 
     def summary(self) -> dict[str, Any]:
         import json

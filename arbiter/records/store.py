@@ -781,11 +781,81 @@ def iter_records(path: str | Path, game_id: str | None = None) -> Iterator[GameR
             yield record
 
 
-def match_records(path: str | Path, match_id: str) -> Iterator[GameRecord]:
-    """The committed games of ``match_id`` in a SQLite results file, in game order, one at a time
-    (read-only: the web view of a resumed run shows the games played before it)."""
-    for data in _rows(Path(path), "WHERE match_id = ?", (match_id,), order="game_number"):
-        yield from_json(data)
+class GameLine(msgspec.Struct):
+    """A finished game without its decisions: the indexed columns and, per seat, ``summarize``'s
+    sums (``SEAT_FIELDS``). What standings and an engine's page need of each game, so that a web
+    view of a 100,000-game event holds a few numbers per game, never every record."""
+
+    game_id: str
+    match_id: str
+    game_number: int
+    game: str
+    players: list[str]
+    returns: list[float]
+    reason: str
+    detail: str
+    forfeit_seat: int | None
+    plies: int
+    ended_at: float
+    dice_stream: str
+    seats: list[list]
+    started_at: float | None = None
+    """Set by ``recent_lines`` (the page's finished games and their mean duration), not ``game_lines``."""
+
+    @classmethod
+    def of(cls, record: GameRecord) -> "GameLine":
+        return cls(record.game_id, record.match_id, record.game_number, record.game, list(record.players),
+                   list(record.returns), str(record.reason), record.detail, record.forfeit_seat, len(record.events),
+                   record.ended_at, record.dice_stream, json.loads(summarize(record)[0]), record.started_at)
+
+
+_LINE_COLUMNS = ("g.game_id, g.match_id, g.game_number, g.game, g.players, g.returns, g.reason, s.detail,"
+                 " g.forfeit_seat, g.plies, g.ended_at, s.dice_stream, s.seats")
+
+
+def _line_rows(path: Path, sql: str, args: tuple) -> Iterator[GameLine]:
+    decode = msgspec.json.decode
+    db = open_readonly(path)
+    try:
+        try:
+            cursor = db.execute(sql, args)
+        except sqlite3.Error as exc:
+            raise ValueError(f"{path}: not a results database ({exc})") from None
+        for gid, mid, number, game, players, returns, reason, detail, fseat, plies, ended, stream, seats, *rest in cursor:
+            if seats is None:  # a game saved before summaries were: summarised from its record now
+                (data,), = db.execute("SELECT record FROM games WHERE game_id = ?", (gid,))
+                line = GameLine.of(from_json(data))
+                line.started_at = rest[0] if rest else None
+                yield line
+                continue
+            yield GameLine(gid, mid, number, game, decode(players), decode(returns), reason, detail, fseat, plies,
+                           ended, stream, decode(seats), rest[0] if rest else None)
+    finally:
+        db.close()
+
+
+def game_lines(path: str | Path, player: str | None = None, match_id: str | None = None) -> Iterator[GameLine]:
+    """The games of a SQLite results file as ``GameLine``s, streamed from the columns and
+    summaries (no record is parsed): every game in commit order, or those of ``match_id`` in game
+    order; with ``player``, only games in which it may have sat (the caller checks the seats)."""
+    where, args, order = [], [], "g.rowid"
+    if player is not None:  # a cheap first cut on the JSON text
+        where.append("instr(g.players, ?) > 0")
+        args.append(json.dumps(player))
+    if match_id is not None:
+        where.append("g.match_id = ?")
+        args.append(match_id)
+        order = "g.game_number"
+    return _line_rows(Path(path), f"SELECT {_LINE_COLUMNS} FROM games AS g LEFT JOIN game_summaries AS s"
+                                  f" USING (game_id) {'WHERE ' + ' AND '.join(where) if where else ''}"
+                                  f" ORDER BY {order}", tuple(args))
+
+
+def recent_lines(path: str | Path, count: int) -> list[GameLine]:
+    """The last ``count`` games committed, newest first, with when each started."""
+    return list(_line_rows(Path(path), f"SELECT {_LINE_COLUMNS}, json_extract(g.record, '$.started_at') FROM games"
+                                       f" AS g LEFT JOIN game_summaries AS s USING (game_id)"
+                                       f" ORDER BY g.rowid DESC LIMIT ?", (count,)))
 
 
 def count_records(path: str | Path) -> int:

@@ -13,6 +13,7 @@ one path that runs per browser per tick.
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
 import json
 import logging
@@ -31,6 +32,7 @@ from ..dice import verify_rolls
 from ..games import load_game
 from ..games.base import Utility
 from ..records import GameRecord
+from ..records.store import SEAT_FIELDS, GameLine, iter_records
 from ..stats import MIN_INTERVAL_GAMES, mean_ci, paired_rows, wilson_interval
 from ..records.replay import replay, verify
 
@@ -42,6 +44,8 @@ TICK = 0.05
 """Seconds between pushes of the running games' changed views (see ``Hub.flush``)."""
 KEEP_ALIVE = 10.0
 """Seconds between keep-alive comments to every browser."""
+SUMMARY_SHARE = 9.0
+"""After making the standings, wait this many times as long before making them again (~10 % of a core at most)."""
 STALE = 600.0
 """A running game not heard of for this long (seconds) is taken off the page (its referee died)."""
 SPECTATOR_NICE = 10
@@ -51,14 +55,19 @@ machine the games' referees and engines come first, the spectators' page after t
 
 # --- what the page shows besides the running games -------------------------------------------
 
-def game_row(r: GameRecord) -> dict[str, Any]:
+def game_row(r: GameLine) -> dict[str, Any]:
     return {"game_id": r.game_id, "match_id": r.match_id, "number": r.game_number, "game": r.game,
-            "players": r.players, "returns": r.returns, "reason": str(r.reason), "detail": r.detail,
-            "forfeit_seat": r.forfeit_seat, "plies": len(r.events), "started_at": r.started_at,
+            "players": r.players, "returns": r.returns, "reason": r.reason, "detail": r.detail,
+            "forfeit_seat": r.forfeit_seat, "plies": r.plies, "started_at": r.started_at,
             "ended_at": r.ended_at}
 
 
-def outcome(r: GameRecord, seat: int) -> tuple[bool, bool]:
+RESULT_ROWS = 500
+"""The newest games an engine's page lists one by one (its totals count every game)."""
+_MS_N, _MS_SUM, _MS_MAX, _LAT_N, _LAT_SUM = (SEAT_FIELDS.index(f) for f in ("ms_n", "ms_sum", "ms_max", "lat_n", "lat_sum"))
+
+
+def outcome(r: GameLine, seat: int) -> tuple[bool, bool]:
     """(won, drawn) for ``seat``: the one best return wins, all equal is a draw; a solo game is
     won or lost against the game; a record without returns counts as lost (as it always has)."""
     if not r.returns:
@@ -69,42 +78,46 @@ def outcome(r: GameRecord, seat: int) -> tuple[bool, bool]:
     return mine == best and r.returns.count(best) == 1, len(set(r.returns)) == 1
 
 
-def engine_page(records: list[GameRecord], name: str) -> dict[str, Any] | None:
-    """One engine's results, time use, forfeits and latency, from the finished games."""
+def engine_page(lines, name: str) -> dict[str, Any] | None:
+    """One engine's results, time use, forfeits and latency, from the finished games' lines (the
+    per-seat sums saved with each game: no decision is read); the newest ``RESULT_ROWS`` games
+    listed one by one."""
     games, points, w, d, l, total = 0, 0.0, 0, 0, 0, 0.0
-    measured, reported, lags, forfeits, rows = [], [], [], [], []
-    for r in records:
+    ms_n, ms_sum, ms_max, lat_n, lat_sum = 0, 0.0, None, 0, 0.0
+    forfeits: list[dict[str, Any]] = []
+    rows: collections.deque = collections.deque(maxlen=RESULT_ROWS)
+    game = None
+    for r in lines:
         seats = [s for s, p in enumerate(r.players) if p == name]
         if not seats:
             continue
         games += 1
+        game = r.game
         seat = seats[0]
         total += r.returns[seat] if r.returns else 0
         won, drawn = outcome(r, seat)
         w, d, l = w + won, d + drawn, l + (not won and not drawn)
         points += 1.0 if won else 0.5 if drawn else 0.0
         used = 0.0
-        for e in r.events:
-            if e.seat in seats and e.measured_ms is not None:
-                measured.append(e.measured_ms)
-                used += e.measured_ms
-                if e.reported_ms is not None:
-                    reported.append(e.reported_ms)
-                    lags.append(e.measured_ms - e.reported_ms)
+        for s in seats:
+            sums = r.seats[s] if s < len(r.seats) else None
+            if not sums:
+                continue
+            ms_n, lat_n = ms_n + sums[_MS_N], lat_n + sums[_LAT_N]
+            ms_sum, lat_sum, used = ms_sum + sums[_MS_SUM], lat_sum + sums[_LAT_SUM], used + sums[_MS_SUM]
+            if sums[_MS_MAX] is not None:
+                ms_max = sums[_MS_MAX] if ms_max is None else max(ms_max, sums[_MS_MAX])
         if r.forfeit_seat in seats:
-            forfeits.append({"game_id": r.game_id, "reason": str(r.reason), "detail": r.detail})
+            forfeits.append({"game_id": r.game_id, "reason": r.reason, "detail": r.detail})
         rows.append({**game_row(r), "seat": seat, "result": "W" if won else "D" if drawn else "L",
                      "time_ms": round(used, 1)})
     if not games:
         return None
-
-    def mean(xs):
-        return round(sum(xs) / len(xs), 3) if xs else None
     return {"engine": name, "games": games, "W": w, "D": d, "L": l, "points": points,
-            "mean": round(total / games, 3), "cooperative": _utility(rows[0]["game"]) is Utility.IDENTICAL,
-            "decisions": len(measured),
-            "mean_ms": mean(measured), "max_ms": max(measured) if measured else None, "total_ms": round(sum(measured), 1),
-            "mean_reported_ms": mean(reported), "mean_latency_ms": mean(lags), "forfeits": forfeits, "results": rows}
+            "mean": round(total / games, 3), "cooperative": _utility(game) is Utility.IDENTICAL,
+            "decisions": ms_n, "mean_ms": round(ms_sum / ms_n, 3) if ms_n else None, "max_ms": ms_max,
+            "total_ms": round(ms_sum, 1), "mean_latency_ms": round(lat_sum / lat_n, 3) if lat_n else None,
+            "forfeits": forfeits, "results": list(rows), "results_shown": len(rows)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -115,7 +128,7 @@ def _utility(game: str) -> Utility | None:
         return None
 
 
-def scores(records: list[GameRecord]) -> list[dict[str, Any]]:
+def scores(records: list[GameLine]) -> list[dict[str, Any]]:
     """A score table from finished games, the standings of a plain match: points and W/D/L. A
     cooperative game's seats share one score and a solo game's seat plays the game itself (a draw
     means nothing in either): their rows are a tournament report's (``mean`` with its interval;
@@ -127,7 +140,7 @@ def scores(records: list[GameRecord]) -> list[dict[str, Any]]:
     if utility in (Utility.IDENTICAL, Utility.SOLO):
         return _mean_rows(records, names, solo=utility is Utility.SOLO)
     table = {n: {"engine": n, "games": 0, "W": 0, "D": 0, "L": 0, "points": 0.0} for n in names}
-    for r in records:  # per game, not through engine_page's walk over every decision: redone as games end
+    for r in records:
         for name in dict.fromkeys(r.players):  # a name in two seats counts once, at its first (as engine_page)
             row, (won, drawn) = table[name], outcome(r, r.players.index(name))
             row["games"] += 1
@@ -140,7 +153,7 @@ def scores(records: list[GameRecord]) -> list[dict[str, Any]]:
     return rows
 
 
-def _mean_rows(records: list[GameRecord], names: list[str], solo: bool) -> list[dict[str, Any]]:
+def _mean_rows(records: list[GameLine], names: list[str], solo: bool) -> list[dict[str, Any]]:
     rows = []
     for name in names:
         values = [r.returns[r.players.index(name)] for r in records if name in r.players and r.returns]
@@ -160,24 +173,34 @@ def _mean_rows(records: list[GameRecord], names: list[str], solo: bool) -> list[
 
 
 class Source:
-    """Finished games and standings; a tournament database or a match's own games."""
+    """Finished games and standings; a tournament database or a match's own games. Whole records
+    are read one at a time (``record``); the rest works on ``GameLine``s."""
 
     title = "arbiter"
 
     def version(self) -> Any:
         """Anything that changes when the finished games or the standings do (polled)."""
-        return len(self.records())
-
-    def records(self) -> list[GameRecord]:
         raise NotImplementedError
 
+    def lines(self) -> list[GameLine]:
+        """Every finished game, in the order they ended."""
+        raise NotImplementedError
+
+    def recent(self, count: int) -> list[GameLine]:
+        """The last ``count`` games finished, newest first (with when each started)."""
+        return sorted(self.lines(), key=lambda r: -r.ended_at)[:count]
+
     def record(self, game_id: str) -> GameRecord | None:
-        return next((r for r in self.records() if r.game_id == game_id), None)
+        raise NotImplementedError
+
+    def engine(self, name: str) -> dict[str, Any] | None:
+        """``engine_page`` of ``name``."""
+        return engine_page(self.lines(), name)
 
     def summary(self) -> dict[str, Any]:
         """Public standings (no seed of a game still to be played); for a solo game played by
         several engines, their comparisons on common seeds too (as a solo tournament's report)."""
-        records = self.records()
+        records = self.lines()
         out: dict[str, Any] = {"title": self.title, "standings": scores(records)}
         if records and _utility(records[0].game) is Utility.SOLO and len(out["standings"]) > 1:
             by_engine: dict[str, dict[str, float]] = {}
@@ -187,42 +210,61 @@ class Source:
                              for row in paired_rows(by_engine)]  # JSON has no NaN
         return out
 
-    def announced(self, record: GameRecord) -> None:
-        """The feed announced a finished game (a source that stores nothing keeps it)."""
+    def announced(self, record: GameRecord) -> GameLine:
+        """The feed announced a finished game (a source that stores nothing keeps it); its line."""
+        return GameLine.of(record)
 
 
 class MemorySource(Source):
     """The games the feed announced (``arbiter match --web``): the match's own results, after those
-    a resumed run had played before (``preload``)."""
+    a resumed run had played before (``preload``). With the run's results database (``db``) it
+    keeps a line per game and only the last ``KEEP`` whole records (an older game's page reads its
+    record from the database): a 10,000-game match's view holds ~1 KB a game, not ~22."""
 
-    def __init__(self, title: str = "arbiter match", total: int | None = None):
-        self.title, self.total = title, total
-        self._records: dict[str, GameRecord] = {}
+    KEEP = 32
+
+    def __init__(self, title: str = "arbiter match", total: int | None = None, db: str | None = None):
+        self.title, self.total, self.db = title, total, db
+        self._lines: dict[str, GameLine] = {}
+        self._records: OrderedDict[str, GameRecord] = OrderedDict()
         self._lock = threading.Lock()
 
-    def records(self) -> list[GameRecord]:
+    def lines(self) -> list[GameLine]:
         with self._lock:
-            return list(self._records.values())
+            return list(self._lines.values())
 
     def version(self) -> Any:
-        return len(self._records)
+        return len(self._lines)
 
     def record(self, game_id: str) -> GameRecord | None:
         with self._lock:
-            return self._records.get(game_id)
+            record = self._records.get(game_id)
+            if record is not None or self.db is None or game_id not in self._lines:
+                return record
+        return next(iter_records(self.db, game_id), None)
 
-    def announced(self, record: GameRecord) -> None:
+    def announced(self, record: GameRecord) -> GameLine:
+        line = GameLine.of(record)
         with self._lock:
-            self._records.setdefault(record.game_id, record)
+            if (known := self._lines.setdefault(record.game_id, line)) is not line:
+                return known
+            self._records[record.game_id] = record
+            while self.db is not None and len(self._records) > self.KEEP:
+                self._records.popitem(last=False)
+        return line
 
-    def preload(self, records) -> None:
-        """Games played before this view started (a resumed run's, from its results database)."""
-        for record in records:
-            self.announced(record)
+    def preload(self, lines) -> None:
+        """Games played before this view started (a resumed run's, from its results database); a
+        line that says when its game started replaces one that does not (the ETA's pace)."""
+        for line in lines:
+            with self._lock:
+                known = self._lines.get(line.game_id)
+                if known is None or (known.started_at is None and line.started_at is not None):
+                    self._lines[line.game_id] = line
 
     def summary(self) -> dict[str, Any]:
         out = super().summary()
-        out["progress"] = {"played": len(self._records), "total": self.total}
+        out["progress"] = {"played": len(self._lines), "total": self.total}
         return out
 
 
@@ -257,7 +299,7 @@ def game_detail(record: GameRecord) -> dict[str, Any]:
     data = json.loads(msgspec.json.encode(record))
     dice_problems = verify_rolls(record.dice_seed, record.dice_commitment, record.dice_stream, record.rolls)
     problems = verify(record)
-    return {"type": "finished", "row": game_row(record), "record": data,
+    return {"type": "finished", "row": game_row(GameLine.of(record)), "record": data,
             "dice": {"seed": record.dice_seed, "commitment": record.dice_commitment, "stream": record.dice_stream,
                      "rolls": len(record.rolls), "verified": not dice_problems, "problems": dice_problems},
             "verified": not problems, "problems": problems}
@@ -290,21 +332,35 @@ class Hub:
         """Games whose view changed since the last ``flush``."""
         self.viewers: set[Viewer] = set()
         self.summary_cache: tuple[Any, dict] | None = None
+        self.summary_due = 0.0
+        """When the standings may be made again (monotonic; see ``summary``)."""
+        self._making = threading.Lock()
         self.messages = 0
 
     def summary(self) -> dict[str, Any]:
-        version = self.source.version()
-        if self.summary_cache is None or self.summary_cache[0] != version:
-            records = self.source.records()
-            summary = self.source.summary()
-            summary["finished"] = [game_row(r) for r in sorted(records, key=lambda r: -r.ended_at)][:200]
-            durations = [r.ended_at - r.started_at for r in records if r.ended_at]
-            summary["mean_game_s"] = sum(durations) / len(durations) if durations else None
-            self.summary_cache = (version, summary)
+        """The standings, made again when the source changed, but not before ``summary_due``: a
+        big event's take long to make (a 100,000-game tournament's report, ~3 s of CPU), so after
+        each the view waits ``SUMMARY_SHARE`` times as long, and never takes more than a small
+        share of a core from the games however fast they commit or how many browsers arrive."""
+        with self._making:
+            version = self.source.version()
+            stale = self.summary_cache is None or self.summary_cache[0] != version
+            if stale and (self.summary_cache is None or time.monotonic() >= self.summary_due):
+                self._make_summary(version)
         out = dict(self.summary_cache[1])
         out["type"] = "summary"
         out["running"] = len(self.live)
         return out
+
+    def _make_summary(self, version: Any) -> None:
+        started = time.monotonic()
+        recent = self.source.recent(200)
+        summary = self.source.summary()
+        summary["finished"] = [game_row(r) for r in recent]
+        durations = [r.ended_at - r.started_at for r in recent if r.ended_at and r.started_at]
+        summary["mean_game_s"] = sum(durations) / len(durations) if durations else None
+        self.summary_cache = (version, summary)
+        self.summary_due = time.monotonic() + (time.monotonic() - started) * SUMMARY_SHARE
 
     def snapshot(self) -> dict[str, Any]:
         now = time.time()
@@ -355,8 +411,8 @@ class Hub:
             record = msgspec.convert(message["record"], GameRecord)
             self.live.pop(record.game_id, None)
             self.dirty.pop(record.game_id, None)
-            self.source.announced(record)
-            self.broadcast({"type": "end", "game_id": record.game_id, "row": game_row(record)})
+            line = self.source.announced(record)
+            self.broadcast({"type": "end", "game_id": record.game_id, "row": game_row(line)})
 
 
 async def _feed_task(hub: Hub, endpoint: str, bound: threading.Event) -> None:
@@ -400,14 +456,19 @@ async def _flush_task(hub: Hub, every: float) -> None:
 
 
 async def _watch_task(hub: Hub, every: float) -> None:
-    """Push the standings whenever the source changes (a game committed to the database)."""
+    """Push the standings when the source changes (a game committed to the database) and someone
+    watches (``Hub.summary`` says when they are due again)."""
     version = hub.source.version()
     while True:
         await asyncio.sleep(every)
+        if not hub.viewers:  # nobody to tell: a browser that comes is sent a snapshot made then
+            continue
         now = await asyncio.to_thread(hub.source.version)
         if now != version:
-            version = now
-            hub.broadcast(await asyncio.to_thread(hub.summary))
+            summary = await asyncio.to_thread(hub.summary)
+            if hub.summary_cache is not None and hub.summary_cache[0] == now:  # made for this change
+                version = now
+                hub.broadcast(summary)
 
 
 def build_app(source: Source, feed: str | None, *, poll: float = 0.5, tick: float = TICK):
@@ -467,7 +528,7 @@ def build_app(source: Source, feed: str | None, *, poll: float = 0.5, tick: floa
 
     async def engine(request):
         name = request.path_params["name"]
-        data = await asyncio.to_thread(engine_page, source.records(), name)
+        data = await asyncio.to_thread(source.engine, name)
         if data is None:
             return JSONResponse({"error": f"no finished game of {name}"}, status_code=404)
         return JSONResponse(data)

@@ -12,26 +12,28 @@ import threading
 from pathlib import Path
 
 from ..feed import Feed, chain
-from ..records.store import match_records
+from ..records.store import game_lines, recent_lines
 from .app import MemorySource, WebServer
 from .process import ServerProcess, serve_until_stdin_closes
 
 
 class LiveView:
     """A web server process and the feed into it; ``on_event``/``on_game`` wrap the command's own
-    hooks. ``db`` and ``match_ids``: a resumed run's results database and matches, whose games
-    played before are shown too (the standings are the run's, not this process's). Raises
-    ``PortError`` (the port) or ``OSError`` (the server did not start)."""
+    hooks. ``db``: the run's results database, where the view reads an older game's record (it
+    keeps only the last few); ``match_ids``: a resumed run's matches, whose games played before
+    are shown too (the standings are the run's, not this process's). Raises ``PortError`` (the
+    port) or ``OSError`` (the server did not start)."""
 
     def __init__(self, title: str, port: int, host: str = "127.0.0.1", total: int | None = None,
                  db: str | Path | None = None, match_ids: tuple[str, ...] | list[str] = ()):
         self.folder = tempfile.mkdtemp(prefix="arbiter-web-")
         endpoint = f"ipc://{self.folder}/feed"
-        before = [a for mid in match_ids for a in ("--match", mid)] if db is not None else []
+        stored = ["--db", str(Path(db).resolve()), *(a for mid in match_ids for a in ("--match", mid))] \
+            if db is not None else []
         try:
             self.server = ServerProcess("arbiter.web.live", ["--feed", endpoint, "--title", title] +
                                         (["--total", str(total)] if total is not None else []) +
-                                        (["--db", str(Path(db).resolve()), *before] if before else []), host, port)
+                                        stored, host, port)
         except OSError:
             shutil.rmtree(self.folder, ignore_errors=True)
             raise
@@ -65,12 +67,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--feed", required=True)
     ap.add_argument("--title", default="arbiter match")
     ap.add_argument("--total", type=int, default=None)
-    ap.add_argument("--db", default=None, help="the results database of the matches given by --match")
+    ap.add_argument("--db", default=None, help="the run's results database (older games' records, --match)")
     ap.add_argument("--match", action="append", default=[], help="a match whose stored games to show")
     args = ap.parse_args(argv)
-    source = MemorySource(args.title, args.total)
+    source = MemorySource(args.title, args.total, db=args.db)
     server = WebServer(source, args.feed, sock=socket.socket(fileno=args.fd))
-    if args.db:  # read while the page is already served (a long match's games take a while to parse)
+    if args.db and args.match:  # read while the page is already served (a long match's games take a while to parse)
         threading.Thread(target=_preload, args=(source, args.db, args.match), name="preload", daemon=True).start()
     folder = Path(args.feed.removeprefix("ipc://")).parent
     return serve_until_stdin_closes(server, folder if folder.name.startswith("arbiter-web-") else None)
@@ -78,8 +80,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _preload(source: MemorySource, db: str, match_ids: list[str]) -> None:
     try:
-        for match_id in match_ids:
-            source.preload(match_records(db, match_id))
+        source.preload(line for match_id in match_ids for line in game_lines(db, match_id=match_id))
+        source.preload(line for line in recent_lines(db, 200) if line.match_id in match_ids)  # when they started
     except Exception as exc:  # noqa: BLE001 - the view still shows the games from now on
         print(f"web view: the games played before could not be read from {db}: {exc}", file=sys.stderr)
 
