@@ -219,7 +219,7 @@ class MemorySource(Source):
     """The games the feed announced (``arbiter match --web``): the match's own results, after those
     a resumed run had played before (``preload``). With the run's results database (``db``) it
     keeps a line per game and only the last ``KEEP`` whole records (an older game's page reads its
-    record from the database): a 10,000-game match's view holds ~1 KB a game, not ~22."""
+    record from the database): a 10,000-game match's view holds ~2 KB a game, not ~22."""
 
     KEEP = 32
 
