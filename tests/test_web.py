@@ -260,6 +260,10 @@ def test_the_view_keeps_a_line_per_game_and_reads_an_older_record_from_the_datab
     keeps its last few whole records, reading an older game's from the results database (before:
     every record in the view's memory, ~22 KB a game; a tournament's view parsed every record of
     the database to open one game)."""
+    import sqlite3
+
+    import msgspec
+
     from arbiter.records import to_json
     from arbiter.records.store import GameLine, game_lines, load_records
     from arbiter.web.app import engine_page
@@ -284,6 +288,10 @@ def test_the_view_keeps_a_line_per_game_and_reads_an_older_record_from_the_datab
         from_records = engine_page([GameLine.of(r) for r in records], name)
         assert {k: v for k, v in from_records.items() if k != "results"} == \
             {k: v for k, v in page.items() if k != "results"}
+    with sqlite3.connect(db) as con:  # a database from before the summaries: lines from the records
+        assert con.execute("DELETE FROM game_summaries WHERE rowid % 2 = 0").rowcount == 3
+    assert [dict(msgspec.structs.asdict(x), started_at=None) for x in game_lines(db)] == \
+        [dict(msgspec.structs.asdict(x), started_at=None) for x in lines]
 
     source = MemorySource("m", db=str(db))
     source.KEEP = 2
