@@ -52,8 +52,8 @@ from .records.audit import Auditor, open_stored
 from .records.replay import replay, verify
 from .records.signing import KeyFileError, key_id, keygen, load_public_key, load_signer
 from .records.store import (STORAGE_ERRORS, DoneGames, MatchInUse, ResultsStore, count_records, done_games,
-                            find_records, iter_records, last_record, load_records, match_setup, setup_command,
-                            stored_setups)
+                            find_records, iter_records, last_record, match_setup,
+                            records_in_chain_order, setup_command, stored_setups)
 from .records.textexport import TEXT_FORMATS, TextImportError, import_games, read_games, to_csv, to_text
 from .sprt import concluded
 
@@ -633,7 +633,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     try:  # one game is looked up (by id, MATCH.N or the last), never the whole file loaded
         if args.list:
             console.print(f"{count_records(args.record)} game(s) in {escape(args.record)}:")
-            for line in game_lines(iter_records(args.record)):
+            for line in listing_lines(iter_records(args.record)):
                 console.print(escape(line), highlight=False)
             return EXIT_OK
         if wanted:  # an id, or its unique beginning (``MATCH.3``: game 3 of a match)
@@ -695,7 +695,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def game_lines(records) -> Iterator[str]:
+def listing_lines(records) -> Iterator[str]:
     """``arbiter show FILE --list``: one line per game, led by the id ``show FILE ID`` takes."""
     for r in records:
         w = r.winner()
@@ -807,27 +807,41 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     """``arbiter export DB --format text|csv [-o FILE]``: every game in commit order (an event's
     chain order, else by end time), so an import re-chains them as they were."""
+    written = 0
+
+    def counted(records):
+        nonlocal written
+        for written, record in enumerate(records, 1):
+            yield record
+
     try:
-        records = sorted(load_records(args.record), key=lambda r: (r.event_seq == 0, r.event_id, r.event_seq))
         signer = load_signer(args.key) if args.key else None
+        records = records_in_chain_order(args.record)
+        first = next(records, None)  # the file's own problems (not a results file...) before any output
     except (OSError, ValueError, KeyFileError) as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
-    chunks = (to_text if args.format == "text" else to_csv)(records, signer)
+    chunks = (to_text if args.format == "text" else to_csv)(
+        counted(itertools.chain([first] if first is not None else [], records)), signer)
+    part = None
     try:
         if args.output and args.output != "-":
             Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-            with open(args.output, "w", encoding="utf-8", newline="") as f:
+            part = Path(f"{args.output}.part")  # the file appears whole or not at all
+            with open(part, "w", encoding="utf-8", newline="") as f:
                 f.writelines(chunks)
-            console.print(f"{len(records)} game(s) written to {escape(args.output)}", highlight=False)
+            os.replace(part, args.output)
+            console.print(f"{written} game(s) written to {escape(args.output)}", highlight=False)
         else:
             sys.stdout.writelines(chunks)
             sys.stdout.flush()
     except BrokenPipeError:  # `arbiter export DB | head`: the reader left; not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except OSError as exc:
-        console.print(f"[red]error:[/] {escape(args.output or 'standard output')}: "
-                      f"{escape(exc.strerror or str(exc))}")
+    except (OSError, ValueError) as exc:  # ValueError: a record that does not decode, met on the way
+        if part is not None:
+            part.unlink(missing_ok=True)
+        message = f"{args.output or 'standard output'}: {exc.strerror or exc}" if isinstance(exc, OSError) else str(exc)
+        console.print(f"[red]error:[/] {escape(message)}")
         return EXIT_USAGE
     return EXIT_OK
 

@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -282,3 +283,34 @@ def test_text_format_quotes_moves_with_blanks(results_db):
 
     assert _word("2 arm : Russia > Caucasus") == '"2 arm : Russia > Caucasus"' and _word("a5b4") == "a5b4"
     assert _word("") == '""' and _word("(x)") == '"(x)"'
+
+
+def test_export_streams_each_events_chain_first_and_leaves_no_file_on_a_bad_record(results_db, tmp_path):
+    """``export`` reads a database a batch of records at a time (before: every record in memory,
+    ~2 GB at 100,000 games) in the order an import re-chains them: each event's games in chain
+    order, then the games of no event as saved, even when the event's were saved after them. A
+    record that does not decode, met half-way, is named and leaves no half-written file."""
+    import msgspec
+
+    from arbiter.records.store import records_in_chain_order
+
+    db = tmp_path / "mixed.sqlite"
+    plain = load_records(results_db)
+    for event_id, part in (("", plain[:3]), ("ev", plain[3:])):
+        store = ResultsStore(db, event_id=event_id)
+        for r in part:
+            store.save_game(msgspec.structs.replace(r, game_id=r.game_id + "x", match_id=f"{event_id}{r.match_id}",
+                                                    match_seq=0, prev_hash="", event_seq=0, event_prev_hash=""))
+        store.close()
+    want = sorted(load_records(db), key=lambda r: (r.event_seq == 0, r.event_id, r.event_seq))
+    got = list(records_in_chain_order(db))
+    assert [r.game_id for r in got] == [r.game_id for r in want] and got[0].event_id == "ev"
+    assert [msgspec.json.encode(r) for r in got] == [msgspec.json.encode(r) for r in want]
+
+    out = tmp_path / "games.txt"
+    for damage, said in (('{"format": 1}', "not a game record"), ('{"format": 1', "a stored record is damaged")):
+        with sqlite3.connect(db) as con:
+            con.execute("UPDATE games SET record = ? WHERE rowid = 2", (damage,))
+        run = arbiter("export", db, "--format", "text", "-o", out)
+        assert run.returncode == 2 and said in run.stdout, run.stdout + run.stderr
+        assert not out.exists() and not Path(f"{out}.part").exists()

@@ -858,6 +858,36 @@ def recent_lines(path: str | Path, count: int) -> list[GameLine]:
                                        f" ORDER BY g.rowid DESC LIMIT ?", (count,)))
 
 
+def records_in_chain_order(path: str | Path) -> Iterator[GameRecord]:
+    """Every record in the order an import re-chains them (``arbiter export``): each event's
+    games by their place in its chain, then the games of no event in the order they were saved.
+    A SQLite file is sorted on its keys alone and read a batch of records at a time (memory
+    stays constant however many there are); a JSON Lines export is read whole, then sorted."""
+    path = Path(path)
+    if not _is_sqlite(path):
+        yield from sorted(iter_records(path), key=lambda r: (r.event_seq == 0, r.event_id, r.event_seq))
+        return
+    db = open_readonly(path)
+    try:
+        try:
+            rowids = [rowid for (rowid,) in db.execute(
+                "SELECT rowid FROM games ORDER BY coalesce(json_extract(record, '$.event_seq'), 0) = 0,"
+                " coalesce(json_extract(record, '$.event_id'), ''), coalesce(json_extract(record, '$.event_seq'), 0),"
+                " rowid")]
+        except sqlite3.Error as exc:
+            if "JSON" not in str(exc):
+                raise ValueError(f"{path}: not a results database ({exc})") from None
+            raise ValueError(f"{path}: a stored record is damaged ({exc}); `arbiter verify {path}` names it") from None
+        for start in range(0, len(rowids), 256):
+            batch = rowids[start:start + 256]
+            rows = dict(db.execute(f"SELECT rowid, record FROM games WHERE rowid IN ({','.join('?' * len(batch))})",
+                                   batch))
+            for rowid in batch:
+                yield _decode(path, 0, rows[rowid])
+    finally:
+        db.close()
+
+
 def count_records(path: str | Path) -> int:
     """How many records a results file holds (a JSON Lines file: its non-empty lines)."""
     path = Path(path)
