@@ -30,19 +30,35 @@ from arbiter.sprt import concluded, pentanomial, sprt, trinomial
 _decode = msgspec.json.Decoder().decode
 
 
+def _meta(conn: sqlite3.Connection, db_path: str | Path) -> tuple[TournamentConfig, dict]:
+    try:
+        meta = dict(conn.execute("SELECT key, value FROM tournament_meta"))
+    except sqlite3.Error as exc:  # not SQLite, or SQLite without the tournament's tables (a match's)
+        raise ValueError(f"{db_path} is not a tournament database ({exc}); `arbiter show` reads "
+                         f"a match's results") from None
+    if "config_text" not in meta:
+        raise ValueError(f"{db_path} is not a tournament database")
+    return parse_config(meta["config_text"], meta.get("config_source", str(db_path)), check_paths=False), meta
+
+
+def stored_config(db_path: str | Path) -> TournamentConfig:
+    """The configuration a tournament database was started with, read without its games
+    (FileNotFoundError, or ValueError: not a tournament database)."""
+    if not Path(db_path).is_file():
+        raise FileNotFoundError(f"{db_path}: no such file")
+    conn = open_readonly(db_path)
+    try:
+        return _meta(conn, db_path)[0]
+    finally:
+        conn.close()
+
+
 def _load(db_path: str | Path) -> tuple[TournamentConfig, dict, list[dict]]:
     if not Path(db_path).is_file():
         raise FileNotFoundError(f"{db_path}: no such file")
     conn = open_readonly(db_path)
     try:
-        try:
-            meta = dict(conn.execute("SELECT key, value FROM tournament_meta"))
-        except sqlite3.Error as exc:  # not SQLite, or SQLite without the tournament's tables (a match's)
-            raise ValueError(f"{db_path} is not a tournament database ({exc}); `arbiter show` reads "
-                             f"a match's results") from None
-        if "config_text" not in meta:
-            raise ValueError(f"{db_path} is not a tournament database")
-        cfg = parse_config(meta["config_text"], meta.get("config_source", str(db_path)), check_paths=False)
+        cfg, meta = _meta(conn, db_path)
         prefix = (len(cfg.tid) + 1, cfg.tid + ":")
         try:
             summaries = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'game_summaries'").fetchone() and \

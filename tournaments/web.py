@@ -21,7 +21,7 @@ from arbiter.web import Source, WebServer
 from arbiter.web.app import engine_page
 from arbiter.web.process import ServerProcess, serve_until_stdin_closes
 
-from .report import build_report, to_json
+from .report import build_report, stored_config, to_json
 
 
 class TournamentSource(Source):
@@ -30,8 +30,9 @@ class TournamentSource(Source):
 
     def __init__(self, db_path: str | Path):
         self.path = Path(db_path)
-        report = build_report(self.path)  # raises ValueError if it is not a tournament database
-        self.title = report["tournament"]["name"]
+        # not the report: at 100,000 games it takes seconds (20 s on a loaded machine), and the
+        # view must answer its parent within START_TIMEOUT
+        self.title = stored_config(self.path).name  # ValueError if it is not a tournament database
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[Any, Any]] = {}
 
