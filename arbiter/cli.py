@@ -20,7 +20,7 @@ import sqlite3
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from rich.console import Console
 from rich.live import Live
@@ -48,11 +48,12 @@ from .hosting.remote import LagPolicy, RemoteHub, Roster
 from .hosting.sandbox import SandboxMode
 from .hosting.sandbox import support as sandbox_support
 from .records import GameRecord
+from .records.record import winner
 from .records.audit import Auditor, open_stored
 from .records.replay import replay, verify
 from .records.signing import KeyFileError, key_id, keygen, load_public_key, load_signer
-from .records.store import (STORAGE_ERRORS, DoneGames, MatchInUse, ResultsStore, count_records, done_games,
-                            find_records, iter_records, last_record, match_setup,
+from .records.store import (STORAGE_ERRORS, DoneGames, GameLine, MatchInUse, ResultsStore, count_records, done_games,
+                            find_records, game_lines, iter_records, last_record, match_setup,
                             records_in_chain_order, setup_command, stored_setups)
 from .records.textexport import TEXT_FORMATS, TextImportError, import_games, read_games, to_csv, to_text
 from .sprt import concluded
@@ -633,8 +634,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     try:  # one game is looked up (by id, MATCH.N or the last), never the whole file loaded
         if args.list:
             console.print(f"{count_records(args.record)} game(s) in {escape(args.record)}:")
-            for line in listing_lines(iter_records(args.record)):
-                console.print(escape(line), highlight=False)
+            sys.stdout.writelines(listing_lines(game_lines(args.record)))  # console.print: 28 s for 100,000
+            sys.stdout.flush()
             return EXIT_OK
         if wanted:  # an id, or its unique beginning (``MATCH.3``: game 3 of a match)
             records, count = find_records(args.record, wanted)
@@ -695,13 +696,18 @@ def cmd_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def listing_lines(records) -> Iterator[str]:
-    """``arbiter show FILE --list``: one line per game, led by the id ``show FILE ID`` takes."""
-    for r in records:
-        w = r.winner()
+_UNPRINTABLE = dict.fromkeys([*range(32), *range(127, 160)], "?")
+
+
+def listing_lines(lines: Iterable[GameLine]) -> Iterator[str]:
+    """``arbiter show FILE --list``: one line per game, led by the id ``show FILE ID`` takes
+    (control characters shown as ``?``: a name or detail cannot drive the terminal)."""
+    for r in lines:
+        w = winner(r.returns)
         result = " ".join(f"{x:g}" for x in r.returns) + (f" → {r.players[w]}" if w is not None else "")
-        yield (f"{r.game_id}  {r.game}  {' vs '.join(r.players)}  {result}  "
-               f"[{r.reason}{': ' + r.detail if r.detail else ''}]  {len(r.events)} events")
+        text = (f"{r.game_id}  {r.game}  {' vs '.join(r.players)}  {result}  "
+                f"[{r.reason}{': ' + r.detail if r.detail else ''}]  {r.plies} events")
+        yield text.translate(_UNPRINTABLE) + "\n"
 
 
 def _replay_check(raw: bytes) -> list[str]:

@@ -364,6 +364,11 @@ def test_show_lists_games_and_takes_an_id(tmp_path):
         shown = run("arbiter", "show", str(db), wanted)
         assert shown.returncode == 0 and shown.stdout.startswith(ids[1]), shown.stdout
     one_line_error(run("arbiter", "show", str(db), "no-such-id"), 2, "no such game", "--list")
+    import sqlite3
+    with sqlite3.connect(db) as con:  # a detail carrying a terminal escape is listed inert
+        con.execute("UPDATE game_summaries SET detail = ? WHERE game_id = ?", ("red\x1b[2J won", ids[0]))
+    listed = run("arbiter", "show", str(db), "--list")
+    assert "[normal: red?[2J won]" in listed.stdout and "\x1b" not in listed.stdout, listed.stdout
 
 
 def test_a_relative_db_path_works_with_the_sandbox(tmp_path):

@@ -835,9 +835,13 @@ def _line_rows(path: Path, sql: str, args: tuple) -> Iterator[GameLine]:
 
 
 def game_lines(path: str | Path, player: str | None = None, match_id: str | None = None) -> Iterator[GameLine]:
-    """The games of a SQLite results file as ``GameLine``s, streamed from the columns and
+    """The games of a results file as ``GameLine``s, streamed; from a SQLite file's columns and
     summaries (no record is parsed): every game in commit order, or those of ``match_id`` in game
-    order; with ``player``, only games in which it may have sat (the caller checks the seats)."""
+    order; with ``player``, only games in which it may have sat (the caller checks the seats). A
+    JSON Lines export's records are parsed, in line order."""
+    if not _is_sqlite(path):
+        return (GameLine.of(r) for r in iter_records(path)
+                if (player is None or player in r.players) and match_id in (None, r.match_id))
     where, args, order = [], [], "g.rowid"
     if player is not None:  # a cheap first cut on the JSON text
         where.append("instr(g.players, ?) > 0")
