@@ -190,6 +190,14 @@ def test_report_on_a_missing_file(tmp_path):
     one_line_error(run("tournaments", "report", str(tmp_path / "nope.sqlite")), 2, "no such file")
 
 
+def test_a_folder_where_a_results_file_is_meant_is_named_so(tmp_path):
+    """Before: ``[Errno 21] Is a directory`` from show, verify and export, and ``no such file``
+    from report and serve."""
+    for command in (["arbiter", "show"], ["arbiter", "verify"], ["arbiter", "export"], ["tournaments", "report"],
+                    ["tournaments", "serve"], ["tournaments", "resume"]):
+        one_line_error(run(*command, str(tmp_path)), 2, f"{tmp_path} is a folder")
+
+
 @pytest.mark.parametrize("args,words", [
     (["--margin", "-5"], ["--margin", "must not be negative"]),
     (["--game", "stalingrad"], ["arbiter solo"]),

@@ -113,6 +113,8 @@ def resume(target: str | Path, *, check_paths: bool = True) -> Opened:
     target = Path(target)
     if not target.exists():
         raise TournamentStateError(f"{target}: no such file")
+    if target.is_dir():
+        raise TournamentStateError(f"{target} is a folder: name the tournament's file or database")
     if target.is_file() and target.stat().st_size == 0:
         raise TournamentStateError(f"{target}: empty file, not a tournament file or database")
     if is_database(target):

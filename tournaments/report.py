@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from arbiter.records.store import open_readonly
+from arbiter.records.store import check_is_file, open_readonly
 from arbiter.stats import MIN_INTERVAL_GAMES, mean_ci, paired_rows, wilson_interval
 
 from .config import TournamentConfig, parse_config
@@ -44,8 +44,7 @@ def _meta(conn: sqlite3.Connection, db_path: str | Path) -> tuple[TournamentConf
 def stored_config(db_path: str | Path) -> TournamentConfig:
     """The configuration a tournament database was started with, read without its games
     (FileNotFoundError, or ValueError: not a tournament database)."""
-    if not Path(db_path).is_file():
-        raise FileNotFoundError(f"{db_path}: no such file")
+    check_is_file(db_path)
     conn = open_readonly(db_path)
     try:
         return _meta(conn, db_path)[0]
@@ -54,8 +53,7 @@ def stored_config(db_path: str | Path) -> TournamentConfig:
 
 
 def _load(db_path: str | Path) -> tuple[TournamentConfig, dict, list[dict]]:
-    if not Path(db_path).is_file():
-        raise FileNotFoundError(f"{db_path}: no such file")
+    check_is_file(db_path)
     conn = open_readonly(db_path)
     try:
         cfg, meta = _meta(conn, db_path)

@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from .record import GameRecord, from_json, record_hash, signed_bytes
 from .signing import check_signature, key_id
-from .store import chain_statement, open_readonly
+from .store import chain_statement, check_is_file, open_readonly
 
 INDEXED = ("game_id", "match_id", "game_number", "game", "players", "returns", "reason", "forfeit_seat", "plies",
            "ended_at")
@@ -58,6 +58,7 @@ def open_stored(path: str | Path) -> tuple[Iterator["Stored | str"], dict[tuple[
     order), one at a time (a row that is not a record comes as a message saying so), the chain
     heads (database only) and how many rows there are. Nothing is held but the heads."""
     path = Path(path)
+    check_is_file(path)
     with open(path, "rb") as f:
         head = f.read(16)
     if not head:

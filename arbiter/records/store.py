@@ -709,11 +709,20 @@ def open_readonly(path: str | Path) -> sqlite3.Connection:
     return sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)
 
 
+def check_is_file(path: str | Path) -> None:
+    """FileNotFoundError (no such file) or IsADirectoryError (a folder where a results file was
+    meant), each a message naming ``path``, unless it is a file."""
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{path} is a folder, not a results file")
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+
+
 def _is_sqlite(path: str | Path) -> bool:
     """True for a SQLite file, False for JSON Lines; ValueError/FileNotFoundError name the file."""
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file")
+    check_is_file(path)
     with open(path, "rb") as f:
         head = f.read(16)
     if not head:
@@ -970,8 +979,10 @@ def find_records(path: str | Path, wanted: str) -> tuple[list[GameRecord], int]:
 def stored_setups(path: str | Path) -> list[tuple[str, str | None, dict]]:
     """(match id, status, setup) of every match started by ``arbiter match``, ``coop`` or ``solo``
     (those store what resuming needs), newest first. ValueError names a missing or foreign file."""
-    if not Path(path).is_file():
-        raise ValueError(f"{path}: no such file")
+    try:
+        check_is_file(path)
+    except OSError as exc:
+        raise ValueError(str(exc)) from None
     db = open_readonly(path)
     try:
         rows = db.execute("SELECT match_id, status, setup FROM matches WHERE setup IS NOT NULL"
