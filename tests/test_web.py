@@ -254,7 +254,7 @@ def test_a_resumed_match_shows_the_games_played_before_it(tmp_path):
     assert proc.returncode == 130, out
 
 
-def test_the_view_keeps_a_line_per_game_and_reads_an_older_record_from_the_database(tmp_path):
+def test_the_view_keeps_a_line_per_game_and_reads_an_older_record_from_the_database(tmp_path, monkeypatch):
     """A long event's page never holds every record: an engine's page comes from the per-seat sums
     saved with each game (the same numbers as a walk over every decision), and a match's view
     keeps its last few whole records, reading an older game's from the results database (before:
@@ -288,6 +288,10 @@ def test_the_view_keeps_a_line_per_game_and_reads_an_older_record_from_the_datab
         from_records = engine_page([GameLine.of(r) for r in records], name)
         assert {k: v for k, v in from_records.items() if k != "results"} == \
             {k: v for k, v in page.items() if k != "results"}
+        monkeypatch.setattr("arbiter.web.app.RESULT_ROWS", 4)  # the page lists the newest games, counts all
+        short = engine_page(lines, name)
+        assert short["games"] == 6 and [row["number"] for row in short["results"]] == [3, 4, 5, 6]
+        monkeypatch.undo()
     with sqlite3.connect(db) as con:  # a database from before the summaries: lines from the records
         assert con.execute("DELETE FROM game_summaries WHERE rowid % 2 = 0").rowcount == 3
     assert [dict(msgspec.structs.asdict(x), started_at=None) for x in game_lines(db)] == \

@@ -81,10 +81,11 @@ def outcome(r: GameLine, seat: int) -> tuple[bool, bool]:
 def engine_page(lines, name: str) -> dict[str, Any] | None:
     """One engine's results, time use, forfeits and latency, from the finished games' lines (the
     per-seat sums saved with each game: no decision is read); the newest ``RESULT_ROWS`` games
-    listed one by one."""
+    and forfeits listed one by one."""
     games, points, w, d, l, total = 0, 0.0, 0, 0, 0, 0.0
     ms_n, ms_sum, ms_max, lat_n, lat_sum = 0, 0.0, None, 0, 0.0
-    forfeits: list[dict[str, Any]] = []
+    forfeits: collections.deque = collections.deque(maxlen=RESULT_ROWS)
+    forfeit_count = 0
     rows: collections.deque = collections.deque(maxlen=RESULT_ROWS)
     game = None
     for r in lines:
@@ -108,6 +109,7 @@ def engine_page(lines, name: str) -> dict[str, Any] | None:
             if sums[_MS_MAX] is not None:
                 ms_max = sums[_MS_MAX] if ms_max is None else max(ms_max, sums[_MS_MAX])
         if r.forfeit_seat in seats:
+            forfeit_count += 1
             forfeits.append({"game_id": r.game_id, "reason": r.reason, "detail": r.detail})
         rows.append({**game_row(r), "seat": seat, "result": "W" if won else "D" if drawn else "L",
                      "time_ms": round(used, 1)})
@@ -117,7 +119,7 @@ def engine_page(lines, name: str) -> dict[str, Any] | None:
             "mean": round(total / games, 3), "cooperative": _utility(game) is Utility.IDENTICAL,
             "decisions": ms_n, "mean_ms": round(ms_sum / ms_n, 3) if ms_n else None, "max_ms": ms_max,
             "total_ms": round(ms_sum, 1), "mean_latency_ms": round(lat_sum / lat_n, 3) if lat_n else None,
-            "forfeits": forfeits, "results": list(rows), "results_shown": len(rows)}
+            "forfeits": list(forfeits), "forfeit_count": forfeit_count, "results": list(rows)}
 
 
 @functools.lru_cache(maxsize=None)

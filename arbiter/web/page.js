@@ -194,8 +194,8 @@ async function renderEngine(name) {
       : `<p>${d.games} games: +${d.W} =${d.D} −${d.L} (${num(d.points, 1)} points)</p>`) +
     `<p>time: ${d.decisions} decisions, mean ${num(d.mean_ms, 1)} ms, max ${num(d.max_ms, 1)} ms, total ${fmtMs(d.total_ms)} s · ` +
     `latency (measured − reported): mean ${num(d.mean_latency_ms, 2)} ms</p>` +
-    `<h2>Forfeits</h2>${table(d.forfeits, [["game_id", "game", (v) => `<a href="#/game/${encodeURIComponent(v)}">${esc(v)}</a>`], ["reason", "reason"], ["detail", "detail"]], "forfeits")}` +
-    `<h2>Games</h2>${table(d.results, [["number", "#"], ["players", "players", (v) => v.map(esc).join(" – ")], ["result", "result"],
+    `<h2>Forfeits${d.forfeits.length < d.forfeit_count ? ` (the last ${d.forfeits.length} of ${d.forfeit_count})` : ""}</h2>${table(d.forfeits, [["game_id", "game", (v) => `<a href="#/game/${encodeURIComponent(v)}">${esc(v)}</a>`], ["reason", "reason"], ["detail", "detail"]], "forfeits")}` +
+    `<h2>Games${d.results.length < d.games ? ` (the last ${d.results.length} of ${d.games})` : ""}</h2>${table(d.results, [["number", "#"], ["players", "players", (v) => v.map(esc).join(" – ")], ["result", "result"],
       ["reason", "ended"], ["time_ms", "time (ms)", (v) => num(v, 0)], ["game_id", "", (v) => `<a href="#/game/${encodeURIComponent(v)}">replay</a>`]], "results")}</section>`;
 }
 
