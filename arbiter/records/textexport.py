@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -242,16 +242,17 @@ def _typed(kind: str, value: Any, where: str, name: str) -> Any:
     raise TextImportError(f"{where}: tag {name} has a bad value {value!r}")
 
 
-def read_text(data: str, source: str) -> list[TextGame]:
-    games: list[TextGame] = []
+def read_text(data: str, source: str) -> Iterator[TextGame]:
+    """The games of a text export, each once its block is read (TextImportError when it cannot be)."""
     game: TextGame | None = None
     for lineno, line in enumerate(data.splitlines(), 1):
         if not line.strip():
+            if game is not None:
+                yield game
             game = None
             continue
         if game is None:
             game = TextGame(source, lineno)
-            games.append(game)
         m = _TAG_LINE.fullmatch(line.strip()) if line.lstrip().startswith("[") else None
         if m:
             if game.steps:
@@ -270,18 +271,23 @@ def read_text(data: str, source: str) -> list[TextGame]:
             raise TextImportError(f"{game.where(lineno)}: cannot read the tag line {line.strip()[:60]!r}")
         else:
             game.steps += _steps(line, lineno, source)
-    return games
+    if game is not None:
+        yield game
 
 
-def read_csv(data: str, source: str) -> list[TextGame]:
+def read_csv(data: str, source: str) -> Iterator[TextGame]:
+    """The games of a CSV export, a row at a time; ValueError at once for a header that is not one."""
     reader = csv.reader(io.StringIO(data))
     header = next(reader, None)
     if header is None:
-        return []
+        return iter(())
     unknown = [h for h in header if h not in _KINDS and h != "Moves"]
     if unknown or "Moves" not in header:
         raise ValueError(f"{source}:1: not an arbiter CSV export (columns {', '.join(unknown) or 'without Moves'})")
-    games = []
+    return _csv_rows(reader, header, source)
+
+
+def _csv_rows(reader, header: list[str], source: str) -> Iterator[TextGame]:
     line = reader.line_num
     for row in reader:
         start, line = line + 1, reader.line_num
@@ -296,13 +302,13 @@ def read_csv(data: str, source: str) -> list[TextGame]:
             else:
                 game.tags[name] = _typed(_KINDS[name], cell, game.where(), name)
                 game.tag_lines[name] = start
-        games.append(game)
-    return games
+        yield game
 
 
-def read_games(data: str, source: str) -> list[TextGame]:
-    """Games from a text export (starts with a tag line) or a CSV export (starts with its header);
-    ValueError for a file that is neither, TextImportError for one that is broken inside."""
+def read_games(data: str, source: str) -> Iterator[TextGame]:
+    """Games from a text export (starts with a tag line) or a CSV export (starts with its header),
+    one at a time; ValueError at once for a file that is neither, TextImportError (as the games
+    are read) for one that is broken inside."""
     head = data.lstrip()[:1]
     if head == "[":
         return read_text(data, source)
@@ -440,43 +446,57 @@ def rebuild(g: TextGame) -> GameRecord:
         raise TextImportError(f"{g.where()}: {exc}") from None
 
 
-def check_seals(games: list[TextGame], public_key: Ed25519PublicKey | None) -> list[str]:
-    """With ``public_key``: every game must be signed by it (TextImportError names the first that
-    is not). Without: notes on what was not checked."""
-    signed = {g.tags.get("KeyId", "") for g in games if g.tags.get("Signature")}
-    if public_key is None:
-        unsigned = sum(1 for g in games if not g.tags.get("Signature"))
-        notes = [f"export signatures not checked (key {', '.join(sorted(signed))}): give --public-key"] if signed \
-            else []
-        if unsigned:
-            notes.append(f"{unsigned} game(s) carry a digest but no signature: an edit that also recomputes the "
-                         f"digest cannot be told from the original")
-        return notes
-    kid = key_id(public_key)
-    for g in games:
+class SealCheck:
+    """The export's seals, a game at a time. With ``public_key``: every game must be signed by it
+    (``check`` raises TextImportError naming the first that is not). Without: ``notes`` says what
+    was not checked."""
+
+    def __init__(self, public_key: Ed25519PublicKey | None):
+        self.public_key = public_key
+        self.kid = key_id(public_key) if public_key is not None else None
+        self.signed: set[str] = set()
+        self.unsigned = 0
+
+    def check(self, g: TextGame) -> None:
+        if not g.tags.get("Signature"):
+            self.unsigned += 1
+        else:
+            self.signed.add(g.tags.get("KeyId", ""))
+        if self.public_key is None:
+            return
         where = g.where(g.tag_lines.get("Signature", g.tag_lines.get("Digest")))
         if not g.tags.get("Signature"):
             raise TextImportError(f"{where}: not signed (the export was made without --key)")
-        if g.tags.get("KeyId") != kid:
-            raise TextImportError(f"{where}: signed with key {g.tags.get('KeyId') or '(none)'}, not with {kid}")
-        if not check_signature(public_key, seal_statement(g.tags["Digest"]), g.tags["Signature"]):
+        if g.tags.get("KeyId") != self.kid:
+            raise TextImportError(f"{where}: signed with key {g.tags.get('KeyId') or '(none)'}, not with {self.kid}")
+        if not check_signature(self.public_key, seal_statement(g.tags["Digest"]), g.tags["Signature"]):
             raise TextImportError(f"{where}: the signature does not match the digest: the game was edited")
-    return [f"export signatures checked against key {kid}"]
+
+    def notes(self) -> list[str]:
+        if self.public_key is not None:
+            return [f"export signatures checked against key {self.kid}"]
+        notes = [f"export signatures not checked (key {', '.join(sorted(self.signed))}): give --public-key"] \
+            if self.signed else []
+        if self.unsigned:
+            notes.append(f"{self.unsigned} game(s) carry a digest but no signature: an edit that also recomputes "
+                         f"the digest cannot be told from the original")
+        return notes
 
 
 IMPORT_BATCH = 256
 """Games rebuilt, then saved in one transaction (one fsync), at a time."""
 
 
-def import_games(games: list[TextGame], db_path: str | Path, signer: Signer | None = None,
+def import_games(games: Iterable[TextGame], db_path: str | Path, signer: Signer | None = None,
                  public_key: Ed25519PublicKey | None = None) -> tuple[int, list[str], str | None]:
     """Rebuild every game and check its seal, then save them in file order into a new results
     database: chained anew (each game in its match's chain and, with an ``Event`` tag, in that
     event's) and signed with ``signer`` if given. Rebuilt ``IMPORT_BATCH`` at a time into the
     database and export under a ``.importing`` name, renamed once every game fitted: nothing is
-    written if one does not (TextImportError), and memory holds a batch of records, not the
+    written if one does not (TextImportError), and memory holds a batch of games, not the
     file's (a 20,000-game file took 524 MB rebuilt whole). Returns (games, notes, storage problem)."""
-    notes = check_seals(games, public_key)
+    seals = SealCheck(public_key)
+    count = 0
     db_path = Path(db_path)
     building = db_path.with_name(f"{db_path.stem}.importing{db_path.suffix}")
     export = building.with_suffix(".jsonl")
@@ -501,6 +521,8 @@ def import_games(games: list[TextGame], db_path: str | Path, signer: Signer | No
     try:
         event_id, run = "", []  # consecutive games of one event (or of none), in file order
         for g in games:
+            seals.check(g)
+            count += 1
             if run and (g.tags["Event"] != event_id or len(run) >= IMPORT_BATCH):
                 if not save(event_id, run):
                     break
@@ -523,4 +545,4 @@ def import_games(games: list[TextGame], db_path: str | Path, signer: Signer | No
     else:
         for leftover in leftovers:
             leftover.unlink(missing_ok=True)
-    return len(games), notes, "; ".join(problems) or None
+    return count, seals.notes(), "; ".join(problems) or None
