@@ -832,11 +832,14 @@ def cmd_export(args: argparse.Namespace) -> int:
     part = None
     try:
         if args.output and args.output != "-":
-            Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-            part = Path(f"{args.output}.part")  # the file appears whole or not at all
-            with open(part, "w", encoding="utf-8", newline="") as f:
+            out = Path(args.output)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            regular = not out.exists() or out.is_file()  # not /dev/stdout, a pipe...: written as it is
+            part = Path(f"{out}.part") if regular else None  # a file appears whole or not at all
+            with open(part or out, "w", encoding="utf-8", newline="") as f:
                 f.writelines(chunks)
-            os.replace(part, args.output)
+            if part is not None:
+                os.replace(part, out)
             console.print(f"{written} game(s) written to {escape(args.output)}", highlight=False)
         else:
             sys.stdout.writelines(chunks)
