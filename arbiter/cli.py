@@ -811,8 +811,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    """``arbiter export DB --format text|csv [-o FILE]``: every game in commit order (an event's
-    chain order, else by end time), so an import re-chains them as they were."""
+    """``arbiter export DB --format text|csv [-o FILE]``: every game in commit order (each event's
+    chain order, then the games of no event as they were saved), so an import re-chains them as
+    they were; read a batch at a time (``records_in_chain_order``)."""
     written = 0
 
     def counted(records):

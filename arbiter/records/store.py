@@ -809,7 +809,8 @@ class GameLine(msgspec.Struct):
     dice_stream: str
     seats: list[list]
     started_at: float | None = None
-    """Set by ``recent_lines`` (the page's finished games and their mean duration), not ``game_lines``."""
+    """When the game started: inside the stored record, so ``game_lines`` leaves it None (``recent_lines``,
+    for the page's finished games and their mean duration, reads it)."""
 
     @classmethod
     def of(cls, record: GameRecord) -> "GameLine":
@@ -833,9 +834,7 @@ def _line_rows(path: Path, sql: str, args: tuple) -> Iterator[GameLine]:
         for gid, mid, number, game, players, returns, reason, detail, fseat, plies, ended, stream, seats, *rest in cursor:
             if seats is None:  # a game saved before summaries were: summarised from its record now
                 (data,), = db.execute("SELECT record FROM games WHERE game_id = ?", (gid,))
-                line = GameLine.of(from_json(data))
-                line.started_at = rest[0] if rest else None
-                yield line
+                yield GameLine.of(from_json(data))
                 continue
             yield GameLine(gid, mid, number, game, decode(players), decode(returns), reason, detail, fseat, plies,
                            ended, stream, decode(seats), rest[0] if rest else None)

@@ -518,6 +518,11 @@ def import_games(games: Iterable[TextGame], db_path: str | Path, signer: Signer 
             if store.problem:
                 problems.append(store.problem)
 
+    def discard() -> None:
+        """No database, no half of one (nor the store's copy of unsaved games: the file imported is one)."""
+        for leftover in (*leftovers, *(s.fallback for s in stores.values() if s.fallback is not None)):
+            leftover.unlink(missing_ok=True)
+
     try:
         event_id, run = "", []  # consecutive games of one event (or of none), in file order
         for g in games:
@@ -531,10 +536,9 @@ def import_games(games: Iterable[TextGame], db_path: str | Path, signer: Signer 
             run.append(rebuild(g))
         else:
             finished = not run or save(event_id, run)
-    except BaseException:  # a game that does not fit (TextImportError): no database, no half of one
+    except BaseException:  # a game that does not fit (TextImportError)
         close()
-        for leftover in leftovers:
-            leftover.unlink(missing_ok=True)
+        discard()
         raise
     close()
     if not finished and not problems:
@@ -543,6 +547,5 @@ def import_games(games: Iterable[TextGame], db_path: str | Path, signer: Signer 
         os.replace(export, db_path.with_suffix(".jsonl"))
         os.replace(building, db_path)
     else:
-        for leftover in leftovers:
-            leftover.unlink(missing_ok=True)
+        discard()
     return count, seals.notes(), "; ".join(problems) or None

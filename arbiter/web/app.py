@@ -341,7 +341,7 @@ class Hub:
 
     def summary(self) -> dict[str, Any]:
         """The standings, made again when the source changed, but not before ``summary_due``: a
-        big event's take long to make (a 100,000-game tournament's report, ~3 s of CPU), so after
+        big event's take long to make (a 100,000-game tournament's report, 4-7 s of CPU), so after
         each the view waits ``SUMMARY_SHARE`` times as long, and never takes more than a small
         share of a core from the games however fast they commit or how many browsers arrive."""
         with self._making:
