@@ -634,8 +634,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     try:  # one game is looked up (by id, MATCH.N or the last), never the whole file loaded
         if args.list:
             console.print(f"{count_records(args.record)} game(s) in {escape(args.record)}:")
-            sys.stdout.writelines(listing_lines(game_lines(args.record)))  # console.print: 28 s for 100,000
-            sys.stdout.flush()
+            try:
+                sys.stdout.writelines(listing_lines(game_lines(args.record)))  # console.print: 28 s for 100,000
+                sys.stdout.flush()
+            except BrokenPipeError:  # `arbiter show DB --list | head`: the reader left; not an error
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return EXIT_OK
         if wanted:  # an id, or its unique beginning (``MATCH.3``: game 3 of a match)
             records, count = find_records(args.record, wanted)
