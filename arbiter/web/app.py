@@ -461,6 +461,10 @@ async def _watch_task(hub: Hub, every: float) -> None:
     """Push the standings when the source changes (a game committed to the database) and someone
     watches (``Hub.summary`` says when they are due again)."""
     version = hub.source.version()
+    try:  # made once now, so that the first browser of a big event does not wait for them (~7 s)
+        await asyncio.to_thread(hub.summary)
+    except Exception:  # noqa: BLE001 - made again when asked; the page says what failed then
+        logging.getLogger(__name__).exception("the standings could not be made")
     while True:
         await asyncio.sleep(every)
         if not hub.viewers:  # nobody to tell: a browser that comes is sent a snapshot made then
