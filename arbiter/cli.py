@@ -868,27 +868,28 @@ def cmd_import(args: argparse.Namespace) -> int:
         signer = load_signer(args.key) if args.key else None
         public = load_public_key(args.public_key) if args.public_key else None
         try:
-            data = Path(args.file).read_text(encoding="utf-8")
+            text = open(args.file, encoding="utf-8", newline="")  # read as the games are rebuilt
         except OSError as exc:
             raise ValueError(f"{args.file}: {exc.strerror or exc}") from None
-        except UnicodeDecodeError:
-            raise ValueError(f"{args.file}: not UTF-8 text") from None
-        games = read_games(data, args.file)
-    except TextImportError as exc:
-        console.print(f"[red]REFUSED[/] {escape(str(exc))}", highlight=False)
-        return EXIT_VERIFY_FAILED
     except (ValueError, KeyFileError) as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
-    try:
-        count, notes, problem = import_games(games, args.db, signer, public)
-    except TextImportError as exc:
-        console.print(f"[red]REFUSED[/] {escape(str(exc))}", highlight=False)
-        console.print("nothing imported")
-        return EXIT_VERIFY_FAILED
-    except STORAGE_ERRORS as exc:
-        console.print(f"[red]error:[/] {escape(args.db)}: {escape(str(exc))}")
-        return EXIT_STORAGE
+    with text:
+        try:
+            count, notes, problem = import_games(read_games(text, args.file), args.db, signer, public)
+        except TextImportError as exc:
+            console.print(f"[red]REFUSED[/] {escape(str(exc))}", highlight=False)
+            console.print("nothing imported")
+            return EXIT_VERIFY_FAILED
+        except UnicodeDecodeError:
+            console.print(f"[red]error:[/] {escape(args.file)}: not UTF-8 text; nothing imported")
+            return EXIT_USAGE
+        except ValueError as exc:  # neither a text nor a CSV export
+            console.print(f"[red]error:[/] {escape(str(exc))}")
+            return EXIT_USAGE
+        except STORAGE_ERRORS as exc:
+            console.print(f"[red]error:[/] {escape(args.db)}: {escape(str(exc))}")
+            return EXIT_STORAGE
     if problem:
         console.print(f"[red]error:[/] {escape(problem)}")
         return EXIT_STORAGE

@@ -344,3 +344,14 @@ def test_an_import_refused_half_way_leaves_nothing_and_a_killed_imports_half_is_
     assert (count, problem) == (7, None)
     assert sorted(p.name for p in folder.iterdir()) == ["new.jsonl", "new.sqlite"]
     assert [bare(r) for r in load_records(folder / "new.sqlite")] == [bare(r) for r in load_records(results_db)]
+
+
+def test_an_export_that_stops_being_utf8_half_way_is_named_and_imports_nothing(results_db, tmp_path):
+    """The file is read as its games are rebuilt (never whole): bytes that are not UTF-8 after
+    the first games are met once games were saved, and still leave no database."""
+    path = exported(results_db, tmp_path)
+    path.write_bytes(path.read_bytes() + b"\n" * 70_000 + b"[Event \"\xff\xfe\"]\n")  # past the first read
+    new = tmp_path / "new.sqlite"
+    run = arbiter("import", path, "--db", new)
+    assert run.returncode == 2 and "not UTF-8 text; nothing imported" in run.stdout, run.stdout + run.stderr
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("new")) == []

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, TextIO
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -242,10 +242,12 @@ def _typed(kind: str, value: Any, where: str, name: str) -> Any:
     raise TextImportError(f"{where}: tag {name} has a bad value {value!r}")
 
 
-def read_text(data: str, source: str) -> Iterator[TextGame]:
-    """The games of a text export, each once its block is read (TextImportError when it cannot be)."""
+def read_text(data: Iterable[str], source: str) -> Iterator[TextGame]:
+    """The games of a text export (its lines), each once its block is read (TextImportError when
+    it cannot be)."""
     game: TextGame | None = None
-    for lineno, line in enumerate(data.splitlines(), 1):
+    for lineno, line in enumerate(data, 1):
+        line = line.rstrip("\r\n")
         if not line.strip():
             if game is not None:
                 yield game
@@ -275,9 +277,10 @@ def read_text(data: str, source: str) -> Iterator[TextGame]:
         yield game
 
 
-def read_csv(data: str, source: str) -> Iterator[TextGame]:
-    """The games of a CSV export, a row at a time; ValueError at once for a header that is not one."""
-    reader = csv.reader(io.StringIO(data))
+def read_csv(data: Iterable[str], source: str) -> Iterator[TextGame]:
+    """The games of a CSV export (a file opened with ``newline=""``), a row at a time; ValueError
+    at once for a header that is not one."""
+    reader = csv.reader(data)
     header = next(reader, None)
     if header is None:
         return iter(())
@@ -305,15 +308,19 @@ def _csv_rows(reader, header: list[str], source: str) -> Iterator[TextGame]:
         yield game
 
 
-def read_games(data: str, source: str) -> Iterator[TextGame]:
+def read_games(data: str | TextIO, source: str) -> Iterator[TextGame]:
     """Games from a text export (starts with a tag line) or a CSV export (starts with its header),
-    one at a time; ValueError at once for a file that is neither, TextImportError (as the games
-    are read) for one that is broken inside."""
-    head = data.lstrip()[:1]
-    if head == "[":
-        return read_text(data, source)
-    if data.lstrip().startswith("Event,") or data.lstrip().startswith('"Event"'):
-        return read_csv(data, source)
+    one at a time, from its text or from the file (opened with ``newline=""``: read as the games
+    are, never whole); ValueError at once for a file that is neither, TextImportError (as the
+    games are read) for one that is broken inside."""
+    stream = io.StringIO(data, newline="") if isinstance(data, str) else data
+    start = stream.tell()
+    head = stream.read(1 << 16).lstrip()
+    stream.seek(start)
+    if head[:1] == "[":
+        return read_text(stream, source)
+    if head.startswith("Event,") or head.startswith('"Event"'):
+        return read_csv(stream, source)
     raise ValueError(f"{source}:1: neither a text export (tag lines in brackets) nor a CSV export "
                        f"(header Event,Match,...)")
 
