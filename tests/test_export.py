@@ -319,9 +319,9 @@ def test_export_streams_each_events_chain_first_and_leaves_no_file_on_a_bad_reco
 def test_an_import_refused_half_way_leaves_nothing_and_a_killed_imports_half_is_not_continued(
         results_db, tmp_path, monkeypatch):
     """Import saves a batch at a time (it held every rebuilt record: 524 MB for 20,000 games)
-    into a database under an ``.importing`` name, renamed when every game fitted: a game refused
-    after batches were saved leaves no file, and the half of an import that was killed is
-    started again, not continued."""
+    into a database under an ``.importing-PID`` name, renamed when every game fitted: a game
+    refused after batches were saved leaves no file; a file of that kind from another process is
+    not touched, one of this process id (a killed import's) is started again, not continued."""
     from arbiter.records import textexport
 
     monkeypatch.setattr(textexport, "IMPORT_BATCH", 2)
@@ -339,10 +339,11 @@ def test_an_import_refused_half_way_leaves_nothing_and_a_killed_imports_half_is_
         textexport.import_games(read_games(path.read_text(), str(path)), folder / "new.sqlite")
     assert list(folder.iterdir()) == []
 
-    (folder / "new.importing.sqlite").write_bytes(b"the half of a killed import")
+    (folder / "new.importing-1.sqlite").write_bytes(b"another import's, or the user's")
+    (folder / f"new.importing-{os.getpid()}.sqlite").write_bytes(b"the half of a killed import")
     count, _, problem = textexport.import_games(read_games(good, "good"), folder / "new.sqlite")
     assert (count, problem) == (7, None)
-    assert sorted(p.name for p in folder.iterdir()) == ["new.jsonl", "new.sqlite"]
+    assert sorted(p.name for p in folder.iterdir()) == ["new.importing-1.sqlite", "new.jsonl", "new.sqlite"]
     assert [bare(r) for r in load_records(folder / "new.sqlite")] == [bare(r) for r in load_records(results_db)]
 
 

@@ -499,16 +499,16 @@ def import_games(games: Iterable[TextGame], db_path: str | Path, signer: Signer 
     """Rebuild every game and check its seal, then save them in file order into a new results
     database: chained anew (each game in its match's chain and, with an ``Event`` tag, in that
     event's) and signed with ``signer`` if given. Rebuilt ``IMPORT_BATCH`` at a time into the
-    database and export under a ``.importing`` name, renamed once every game fitted: nothing is
+    database and export under an ``.importing-PID`` name, renamed once every game fitted: nothing is
     written if one does not (TextImportError), and memory holds a batch of games, not the
     file's (a 20,000-game file took 524 MB rebuilt whole). Returns (games, notes, storage problem)."""
     seals = SealCheck(public_key)
     count = 0
     db_path = Path(db_path)
-    building = db_path.with_name(f"{db_path.stem}.importing{db_path.suffix}")
+    building = db_path.with_name(f"{db_path.stem}.importing-{os.getpid()}{db_path.suffix}")
     export = building.with_suffix(".jsonl")
     leftovers = (building, export, Path(f"{building}-wal"), Path(f"{building}-shm"))
-    for leftover in leftovers:  # an import killed before its end: its half is not continued
+    for leftover in leftovers:  # a killed import's of this process id: its half is not continued
         leftover.unlink(missing_ok=True)
     stores: dict[str, ResultsStore] = {}
     problems: list[str] = []
