@@ -101,6 +101,12 @@ def summarize(record: GameRecord) -> tuple[str, bytes]:
     """Per seat, what a report computes from the decisions (``SEAT_FIELDS``; ``clock_ms`` is the
     seat's clock after its last timed decision, at ply ``clock_ply``), and every measured time:
     saved with the game so that a 100,000-game report reads a few numbers per game."""
+    seats, times = seat_sums(record)
+    return json.dumps(seats), array("d", [t for seat in times for t in seat]).tobytes()
+
+
+def seat_sums(record: GameRecord) -> tuple[list[list], list[list[float]]]:
+    """``summarize``'s figures per seat (``SEAT_FIELDS``) and measured times, as Python lists."""
     seats = [[0, 0, 0.0, None, 0, 0.0, None, 0, 0.0, 0, 0.0, 0.0, 0.0, None, None] for _ in record.players]
     times: list[list[float]] = [[] for _ in record.players]
     for e in record.events:
@@ -130,7 +136,7 @@ def summarize(record: GameRecord) -> tuple[str, bytes]:
                 row[12] += ms
         if e.clock_ms is not None:
             row[13], row[14] = e.ply, e.clock_ms
-    return json.dumps(seats), array("d", [t for seat in times for t in seat]).tobytes()
+    return seats, times
 
 
 class _Chain(msgspec.Struct):
@@ -816,7 +822,7 @@ class GameLine(msgspec.Struct):
     def of(cls, record: GameRecord) -> "GameLine":
         return cls(record.game_id, record.match_id, record.game_number, record.game, list(record.players),
                    list(record.returns), str(record.reason), record.detail, record.forfeit_seat, len(record.events),
-                   record.ended_at, record.dice_stream, json.loads(summarize(record)[0]), record.started_at)
+                   record.ended_at, record.dice_stream, seat_sums(record)[0], record.started_at)
 
 
 _LINE_COLUMNS = ("g.game_id, g.match_id, g.game_number, g.game, g.players, g.returns, g.reason, s.detail,"
