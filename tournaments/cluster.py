@@ -400,7 +400,9 @@ class DaskBackend:
     def _threads(self) -> int:
         """Worker threads of the cluster now (workers may join or leave during the event)."""
         self._counted = time.monotonic()
-        self._thread_count = sum(w.get("nthreads", 1) for w in self.client.scheduler_info()["workers"].values())
+        workers = self.client.scheduler_info().get("workers")  # none while the scheduler is away
+        if workers is not None or not hasattr(self, "_thread_count"):  # away: the last count stands
+            self._thread_count = sum(w.get("nthreads", 1) for w in (workers or {}).values())
         return self._thread_count
 
     def _check(self, setup: WorkerSetup) -> None:
