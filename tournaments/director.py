@@ -320,22 +320,21 @@ class Director:
                 pending = cached[1]  # only the fresh commit can have changed it
                 for key in self._fresh:
                     pending.pop(key, None)
-            else:
-                specs = (self._spec_for(p, *game) for game in block)
-                pending = {g.key: g for g in specs if g.key not in results}
+            else:  # specs only for the games not committed (a finished block needs none)
+                mid = p.match_id
+                pending = {(mid, game[0]): self._spec_for(p, *game) for game in block if (mid, game[0]) not in results}
                 self._pending[p.key] = (bi, pending)
             if pending:
                 self._cursor[p.key] = (bi, tuple(points), played)
                 later = sum(len(bl) for bl in self._blocks[bi + 1:])
                 return PairingState(p, ready=list(pending.values()), played=played + len(block) - len(pending),
                                     remaining_max=len(pending) + later + tb_max, points=points)
-            specs = [self._spec_for(p, *game) for game in block]
-            for g in specs:
-                r = results[g.key]
+            for game in block:
+                r = results[(p.match_id, game[0])]
                 pa, pb = game_points(r.returns, r.seating.index(a), r.seating.index(b))
                 points[0] += pa
                 points[1] += pb
-            played += len(specs)
+            played += len(block)
             bi += 1
         self._cursor[p.key] = (len(self._blocks), tuple(points), played)
         state = PairingState(p, done=True, played=played, points=points)

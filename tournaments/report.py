@@ -11,7 +11,7 @@ import io
 import json
 import math
 import sqlite3
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -59,16 +59,17 @@ def _load(db_path: str | Path) -> tuple[TournamentConfig, dict, list[dict]]:
         cfg, meta = _meta(conn, db_path)
         prefix = (len(cfg.tid) + 1, cfg.tid + ":")
         try:
-            summaries = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'game_summaries'").fetchone() and \
-                conn.execute("SELECT count(*) = count(s.game_id) FROM games AS g LEFT JOIN game_summaries AS s"
-                             " USING (game_id) WHERE substr(g.match_id, 1, ?) = ?", prefix).fetchone()[0]
-            if summaries:  # every game summarised when it was saved: a few numbers per game to read
+            full = None
+            if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'game_summaries'").fetchone():
                 full = conn.execute(
                     "SELECT g.match_id, g.game_number, g.players, g.returns, g.reason, g.forfeit_seat, g.plies,"
                     " s.dice_stream, s.detail, s.event_seq, g.ended_at, s.seats, s.ms FROM games AS g"
-                    " JOIN game_summaries AS s"
+                    " LEFT JOIN game_summaries AS s"
                     " USING (game_id) WHERE substr(g.match_id, 1, ?) = ? ORDER BY g.match_id, g.game_number",
                     prefix).fetchall()
+                if any(r[12] is None for r in full):  # a game saved before summaries
+                    full = None
+            if full is not None:  # every game summarised when it was saved: a few numbers per game to read
                 rows = [r[:11] for r in full]
                 decisions = _agg_summaries(full)
             else:  # games saved before summaries: every decision from the records themselves
@@ -92,16 +93,21 @@ def _load(db_path: str | Path) -> tuple[TournamentConfig, dict, list[dict]]:
     meta["_decisions"] = decisions
     names = [e.name for e in cfg.engines]
     index = {n: i for i, n in enumerate(names)}
+    # A tournament has few distinct seatings and outcomes: each text is decoded once and its
+    # value shared by every game that has it (read-only from here on).
+    seatings: dict[str, tuple[list[str], list[int]]] = {}
+    outcomes: dict[str, list] = {}
     games = []
-    for mid, num, players, returns, reason, fseat, plies, stream, detail, seq, ended in rows:
-        players = _decode(players)
-        seating, seen = [], set()
-        for p in players:
-            i = index.get(p, -1)
-            seating.append(i)
-            seen.add(i)
-        games.append({"match_id": mid, "number": num, "players": players, "seating": seating,
-                      "returns": _decode(returns), "reason": reason, "forfeit_seat": fseat, "plies": plies,
+    for mid, num, players_text, returns_text, reason, fseat, plies, stream, detail, seq, ended in rows:
+        seated = seatings.get(players_text)
+        if seated is None:
+            players = _decode(players_text)
+            seated = seatings[players_text] = (players, [index.get(p, -1) for p in players])
+        returns = outcomes.get(returns_text)
+        if returns is None:
+            returns = outcomes[returns_text] = _decode(returns_text)
+        games.append({"match_id": mid, "number": num, "players": seated[0], "seating": seated[1],
+                      "returns": returns, "reason": reason, "forfeit_seat": fseat, "plies": plies,
                       "stream": stream or f"{mid}|{num}", "detail": detail or "", "seq": seq or 0,
                       "ended_at": ended})
     return cfg, meta, games
@@ -253,17 +259,19 @@ def terminations(games: list[dict], names: list[str]) -> list[dict]:
     """Per engine and end reason: games won, drawn and lost (forfeits name who forfeited). An
     engine paired with its own copy (cooperative self-pairs) counts the game once."""
     table: dict[tuple[str, str], dict] = {}
-    for g in games:
+    kinds = Counter((tuple(g["seating"]), tuple(g["returns"]), g["reason"], g["forfeit_seat"]) for g in games)
+    for (seating, returns, game_reason, forfeit_seat), count in kinds.items():
+        g = {"returns": returns}
         counted: set[int] = set()
-        for seat, e in enumerate(g["seating"]):
+        for seat, e in enumerate(seating):
             if e < 0 or e in counted:
                 continue
             counted.add(e)
-            reason = g["reason"]
-            if g["forfeit_seat"] is not None:
-                reason = f"{reason} ({'own' if g['forfeit_seat'] == seat else 'opponent'})"
+            reason = game_reason
+            if forfeit_seat is not None:
+                reason = f"{reason} ({'own' if forfeit_seat == seat else 'opponent'})"
             row = table.setdefault((names[e], reason), {"engine": names[e], "reason": reason, "W": 0, "D": 0, "L": 0})
-            row[_outcome(g, seat) if len(g["returns"]) > 1 else ("W" if g["returns"][0] > 0 else "L")] += 1
+            row[_outcome(g, seat) if len(returns) > 1 else ("W" if returns[0] > 0 else "L")] += count
     return sorted(table.values(), key=lambda r: (names.index(r["engine"]), r["reason"] != "normal", r["reason"]))
 
 
@@ -276,9 +284,13 @@ def _agg_summaries(rows) -> dict[str, dict]:
     """Per engine (by name), the decision statistics of its games' stored summaries."""
     per: dict[str, dict] = defaultdict(_engine_agg)
     times: dict[str, list[bytes]] = defaultdict(list)
-    for mid, number, players, *_, seats, ms in rows:
+    seatings: dict[str, list[str]] = {}
+    for mid, number, players_text, *_, seats, ms in rows:
+        players = seatings.get(players_text)
+        if players is None:
+            players = seatings[players_text] = _decode(players_text)
         start = 0
-        for name, seat in zip(_decode(players), _decode(seats)):
+        for name, seat in zip(players, _decode(seats)):
             _, ms_n, _, _, lat_n, lat_sum, lat_max, depth_n, depth_sum, nodes_n, nodes_sum, tn, tms, cply, clock = seat
             d = per[name]
             times[name].append(ms[start:start + 8 * ms_n])
@@ -378,27 +390,23 @@ def match_sections(cfg: TournamentConfig, games: list[dict], names: list[str], p
               "byes": 0} for i in range(n)]
     cross_points = np.zeros((n, n))
     cross_games = np.zeros((n, n), dtype=int)
-    first, second, score, clusters = [], [], [], []
-    unit_ids: dict[str, int] = {}
-    for g in games:
-        a, b = g["seating"]
-        pa, pb = _points(g)
+    # Few distinct (seating, returns) pairs: each is counted once, with its number of games.
+    for (seating, returns), count in Counter((tuple(g["seating"]), tuple(g["returns"])) for g in games).items():
+        a, b = seating
+        pa, pb = _points({"returns": returns})
         for e, p, seat in ((a, pa, 0), (b, pb, 1)):
             s = stats[e]
-            s["games"] += 1
-            s["points"] += p
-            s["W" if p == 1 else "D" if p == 0.5 else "L"] += 1
+            s["games"] += count
+            s["points"] += p * count
+            s["W" if p == 1 else "D" if p == 0.5 else "L"] += count
             if seat == 0:
-                s["first_games"] += 1
-                s["first_points"] += p
-        cross_points[a, b] += pa
-        cross_points[b, a] += pb
-        cross_games[a, b] += 1
-        cross_games[b, a] += 1
-        first.append(a)
-        second.append(b)
-        score.append(pa)
-        clusters.append(unit_ids.setdefault(f"{g['match_id']}|{g['stream']}", len(unit_ids)))
+                s["first_games"] += count
+                s["first_points"] += p * count
+        cross_points[a, b] += pa * count
+        cross_points[b, a] += pb * count
+        cross_games[a, b] += count
+        cross_games[b, a] += count
+    first, second, score, clusters = _elo_arrays(cfg, games)
     matches = []
     for st in plan.pairings:
         p = st.pairing
@@ -428,8 +436,7 @@ def match_sections(cfg: TournamentConfig, games: list[dict], names: list[str], p
                 stats[loser]["match_L"] += 1
     fit = None
     if games:
-        fit = fit_bradley_terry(np.array(first), np.array(second), np.array(score), n, names=names,
-                                clusters=np.array(clusters) if cfg.duplicate_dice else None, anchor=cfg.anchor)
+        fit = fit_bradley_terry(first, second, score, n, names=names, clusters=clusters, anchor=cfg.anchor)
         for row in fit.table():
             s = stats[names.index(row["engine"])]
             s.update(elo=row["elo"], elo_lo=row["lo"], elo_hi=row["hi"], elo_se=row["se"])
@@ -500,16 +507,16 @@ def head_to_head(cfg: TournamentConfig, games: list[dict], names: list[str]) -> 
         by_pair[(min(a, b), max(a, b))].append(g)
     out = []
     for (x, y), gs in sorted(by_pair.items()):
-        pts = []
+        pts = [_points(g)[g["seating"].index(x)] for g in gs]
+        tri = trinomial(pts)
+        row = {"A": names[x], "B": names[y], "games": len(gs), "trinomial": tri,
+               "sprt_games": sprt(tri, s.elo0, s.elo1, s.alpha, s.beta)}
         units: dict[str, list[float]] = defaultdict(list)
-        for g in gs:
-            px = _points(g)[g["seating"].index(x)]
-            pts.append(px)
-            units[f"{g['match_id']}|{g['stream']}"].append(px)
-        row = {"A": names[x], "B": names[y], "games": len(gs), "trinomial": trinomial(pts),
-               "sprt_games": sprt(trinomial(pts), s.elo0, s.elo1, s.alpha, s.beta)}
+        if cfg.duplicate_dice:  # a duplicate-dice pair is two games of one stream
+            for g, px in zip(gs, pts):
+                units[f"{g['match_id']}|{g['stream']}"].append(px)
         pairs = [sum(v) for v in units.values() if len(v) == 2]
-        if cfg.duplicate_dice and pairs:
+        if pairs:
             penta = pentanomial(pairs)
             row["pentanomial"] = penta
             row["sprt_pairs"] = sprt(penta, s.elo0, s.elo1, s.alpha, s.beta)
