@@ -76,6 +76,33 @@ class SSE:
         self.conn.close()
 
 
+def merge_view(known: dict | None, g: dict) -> dict | None:
+    """A browser's running game after a live event's ``g`` (page.js ``merge``, in Python)."""
+    if not g.get("delta"):
+        return g
+    if known is None or known["ply"] > g["ply"]:
+        return known
+    fresh = {e["ply"] for e in g["last"]}
+    merged = sorted([e for e in known["last"] if e["ply"] not in fresh] + g["last"], key=lambda e: e["ply"])
+    view = {**known, **g, "last": merged[max(0, len(merged) - g["keep"]):]}
+    del view["delta"], view["keep"]
+    return view
+
+
+def live_views(events: list[tuple[str, dict]]) -> list[dict]:
+    """Every running game's whole view as a browser holds it after each live event it was sent."""
+    held: dict[str, dict] = {}
+    out = []
+    for name, data in events:
+        if name == "snapshot":
+            held = {g["game_id"]: g for g in data["live"]}
+        elif name == "live":
+            for g in data["games"]:
+                held[g["game_id"]] = merge_view(held.get(g["game_id"]), g)
+                out.append(held[g["game_id"]])
+    return out
+
+
 def free_port() -> int:
     """A port nothing listens on now (for a command that binds it itself)."""
     with socket.socket() as probe:
@@ -124,8 +151,14 @@ def test_stalingrad_spectators_see_no_hidden_counter_and_no_seed(tmp_path):
         feed.finished(record)
         sse.wait(lambda e: e[0] == "end")
         feed.close()
-        lives = [g for name, data in sse.events if name == "live" for g in data["games"]]
+        served = [g for name, data in sse.events if name == "live" for g in data["games"]]
+        lives = live_views(sse.events)  # whole views, from the deltas as a browser merges them
         assert len(lives) >= 5 and lives[-1]["ply"] == last_asked
+        assert any(g.get("delta") for g in served) and "board" in lives[-1]
+        for data in served:
+            text = json.dumps(data)
+            assert record.dice_seed not in text, "the dice seed was served during the game"
+            assert "dice_seed" not in text and "final_position" not in text
         checked = 0
         for data in lives + [mid_game]:
             text = json.dumps(data)
@@ -339,6 +372,88 @@ def test_standings_that_take_long_to_make_are_made_again_only_after_nine_times_a
     assert hub.summary()["progress"]["played"] == 2
 
 
+def test_live_events_carry_only_what_changed_and_merge_into_the_whole_view():
+    """After a game's first live event, browsers get its ply, the fields that changed and the new
+    events (the static fields and the repeated events were two thirds of the bytes, 20 times a
+    second to every browser). Merged as page.js merges them they make exactly the hub's view, also
+    for a browser whose snapshot is newer than the deltas queued for it before the snapshot."""
+    import os
+    import random
+
+    from arbiter.dice import Dice
+    from arbiter.feed import spectator_view
+    from arbiter.hosting.session import InProcessPlayer, InProcessSession
+    from arbiter.referee import Referee
+    from arbiter.web.app import Hub, Viewer
+
+    views = []
+
+    def capture(record, state, event, clocks):  # what Feed.draw publishes, at every event
+        views.append(json.loads(json.dumps(spectator_view(record, state, record.events[-40:],
+                                                          [c.remaining_ms() for c in clocks], False, time.time()))))
+
+    sessions = []
+    for seed in (1, 2):
+        rng = random.Random(seed)
+        session = InProcessSession(InProcessPlayer(decide=lambda request, game, rng=rng: rng.choice(request.legal_moves),
+                                                   wants_legal_moves=True, wants_state=False))
+        session.handshake()
+        sessions.append(session)
+    for number in range(1, 30):  # a game long enough to pass the 40 events a view holds
+        views.clear()
+        Referee(load_game("einstein"), sessions, parse_time_control("60"), Dice(os.urandom(32), f"t|{number}"),
+                match_id="t", game_number=number, on_event=capture).play()
+        if len(views) > 50:
+            break
+    assert len(views) > 50
+
+    def received(viewer: Viewer) -> list[tuple[str, dict]]:
+        text, viewer.pending = b"".join(viewer.pending).decode(), []
+        out = []
+        for block in filter(None, text.split("\n\n")):
+            lines = dict(line.split(": ", 1) for line in block.split("\n"))
+            out.append((lines["event"], json.loads(lines["data"])))
+        return out
+
+    hub = Hub(MemorySource("deltas"))
+    early = Viewer()
+    hub.viewers.add(early)
+    held: dict[str, dict] = {}
+    whole = delta = 0
+    late = late_held = None
+    for i, view in enumerate(views):
+        hub.on_feed(view)
+        if i % 3 == 2:
+            continue  # two events in one tick: the second's delta holds both
+        if i == 30:  # a browser arrives: its stream has this tick's delta queued behind its snapshot
+            late = Viewer()
+            hub.viewers.add(late)
+            hub.flush()
+            late_held = {g["game_id"]: g for g in hub.snapshot()["live"]}
+            for name, data in received(late):
+                for g in data["games"]:
+                    late_held[g["game_id"]] = merge_view(late_held[g["game_id"]], g)
+            assert late_held == hub.live
+            continue
+        hub.flush()
+        for name, data in received(early):
+            assert name == "live"
+            for g in data["games"]:
+                size = len(json.dumps(g))
+                if g.get("delta"):
+                    delta += size
+                    whole += len(json.dumps(hub.live[g["game_id"]]))  # what the event carried before
+                    assert "players" not in g and "dice_commitment" not in g
+                held[g["game_id"]] = merge_view(held.get(g["game_id"]), g)
+        assert held == hub.live, f"after event {i}"
+    assert late is not None
+    for name, data in received(late):
+        for g in data["games"]:
+            late_held[g["game_id"]] = merge_view(late_held[g["game_id"]], g)
+    assert late_held == hub.live
+    assert delta < 0.75 * whole, (delta, whole)
+
+
 def test_a_cooperative_or_solo_run_is_scored_as_a_tournament_report_scores_it(tmp_path):
     """Catalonia's two seats share one score: the page's standings give the pair's mean score
     (before: every game a "draw", 50 % each whatever the score) and no W/D/L; a solo run's give
@@ -482,7 +597,7 @@ def _publish_views(endpoint: str, stop: threading.Event, board: str) -> None:
             "type": "live", "game_id": "g1", "match_id": "m", "number": 1, "game": "einstein",
             "players": ["a", "b"], "roles": ["x", "y"], "time_control": "60", "dice_commitment": "c",
             "started_at": now, "ply": ply, "acting": [0], "clocks_ms": [1000, 1000], "sent_at": now,
-            "event_at": now, "board": board, "last": []}))
+            "event_at": now, "board": f"{board}<!-- {ply} -->", "last": []}))  # a new board each move
         time.sleep(0.005)
     pub.close(0)
     ctx.term()

@@ -140,6 +140,21 @@ def test_running_board_changes_after_a_move(site):
         assert int(card.get_attribute("data-ply")) > ply
         assert card.inner_html() != board
         shoot(site, "event.png")
+    # The page merged the live events' deltas into the same whole view the server holds.
+    views = page.evaluate("""async (gid) => {
+        const canon = (v) => JSON.stringify(v, (k, x) => x && typeof x === "object" && !Array.isArray(x)
+            ? Object.fromEntries(Object.keys(x).sort().map((key) => [key, x[key]])) : x);
+        for (let i = 0; i < 200; i++) {
+            const held = S.live[gid];
+            const full = await (await fetch(`/api/game/${encodeURIComponent(gid)}`)).json();
+            if (full.type !== "live" || !held) return null;  // over meanwhile
+            if (held.ply === full.ply && held.sent_at === full.sent_at) return [canon(held), canon(full)];
+            await new Promise((r) => setTimeout(r, 10));
+        }
+        return ["never the same view", ""];
+    }""", gid)
+    if card is not None and views is not None:
+        assert views[0] == views[1]
 
 
 def test_standings_change_when_a_game_ends(site):

@@ -218,6 +218,21 @@ function onUpdate(gid) {
   }
 }
 
+// A running game's view from a live event: whole the first time, then only what changed
+// ("delta": its ply, the changed fields, the new events and how many to keep; Hub.delta).
+// A delta older than the view held (queued before this browser's snapshot) changes nothing.
+function merge(g) {
+  if (!g.delta) return g;
+  const known = S.live[g.game_id];
+  if (!known || known.ply > g.ply) return known;
+  const fresh = new Set(g.last.map((e) => e.ply));
+  const all = known.last.filter((e) => !fresh.has(e.ply)).concat(g.last).sort((a, b) => a.ply - b.ply);
+  const last = all.slice(Math.max(0, all.length - g.keep));
+  const view = { ...known, ...g, last };
+  delete view.delta; delete view.keep;
+  return view;
+}
+
 function connect() {
   const es = new EventSource("/events");
   es.addEventListener("snapshot", (ev) => {
@@ -231,7 +246,7 @@ function connect() {
   });
   es.addEventListener("live", (ev) => {
     const now = performance.now(), games = JSON.parse(ev.data).games;
-    games.forEach((g) => { S.live[g.game_id] = g; S.recv[g.game_id] = now; });
+    games.forEach((g) => { const view = merge(g); if (view) { S.live[g.game_id] = view; S.recv[g.game_id] = now; } });
     const open = decodeURIComponent(location.hash.split("/").slice(2).join("/"));
     onUpdate(games.some((g) => g.game_id === open) ? open : undefined);
   });
