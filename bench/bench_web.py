@@ -72,6 +72,7 @@ while True:
     n += 1
 """
 
+EVENT = re.compile(rb"event: (\w+)")
 SENT = re.compile(rb'"event_at":([0-9.e+]+)')
 
 
@@ -93,6 +94,10 @@ class Viewers:
         self.sel = selectors.DefaultSelector()
         self.latencies: list[float] = []
         self.counts = [0] * n
+        self.received = 0
+        """Bytes read by every viewer together."""
+        self.by_event: dict[str, int] = {}
+        """Bytes the timing viewers read, by event name."""
         self.stop = False
         for i in range(n):
             s = socket.create_connection(("127.0.0.1", port))
@@ -115,6 +120,7 @@ class Viewers:
                 if not data:
                     self.sel.unregister(key.fileobj)
                     continue
+                self.received += len(data)
                 i, buf = key.data
                 if i % self.timing:  # a reader that does not time: count what it got, keep nothing
                     self.counts[i] += data.count(b"event: live")
@@ -123,6 +129,9 @@ class Viewers:
                 *done, buf = buf.split(b"\n\n")
                 key.data[1] = buf
                 for msg in done:
+                    kind = EVENT.search(msg)
+                    name = kind.group(1).decode() if kind else "comment"
+                    self.by_event[name] = self.by_event.get(name, 0) + len(msg) + 2
                     if b"event: live" in msg:
                         for sent in SENT.findall(msg):
                             self.latencies.append(now - float(sent))
@@ -304,6 +313,14 @@ def main() -> None:
               f"p95 {q(0.95):.1f} ms, p99 {q(0.99):.1f} ms, max {lat[-1] * 1000:.1f} ms")
         print(f"live messages per client and run: min {min(counts)}, max {max(counts)} "
               f"(decisions+rolls per run: about {runs[0][1]['decisions'] * 2})")
+        rate = [w["clients"].received / a.viewers / w["elapsed"] / 1000 for _, w in runs]
+        print(f"read per viewer: {statistics.mean(rate):.1f} KB/s (runs: {', '.join(f'{r:.0f}' for r in rate)})")
+        kinds: dict[str, int] = {}
+        for _, w in runs:
+            for name, n in w["clients"].by_event.items():
+                kinds[name] = kinds.get(name, 0) + n
+        total = sum(kinds.values()) or 1
+        print("  of which: " + ", ".join(f"{k} {100 * n / total:.0f} %" for k, n in sorted(kinds.items(), key=lambda x: -x[1])))
     print(f"load average after: {os.getloadavg()}")
 
 

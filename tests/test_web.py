@@ -416,41 +416,34 @@ def test_live_events_carry_only_what_changed_and_merge_into_the_whole_view():
         return out
 
     hub = Hub(MemorySource("deltas"))
-    early = Viewer()
-    hub.viewers.add(early)
-    held: dict[str, dict] = {}
+    browsers = {"early": Viewer(), "between ticks": Viewer(), "queued before its snapshot": Viewer()}
+    hub.viewers.add(browsers["early"])
+    held: dict[str, dict[str, dict]] = {"early": {}}
     whole = delta = 0
-    late = late_held = None
     for i, view in enumerate(views):
         hub.on_feed(view)
+        if i == 20:  # arrives while a newer view than the last broadcast waits for the tick
+            hub.viewers.add(browsers["between ticks"])
+            held["between ticks"] = {g["game_id"]: g for g in hub.snapshot()["live"]}
         if i % 3 == 2:
             continue  # two events in one tick: the second's delta holds both
-        if i == 30:  # a browser arrives: its stream has this tick's delta queued behind its snapshot
-            late = Viewer()
-            hub.viewers.add(late)
+        if i == 30:  # its stream has this tick's delta queued before its snapshot is made
+            hub.viewers.add(browsers["queued before its snapshot"])
             hub.flush()
-            late_held = {g["game_id"]: g for g in hub.snapshot()["live"]}
-            for name, data in received(late):
+            held["queued before its snapshot"] = {g["game_id"]: g for g in hub.snapshot()["live"]}
+        else:
+            hub.flush()
+        for who, games in held.items():
+            for name, data in received(browsers[who]):
+                assert name == "live"
                 for g in data["games"]:
-                    late_held[g["game_id"]] = merge_view(late_held[g["game_id"]], g)
-            assert late_held == hub.live
-            continue
-        hub.flush()
-        for name, data in received(early):
-            assert name == "live"
-            for g in data["games"]:
-                size = len(json.dumps(g))
-                if g.get("delta"):
-                    delta += size
-                    whole += len(json.dumps(hub.live[g["game_id"]]))  # what the event carried before
-                    assert "players" not in g and "dice_commitment" not in g
-                held[g["game_id"]] = merge_view(held.get(g["game_id"]), g)
-        assert held == hub.live, f"after event {i}"
-    assert late is not None
-    for name, data in received(late):
-        for g in data["games"]:
-            late_held[g["game_id"]] = merge_view(late_held[g["game_id"]], g)
-    assert late_held == hub.live
+                    if who == "early" and g.get("delta"):
+                        delta += len(json.dumps(g))
+                        whole += len(json.dumps(hub.live[g["game_id"]]))  # what the event carried before
+                        assert "players" not in g and "dice_commitment" not in g
+                    games[g["game_id"]] = merge_view(games.get(g["game_id"]), g)
+            assert games == hub.live, f"{who}, after event {i}"
+    assert len(held) == 3
     assert delta < 0.75 * whole, (delta, whole)
 
 
