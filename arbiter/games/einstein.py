@@ -699,27 +699,31 @@ def _render_svg(state: "EinsteinState", reveal: bool = False) -> str:
     from .svg import document, esc
 
     cell, pad = 60, 20
-    # Shared attributes are set once on a group (a live page receives a board per move: it is kept small)
+    # A live page gets a board per move for every spectator, so it is kept small: shared attributes
+    # are set once on a group, and the square and the cube are defined once and placed with <use>
+    # (every EinStein board on a page defines them alike, so their ids may repeat).
     squares, cubes, numbers = [], [], []
     for r in range(SIZE):
         for c in range(SIZE):
             x, y = pad + c * cell, pad + r * cell
             corner = ' fill="#fde2e2"' if (r, c) == (0, 0) else ' fill="#dde8fb"' if (r, c) == (SIZE - 1, SIZE - 1) else ""
-            squares.append(f'<rect x="{x}" y="{y}" width="{cell}" height="{cell}"{corner}/>')
+            squares.append(f'<use href="#ew-sq" x="{x}" y="{y}"{corner}/>')
             v = state._board[r * SIZE + c]
             if v:
                 colour = "#c62828" if v > 0 else "#1e4fb5"
-                cubes.append(f'<rect class="cube" x="{x + 8}" y="{y + 8}" width="{cell - 16}" height="{cell - 16}" '
-                             f'rx="7" fill="{colour}"/>')
+                cubes.append(f'<use href="#ew-cube" class="cube" x="{x + 8}" y="{y + 8}" fill="{colour}"/>')
                 numbers.append(f'<text x="{x + cell // 2}" y="{y + cell // 2 + 8}">{abs(v)}</text>')
-    body = ['<rect width="100%" height="100%" fill="#f7f1e3"/>',
-            '<g fill="#fffdf7" stroke="#8a7f6a">', *squares, "</g>",  # fill, stroke and fonts inherit; sizes do not
+    body = [f'<defs><rect id="ew-sq" width="{cell}" height="{cell}"/>'
+            f'<rect id="ew-cube" width="{cell - 16}" height="{cell - 16}" rx="7"/></defs>',
+            '<rect width="100%" height="100%" fill="#f7f1e3"/>',
+            '<g fill="#fffdf7" stroke="#8a7f6a">', *squares, "</g>",  # fill, stroke and fonts inherit
             '<g stroke="#222">', *cubes, "</g>",
-            '<g font-size="24" font-weight="700" text-anchor="middle" fill="#fff">', *numbers, "</g>"]
+            '<g font-size="24" font-weight="700" text-anchor="middle" fill="#fff">', *numbers, "</g>",
+            '<g font-size="12" text-anchor="middle">']
     for i in range(SIZE):
-        body.append(f'<text x="{pad + i * cell + cell / 2}" y="{pad + SIZE * cell + 15}" font-size="12" '
-                    f'text-anchor="middle">{FILES[i]}</text>')
-        body.append(f'<text x="8" y="{pad + i * cell + cell / 2 + 4}" font-size="12" text-anchor="middle">{SIZE - i}</text>')
+        body.append(f'<text x="{pad + i * cell + cell / 2:g}" y="{pad + SIZE * cell + 15}">{FILES[i]}</text>'
+                    f'<text x="8" y="{pad + i * cell + cell / 2 + 4:g}">{SIZE - i}</text>')
+    body.append("</g>")
     dx = pad * 2 + SIZE * cell
     phase = state._phase
     if phase == PLAY and state._die is not None:
