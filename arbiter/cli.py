@@ -865,6 +865,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     try:
         if Path(args.db).exists():
             raise ValueError(f"--db {args.db}: the file exists; import writes a new results database")
+        if Path(args.db).suffix != ".jsonl" and Path(args.db).with_suffix(".jsonl").exists():
+            raise ValueError(f"--db {args.db}: {Path(args.db).with_suffix('.jsonl')} exists; import writes a new "
+                             f"results database and its export beside it")
         signer = load_signer(args.key) if args.key else None
         public = load_public_key(args.public_key) if args.public_key else None
         try:

@@ -270,6 +270,19 @@ def test_usage_errors(results_db, tmp_path):
     run = arbiter("export", tmp_path / "missing.sqlite")
     assert run.returncode == 2 and "missing.sqlite" in run.stdout
     assert "Traceback" not in run.stdout + run.stderr
+    # The export is written beside the database as NAME.jsonl: a file of that name is not overwritten
+    # (it was, even the half-built import's was written there), nor is a database named .jsonl made
+    # (its export lines went into the database itself).
+    (tmp_path / "new.jsonl").write_text("someone's\n")
+    run = arbiter("import", path, "--db", tmp_path / "new")
+    assert run.returncode == 2 and "new.jsonl exists" in run.stdout, run.stdout
+    assert (tmp_path / "new.jsonl").read_text() == "someone's\n" and not (tmp_path / "new").exists()
+    run = arbiter("import", path, "--db", tmp_path / "r.jsonl")
+    assert run.returncode == 2 and "written beside it as .jsonl" in run.stdout, run.stdout
+    run = arbiter("demo", "--db", tmp_path / "r.jsonl", "--quiet")
+    assert run.returncode == 2 and "would be its own export" in run.stdout, run.stdout
+    assert not (tmp_path / "r.jsonl").exists()
+    assert "Traceback" not in run.stdout + run.stderr
 
 
 def test_text_format_quotes_moves_with_blanks(results_db):
@@ -320,8 +333,9 @@ def test_an_import_refused_half_way_leaves_nothing_and_a_killed_imports_half_is_
         results_db, tmp_path, monkeypatch):
     """Import saves a batch at a time (it held every rebuilt record: 524 MB for 20,000 games)
     into a database under an ``.importing-PID`` name, renamed when every game fitted: a game
-    refused after batches were saved leaves no file; a file of that kind from another process is
-    not touched, one of this process id (a killed import's) is started again, not continued."""
+    refused after batches were saved leaves no file; a file of that kind from another running
+    process is not touched, those of a process that is gone (an import killed with -9) are
+    removed, and one of this process id is started again, not continued."""
     from arbiter.records import textexport
 
     monkeypatch.setattr(textexport, "IMPORT_BATCH", 2)
@@ -339,11 +353,17 @@ def test_an_import_refused_half_way_leaves_nothing_and_a_killed_imports_half_is_
         textexport.import_games(read_games(path.read_text(), str(path)), folder / "new.sqlite")
     assert list(folder.iterdir()) == []
 
-    (folder / "new.importing-1.sqlite").write_bytes(b"another import's, or the user's")
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()  # a process id nobody has now
+    (folder / "new.importing-1.sqlite").write_bytes(b"another import's: its process (init) is running")
+    (folder / "new.importing-1x.sqlite").write_bytes(b"the user's")
     (folder / f"new.importing-{os.getpid()}.sqlite").write_bytes(b"the half of a killed import")
+    for tail in (".sqlite", ".sqlite-wal", ".jsonl"):  # an import killed with -9: its process is gone
+        (folder / f"new.importing-{gone}{tail}").write_bytes(b"the half of a killed import")
     count, _, problem = textexport.import_games(read_games(good, "good"), folder / "new.sqlite")
     assert (count, problem) == (7, None)
-    assert sorted(p.name for p in folder.iterdir()) == ["new.importing-1.sqlite", "new.jsonl", "new.sqlite"]
+    assert sorted(p.name for p in folder.iterdir()) == ["new.importing-1.sqlite", "new.importing-1x.sqlite",
+                                                        "new.jsonl", "new.sqlite"]
     assert [bare(r) for r in load_records(folder / "new.sqlite")] == [bare(r) for r in load_records(results_db)]
 
 

@@ -217,6 +217,16 @@ def test_pin_is_refused_where_the_system_cannot_pin(monkeypatch):
     assert message.startswith(f"t.toml:{line_of(text, 'pin =')}: pin: pinning to cores needs Linux"), message
 
 
+def test_an_output_named_jsonl_is_refused_with_the_key_and_the_line(tmp_path):
+    """The database's export is written beside it as .jsonl: ``output = "r.jsonl"`` would make the
+    export lines go into the database itself (they did, and the export was lost)."""
+    text = GOOD.replace("seed = 42", f'seed = 42\noutput = "{tmp_path / "r.jsonl"}"')
+    message = err(text)
+    assert message.startswith(f"t.toml:{line_of(text, 'output =')}: output: {tmp_path / 'r.jsonl'}: the results "
+                              f"database's export is written beside it"), message
+    assert not (tmp_path / "r.jsonl").exists()
+
+
 def test_an_output_that_is_a_folder_names_the_key_and_the_line(tmp_path):
     """``output = "results"`` where results is a folder: the key, the line and a file name to give
     (before: SQLite's "unable to open database file", put on the tournament file's name)."""

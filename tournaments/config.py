@@ -428,6 +428,9 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
     output = Path(c.get(doc, "output", (), str, f"runs/{slug(name)}.sqlite"))
     if check_paths and output.is_dir():
         raise c.error(("output",), f"{output} is a folder: name the results file (e.g. \"{output / 'results.sqlite'}\")")
+    if output.suffix == ".jsonl":
+        raise c.error(("output",), f"{output}: the results database's export is written beside it as .jsonl; "
+                                   f"name the database otherwise (e.g. \"{output.with_suffix('.sqlite')}\")")
     duplicate = c.get(doc, "duplicate_dice", (), bool, False) or bool(openings)  # a position's games share dice
     seeding = c.get(doc, "seeding", (), str, "order")
     if seeding not in ("order", "random"):

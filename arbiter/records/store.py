@@ -260,6 +260,10 @@ class ResultsStore:
         if self.path.is_dir():  # SQLite would only say "unable to open database file"
             raise IsADirectoryError(f"{self.path} is a folder: name the results file (e.g. "
                                     f"{self.path / 'results.sqlite'})")
+        export = Path(export_jsonl) if export_jsonl else self.path.with_suffix(".jsonl")
+        if os.path.abspath(export) == os.path.abspath(self.path):  # its export lines would go into the database
+            raise OSError(f"{self.path}: a results database named .jsonl would be its own export "
+                          f"(written beside it as .jsonl); name it e.g. {self.path.with_suffix('.sqlite')}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if not self.path.exists():  # results (and a tournament's seed) readable by the operator only
             os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
@@ -276,7 +280,7 @@ class ResultsStore:
         self.db.execute("INSERT OR IGNORE INTO export_state(id, bytes) SELECT 0, 0 WHERE NOT EXISTS"
                         " (SELECT 1 FROM games)")
         self.db.commit()
-        self.export_path = Path(export_jsonl) if export_jsonl else self.path.with_suffix(".jsonl")
+        self.export_path = export
         self.signer, self.event_id = signer, event_id
         self.retries, self.retry_delay = retries, retry_delay
         self.pending: list[GameRecord | PackedGame] = []

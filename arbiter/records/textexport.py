@@ -10,6 +10,7 @@ not give) is refused with the file, line and game named. docs/records.md, "Text 
 from __future__ import annotations
 
 import csv
+import glob
 import hashlib
 import io
 import json
@@ -20,6 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, TextIO
 
+import psutil
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from protocol.messages import EndReason
@@ -494,6 +496,25 @@ IMPORT_BATCH = 256
 """Games rebuilt, then saved in one transaction (one fsync), at a time."""
 
 
+def remove_dead_imports(db_path: Path) -> list[Path]:
+    """Remove what imports into ``db_path`` killed with -9 left (``NAME.importing-PID`` and its
+    export, WAL and shared memory) once their process is gone; an import still running, or a
+    file of any other name, is never touched. Returns the files removed."""
+    prefix = f"{db_path.stem}.importing-"
+    tails = {db_path.suffix, f"{db_path.suffix}-wal", f"{db_path.suffix}-shm", ".jsonl"}
+    removed = []
+    for path in db_path.parent.glob(glob.escape(prefix) + "*"):
+        found = re.fullmatch(r"(\d+)(.*)", path.name[len(prefix):], re.S)
+        if found is None or found.group(2) not in tails:
+            continue
+        pid = int(found.group(1))
+        if pid != os.getpid() and psutil.pid_exists(pid):
+            continue
+        path.unlink(missing_ok=True)
+        removed.append(path)
+    return removed
+
+
 def import_games(games: Iterable[TextGame], db_path: str | Path, signer: Signer | None = None,
                  public_key: Ed25519PublicKey | None = None) -> tuple[int, list[str], str | None]:
     """Rebuild every game and check its seal, then save them in file order into a new results
@@ -505,18 +526,20 @@ def import_games(games: Iterable[TextGame], db_path: str | Path, signer: Signer 
     seals = SealCheck(public_key)
     count = 0
     db_path = Path(db_path)
+    if db_path.suffix == ".jsonl":
+        raise ValueError(f"{db_path}: the database's export is written beside it as .jsonl; name the "
+                         f"database otherwise (e.g. {db_path.with_suffix('.sqlite')})")
     building = db_path.with_name(f"{db_path.stem}.importing-{os.getpid()}{db_path.suffix}")
-    export = building.with_suffix(".jsonl")
+    export = db_path.with_name(f"{db_path.stem}.importing-{os.getpid()}.jsonl")
     leftovers = (building, export, Path(f"{building}-wal"), Path(f"{building}-shm"))
-    for leftover in leftovers:  # a killed import's of this process id: its half is not continued
-        leftover.unlink(missing_ok=True)
+    remove_dead_imports(db_path)  # a killed import's of this process id too: its half is not continued
     stores: dict[str, ResultsStore] = {}
     problems: list[str] = []
     finished = False
 
     def save(event_id: str, records: list[GameRecord]) -> bool:
         if event_id not in stores:
-            stores[event_id] = ResultsStore(building, signer=signer, event_id=event_id)
+            stores[event_id] = ResultsStore(building, export, signer=signer, event_id=event_id)
         return stores[event_id].save_games(records)
 
     def close() -> None:
