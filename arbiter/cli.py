@@ -813,6 +813,21 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return EXIT_VERIFY_FAILED if bad or tampered or not checked else EXIT_OK
 
 
+def _not_to_overwrite(out: Path) -> str | None:
+    """Why ``out`` holds results an export must not replace (a results database, records), if it
+    does: ``arbiter export results.sqlite -o results.sqlite`` replaced the database with its text."""
+    try:
+        with open(out, "rb") as f:
+            head = f.read(32)
+    except OSError:  # not there (or not readable: the write will say so)
+        return None
+    if head.startswith(b"SQLite format 3\0"):
+        return "that is a SQLite database"
+    if head.startswith(b'{"format":"arbiter-game/'):
+        return "that file holds game records (a results export)"
+    return None
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     """``arbiter export DB --format text|csv [-o FILE]``: every game in commit order (each event's
     chain order, then the games of no event as they were saved), so an import re-chains them as
@@ -825,6 +840,8 @@ def cmd_export(args: argparse.Namespace) -> int:
             yield record
 
     try:
+        if args.output and args.output != "-" and (problem := _not_to_overwrite(Path(args.output))):
+            raise ValueError(f"-o {args.output}: {problem}; export writes a text file: name another one")
         signer = load_signer(args.key) if args.key else None
         records = records_in_chain_order(args.record)
         first = next(records, None)  # the file's own problems (not a results file...) before any output

@@ -279,6 +279,13 @@ def test_usage_errors(results_db, tmp_path):
     assert (tmp_path / "new.jsonl").read_text() == "someone's\n" and not (tmp_path / "new").exists()
     run = arbiter("import", path, "--db", tmp_path / "r.jsonl")
     assert run.returncode == 2 and "written beside it as .jsonl" in run.stdout, run.stdout
+    # An export does not replace results: `export results.sqlite -o results.sqlite` replaced the
+    # database with its own text.
+    before = results_db.read_bytes()
+    for target in (results_db, results_db.with_suffix(".jsonl")):
+        run = arbiter("export", results_db, "-o", target)
+        assert run.returncode == 2 and "name another one" in run.stdout, run.stdout
+    assert results_db.read_bytes() == before
     run = arbiter("demo", "--db", tmp_path / "r.jsonl", "--quiet")
     assert run.returncode == 2 and "would be its own export" in run.stdout, run.stdout
     assert not (tmp_path / "r.jsonl").exists()
