@@ -53,7 +53,7 @@ from .records.audit import Auditor, open_stored
 from .records.replay import replay, verify
 from .records.signing import KeyFileError, key_id, keygen, load_public_key, load_signer
 from .records.store import (STORAGE_ERRORS, DoneGames, GameLine, MatchInUse, ResultsStore, count_records, done_games,
-                            find_records, game_lines, iter_records, last_record, match_setup,
+                            find_records, game_lines, holds_results, iter_records, last_record, match_setup,
                             records_in_chain_order, setup_command, stored_setups)
 from .records.textexport import TEXT_FORMATS, TextImportError, import_games, read_games, to_csv, to_text
 from .sprt import concluded
@@ -813,21 +813,6 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return EXIT_VERIFY_FAILED if bad or tampered or not checked else EXIT_OK
 
 
-def _not_to_overwrite(out: Path) -> str | None:
-    """Why ``out`` holds results an export must not replace (a results database, records), if it
-    does: ``arbiter export results.sqlite -o results.sqlite`` replaced the database with its text."""
-    try:
-        with open(out, "rb") as f:
-            head = f.read(32)
-    except OSError:  # not there (or not readable: the write will say so)
-        return None
-    if head.startswith(b"SQLite format 3\0"):
-        return "that is a SQLite database"
-    if head.startswith(b'{"format":"arbiter-game/'):
-        return "that file holds game records (a results export)"
-    return None
-
-
 def cmd_export(args: argparse.Namespace) -> int:
     """``arbiter export DB --format text|csv [-o FILE]``: every game in commit order (each event's
     chain order, then the games of no event as they were saved), so an import re-chains them as
@@ -840,7 +825,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             yield record
 
     try:
-        if args.output and args.output != "-" and (problem := _not_to_overwrite(Path(args.output))):
+        if args.output and args.output != "-" and (problem := holds_results(args.output)):
             raise ValueError(f"-o {args.output}: {problem}; export writes a text file: name another one")
         signer = load_signer(args.key) if args.key else None
         records = records_in_chain_order(args.record)

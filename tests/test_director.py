@@ -517,3 +517,9 @@ def test_report_has_per_engine_time_search_and_forfeit_statistics(tmp_path):
     assert (tmp_path / "csv" / "engine_stats.csv").read_text().startswith("engine,decisions,ms_mean")
     text = run("tournaments", "report", str(tmp_path / "e.sqlite"), env={**os.environ, "COLUMNS": "250"}).stdout
     assert "Engines: time and search" in text and "illegal_move 2" in text
+    # a report is not written over results (`--json e.sqlite` replaced the database)
+    before = (tmp_path / "e.sqlite").read_bytes()
+    for option, target in (("--json", "e.sqlite"), ("--text", "e.jsonl"), ("--plot", "e.sqlite")):
+        one_line_error(run("tournaments", "report", str(tmp_path / "e.sqlite"), option, str(tmp_path / target)), 2,
+                       "name another file")
+    assert (tmp_path / "e.sqlite").read_bytes() == before

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import zmq
 
+from arbiter.records.store import holds_results
 from arbiter.web import parse_port
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ENGINE, EXIT_STORAGE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
@@ -353,6 +354,11 @@ def cmd_report(args) -> int:
     from .report import build_report, plot, plot_timeline, render_text, to_json, write_csv
 
     console = _console()
+    for option in ("json", "text", "plot", "plot_timeline"):
+        target = getattr(args, option)
+        if target and target != "-" and (problem := holds_results(target)):
+            _error(console, f"--{option.replace('_', '-')} {target}: {problem}; name another file")
+            return EXIT_USAGE
     try:
         report = build_report(args.db)
     except (OSError, ValueError, ConfigError) as exc:

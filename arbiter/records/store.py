@@ -719,6 +719,22 @@ def open_readonly(path: str | Path) -> sqlite3.Connection:
     return sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)
 
 
+def holds_results(path: str | Path) -> str | None:
+    """Why a file about to be written over holds results no output may replace (a results
+    database, game records), if it does: ``arbiter export results.sqlite -o results.sqlite``
+    replaced the database with its own text."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(32)
+    except OSError:  # not there (or not readable: the write will say so)
+        return None
+    if head.startswith(b"SQLite format 3\0"):
+        return "that is a SQLite database"
+    if head.startswith(b'{"format":"arbiter-game/'):
+        return "that file holds game records (a results export)"
+    return None
+
+
 def check_is_file(path: str | Path) -> None:
     """FileNotFoundError (no such file) or IsADirectoryError (a folder where a results file was
     meant), each a message naming ``path``, unless it is a file."""
