@@ -88,6 +88,14 @@ def test_match_offers_python_placeholder(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert [r for _, r in games_in(db)] == ["normal", "normal"]
     assert "A:random_engine: random 1 by arbiter project" in proc.stdout  # its hello: name, version, author
+    # A tournament whose output is this match's database: not "already holds a tournament;
+    # continue it with `resume`" (resume then said it is not a tournament database).
+    toml = tmp_path / "t.toml"
+    toml.write_text(tournament_file(tmp_path, ghost=RANDOM).read_text().replace(str(tmp_path / "t.sqlite"), str(db)))
+    before = db.read_bytes()
+    one_line_error(run("tournaments", "run", str(toml), "-q"), 2, "holds 2 games that are not a tournament's",
+                   "--overwrite")
+    assert db.read_bytes() == before
 
 
 @pytest.mark.parametrize("second", ["/nonexistent/engine", RANDOM])

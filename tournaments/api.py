@@ -13,7 +13,7 @@ from arbiter.hosting import EngineFault
 from arbiter.records.signing import KeyFileError, Signer, load_signer
 
 from .config import ConfigError, TournamentConfig, load_config, parse_config
-from .db import TournamentDB
+from .db import TournamentDB, lock_file
 from arbiter.records.store import STORAGE_ERRORS, open_readonly
 
 from .runner import Runner, RunSummary
@@ -57,6 +57,19 @@ def _signer(cfg: TournamentConfig, workdir: str | None = None) -> Signer | None:
         raise ConfigError(f"{cfg.source_path}: key_file: {exc}") from None
 
 
+def _contents(path: Path) -> tuple[int, bool]:
+    """(games, whether it holds a tournament) of an existing database, read without changing it
+    (a probe through ``TournamentDB`` added a tournament's tables to a match's database)."""
+    conn = open_readonly(path)
+    try:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        games = conn.execute("SELECT count(*) FROM games").fetchone()[0] if "games" in tables else 0
+        meta = "tournament_meta" in tables and conn.execute("SELECT count(*) FROM tournament_meta").fetchone()[0] > 0
+        return games, meta
+    finally:
+        conn.close()
+
+
 def start(cfg: TournamentConfig, *, overwrite: bool = False) -> Opened:
     """Create the tournament database for ``cfg`` (refusing to start over an existing one unless
     ``overwrite``); the seed is the file's, or a fresh random one stored with the tournament.
@@ -66,16 +79,18 @@ def start(cfg: TournamentConfig, *, overwrite: bool = False) -> Opened:
     path = Path(cfg.output)
     signer = _signer(cfg)
     if path.exists():
-        probe = TournamentDB(path)
+        held = lock_file(path)  # a tournament running on it is never replaced, --overwrite or not
         try:
-            probe.lock()
-            has_games = probe.db.execute("SELECT count(*) FROM games").fetchone()[0]
-            meta = probe.meta()
+            has_games, meta = _contents(path)
         finally:
-            probe.close()
-        if (has_games or meta) and not overwrite:
+            held.close()
+        if meta and not overwrite:
             raise TournamentStateError(f"{path} already holds a tournament ({has_games} games); "
                                        f"continue it with `resume`, or start over with --overwrite")
+        if has_games and not overwrite:  # an `arbiter match`'s database, say: nothing to resume
+            raise TournamentStateError(f"{path} holds {has_games} games that are not a tournament's (an "
+                                       f"`arbiter match` database?): name another output, or replace "
+                                       f"them with --overwrite")
         remove_database(path)
     seed = cfg.seed if cfg.seed is not None else secrets.token_hex(8)
     path.parent.mkdir(parents=True, exist_ok=True)

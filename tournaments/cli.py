@@ -252,6 +252,7 @@ def cmd_run(args, resume: bool) -> int:
     from .runner import TournamentError
 
     console = _console()
+    cfg = None
     try:
         if resume:
             opened = api.resume(args.target)
@@ -270,7 +271,7 @@ def cmd_run(args, resume: bool) -> int:
         _error(console, str(exc))
         return EXIT_USAGE
     except (OSError, sqlite3.Error) as exc:  # an output that cannot be created or written
-        where = getattr(exc, "filename", None) or args.target if resume else getattr(exc, "filename", None) or args.file
+        where = getattr(exc, "filename", None) or (args.target if resume else cfg.output if cfg else args.file)
         _error(console, f"output {where}: {(exc.strerror or exc) if isinstance(exc, OSError) else exc}")
         return EXIT_USAGE
     cfg = opened.cfg

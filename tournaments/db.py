@@ -49,6 +49,24 @@ class TournamentLocked(RuntimeError):
     pass
 
 
+def lock_file(path: Path):
+    """``path``'s lock file, taken (TournamentLocked when another process holds it); held until
+    the returned file is closed or the process dies (kill -9 too)."""
+    f = open(str(path) + ".lock", "a+")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.seek(0)
+        holder = f.read().strip()
+        f.close()
+        raise TournamentLocked(f"{path} is in use by another tournament process ({holder or 'unknown pid'})")
+    f.seek(0)
+    f.truncate()
+    f.write(f"pid {os.getpid()}\n")
+    f.flush()
+    return f
+
+
 class TournamentDB:
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -65,19 +83,7 @@ class TournamentDB:
 
     def lock(self) -> None:
         """Take the database's lock file (released by the OS when the process dies, even by kill -9)."""
-        f = open(str(self.path) + ".lock", "a+")
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.seek(0)
-            holder = f.read().strip()
-            f.close()
-            raise TournamentLocked(f"{self.path} is in use by another tournament process ({holder or 'unknown pid'})")
-        f.seek(0)
-        f.truncate()
-        f.write(f"pid {os.getpid()}\n")
-        f.flush()
-        self._lock_file = f
+        self._lock_file = lock_file(self.path)
 
     # --- meta ---------------------------------------------------------------------------------
 
