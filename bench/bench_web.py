@@ -320,7 +320,8 @@ def main() -> None:
             for name, n in w["clients"].by_event.items():
                 kinds[name] = kinds.get(name, 0) + n
         total = sum(kinds.values()) or 1
-        print("  of which: " + ", ".join(f"{k} {100 * n / total:.0f} %" for k, n in sorted(kinds.items(), key=lambda x: -x[1])))
+        shares = sorted(kinds.items(), key=lambda x: -x[1])
+        print("  of which: " + ", ".join(f"{k} {100 * n / total:.0f} %" for k, n in shares))
     print(f"load average after: {os.getloadavg()}")
 
 

@@ -81,7 +81,7 @@ def merge_view(known: dict | None, g: dict) -> dict | None:
     if not g.get("delta"):
         return g
     if known is None or known["ply"] > g["ply"]:
-        return known
+        return known  # (page.js: null, and the view held stays)
     fresh = {e["ply"] for e in g["last"]}
     merged = sorted([e for e in known["last"] if e["ply"] not in fresh] + g["last"], key=lambda e: e["ply"])
     view = {**known, **g, "last": merged[max(0, len(merged) - g["keep"]):]}
@@ -395,8 +395,8 @@ def test_live_events_carry_only_what_changed_and_merge_into_the_whole_view():
     sessions = []
     for seed in (1, 2):
         rng = random.Random(seed)
-        session = InProcessSession(InProcessPlayer(decide=lambda request, game, rng=rng: rng.choice(request.legal_moves),
-                                                   wants_legal_moves=True, wants_state=False))
+        choose = lambda request, game, rng=rng: rng.choice(request.legal_moves)  # noqa: E731
+        session = InProcessSession(InProcessPlayer(decide=choose, wants_legal_moves=True, wants_state=False))
         session.handshake()
         sessions.append(session)
     for number in range(1, 30):  # a game long enough to pass the 40 events a view holds

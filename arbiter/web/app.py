@@ -7,8 +7,8 @@ server-sent events: ``live`` (the public views of the running games that changed
 event per ``TICK``; after a game's first view only what changed: ``Hub.delta``), ``end`` (a game
 finished) and ``summary`` (standings changed). Each browser has a bounded backlog; one too slow
 to keep up is dropped (its EventSource reconnects and starts again from a snapshot), so no viewer
-holds up another, nor the server, nor (through the feed) any game. The event stream is served in plain ASGI, beside Starlette (``_App``): it is the
-one path that runs per browser per tick.
+holds up another, nor the server, nor (through the feed) any game. The event stream is served in
+plain ASGI, beside Starlette (``_App``): it is the one path that runs per browser per tick.
 """
 from __future__ import annotations
 

@@ -220,11 +220,11 @@ function onUpdate(gid) {
 
 // A running game's view from a live event: whole the first time, then only what changed
 // ("delta": its ply, the changed fields, the new events and how many to keep; Hub.delta).
-// A delta older than the view held (queued before this browser's snapshot) changes nothing.
+// A delta older than the view held (queued before this browser's snapshot) changes nothing: null.
 function merge(g) {
   if (!g.delta) return g;
   const known = S.live[g.game_id];
-  if (!known || known.ply > g.ply) return known;
+  if (!known || known.ply > g.ply) return null;
   const fresh = new Set(g.last.map((e) => e.ply));
   const all = known.last.filter((e) => !fresh.has(e.ply)).concat(g.last).sort((a, b) => a.ply - b.ply);
   const last = all.slice(Math.max(0, all.length - g.keep));
