@@ -25,7 +25,6 @@ from pathlib import Path
 
 import zmq
 
-from arbiter.records.store import holds_results
 from arbiter.web import parse_port
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ENGINE, EXIT_STORAGE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
@@ -351,6 +350,8 @@ def _run_with_display(console, args, opened, resume: bool) -> int:
 
 
 def cmd_report(args) -> int:
+    from arbiter.records.store import holds_results
+
     from .config import ConfigError
     from .report import build_report, plot, plot_timeline, render_text, to_json, write_csv
 
