@@ -20,43 +20,41 @@ import sqlite3
 import sys
 import time
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from rich.console import Console
-from rich.live import Live
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 import msgspec
-import zmq
 
-from protocol import curve
 from protocol.messages import EndReason
 
 from .clock import DEFAULT_MARGIN_MS, parse_time_control
 from .dice import commitment, seed_for
 from .adjudication import Adjudication
-from .formats.coop import CoopGame, CoopResult, run_coop
-from .formats.match import Match, MatchFormat, Series, TableMatch
-from .formats.solo import SuiteResult, compare, run_suite
 from .games import OptionError, Utility, game_class, game_names, load_game
 from .games.base import option_takes
 from .web import parse_port
-from .hosting import EngineConfig, EngineFault, EngineSession, Limits, OptionFault, parse_cpus, pin_process
-from .hosting.remote import LagPolicy, RemoteHub, Roster
+from .hosting.lag import LagPolicy
 from .hosting.sandbox import SandboxMode
 from .hosting.sandbox import support as sandbox_support
 from .records import GameRecord
 from .records.record import winner
-from .records.audit import Auditor, open_stored
 from .records.replay import replay, verify
 from .records.signing import KeyFileError, key_id, keygen, load_public_key, load_signer
 from .records.store import (STORAGE_ERRORS, DoneGames, GameLine, MatchInUse, ResultsStore, count_records, done_games,
                             find_records, game_lines, holds_results, iter_records, last_record, match_setup,
                             records_in_chain_order, setup_command, stored_setups)
-from .records.textexport import TEXT_FORMATS, TextImportError, import_games, read_games, to_csv, to_text
+from .records.textexport import TEXT_FORMATS
 from .sprt import concluded
+
+if TYPE_CHECKING:  # the engine-hosting and match modules load when a command plays games (a quick `show`)
+    from .formats.coop import CoopGame, CoopResult
+    from .formats.match import MatchFormat
+    from .formats.solo import SuiteResult
+    from .hosting import EngineFault
+    from .hosting.remote import RemoteHub
 
 EXIT_OK, EXIT_VERIFY_FAILED, EXIT_USAGE, EXIT_ENGINE, EXIT_STORAGE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
@@ -201,6 +199,8 @@ def _resume_match(args: argparse.Namespace) -> tuple[str, list[GameRecord], bool
 
 
 def cmd_match(args: argparse.Namespace) -> int:
+    from .formats.match import MatchFormat
+
     match_id, done, seeded = None, [], False
     try:
         if args.resume is not None:
@@ -259,6 +259,10 @@ def cmd_match(args: argparse.Namespace) -> int:
 def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_bounds, adjudication,
                openings=()) -> int:
     """The match itself, once its configuration is known to be good (and a remote hub listens)."""
+    from rich.live import Live
+
+    from .formats.match import Match
+
     store, code = _prepare(args, configs, GROUP_WINDOW)
     if store is None:
         return code
@@ -310,6 +314,8 @@ def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_b
 def _not_started(configs, failed: list[tuple[int, EngineFault]]) -> int:
     """Say which engines failed the pre-flight and why; the exit code: 2 for options an engine
     does not declare (the operator's mistake), 3 for engines that cannot start."""
+    from .hosting import OptionFault
+
     for index, fault in failed:
         console.print(f"[red]error:[/] engine {escape(configs[index].name)} "
                       + (f"--engine-option: {escape(fault.detail)}" if isinstance(fault, OptionFault)
@@ -322,6 +328,8 @@ def _preflight(game, configs, tc, args, store) -> tuple[str | None, int | None]:
     """Start every engine of ``configs`` and shake hands (then stop them) before a coop series or a
     solo suite records anything: (the series' match id, None), or (None, the exit code) after
     naming what failed."""
+    from .formats.match import Series
+
     series = Series(game, list(configs), tc, store=store, run_dir=logs_dir(args.db))
     try:
         failed = series.start_all()
@@ -426,6 +434,8 @@ def _engine_config(command: str, name: str, args: argparse.Namespace, restart: b
     """An engine command line (``{python}``: the Python running the referee), or
     ``tcp://HOST:PORT`` to wait there for a remote engine; the hosting options (sandbox, limits,
     pondering, the index-th ``--cpus``) from ``args``."""
+    from .hosting import EngineConfig, parse_cpus
+
     if command.startswith("remote:"):
         participant = command[len("remote:"):]
         if not participant:
@@ -470,6 +480,10 @@ def _remote_arguments(p: argparse.ArgumentParser) -> None:
 
 def _open_hub(args: argparse.Namespace, configs) -> RemoteHub | None:
     """The listening hub for the remote participants among ``configs`` (None if there are none)."""
+    import zmq
+
+    from .hosting.remote import RemoteHub, Roster
+
     wanted = [c.participant for c in configs if getattr(c, "participant", None)]
     if not wanted:
         return None
@@ -504,6 +518,8 @@ def _open_hub(args: argparse.Namespace, configs) -> RemoteHub | None:
 def _hosting(args: argparse.Namespace) -> dict:
     """``--sandbox``, ``--limit KEY=VALUE``, ``--ponder`` as EngineConfig fields; ``ValueError``
     names a bad one."""
+    from .hosting import Limits
+
     limits = {}
     for pair in getattr(args, "limit", None) or []:
         if "=" not in pair:
@@ -752,6 +768,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     """Replay every record (rules and dice), then check the file as a whole: chains, signatures,
     indexed columns (``arbiter.records.audit``). The file is streamed in batches (memory stays
     flat at 100,000 games); the replays run on every core."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .records.audit import Auditor, open_stored
+
     try:
         public = load_public_key(args.public_key) if args.public_key else None
         if not Path(args.record).exists():
@@ -817,6 +837,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     """``arbiter export DB --format text|csv [-o FILE]``: every game in commit order (each event's
     chain order, then the games of no event as they were saved), so an import re-chains them as
     they were; read a batch at a time (``records_in_chain_order``)."""
+    from .records.textexport import to_csv, to_text
+
     written = 0
 
     def counted(records):
@@ -864,6 +886,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     """``arbiter import FILE --db NEW.sqlite``: rebuild every game of a text or CSV export by
     replaying it through the rules; a game that does not fit is named with its line (exit 1)."""
+    from .records.textexport import TextImportError, import_games, read_games
+
     try:
         if Path(args.db).exists():
             raise ValueError(f"--db {args.db}: the file exists; import writes a new results database")
@@ -940,6 +964,8 @@ def cmd_check_engine(args: argparse.Namespace) -> int:
 def cmd_engine_info(args: argparse.Namespace) -> int:
     """``arbiter engine-info CMD [--game G]``: how the engine introduces itself and the options it
     declares (for ``--engine-option`` and a tournament's ``options``). Exit 3 if it cannot start."""
+    from .hosting import EngineFault, EngineSession
+
     try:
         if args.game is not None:
             load_game(args.game)
@@ -1020,6 +1046,8 @@ def cmd_games(args: argparse.Namespace) -> int:
 
 
 def cmd_keygen(args: argparse.Namespace) -> int:
+    from protocol import curve
+
     if args.name:  # a CURVE key pair: a remote participant's, or the referee's tcp endpoint's
         try:
             secret, public = curve.keygen(args.name, args.out or ".")
@@ -1113,6 +1141,10 @@ def _run_master(args: argparse.Namespace, setup: dict | None, played: GameRecord
 def cmd_coop(args: argparse.Namespace) -> int:
     """``arbiter coop``: a pair of engines plays ``--games`` games; per-game lines and a summary.
     ``--resume [ID]``: the rest of an interrupted series, from ``--db`` alone."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .formats.coop import run_coop
+
     resumed, setup, played, done = None, None, None, 0
     try:
         if args.resume is not None:
@@ -1280,6 +1312,10 @@ def _resume_solo(args: argparse.Namespace) -> tuple[dict, list[tuple[str, str | 
 def cmd_solo(args: argparse.Namespace) -> int:
     """``arbiter solo``: each engine plays the same seeded suite; a summary and paired comparisons.
     ``--resume [ID]``: the rest of an interrupted run (every engine's suite), from ``--db`` alone."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .formats.solo import run_suite
+
     setup, stored, played = None, [], None
     try:
         if args.resume is not None:
@@ -1387,6 +1423,8 @@ def solo_summary_table(suites: list[SuiteResult]):
 
 
 def solo_comparison_table(suites: list[SuiteResult]):
+    from .formats.solo import compare
+
     table = Table(title="paired comparison on common seeds (same dice)")
     for col in ("A", "B", "seeds", "both won", "A only", "B only", "neither", "sign test p",
                 "win-rate diff A−B (95% CI)"):
@@ -1424,6 +1462,8 @@ def _hosting_arguments(p: argparse.ArgumentParser) -> None:
 def _pin(args: argparse.Namespace) -> int | None:
     """``--pin LIST``: this process and the engines it starts run on those cores (None: done;
     else the exit code after saying what is wrong)."""
+    from .hosting import parse_cpus, pin_process
+
     try:
         cores = parse_cpus(args.pin)
         if not cores:
@@ -1613,12 +1653,13 @@ def _sigterm_as_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def out_of_files(exc: "OSError | zmq.ZMQError") -> bool:
-    """Running out of file descriptors anywhere is one line naming the limit, not a traceback."""
+def out_of_files(exc: Exception) -> bool:
+    """Running out of file descriptors anywhere (an OSError, a ZeroMQ error) is one line naming
+    the limit, not a traceback."""
     import errno
     import resource
 
-    if exc.errno not in (errno.EMFILE, errno.ENFILE):
+    if getattr(exc, "errno", None) not in (errno.EMFILE, errno.ENFILE):
         return False
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     print(f"error: the referee ran out of file descriptors ({getattr(exc, 'filename', None) or exc.strerror}; limit {soft} open "
@@ -1641,7 +1682,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
-    except (OSError, zmq.ZMQError) as exc:
+    except Exception as exc:  # OSError or zmq.ZMQError (zmq is loaded only by commands that play)
         if not out_of_files(exc):
             raise
         return EXIT_ENGINE
@@ -1681,6 +1722,8 @@ def _load_engines_file(path: str):
 def _file_engine(engines_file, name: str, display: str | None, args: argparse.Namespace, index: int):
     """``--engine NAME`` of ``--engines-file``: its command, cwd, options and limits (``--restart``
     and ``--cpus`` still apply); ValueError names the file and line of a bad entry."""
+    from .hosting import parse_cpus
+
     from .enginefile import ConfigError
 
     try:
@@ -1741,6 +1784,8 @@ def _check_table_format(game, fmt: MatchFormat, args: argparse.Namespace) -> Non
 
 def _run_table(args, game, tc, fmt, seed, configs, setup, match_id, done, openings, adjudication=None) -> int:
     """An n-seat series (3-5 engines): seats rotated every game, a line per game, a summary."""
+    from .formats.match import TableMatch
+
     store, code = _prepare(args, configs)
     if store is None:
         return code
