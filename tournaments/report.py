@@ -19,7 +19,7 @@ import msgspec
 import numpy as np
 
 from arbiter.records.store import check_is_file, open_readonly
-from arbiter.stats import MIN_INTERVAL_GAMES, mean_ci, paired_rows, wilson_interval
+from arbiter.stats import MIN_INTERVAL_GAMES, game_points, mean_ci, paired_rows, wilson_interval
 
 from .config import TournamentConfig, parse_config
 from .director import Director, GameResult, ScheduleSpec
@@ -193,7 +193,7 @@ def _elo_arrays(cfg: TournamentConfig, games: list[dict]) -> tuple:
     """(first movers, second movers, first movers' points, duplicate-dice clusters or None)."""
     first = np.array([g["seating"][0] for g in games])
     second = np.array([g["seating"][1] for g in games])
-    score = np.array([_points(g)[0] for g in games])
+    score = np.array([game_points(g["returns"], 0, 1)[0] for g in games])
     clusters = None
     if cfg.duplicate_dice and all("stream" in g for g in games):
         ids: dict[str, int] = {}
@@ -246,9 +246,8 @@ def rating_timeline(cfg: TournamentConfig, names: list[str], games: list[dict], 
 
 # --- sections common to all kinds -------------------------------------------------------------
 
-def _outcome(g: dict, seat: int) -> str:
-    """W, D or L of the engine in ``seat``: best return alone = W, shared best = D, else L."""
-    r = g["returns"]
+def _outcome(r: tuple | list, seat: int) -> str:
+    """W, D or L of the engine in ``seat`` (returns ``r``): best return alone = W, shared best = D, else L."""
     best = max(r)
     if r[seat] < best:
         return "L"
@@ -261,7 +260,6 @@ def terminations(games: list[dict], names: list[str]) -> list[dict]:
     table: dict[tuple[str, str], dict] = {}
     kinds = Counter((tuple(g["seating"]), tuple(g["returns"]), g["reason"], g["forfeit_seat"]) for g in games)
     for (seating, returns, game_reason, forfeit_seat), count in kinds.items():
-        g = {"returns": returns}
         counted: set[int] = set()
         for seat, e in enumerate(seating):
             if e < 0 or e in counted:
@@ -271,7 +269,7 @@ def terminations(games: list[dict], names: list[str]) -> list[dict]:
             if forfeit_seat is not None:
                 reason = f"{reason} ({'own' if forfeit_seat == seat else 'opponent'})"
             row = table.setdefault((names[e], reason), {"engine": names[e], "reason": reason, "W": 0, "D": 0, "L": 0})
-            row[_outcome(g, seat) if len(returns) > 1 else ("W" if returns[0] > 0 else "L")] += count
+            row[_outcome(returns, seat) if len(returns) > 1 else ("W" if returns[0] > 0 else "L")] += count
     return sorted(table.values(), key=lambda r: (names.index(r["engine"]), r["reason"] != "normal", r["reason"]))
 
 
@@ -375,14 +373,6 @@ own times are whole milliseconds, often 0), latency (measured minus
 
 # --- two-seat competitive ---------------------------------------------------------------------
 
-def _points(g: dict) -> tuple[float, float]:
-    """Points of the engines in seat 0 and seat 1."""
-    r0, r1 = g["returns"][0], g["returns"][1]
-    if r0 == r1:
-        return 0.5, 0.5
-    return (1.0, 0.0) if r0 > r1 else (0.0, 1.0)
-
-
 def match_sections(cfg: TournamentConfig, games: list[dict], names: list[str], plan, director: Director) -> dict:
     n = len(names)
     stats = [{"engine": names[i], "games": 0, "W": 0, "D": 0, "L": 0, "points": 0.0, "first_games": 0,
@@ -393,7 +383,7 @@ def match_sections(cfg: TournamentConfig, games: list[dict], names: list[str], p
     # Few distinct (seating, returns) pairs: each is counted once, with its number of games.
     for (seating, returns), count in Counter((tuple(g["seating"]), tuple(g["returns"])) for g in games).items():
         a, b = seating
-        pa, pb = _points({"returns": returns})
+        pa, pb = game_points(returns, 0, 1)
         for e, p, seat in ((a, pa, 0), (b, pb, 1)):
             s = stats[e]
             s["games"] += count
@@ -507,7 +497,7 @@ def head_to_head(cfg: TournamentConfig, games: list[dict], names: list[str]) -> 
         by_pair[(min(a, b), max(a, b))].append(g)
     out = []
     for (x, y), gs in sorted(by_pair.items()):
-        pts = [_points(g)[g["seating"].index(x)] for g in gs]
+        pts = [game_points(g["returns"], 0, 1)[g["seating"].index(x)] for g in gs]
         tri = trinomial(pts)
         row = {"A": names[x], "B": names[y], "games": len(gs), "trinomial": tri,
                "sprt_games": sprt(tri, s.elo0, s.elo1, s.alpha, s.beta)}
