@@ -64,6 +64,9 @@ SEED_ENV = "ARBITER_SEED"
 console = Console(soft_wrap=True)
 """Lines longer than the terminal are left for the terminal to wrap: rich would break a long path
 in an error message where it must stay whole to be copied."""
+errors = Console(stderr=True, soft_wrap=True)
+"""Errors, warnings and interruptions go to stderr: what a command prints on stdout (an export, a
+listing) stays clean when it is piped or redirected to a file."""
 
 
 def _parse_options(pairs: list[str]) -> dict:
@@ -111,7 +114,7 @@ def read_seed(args: argparse.Namespace) -> tuple[bytes | None, str]:
             raise ValueError(f"--seed-file {seed_file}: {exc.strerror or exc}") from None
         source = seed_file
     elif seed_hex:
-        console.print("[bold yellow]warning:[/] --seed puts the master seed on the command line, where every "
+        errors.print("[bold yellow]warning:[/] --seed puts the master seed on the command line, where every "
                       "process on this machine can read it (/proc/PID/cmdline): use it only for "
                       "non-competitive runs; use --seed-file or the ARBITER_SEED variable otherwise")
         text, source = seed_hex, "--seed"
@@ -142,7 +145,7 @@ def open_store(args: argparse.Namespace, group_window: float = 0.0) -> ResultsSt
 def storage_exit(store: ResultsStore, code: int) -> int:
     """``code``, or EXIT_STORAGE with one clear message when games could not be saved."""
     if store.problem:
-        console.print(f"[bold red]error: results not saved:[/] {escape(store.problem)}")
+        errors.print(f"[bold red]error: results not saved:[/] {escape(store.problem)}")
         return EXIT_STORAGE
     return code
 
@@ -151,15 +154,15 @@ def _prepare(args: argparse.Namespace, configs, group_window: float = 0.0) -> tu
     """The results store, once the engines' configuration is known to be usable here; or the exit
     code that says why not."""
     if missing := _sandbox_missing(configs):
-        console.print(f"[red]error:[/] {escape(missing)}")
+        errors.print(f"[red]error:[/] {escape(missing)}")
         return None, EXIT_ENGINE
     try:
         store = open_store(args, group_window)
     except KeyFileError as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}")
+        errors.print(f"[red]error:[/] {escape(str(exc))}")
         return None, EXIT_USAGE
     except (OSError, sqlite3.Error) as exc:  # unwritable, not a database: fix the --db argument
-        console.print(f"[red]error:[/] --db {escape(str(args.db))}: cannot open the results database: "
+        errors.print(f"[red]error:[/] --db {escape(str(args.db))}: cannot open the results database: "
                       f"{escape(str(exc))}")
         return None, EXIT_USAGE
     cut, appended = store.repair_export()  # after a crash (kill -9, power): from the export's tail
@@ -177,7 +180,7 @@ def _claimed(store: ResultsStore, match_ids) -> bool:
         for match_id in match_ids:
             store.claim(match_id)
     except MatchInUse as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}")
+        errors.print(f"[red]error:[/] {escape(str(exc))}")
         store.close()
         return False
     return True
@@ -226,10 +229,10 @@ def cmd_match(args: argparse.Namespace) -> int:
         openings = _match_openings(args, game, seed)
         hub = _open_hub(args, configs)
     except (OptionError, ValueError, KeyFileError) as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}")
+        errors.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
     if seeded and seed is None:
-        console.print("[bold yellow]warning:[/] the match was started with a master seed; without it the "
+        errors.print("[bold yellow]warning:[/] the match was started with a master seed; without it the "
                       "remaining games get fresh dice (give the same --seed-file to keep them)")
     setup = dict(game=game.name, options=game.options, tc=tc.text, format=args.format, margin=args.margin,
                  sprt=args.sprt, engine_option=list(args.engine_option), max_plies=args.max_plies,
@@ -243,7 +246,7 @@ def cmd_match(args: argparse.Namespace) -> int:
         try:
             args.live_view = _start_web(args, " vs ".join(c.name for c in configs), fmt.games, [match_id])
         except OSError as exc:
-            console.print(f"[red]error:[/] --web {args.web}: {escape(str(exc))}")
+            errors.print(f"[red]error:[/] --web {args.web}: {escape(str(exc))}")
             return EXIT_USAGE
         if game.num_seats > 2:
             return _run_table(args, game, tc, fmt, seed, configs, setup, match_id, done, openings, adjudication)
@@ -299,7 +302,7 @@ def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_b
             with Live(board, console=console, refresh_per_second=4):
                 result = match.play(setup, done)
     except KeyboardInterrupt:
-        console.print(f"[yellow]interrupted[/]: finished games are saved; continue with "
+        errors.print(f"[yellow]interrupted[/]: finished games are saved; continue with "
                       f"`arbiter match --resume {match.match_id} --db {escape(str(args.db))}`")
         store.close()
         return storage_exit(store, EXIT_INTERRUPTED)
@@ -317,7 +320,7 @@ def _not_started(configs, failed: list[tuple[int, EngineFault]]) -> int:
     from .hosting import OptionFault
 
     for index, fault in failed:
-        console.print(f"[red]error:[/] engine {escape(configs[index].name)} "
+        errors.print(f"[red]error:[/] engine {escape(configs[index].name)} "
                       + (f"--engine-option: {escape(fault.detail)}" if isinstance(fault, OptionFault)
                          else f"cannot start: {escape(str(fault))}"))
     console.print("no game was played, no result recorded")
@@ -448,7 +451,7 @@ def _engine_config(command: str, name: str, args: argparse.Namespace, restart: b
                          f"(CURVE), or add --insecure")
     if command.startswith(("tcp://", "ipc://")):
         if command.startswith("tcp://"):
-            console.print(f"[bold red]WARNING: INSECURE: {escape(command)} is plain tcp: anyone can read the games "
+            errors.print(f"[bold red]WARNING: INSECURE: {escape(command)} is plain tcp: anyone can read the games "
                           f"and take the seat; every record says so[/]")
         return EngineConfig(command=None, endpoint=command, name=name, handshake_timeout=300.0)
     command = command.replace("{python}", shlex.quote(sys.executable))  # this Python, with the project's packages
@@ -510,7 +513,7 @@ def _open_hub(args: argparse.Namespace, configs) -> RemoteHub | None:
     except zmq.ZMQError as exc:
         raise ValueError(f"--listen {args.listen}: {exc}") from None
     if insecure:
-        console.print(f"[bold red]WARNING: INSECURE: {escape(hub.endpoint)} is plain tcp without CURVE[/]")
+        errors.print(f"[bold red]WARNING: INSECURE: {escape(hub.endpoint)} is plain tcp without CURVE[/]")
     console.print(f"waiting for {', '.join(wanted)} on {hub.endpoint} (up to {args.wait:g} s)", markup=False)
     return hub
 
@@ -634,17 +637,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     if args.position is not None:
         if not args.game:
-            console.print("[red]error:[/] --position needs --game (which game's notation it is in)")
+            errors.print("[red]error:[/] --position needs --game (which game's notation it is in)")
             return EXIT_USAGE
         try:
             game = load_game(args.game or "", **_parse_options(args.option))
             console.print(game.from_text(args.position).render(), highlight=False)
         except (OptionError, ValueError) as exc:
-            console.print(f"[red]error:[/] {escape(str(exc))}")
+            errors.print(f"[red]error:[/] {escape(str(exc))}")
             return EXIT_USAGE
         return EXIT_OK
     if args.record is None:
-        console.print("[red]error:[/] give a record file, or --game and --position")
+        errors.print("[red]error:[/] give a record file, or --game and --position")
         return EXIT_USAGE
     wanted = args.game_id or args.game_id_arg
     try:  # one game is looked up (by id, MATCH.N or the last), never the whole file loaded
@@ -659,7 +662,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         if wanted:  # an id, or its unique beginning (``MATCH.3``: game 3 of a match)
             records, count = find_records(args.record, wanted)
             if count > 1:
-                console.print(f"[red]error:[/] {count} games begin with {escape(wanted)!r}; "
+                errors.print(f"[red]error:[/] {count} games begin with {escape(wanted)!r}; "
                               f"`arbiter show {escape(args.record)} --list` lists them")
                 return EXIT_USAGE
         elif args.all:
@@ -670,10 +673,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         records = iter([*records]) if isinstance(records, list) else records
         first = next(records, None)
     except (OSError, ValueError) as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}")
+        errors.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
     if first is None:
-        console.print(f"[red]error:[/] no such game in {escape(args.record)}"
+        errors.print(f"[red]error:[/] no such game in {escape(args.record)}"
                       + (f": {escape(wanted)!r} (`--list` lists them)" if wanted else ""))
         return EXIT_USAGE
     records = itertools.chain([first], records)
@@ -778,7 +781,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             raise FileNotFoundError(f"{args.record}: no such file")
         rows, heads, total = open_stored(args.record)
     except (OSError, ValueError, KeyFileError) as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}")
+        errors.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
     auditor, broken = Auditor(public), []
     bad = checked = 0
@@ -809,13 +812,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
                                                f"{len(record.events)} events")
                 progress.advance(task, len(batch))
     except (OSError, ValueError) as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}")
+        errors.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
     finally:
         if pool is not None:
             pool.terminate()
     if broken and not auditor.records:  # not one record in it: the wrong file, not a tampered one
-        console.print(f"[red]error:[/] {escape(broken[0])}")
+        errors.print(f"[red]error:[/] {escape(broken[0])}")
         return EXIT_USAGE
     console.print(f"{checked - bad} of {checked} records consistent")
     report = auditor.finish(heads)
@@ -853,7 +856,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         records = records_in_chain_order(args.record)
         first = next(records, None)  # the file's own problems (not a results file...) before any output
     except (OSError, ValueError, KeyFileError) as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}")
+        errors.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
     chunks = (to_text if args.format == "text" else to_csv)(
         counted(itertools.chain([first] if first is not None else [], records)), signer)
@@ -878,7 +881,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         if part is not None:
             part.unlink(missing_ok=True)
         message = f"{args.output or 'standard output'}: {exc.strerror or exc}" if isinstance(exc, OSError) else str(exc)
-        console.print(f"[red]error:[/] {escape(message)}")
+        errors.print(f"[red]error:[/] {escape(message)}")
         return EXIT_USAGE
     return EXIT_OK
 
@@ -901,26 +904,26 @@ def cmd_import(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise ValueError(f"{args.file}: {exc.strerror or exc}") from None
     except (ValueError, KeyFileError) as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}")
+        errors.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
     with text:
         try:
             count, notes, problem = import_games(read_games(text, args.file), args.db, signer, public)
         except TextImportError as exc:
-            console.print(f"[red]REFUSED[/] {escape(str(exc))}", highlight=False)
-            console.print("nothing imported")
+            errors.print(f"[red]REFUSED[/] {escape(str(exc))}", highlight=False)
+            errors.print("nothing imported")
             return EXIT_VERIFY_FAILED
         except UnicodeDecodeError:
-            console.print(f"[red]error:[/] {escape(args.file)}: not UTF-8 text; nothing imported")
+            errors.print(f"[red]error:[/] {escape(args.file)}: not UTF-8 text; nothing imported")
             return EXIT_USAGE
         except ValueError as exc:  # neither a text nor a CSV export
-            console.print(f"[red]error:[/] {escape(str(exc))}")
+            errors.print(f"[red]error:[/] {escape(str(exc))}")
             return EXIT_USAGE
         except STORAGE_ERRORS as exc:
-            console.print(f"[red]error:[/] {escape(args.db)}: {escape(str(exc))}")
+            errors.print(f"[red]error:[/] {escape(args.db)}: {escape(str(exc))}")
             return EXIT_STORAGE
     if problem:
-        console.print(f"[red]error:[/] {escape(problem)}")
+        errors.print(f"[red]error:[/] {escape(problem)}")
         return EXIT_STORAGE
     for note in notes:
         console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
@@ -941,10 +944,10 @@ def cmd_check_engine(args: argparse.Namespace) -> int:
             raise ValueError("check-engine starts the engine itself: give its command line")
         config = _engine_config(args.command_line, _guess_name(args.command_line), args)
     except (OptionError, ValueError) as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}")
+        errors.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
     if missing := _sandbox_missing([config]):
-        console.print(f"[red]error:[/] {escape(missing)}")
+        errors.print(f"[red]error:[/] {escape(missing)}")
         return EXIT_ENGINE
     logs = Path(args.logs).resolve()
     console.print(f"checking {escape(args.command_line)} on {game.name} (logs in {logs})")
@@ -973,10 +976,10 @@ def cmd_engine_info(args: argparse.Namespace) -> int:
             raise ValueError("engine-info starts the engine itself: give its command line")
         config = _engine_config(args.command_line, _guess_name(args.command_line), args)
     except (OptionError, ValueError) as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}")
+        errors.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
     if missing := _sandbox_missing([config]):
-        console.print(f"[red]error:[/] {escape(missing)}")
+        errors.print(f"[red]error:[/] {escape(missing)}")
         return EXIT_ENGINE
     session = EngineSession(config, Path(args.logs).resolve())
     Path(args.logs).mkdir(parents=True, exist_ok=True)
@@ -991,7 +994,7 @@ def cmd_engine_info(args: argparse.Namespace) -> int:
         session.stop()  # before its last words are read: the log is complete then
     if fault is not None:
         told = session.with_last_words(fault)
-        console.print(f"[red]error:[/] {escape(args.command_line)} cannot start: {escape(str(told))}"
+        errors.print(f"[red]error:[/] {escape(args.command_line)} cannot start: {escape(str(told))}"
                       + ("" if told is not fault else f" (log: {session.log_path})"))
         return EXIT_ENGINE
     console.print(escape(hello_text(hello)), highlight=False)
@@ -1019,7 +1022,7 @@ def cmd_games(args: argparse.Namespace) -> int:
     its options (what ``--option`` and a tournament's ``[game_options]`` take) and its rules."""
     names = game_names()
     if args.name is not None and args.name not in names:
-        console.print(f"[red]error:[/] unknown game {escape(repr(args.name))}; known games: {', '.join(names)}")
+        errors.print(f"[red]error:[/] unknown game {escape(repr(args.name))}; known games: {', '.join(names)}")
         return EXIT_USAGE
     for name in [args.name] if args.name else names:
         kind = game_class(name).game_type
@@ -1052,7 +1055,7 @@ def cmd_keygen(args: argparse.Namespace) -> int:
         try:
             secret, public = curve.keygen(args.name, args.out or ".")
         except (curve.KeyFileError, OSError) as exc:
-            console.print(f"[red]error:[/] {escape(str(exc))}")
+            errors.print(f"[red]error:[/] {escape(str(exc))}")
             return EXIT_USAGE
         console.print(f"CURVE key {curve.fingerprint(curve.load_public(public).decode())}: secret key {secret} "
                       f"(mode 600: keep it private), public key {public} (give it to the organiser / the engines)",
@@ -1061,7 +1064,7 @@ def cmd_keygen(args: argparse.Namespace) -> int:
     try:
         secret, public = keygen(args.out or "keys")
     except (KeyFileError, OSError) as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}")
+        errors.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
     console.print(f"key {load_signer(secret).key_id}: secret key {secret} (mode 600: keep it on the referee machine, "
                   f"readable only by the operator), public key {public} (publish it)", markup=False)
@@ -1177,7 +1180,7 @@ def cmd_coop(args: argparse.Namespace) -> int:
         configs = [dataclasses.replace(c, options={**c.options, **options[min(i, len(options) - 1)]})
                    for i, c in enumerate(configs)]  # one --engine in both seats: its options in both
     except (OptionError, ValueError) as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}")
+        errors.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
     store, code = _prepare(args, configs)
     if store is None:
@@ -1195,7 +1198,7 @@ def cmd_coop(args: argparse.Namespace) -> int:
     try:
         web = _start_web(args, f"{configs[0].name} + {configs[1].name}", args.count, [resumed])
     except OSError as exc:
-        console.print(f"[red]error:[/] --web {args.web}: {escape(str(exc))}")
+        errors.print(f"[red]error:[/] --web {args.web}: {escape(str(exc))}")
         store.close()
         return EXIT_USAGE
     console.print(f"coop series {match_id}: {game.name} {game.options}, {configs[0].name} + {configs[1].name}, "
@@ -1220,7 +1223,7 @@ def cmd_coop(args: argparse.Namespace) -> int:
                               done=store.games(match_id) if resumed else (),
                               on_event=web.on_event() if web else None, on_game=web.on_game(on_game) if web else on_game)
     except KeyboardInterrupt:
-        console.print(f"[yellow]interrupted[/]: finished games are saved; continue with "
+        errors.print(f"[yellow]interrupted[/]: finished games are saved; continue with "
                       f"`arbiter coop --resume {match_id} --db {escape(str(args.db))}`")
         store.close()
         return storage_exit(store, EXIT_INTERRUPTED)
@@ -1340,7 +1343,7 @@ def cmd_solo(args: argparse.Namespace) -> int:
         configs = [dataclasses.replace(_engine_config(cmd, names[i], args, index=i), options=options[i])
                    for i, cmd in enumerate(args.engine)]
     except (OptionError, ValueError) as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}")
+        errors.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
     store, code = _prepare(args, configs)
     if store is None:
@@ -1364,7 +1367,7 @@ def cmd_solo(args: argparse.Namespace) -> int:
         web = _start_web(args, f"solo: {', '.join(c.name for c in configs)}", args.count * len(configs),
                          [match_id for match_id, _, _ in stored])
     except OSError as exc:
-        console.print(f"[red]error:[/] --web {args.web}: {escape(str(exc))}")
+        errors.print(f"[red]error:[/] --web {args.web}: {escape(str(exc))}")
         store.close()
         return EXIT_USAGE
     for config, match_id, suite in zip(configs, match_ids, setups):  # every suite noted now: resuming finds them all
@@ -1395,7 +1398,7 @@ def cmd_solo(args: argparse.Namespace) -> int:
                                         on_event=web.on_event() if web else None,
                                         on_game=web.on_game(on_game) if web else on_game))
     except KeyboardInterrupt:
-        console.print(f"[yellow]interrupted[/]: finished games are saved; continue with "
+        errors.print(f"[yellow]interrupted[/]: finished games are saved; continue with "
                       f"`arbiter solo --resume {match_ids[0]} --db {escape(str(args.db))}`")
         store.close()
         return storage_exit(store, EXIT_INTERRUPTED)
@@ -1473,7 +1476,7 @@ def _pin(args: argparse.Namespace) -> int | None:
                              "engine (--pin 0-1), or place them with --cpus")
         pin_process(cores)
     except (ValueError, OSError) as exc:
-        console.print(f"[red]error:[/] --pin {escape(args.pin)}: {escape(str(exc))}")
+        errors.print(f"[red]error:[/] --pin {escape(args.pin)}: {escape(str(exc))}")
         return EXIT_USAGE
     return None
 
@@ -1817,7 +1820,7 @@ def _run_table(args, game, tc, fmt, seed, configs, setup, match_id, done, openin
     try:
         result = table.play(setup, done)
     except KeyboardInterrupt:
-        console.print(f"[yellow]interrupted[/]: finished games are saved; continue with "
+        errors.print(f"[yellow]interrupted[/]: finished games are saved; continue with "
                       f"`arbiter match --resume {table.match_id} --db {escape(str(args.db))}`")
         store.close()
         return storage_exit(store, EXIT_INTERRUPTED)

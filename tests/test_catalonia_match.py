@@ -138,4 +138,4 @@ def test_cli_coop_show_and_verify(tmp_path):
     assert ok.returncode == 0 and "2 of 2 records consistent" in ok.stdout, ok.stdout
     bad = subprocess.run([PY, "-m", "arbiter.cli", "coop", "--game", "einstein", "--engine", RANDOM, "--db",
                           str(db)], cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert bad.returncode == 2 and "cooperative" in bad.stdout
+    assert bad.returncode == 2 and "cooperative" in bad.stderr

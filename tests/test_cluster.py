@@ -216,7 +216,7 @@ def test_an_engine_a_worker_cannot_start_stops_the_event_naming_it(tmp_path):
     toml.write_text(text.replace('output =', 'on_start_failure = "forfeit"\noutput =', 1))
     run = cli("run", str(toml), "--quiet", "--no-report", "--cluster", "local:2", timeout=300)
     assert run.returncode != 0
-    out = " ".join(run.stdout.split())
+    out = " ".join((run.stdout + run.stderr).split())
     assert "an engine cannot start on the cluster" in out and "engine d0: program /nonexistent/python not found" in out
     assert "worker tcp://" in out
     assert not games_of(db)
@@ -228,7 +228,7 @@ def test_a_bad_cluster_value_names_the_flag_and_the_key(tmp_path):
     assert run.returncode == 2 and "--cluster" in run.stderr and "at least 1" in run.stderr
     toml.write_text(toml.read_text().replace("concurrency = 2", 'concurrency = 2\ncluster = "nowhere"'))
     run = cli("run", str(toml))
-    assert run.returncode == 2 and "cluster" in run.stdout and "scheduler address" in run.stdout
+    assert run.returncode == 2 and "cluster" in run.stderr and "scheduler address" in run.stderr
     toml.write_text(toml.read_text().replace('cluster = "nowhere"', 'cluster = "tcp://127.0.0.1:9"'))
     bad = cli("run", str(toml), "--quiet", "--no-report", env={**os.environ, "ARBITER_CLUSTER_CONNECT_SECONDS": "soon"})
     assert bad.returncode != 0 and "ARBITER_CLUSTER_CONNECT_SECONDS='soon': expected a positive number of seconds" \
@@ -237,7 +237,7 @@ def test_a_bad_cluster_value_names_the_flag_and_the_key(tmp_path):
     started = time.monotonic()
     run = cli("run", str(toml), "--quiet", "--no-report", timeout=120, env=env)
     assert time.monotonic() - started < 25  # the setting is obeyed
-    assert run.returncode != 0 and "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in " ".join(run.stdout.split())
+    assert run.returncode != 0 and "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in " ".join((run.stdout + run.stderr).split())
 
 
 def test_time_controls_scale_by_each_workers_measured_speed(tmp_path):

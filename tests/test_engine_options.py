@@ -109,7 +109,7 @@ def match(tmp_path, *args: str, engines=(SCORER, RANDOM)) -> subprocess.Complete
 ])
 def test_match_with_a_bad_engine_option_exits_2_before_any_game(tmp_path, flag, words):
     run = match(tmp_path, "--engine-option", flag)
-    out = " ".join(run.stdout.split())
+    out = " ".join((run.stdout + run.stderr).split())
     assert run.returncode == 2, run.stdout + run.stderr
     assert words in out and "no game was played" in out
     assert load_records(tmp_path / "r.sqlite") == []
@@ -118,7 +118,7 @@ def test_match_with_a_bad_engine_option_exits_2_before_any_game(tmp_path, flag, 
 @pytest.mark.parametrize("flag", ["score=1", "0:score=1", "3:score=1", "1:=1", "1:score"])
 def test_a_malformed_engine_option_flag_exits_2(tmp_path, flag):
     run = match(tmp_path, "--engine-option", flag)
-    assert run.returncode == 2 and "--engine-option" in run.stdout and "N:NAME=VALUE" in run.stdout
+    assert run.returncode == 2 and "--engine-option" in run.stderr and "N:NAME=VALUE" in run.stderr
 
 
 @pytest.mark.parametrize("command, flags, words", [
@@ -133,7 +133,7 @@ def test_more_names_or_cpus_than_engines_is_a_usage_error(tmp_path, command, fla
             "coop": ["--game", "catalonia", "--engine", RANDOM], "solo": ["--game", "stalingrad", "--engine", RANDOM]}
     run = subprocess.run([PY, "-m", "arbiter.cli", command, *game[command], *flags, "--db", str(tmp_path / "r.sqlite")],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert run.returncode == 2 and words in " ".join(run.stdout.split()), run.stdout + run.stderr
+    assert run.returncode == 2 and words in " ".join(run.stderr.split()), run.stdout + run.stderr
     assert not (tmp_path / "r.sqlite").exists()
 
 
@@ -183,7 +183,7 @@ def test_a_bad_option_or_engine_stops_coop_solo_and_n_seat_runs_before_any_game(
                                                                               args, words, code):
     run = arbiter(tmp_path, command, game, engines, *args, *(["--games", "3"] if command == "coop" else
                                                              ["--seeds", "3"] if command == "solo" else []))
-    out = " ".join(run.stdout.split())
+    out = " ".join((run.stdout + run.stderr).split())
     assert run.returncode == code, run.stdout + run.stderr
     assert words in out and "no game was played" in out, out
     if code == 3:
@@ -214,7 +214,7 @@ def test_engine_info_lists_the_declared_options(tmp_path):
 def test_engine_info_of_an_engine_that_cannot_start_exits_3(tmp_path, command, words):
     run = subprocess.run([PY, "-m", "arbiter.cli", "engine-info", command, "--logs", str(tmp_path)],
                          cwd=ROOT, capture_output=True, text=True, timeout=60)
-    out = " ".join(run.stdout.split())
+    out = " ".join((run.stdout + run.stderr).split())
     assert run.returncode == 3 and "cannot start" in out and words in out, out
     if "no_such_engine" in command:
         assert "No module named no_such_engine" in out
@@ -262,7 +262,7 @@ def test_tournament_with_a_bad_option_exits_2_before_any_game(tmp_path, on_fail)
     for command in ("check", "run"):
         run = subprocess.run([PY, "-m", "tournaments", command, str(path)] + (["-q"] if command == "run" else []),
                              cwd=ROOT, capture_output=True, text=True, timeout=120)
-        out = " ".join(run.stdout.split())
+        out = " ".join((run.stdout + run.stderr).split())
         assert run.returncode == 2, run.stdout + run.stderr
         assert "engine scorer: options: option style: must be one of calm, wild, not 'loud'" in out
     assert not (tmp_path / "t.sqlite").exists()

@@ -129,11 +129,11 @@ def refused(path: Path, tmp_path: Path, *patterns: str) -> str:
     new = tmp_path / "tampered.sqlite"
     run = arbiter("import", path, "--db", new)
     assert run.returncode == 1, run.stdout + run.stderr
-    assert "REFUSED" in run.stdout and "nothing imported" in run.stdout
+    assert "REFUSED" in run.stderr and "nothing imported" in run.stderr
     for p in patterns:
-        assert re.search(p, run.stdout), (p, run.stdout)
+        assert re.search(p, run.stderr), (p, run.stderr)
     assert not new.exists()  # nothing written
-    return run.stdout
+    return run.stderr
 
 
 def test_an_illegal_move_is_named_with_its_line(results_db, tmp_path):
@@ -235,7 +235,7 @@ def test_signed_export_rejects_a_consistent_rewrite(results_db, tmp_path):
     assert ok.returncode == 0 and "export signatures checked" in ok.stdout, ok.stdout
     assert arbiter("verify", tmp_path / "a.sqlite", "--public-key", public).returncode == 0
     wrong = arbiter("import", path, "--db", tmp_path / "b.sqlite", "--public-key", other_public)
-    assert wrong.returncode == 1 and "not with" in wrong.stdout
+    assert wrong.returncode == 1 and "not with" in wrong.stderr
     # A rewrite that keeps the game legal and recomputes the digest: only the signature tells.
     old, new = other_legal_last_move(results_db, "crash")
     games = read_games(path.read_text(), str(path))
@@ -255,39 +255,39 @@ def test_signed_export_rejects_a_consistent_rewrite(results_db, tmp_path):
     assert unchecked.returncode == 0 and "signatures not checked" in unchecked.stdout
     checked = arbiter("import", path, "--db", tmp_path / "d.sqlite", "--public-key", public)
     signature_line = first + next(i for i, line in enumerate(block) if line.startswith("[Signature "))
-    assert checked.returncode == 1 and f":{signature_line}: game " in checked.stdout
-    assert "signature does not match the digest" in checked.stdout
+    assert checked.returncode == 1 and f":{signature_line}: game " in checked.stderr
+    assert "signature does not match the digest" in checked.stderr
 
 
 def test_usage_errors(results_db, tmp_path):
     path = exported(results_db, tmp_path)
     (tmp_path / "exists.sqlite").write_bytes(b"")
     run = arbiter("import", path, "--db", tmp_path / "exists.sqlite")
-    assert run.returncode == 2 and "exists" in run.stdout
+    assert run.returncode == 2 and "exists" in run.stderr
     (tmp_path / "junk.txt").write_text("hello\n")
     run = arbiter("import", tmp_path / "junk.txt", "--db", tmp_path / "x.sqlite")
-    assert run.returncode == 2 and "neither a text export" in run.stdout
+    assert run.returncode == 2 and "neither a text export" in run.stderr
     run = arbiter("export", tmp_path / "missing.sqlite")
-    assert run.returncode == 2 and "missing.sqlite" in run.stdout
+    assert run.returncode == 2 and "missing.sqlite" in run.stderr
     assert "Traceback" not in run.stdout + run.stderr
     # The export is written beside the database as NAME.jsonl: a file of that name is not overwritten
     # (it was, even the half-built import's was written there), nor is a database named .jsonl made
     # (its export lines went into the database itself).
     (tmp_path / "new.jsonl").write_text("someone's\n")
     run = arbiter("import", path, "--db", tmp_path / "new")
-    assert run.returncode == 2 and "new.jsonl exists" in run.stdout, run.stdout
+    assert run.returncode == 2 and "new.jsonl exists" in run.stderr, run.stderr
     assert (tmp_path / "new.jsonl").read_text() == "someone's\n" and not (tmp_path / "new").exists()
     run = arbiter("import", path, "--db", tmp_path / "r.jsonl")
-    assert run.returncode == 2 and "written beside it as .jsonl" in run.stdout, run.stdout
+    assert run.returncode == 2 and "written beside it as .jsonl" in run.stderr, run.stderr
     # An export does not replace results: `export results.sqlite -o results.sqlite` replaced the
     # database with its own text.
     before = results_db.read_bytes()
     for target in (results_db, results_db.with_suffix(".jsonl")):
         run = arbiter("export", results_db, "-o", target)
-        assert run.returncode == 2 and "name another one" in run.stdout, run.stdout
+        assert run.returncode == 2 and "name another one" in run.stderr, run.stderr
     assert results_db.read_bytes() == before
     run = arbiter("demo", "--db", tmp_path / "r.jsonl", "--quiet")
-    assert run.returncode == 2 and "would be its own export" in run.stdout, run.stdout
+    assert run.returncode == 2 and "would be its own export" in run.stderr, run.stderr
     assert not (tmp_path / "r.jsonl").exists()
     assert "Traceback" not in run.stdout + run.stderr
 
@@ -332,8 +332,15 @@ def test_export_streams_each_events_chain_first_and_leaves_no_file_on_a_bad_reco
         with sqlite3.connect(db) as con:
             con.execute("UPDATE games SET record = ? WHERE rowid = 2", (damage,))
         run = arbiter("export", db, "--format", "text", "-o", out)
-        assert run.returncode == 2 and said in run.stdout, run.stdout + run.stderr
+        assert run.returncode == 2 and said in run.stderr, run.stdout + run.stderr
         assert not out.exists() and not Path(f"{out}.part").exists()
+        # Exported to stdout (a pipe, a redirection): the games before the damaged one, and the
+        # error on stderr alone, never inside the text a script reads (it was on stdout).
+        piped = arbiter("export", db, "--format", "text")
+        assert piped.returncode == 2 and said in piped.stderr and "error:" not in piped.stdout, piped.stdout
+    tournament = subprocess.run([PY, "-m", "tournaments", "report", str(tmp_path / "none.sqlite"), "--json", "-"],
+                                cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert tournament.returncode == 2 and tournament.stdout == "" and "no such file" in tournament.stderr
 
 
 def test_an_import_refused_half_way_leaves_nothing_and_a_killed_imports_half_is_not_continued(
@@ -381,5 +388,5 @@ def test_an_export_that_stops_being_utf8_half_way_is_named_and_imports_nothing(r
     path.write_bytes(path.read_bytes() + b"\n" * 70_000 + b"[Event \"\xff\xfe\"]\n")  # past the first read
     new = tmp_path / "new.sqlite"
     run = arbiter("import", path, "--db", new)
-    assert run.returncode == 2 and "not UTF-8 text; nothing imported" in run.stdout, run.stdout + run.stderr
+    assert run.returncode == 2 and "not UTF-8 text; nothing imported" in run.stderr, run.stdout + run.stderr
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("new")) == []

@@ -108,4 +108,4 @@ def test_arbiter_games_says_each_games_kind_options_and_rules():
     with pytest.raises(Exception, match="seats must be 2, 3, 4 or 5"):
         load_game("aachess", seats=7)
     unknown = run("chess")
-    assert unknown.returncode == 2 and "unknown game 'chess'" in unknown.stdout and "einstein" in unknown.stdout
+    assert unknown.returncode == 2 and "unknown game 'chess'" in unknown.stderr and "einstein" in unknown.stderr

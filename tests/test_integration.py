@@ -262,7 +262,7 @@ def test_cli_match_show_and_verify(tmp_path):
     assert ok.returncode == 0 and "consistent" in ok.stdout, ok.stdout + ok.stderr
     bad = subprocess.run([PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", RANDOM,
                           "--engine", RANDOM, "--tc", "40/", "--db", str(db)], cwd=ROOT, capture_output=True, text=True)
-    assert bad.returncode == 2 and "40/" in bad.stdout
+    assert bad.returncode == 2 and "40/" in bad.stderr
 
 
 def test_the_readme_demo_plays_its_olympiad_match(tmp_path):

@@ -430,7 +430,7 @@ def test_an_engine_kept_in_the_results_folder_is_refused_with_what_to_move(tmp_p
     root = Path(__file__).resolve().parent.parent
     check = subprocess.run([sys.executable, "-m", "tournaments", "check", str(toml)], cwd=root, capture_output=True,
                            text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(root)})
-    said = " ".join(check.stdout.split())
+    said = " ".join(check.stderr.split())
     assert check.returncode == 3, check.stdout + check.stderr
     assert f"its file {event / 'engine.py'} is inside {event}, which the sandbox hides from engines" in said
     assert 'keep the results in a folder of their own' in said

@@ -269,7 +269,7 @@ def test_a_seed_from_a_file_the_environment_or_stdin_gives_the_dice_of_seed(tmp_
         folder.mkdir()
         out, _ = arbiter(folder, *args, stdin=stdin, env=env)
         assert out.returncode == 0, out.stdout + out.stderr
-        assert ("warning" in out.stdout and "non-competitive" in out.stdout) == (name == "--seed"), out.stdout
+        assert ("warning" in out.stderr and "non-competitive" in out.stderr) == (name == "--seed"), out.stderr
         record = json.loads(next(folder.glob("*.jsonl")).read_text().splitlines()[0])
         assert bytes.fromhex(record["dice_seed"]) == seed_for(bytes.fromhex(hexseed), record["dice_stream"]), name
 
@@ -279,9 +279,9 @@ def test_a_seed_file_readable_by_others_is_refused(tmp_path):
     seed_file.write_text("abcd")
     seed_file.chmod(0o644)
     out, _ = arbiter(tmp_path, "--seed-file", str(seed_file))
-    assert out.returncode == cli.EXIT_USAGE and "chmod 600" in out.stdout, out.stdout
+    assert out.returncode == cli.EXIT_USAGE and "chmod 600" in out.stderr, out.stderr
     out, _ = arbiter(tmp_path, "--seed-file", str(seed_file), "--seed", "abcd")
-    assert out.returncode == cli.EXIT_USAGE and "not both" in out.stdout
+    assert out.returncode == cli.EXIT_USAGE and "not both" in out.stderr
 
 
 # --- storage errors ---------------------------------------------------------------------------------
@@ -358,7 +358,7 @@ def test_a_disk_that_stays_full_exits_4_naming_the_file_and_the_fallback(tiny_di
     db = mnt / "results.sqlite"
     code = cli.main(["match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM, "--format", "games=2",
                      "--tc", "60", "--quiet", "--db", str(db)])
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert code == cli.EXIT_STORAGE == 4, out
     fallbacks = list(fallback_dir.glob("results.sqlite.unsaved-*.jsonl"))
     assert len(fallbacks) == 1, out
@@ -433,7 +433,7 @@ def test_keygen_command_and_a_key_others_may_read_is_refused_before_any_engine_s
     code = cli.main(["match", "--game", "einstein", "--engine", "/nonexistent/engine", "--engine",
                      "/nonexistent/engine", "--key", str(tmp_path / "k" / "referee.key"), "--db",
                      str(tmp_path / "r.sqlite")])
-    assert code == cli.EXIT_USAGE and "chmod 600" in capsys.readouterr().out
+    assert code == cli.EXIT_USAGE and "chmod 600" in capsys.readouterr().err
     assert not (tmp_path / "r.sqlite").exists()
 
 

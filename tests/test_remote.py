@@ -32,8 +32,9 @@ RANDOM = f"{PY} -m sample_engines.random_engine"
 
 
 def said(capsys) -> str:
-    """What the command printed."""
-    return capsys.readouterr().out
+    """What the command printed (stdout, then stderr: its errors and warnings)."""
+    out, err = capsys.readouterr()
+    return out + err
 
 
 def free_port() -> int:

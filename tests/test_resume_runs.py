@@ -83,13 +83,13 @@ def test_an_interrupted_coop_series_resumes_to_the_games_of_an_uninterrupted_one
     assert cut.returncode == 130, cut.stdout + cut.stderr
     first = games_in(db)
     assert 3 <= first < 80 and status(db) == ["interrupted"]
-    assert "arbiter coop --resume " in cut.stdout and f"--db {db}" in cut.stdout.replace("\n", "")
+    assert "arbiter coop --resume " in cut.stderr and f"--db {db}" in cut.stderr.replace("\n", "")
 
     # The operator's seed is not stored: resuming needs it again, and a wrong one is refused.
     missing = arbiter("coop", "--resume", "--db", str(db))
-    assert missing.returncode == 2 and "give the same one" in missing.stdout, missing.stdout
+    assert missing.returncode == 2 and "give the same one" in missing.stderr, missing.stderr
     wrong = arbiter("coop", "--resume", "--db", str(db), "--seed-file", str(seed_file(tmp_path, "0bad", "other.hex")))
-    assert wrong.returncode == 2 and "is not the master seed this run was started with" in wrong.stdout, wrong.stdout
+    assert wrong.returncode == 2 and "is not the master seed this run was started with" in wrong.stderr, wrong.stderr
     assert games_in(db) == first  # nothing played by the refused attempts
 
     resumed = arbiter("coop", "--resume", "--db", str(db), "--seed-file", str(seed), "--quiet")
@@ -99,7 +99,7 @@ def test_an_interrupted_coop_series_resumes_to_the_games_of_an_uninterrupted_one
     assert all(verify(r) == [] for r in load_records(db)) and status(db) == ["finished"]
 
     again = arbiter("coop", "--resume", "--db", str(db), "--seed-file", str(seed))
-    assert again.returncode == 2 and "no unfinished coop series" in again.stdout
+    assert again.returncode == 2 and "no unfinished coop series" in again.stderr
 
 
 def test_a_solo_run_resumes_every_suite_on_a_stored_master_seed(tmp_path):
@@ -114,9 +114,9 @@ def test_a_solo_run_resumes_every_suite_on_a_stored_master_seed(tmp_path):
     assert "[normal" in cut.stdout  # the quiet lines keep their bracketed reason (rich markup off)
 
     seeded = arbiter("solo", "--resume", "--db", str(db), "--seed", "00ff")
-    assert seeded.returncode == 2 and "drawn by the referee and is stored" in seeded.stdout
+    assert seeded.returncode == 2 and "drawn by the referee and is stored" in seeded.stderr
     match = arbiter("match", "--resume", "--db", str(db))  # a solo run is not a match
-    assert match.returncode == 2 and "no unfinished match" in match.stdout, match.stdout
+    assert match.returncode == 2 and "no unfinished match" in match.stderr, match.stderr
 
     resumed = arbiter("solo", "--resume", "--db", str(db), "--quiet")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
@@ -131,7 +131,7 @@ def test_a_solo_run_resumes_every_suite_on_a_stored_master_seed(tmp_path):
     assert "paired comparison on common seeds" in resumed.stdout
 
     by_id = arbiter("solo", "--resume", records[-1].match_id, "--db", str(db))
-    assert by_id.returncode == 2 and "is finished; nothing to resume" in by_id.stdout
+    assert by_id.returncode == 2 and "is finished; nothing to resume" in by_id.stderr
 
 
 def test_a_coop_series_killed_with_kill_9_resumes_with_a_whole_export(tmp_path):
@@ -147,7 +147,7 @@ def test_a_coop_series_killed_with_kill_9_resumes_with_a_whole_export(tmp_path):
     killed = interrupted("coop", "--game", "catalonia", "--engine", RANDOM, "--games", "300", "--tc", "10",
                          "--db", str(db), "--quiet", after=3, sig=signal.SIGKILL, meanwhile=resume_while_it_runs)
     assert killed.returncode == -signal.SIGKILL
-    assert refused[0].returncode == 2 and "is being played by another process right now" in refused[0].stdout, \
+    assert refused[0].returncode == 2 and "is being played by another process right now" in refused[0].stderr, \
         refused[0].stdout + refused[0].stderr
     with open(tmp_path / "r.jsonl", "ab") as export:  # as if killed in the middle of an append
         export.write(b'{"game_id": "torn')

@@ -150,7 +150,7 @@ def test_cli_solo_compares_engines(tmp_path):
     bad = subprocess.run([PY, "-m", "arbiter.cli", "solo", "--game", "stalingrad", "--engine", RANDOM,
                           "--option", "max_turns=0", "--db", str(tmp_path / "r.sqlite")],
                          cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert bad.returncode == 2 and "max_turns" in bad.stdout
+    assert bad.returncode == 2 and "max_turns" in bad.stderr
 
 
 # --- statistics ----------------------------------------------------------------------------------

@@ -126,7 +126,7 @@ def test_match_openings_pairs_and_resume(tmp_path):
     bad.write_text("# layouts\n\nR1R2R32/R4R53/R63B1/3B2B3/2B4B5B6 r - r play\nnot a position\n")
     run = arbiter("match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM, "--openings", str(bad),
                   "--db", str(tmp_path / "x.sqlite"))
-    assert run.returncode == 2 and f"{bad}:4: not a position of einstein" in run.stdout.replace("\n", "")
+    assert run.returncode == 2 and f"{bad}:4: not a position of einstein" in run.stderr.replace("\n", "")
     assert not (tmp_path / "x.sqlite").exists()
 
 
@@ -220,21 +220,21 @@ def test_match_engines_file_and_three_seats(tmp_path):
     assert sorted(tuple(r.players) for r in load_records(db)) == [("rand-a", "rand-b"), ("rand-b", "rand-a")]
     run = arbiter("match", "--game", "einstein", "--engines-file", str(tmp_path / "engines.toml"), "--engine", "rand-a",
                   "--engine", "rand-x", "--db", str(db))
-    assert run.returncode == 2 and "no engine named 'rand-x'" in run.stdout and "did you mean" in run.stdout
+    assert run.returncode == 2 and "no engine named 'rand-x'" in run.stderr and "did you mean" in run.stderr
     (tmp_path / "broken.toml").write_text('[[engines]]\nname = "a"\ncommand = 5\n')
     run = arbiter("match", "--game", "einstein", "--engines-file", str(tmp_path / "broken.toml"), "--engine", "a",
                   "--engine", "a", "--db", str(db))
-    assert run.returncode == 2 and "broken.toml:3: engines[0].command: expected a string or an array" in run.stdout
+    assert run.returncode == 2 and "broken.toml:3: engines[0].command: expected a string or an array" in run.stderr
 
     db3 = tmp_path / "t.sqlite"
     engines = [f"{{python}} -m sample_engines.aachess_random --seed {i}" for i in range(3)]
     args = ["match", "--game", "aachess", "--option", "max_rounds=2", "--tc", "30", "--db", str(db3), "--quiet"]
     wrong = arbiter(*args, *[a for e in engines for a in ("--engine", e)])
-    assert wrong.returncode == 2 and "has 2 seats, not 3" in wrong.stdout.replace("\n", "")
+    assert wrong.returncode == 2 and "has 2 seats, not 3" in wrong.stderr.replace("\n", "")
     six = arbiter(*args, *[a for e in engines * 2 for a in ("--engine", e)])
-    assert six.returncode == 2 and "2 to 5 seats" in six.stdout.replace("\n", "")
+    assert six.returncode == 2 and "2 to 5 seats" in six.stderr.replace("\n", "")
     odd = arbiter(*args, "--option", "seats=3", "--format", "games=4", *[a for e in engines for a in ("--engine", e)])
-    assert odd.returncode == 2 and "multiple of 3" in odd.stdout.replace("\n", "")
+    assert odd.returncode == 2 and "multiple of 3" in odd.stderr.replace("\n", "")
     start = load_game("aachess", seats=3, max_rounds=2).new_initial_state()
     first = start.to_text()
     start.apply("")  # the first seat buys nothing

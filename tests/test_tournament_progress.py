@@ -95,7 +95,7 @@ def test_rating_interval_must_not_be_negative(tmp_path):
     (tmp_path / "t.toml").write_text(EINSTEIN.format(db=tmp_path / "x.sqlite").replace("rating_interval = 2",
                                                                                       "rating_interval = -1"))
     bad = run("tournaments", "run", tmp_path / "t.toml")
-    assert bad.returncode == 2 and "rating_interval" in bad.stdout and "Traceback" not in bad.stdout + bad.stderr
+    assert bad.returncode == 2 and "rating_interval" in bad.stderr and "Traceback" not in bad.stdout + bad.stderr
     flag = run("tournaments", "run", tmp_path / "t.toml", "--rating-interval", "-2")
     assert flag.returncode == 2 and "--rating-interval" in flag.stderr
 

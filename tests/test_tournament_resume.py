@@ -231,8 +231,9 @@ def test_resume_of_a_file_never_started_starts_it_and_a_held_database_is_refused
 # --- the same through the command line ------------------------------------------------------------
 
 def said(capsys) -> str:
-    """What the command printed, with rich's line wrapping undone."""
-    return " ".join(capsys.readouterr().out.split())
+    """What the command printed on stdout and stderr, with rich's line wrapping undone."""
+    out, err = capsys.readouterr()
+    return " ".join((out + err).split())
 
 
 def test_the_command_line_checks_runs_refuses_and_reports(tmp_path, capsys):

@@ -227,8 +227,9 @@ def test_an_illegal_simultaneous_setup_is_named(results_db):
 # --- the same through `arbiter verify` / `arbiter show` and every record file format ----------
 
 def said(capsys) -> str:
-    """What the command printed, with rich's line wrapping undone."""
-    return " ".join(capsys.readouterr().out.split())
+    """What the command printed on stdout and stderr, with rich's line wrapping undone."""
+    out, err = capsys.readouterr()
+    return " ".join((out + err).split())
 
 
 def test_arbiter_verify_reads_sqlite_jsonl_and_json_and_names_the_tampered_game(results_db, tmp_path, capsys):

@@ -204,15 +204,15 @@ def test_serve_bad_input(tmp_path):
 
         sqlite3.connect(db).execute("CREATE TABLE x (y)").connection.commit()
         r = cli("serve", str(db), "--port", str(port + 1 if port < 65535 else 1))
-        assert r.returncode == 2 and "not a tournament database" in r.stdout and "Traceback" not in r.stderr
+        assert r.returncode == 2 and "not a tournament database" in r.stderr and "Traceback" not in r.stderr
         r = cli("serve", str(tmp_path / "missing.sqlite"))
-        assert r.returncode == 2 and "no such file" in r.stdout
+        assert r.returncode == 2 and "no such file" in r.stderr
         r = cli("serve", "x.sqlite", "--port", "70000")
         assert r.returncode == 2 and "--port" in r.stderr
         r = subprocess.run([PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", "true", "--engine",
                             "true", "--db", str(tmp_path / "m.sqlite"), "--web", str(port)], cwd=ROOT,
                            capture_output=True, text=True, timeout=60)
-        assert r.returncode == 2 and f"--web {port}: cannot listen on 127.0.0.1:{port}" in r.stdout, r.stdout
+        assert r.returncode == 2 and f"--web {port}: cannot listen on 127.0.0.1:{port}" in r.stderr, r.stderr
         for command in (["match", "--game", "einstein"], ["coop", "--game", "catalonia"], ["solo", "--game", "stalingrad"]):
             r = subprocess.run([PY, "-m", "arbiter.cli", *command, "--engine", "true", "--web", "99999"], cwd=ROOT,
                                capture_output=True, text=True, timeout=60)  # was a traceback (bind's OverflowError)

@@ -30,18 +30,20 @@ from arbiter.web import parse_port
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ENGINE, EXIT_STORAGE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
 
-def _console():
+def _console(stderr: bool = False):
+    """The console of a command's output; with ``stderr``, of its errors, warnings and
+    interruptions (stdout stays clean when it is piped or redirected to a file)."""
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=True)  # a long path in a message stays whole (the terminal wraps it)
+    return Console(highlight=False, soft_wrap=True, stderr=stderr)  # a long path stays whole (the terminal wraps it)
 
 
-def _error(console, text: str) -> None:
-    """One error line. The text (paths, configuration values, exception messages) is printed as
-    it is, not read as rich markup: a folder named ``[final]`` stays in the path."""
+def _error(text: str) -> None:
+    """One error line, on stderr. The text (paths, configuration values, exception messages) is
+    printed as it is, not read as rich markup: a folder named ``[final]`` stays in the path."""
     from rich.markup import escape
 
-    console.print(f"[red]error:[/] {escape(text)}")
+    _console(stderr=True).print(f"[red]error:[/] {escape(text)}")
 
 
 def _fmt_duration(seconds: float) -> str:
@@ -233,11 +235,11 @@ def _preflight(console, cfg, db_path, show: bool = False) -> int:
         for name, text in hellos.items():
             console.print(f"  {escape(name)}: {escape(text)}")
     for name, fault in failures:
-        console.print(f"[red]error:[/] engine {escape(name)}: options: {escape(fault.detail)}"
-                      if isinstance(fault, OptionFault) else
-                      f"[red]error:[/] engine {escape(name)} cannot start: {escape(str(fault))}")
+        _console(stderr=True).print(f"[red]error:[/] engine {escape(name)}: options: {escape(fault.detail)}"
+                                    if isinstance(fault, OptionFault) else
+                                    f"[red]error:[/] engine {escape(name)} cannot start: {escape(str(fault))}")
     if failures and not bad_options:
-        console.print("(no game was played; set on_start_failure = \"forfeit\" to play anyway, "
+        _console(stderr=True).print("(no game was played; set on_start_failure = \"forfeit\" to play anyway, "
                       "its games lost as not_started)")
     elif failures:
         console.print("(no game was played; `arbiter engine-info CMD` lists the options an engine declares)")
@@ -264,14 +266,14 @@ def cmd_run(args, resume: bool) -> int:
                 return code  # before the database exists: fix the command and `run` again
             opened = api.start(cfg, overwrite=args.overwrite)
     except ConfigError as exc:
-        _error(console, str(exc))
+        _error(str(exc))
         return EXIT_USAGE
     except (api.TournamentStateError, TournamentLocked) as exc:
-        _error(console, str(exc))
+        _error(str(exc))
         return EXIT_USAGE
     except (OSError, sqlite3.Error) as exc:  # an output that cannot be created or written
         where = getattr(exc, "filename", None) or (args.target if resume else cfg.output if cfg else args.file)
-        _error(console, f"output {where}: {(exc.strerror or exc) if isinstance(exc, OSError) else exc}")
+        _error(f"output {where}: {(exc.strerror or exc) if isinstance(exc, OSError) else exc}")
         return EXIT_USAGE
     cfg = opened.cfg
     from arbiter.hosting import SandboxMode
@@ -279,7 +281,7 @@ def cmd_run(args, resume: bool) -> int:
 
     strict = [e.name for e in cfg.engines if e.sandbox == SandboxMode.REQUIRED]
     if strict and not support().sandbox:
-        _error(console, f"engine(s) {', '.join(strict)} require a sandbox, and this machine cannot "
+        _error(f"engine(s) {', '.join(strict)} require a sandbox, and this machine cannot "
                       f"sandbox engines: {support().problem}")
         opened.db.close()
         return EXIT_ENGINE
@@ -293,7 +295,7 @@ def cmd_run(args, resume: bool) -> int:
         try:
             web = web_process(opened.db.path, args.web_host, args.web)
         except OSError as exc:
-            _error(console, f"--web {args.web}: {exc}")
+            _error(f"--web {args.web}: {exc}")
             opened.db.close()
             return EXIT_USAGE
         console.print(f"live web view: {web.url}")
@@ -321,19 +323,19 @@ def _run_with_display(console, args, opened, resume: bool) -> int:
                                        on_progress=display.progress, on_game=display.game,
                                        log=lambda text: console.print(escape(text)))
     except TournamentError as exc:
-        console.print(f"[red]tournament failed:[/] {escape(str(exc))}")
+        _console(stderr=True).print(f"[red]tournament failed:[/] {escape(str(exc))}")
         opened.db.close()
         return EXIT_FAILED
     db_path = opened.db.path
     opened.db.close()
     problem = opened.db.store.problem or summary.storage_error
     if problem:
-        console.print(f"[bold red]error: results not saved:[/] {escape(str(problem))}; the tournament stopped "
+        _console(stderr=True).print(f"[bold red]error: results not saved:[/] {escape(str(problem))}; the tournament stopped "
                       f"(fix the storage, then `arbiter-tournament resume {escape(str(db_path))}` replays unsaved games)")
         return EXIT_STORAGE
         console.print(f"killed {len(summary.killed_leftovers)} engine process(es) left behind by an earlier run")
     if summary.interrupted and not summary.finished:
-        console.print(f"[yellow]interrupted[/]: {summary.played_total} games saved; continue with "
+        _console(stderr=True).print(f"[yellow]interrupted[/]: {summary.played_total} games saved; continue with "
                       f"`arbiter-tournament resume {escape(str(db_path))}`")
         return EXIT_INTERRUPTED
     if summary.sprt is not None:
@@ -359,12 +361,12 @@ def cmd_report(args) -> int:
     for option in ("json", "text", "plot", "plot_timeline"):
         target = getattr(args, option)
         if target and target != "-" and (problem := holds_results(target)):
-            _error(console, f"--{option.replace('_', '-')} {target}: {problem}; name another file")
+            _error(f"--{option.replace('_', '-')} {target}: {problem}; name another file")
             return EXIT_USAGE
     try:
         report = build_report(args.db)
     except (OSError, ValueError, ConfigError) as exc:
-        _error(console, str(exc))
+        _error(str(exc))
         return EXIT_USAGE
     wrote = []
     if args.json:
@@ -382,7 +384,7 @@ def cmd_report(args) -> int:
         try:
             wrote.append(str(plot_timeline(report, args.plot_timeline)))
         except ValueError as exc:
-            _error(console, f"--plot-timeline: {exc}")
+            _error(f"--plot-timeline: {exc}")
             return EXIT_USAGE
     text = render_text(report, width=max(120, console.width))
     if args.text:
@@ -403,7 +405,7 @@ def cmd_check(args) -> int:
     try:
         cfg = load_config(args.file)
     except ConfigError as exc:
-        _error(console, str(exc))
+        _error(str(exc))
         return EXIT_USAGE
     plan = Director(ScheduleSpec.from_config(cfg, cfg.seed or "(random)")).plan({})
     names = [e.name for e in cfg.engines]
@@ -472,10 +474,10 @@ def cmd_serve(args) -> int:
     try:
         server = web_server(args.db, args.host, args.port)
     except PortError as exc:
-        _error(console, f"--port {args.port}: {exc}")
+        _error(f"--port {args.port}: {exc}")
         return EXIT_USAGE
     except (OSError, ValueError) as exc:
-        _error(console, str(exc))
+        _error(str(exc))
         return EXIT_USAGE
     console.print(f"serving {args.db} on {server.url} (read-only; Ctrl-C stops)", markup=False)
     server.run()
