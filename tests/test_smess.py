@@ -381,6 +381,22 @@ def test_only_two_brains_left_is_a_draw():
     assert state.returns() == [0.0, 0.0] and state.end_detail() == "only the two Brains are left"
 
 
+def test_a_set_up_of_the_two_brains_alone_is_drawn_at_once():
+    """The rules: "Only the two Brains left on the board: draw" -- on a board whose set-up has
+    nothing else, the start position is already that draw (as ``from_text`` of it says)."""
+    tiny = {"files": 3, "ranks": 3,
+            "arrows": {"a1": ["N"], "b1": ["N"], "c1": ["N"], "a2": ["S"], "b2": ["N"], "c2": ["N"],
+                       "a3": ["E"], "b3": ["E"], "c3": ["W"]},
+            "setup": {"blue": {"brain": ["a1"], "numskull": [], "ninny": []},
+                      "red": {"brain": ["c3"], "numskull": [], "ninny": []}}}
+    game = load_game("smess", board=tiny)
+    state = game.new_initial_state()
+    assert state.is_terminal() and state.end_reason() == "brains"
+    assert state.returns() == [0.0, 0.0] and state.end_detail() == "only the two Brains are left"
+    assert state.legal_moves() == []
+    assert game.from_text(state.to_text()).to_text() == state.to_text()
+
+
 def test_no_capture_ply_limit():
     game = SmessGame(no_capture_plies=4)
     state = game.new_initial_state()

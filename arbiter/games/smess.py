@@ -852,7 +852,9 @@ class SmessGame(Game):
 
     def new_initial_state(self) -> SmessState:
         state = SmessState(self, self._seat0)
-        if not has_move(state._board, state._side, self.board_def):
+        if state._count == 2:  # a set-up of the two Brains alone: the draw rule holds from the start
+            state._finish("brains", -1, "only the two Brains are left")
+        elif not has_move(state._board, state._side, self.board_def):
             state._finish("stuck", 1 - state._side, f"{_COLOUR_TITLE[state._side]} cannot move")
         return state
 
