@@ -316,3 +316,26 @@ def test_round_limit_is_a_draw():
     s.turn, s.phase, s.bought = 4, "place", {}
     s._advance()
     assert s.is_terminal() and s.returns() == [0.0, 0.0] and "round limit" in s.end_detail()
+
+
+def test_axis_income_victory_does_not_need_the_axis_capitals():
+    # Rules §2: "the Axis win at the end of a round in which they hold two of the three Allied
+    # capitals (...) plus both their own, or their total income reaches 84": the income victory
+    # is an alternative of its own, with no condition on the capitals.
+    s = AAChessGame(max_rounds=5).new_initial_state()
+    b = s.board
+    for sp in range(len(b.names)):
+        if not b.sea[sp] and not b.neutral[sp]:
+            s.owner[sp] = b.power("GE")
+    for space, power in (("Japan", "US"), ("Russia", "RU"), ("United Kingdom", "UK"), ("East US", "US")):
+        s.owner[b.space(space)] = b.power(power)
+    assert s.alliance_income("Axis") >= 84
+    s.turn, s.phase, s.bought = 4, "place", {}
+    s._advance()
+    assert s.is_terminal() and s.result == "Axis" and "income" in s.end_detail()
+    # Below 84 and without two Allied capitals, losing Japan leaves the game running.
+    s2 = AAChessGame(max_rounds=5).new_initial_state()
+    s2.owner[b.space("Japan")] = b.power("US")
+    s2.turn, s2.phase, s2.bought = 4, "place", {}
+    s2._advance()
+    assert not s2.is_terminal()

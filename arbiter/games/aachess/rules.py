@@ -443,9 +443,11 @@ class AAChessState(State):
         allies_own = all(caps[c] is not None and self.alliance(caps[c]) == "Allies" for c in ("RU", "UK", "US"))
         axis_lost = all(caps[c] is not None and self.alliance(caps[c]) == "Allies" for c in ("GE", "JP"))
         income = self.alliance_income("Axis")
-        if axis_own and (allied_held >= 2 or income >= AXIS_INCOME_WIN):
+        # Rules §2: two Allied capitals plus both Axis capitals, *or* an Axis income of 84 (the
+        # income victory is a condition of its own, whoever holds the capitals).
+        if (axis_own and allied_held >= 2) or income >= AXIS_INCOME_WIN:
             self.result = "Axis"
-            self.detail = (f"Axis hold {allied_held} Allied capitals" if allied_held >= 2
+            self.detail = (f"Axis hold {allied_held} Allied capitals" if axis_own and allied_held >= 2
                            else f"Axis income {income} ≥ {AXIS_INCOME_WIN}")
         elif allies_own and axis_lost:
             self.result, self.detail = "Allies", "Allies hold both Axis capitals"
