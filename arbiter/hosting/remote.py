@@ -403,16 +403,19 @@ class RemoteHub:
 
     def _file(self, frames: list) -> bool:
         route, payload = frames[0].bytes, frames[1:]
-        if len(payload) != 1:
+        if not payload:
             self.strangers += 1
             return False
         data = payload[0]
         user = data.get("User-Id") if not self.insecure else ""
-        body = data.bytes
-        try:
-            msg: Message | bytes = decode(body)
-        except ProtocolError:
-            msg = body  # garbage: the session that reads it forfeits the engine (``receive``)
+        msg: Message | ProtocolError
+        if len(payload) != 1:  # malformed, as from a local engine (it is the participant's: its key says so)
+            msg = ProtocolError(f"expected one frame per message, got {len(payload)}")
+        else:
+            try:
+                msg = decode(data.bytes)
+            except ProtocolError as exc:
+                msg = exc  # garbage: the session that reads it forfeits the engine (``receive``)
         peer = self.peers.get(user) if user else self._insecure_peer(route, msg)
         if peer is None:
             self.strangers += 1
@@ -439,11 +442,11 @@ class RemoteHub:
                 connection.inbox.append(msg)
         return bool(targets)
 
-    def _route(self, peer: _Peer, msg: "Message | bytes") -> tuple["RemoteConnection", ...]:
+    def _route(self, peer: _Peer, msg: "Message | ProtocolError") -> tuple["RemoteConnection", ...]:
         """The session a message is for: the one playing its ``game_id``; outside a game, the one
         whose ping it answers; else the participant's first (which drops it as stale)."""
         connections = peer.connections
-        if isinstance(msg, bytes):  # undecodable: every game it is playing is forfeited
+        if isinstance(msg, ProtocolError):  # undecodable: every game it is playing is forfeited
             return tuple(c for c in connections if c.game_id) or connections[:1]
         if msg.game_id:
             for c in connections:
@@ -455,7 +458,7 @@ class RemoteHub:
             self.stale += 1
         return connections[:1]
 
-    def _insecure_peer(self, route: bytes, msg: "Message | bytes") -> _Peer | None:
+    def _insecure_peer(self, route: bytes, msg: "Message | ProtocolError") -> _Peer | None:
         """Without CURVE: the peer that spoke from ``route`` before, or the one a hello names."""
         for peer in self.peers.values():
             if peer.route == route:
@@ -575,7 +578,7 @@ class RemoteConnection:
         self.hub, self.peer = hub, peer
         self.endpoint = hub.endpoint
         self.inbox: collections.deque = collections.deque()
-        """Decoded messages for this session (bytes: one that could not be decoded)."""
+        """Decoded messages for this session (a ``ProtocolError``: one that was not a valid message)."""
         self.introduced = False
         self.game: NewGame | None = None
         self.game_id = ""
@@ -636,8 +639,11 @@ class RemoteConnection:
         if not self.inbox:
             return None
         msg = self.inbox.popleft()
-        if isinstance(msg, bytes):
-            msg = decode(msg)  # raises ProtocolError: the engine sent garbage
+        if not self.introduced and not isinstance(msg, Hello):
+            self.stale += 1  # e.g. a reply an engine had queued for a referee that was restarted since
+            return None
+        if isinstance(msg, ProtocolError):
+            raise ProtocolError(*msg.args)  # the engine sent garbage (a fresh one: sessions may share it)
         if isinstance(msg, Hello):
             if self.hub.insecure and msg.name != self.peer.participant.name:
                 return None
@@ -645,9 +651,6 @@ class RemoteConnection:
                 self.introduced = True
                 return msg
             self._resume()
-            return None
-        if not self.introduced:
-            self.stale += 1  # e.g. a reply an engine had queued for a referee that was restarted since
             return None
         if isinstance(msg, Ready) and self.resent_ready is not None and msg.seq == self.resent_ready:
             self.resent_ready = None
