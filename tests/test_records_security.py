@@ -120,6 +120,21 @@ def test_every_indexed_column_is_compared(copy, column, value):
     assert out.returncode == 1 and f"game {ids[2]}" in out.stdout and f"column {column}" in out.stdout, out.stdout
 
 
+@pytest.mark.parametrize("column,value", [("detail", "B lost on time"), ("dice_stream", "another"), ("event_seq", 7),
+                                          ("seats", "[[99, 0, 0.0, null, 0, 0.0, null, 0, 0.0, 0, 0.0, 0.0, 0.0, null, null]]"),
+                                          ("ms", b"\x00" * 8)])
+def test_an_edited_summary_is_named_with_its_game(copy, column, value):
+    """A tournament's report reads its times, details and dice streams from ``game_summaries``, not
+    from the records: an edit there is tampering with the results as much as one of an indexed column."""
+    folder, _, ids = copy
+    db = folder / "results.sqlite"
+    assert verify_cli(db).returncode == 0
+    sql(db, f"UPDATE game_summaries SET {column} = ? WHERE game_id = ?", (value, ids[2]))
+    out = verify_cli(db)
+    assert out.returncode == 1 and f"game {ids[2]}" in out.stdout, out.stdout
+    assert f"game_summaries column {column}" in out.stdout, out.stdout
+
+
 def test_a_deleted_game_is_named_as_a_gap_and_a_deleted_last_game_by_the_match_row(copy):
     folder, _, ids = copy
     db = folder / "results.sqlite"
