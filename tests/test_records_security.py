@@ -27,7 +27,7 @@ from arbiter.games import load_game
 from arbiter.hosting import EngineConfig
 from arbiter.records import from_json, to_json
 from arbiter.records.record import record_hash, signed_bytes
-from arbiter.records.signing import KeyFileError, keygen, load_signer
+from arbiter.records.signing import SECRET_NAME, KeyFileError, keygen, load_signer
 from arbiter.records.store import ResultsStore, chain_statement
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -133,6 +133,33 @@ def test_an_edited_summary_is_named_with_its_game(copy, column, value):
     out = verify_cli(db)
     assert out.returncode == 1 and f"game {ids[2]}" in out.stdout, out.stdout
     assert f"game_summaries column {column}" in out.stdout, out.stdout
+
+
+def test_export_never_signs_a_record_edited_after_the_game(copy, tmp_path):
+    """A signed export is what proves an imported game is the referee's (docs/records.md): signing
+    one of a record whose own signature fails would launder the edit (the import then verifies
+    clean). Here the first game's seats are swapped in its record and its column, as a tamperer would."""
+    folder, public, ids = copy
+    db, secret = folder / "results.sqlite", public.with_name(SECRET_NAME)
+    clean = subprocess.run([PY, "-m", "arbiter.cli", "export", str(db), "--key", str(secret), "-o",
+                            str(tmp_path / "clean.txt")], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert clean.returncode == 0 and (tmp_path / "clean.txt").exists(), clean.stdout
+    with sqlite3.connect(db) as con:
+        record, players = con.execute("SELECT record, players FROM games WHERE game_id = ?", (ids[0],)).fetchone()
+    swapped = json.dumps(json.loads(players)[::-1], separators=(",", ":"))
+    edited = record.replace(json.dumps(json.loads(players), separators=(",", ":")), swapped, 1)
+    assert edited != record
+    sql(db, "UPDATE games SET record = ?, players = ? WHERE game_id = ?", (edited, swapped, ids[0]))
+    other, _ = keygen(tmp_path / "other")
+    for key, why in ((secret, "it was edited after the game"), (other, "is signed with key")):
+        out = subprocess.run([PY, "-m", "arbiter.cli", "export", str(db), "--key", str(key), "-o",
+                              str(tmp_path / "signed.txt")], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "COLUMNS": "300"})
+        assert out.returncode == 2 and f"game {ids[0]}" in out.stdout and why in out.stdout, out.stdout
+        assert not (tmp_path / "signed.txt").exists() and not (tmp_path / "signed.txt.part").exists()
+    unsigned = subprocess.run([PY, "-m", "arbiter.cli", "export", str(db), "-o", str(tmp_path / "plain.txt")],
+                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert unsigned.returncode == 0  # without a key the export vouches for nothing (its import says so)
 
 
 def test_a_deleted_game_is_named_as_a_gap_and_a_deleted_last_game_by_the_match_row(copy):
