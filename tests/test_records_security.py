@@ -162,6 +162,24 @@ def test_export_never_signs_a_record_edited_after_the_game(copy, tmp_path):
     assert unsigned.returncode == 0  # without a key the export vouches for nothing (its import says so)
 
 
+@pytest.mark.parametrize("table", ["matches", "games", "game_summaries"])
+def test_a_damaged_page_is_one_line_not_a_traceback(copy, table):
+    """A results file with a page overwritten (a disk error, a careless edit) cannot be verified:
+    verify says which file and what SQLite found, exit 2, never a traceback nor 'consistent'."""
+    folder, _, _ = copy
+    db = folder / "results.sqlite"
+    with sqlite3.connect(db) as con:
+        (page,), = con.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (table,))
+        (size,), = con.execute("PRAGMA page_size")
+    with open(db, "r+b") as f:
+        f.seek((page - 1) * size)
+        f.write(b"\0" * size)
+    out = verify_cli(db)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "Traceback" not in out.stdout + out.stderr
+    assert f"error: {db}: " in out.stdout and "malformed" in out.stdout, out.stdout
+
+
 def test_a_deleted_game_is_named_as_a_gap_and_a_deleted_last_game_by_the_match_row(copy):
     folder, _, ids = copy
     db = folder / "results.sqlite"

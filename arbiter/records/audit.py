@@ -79,15 +79,18 @@ def open_stored(path: str | Path) -> tuple[Iterator["Stored | str"], dict[tuple[
             (total,), = db.execute("SELECT count(*) FROM games")
         except sqlite3.Error as exc:  # truncated, or SQLite without a results table
             raise ValueError(f"{path}: not a results database ({exc})") from None
-        match_cols = {r[1] for r in db.execute("PRAGMA table_info(matches)")}
-        if "chain_count" in match_cols:
-            for mid, count, last, sig in db.execute(
-                    "SELECT match_id, chain_count, chain_head, chain_signature FROM matches WHERE chain_count > 0"):
-                heads[("match", mid)] = Head(count, last or "", sig)
-        if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'").fetchone():
-            for eid, count, last, sig in db.execute("SELECT event_id, chain_count, chain_head, chain_signature "
-                                                    "FROM events"):
-                heads[("event", eid)] = Head(count, last, sig)
+        try:
+            match_cols = {r[1] for r in db.execute("PRAGMA table_info(matches)")}
+            if "chain_count" in match_cols:
+                for mid, count, last, sig in db.execute(
+                        "SELECT match_id, chain_count, chain_head, chain_signature FROM matches WHERE chain_count > 0"):
+                    heads[("match", mid)] = Head(count, last or "", sig)
+            if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'").fetchone():
+                for eid, count, last, sig in db.execute("SELECT event_id, chain_count, chain_head, chain_signature "
+                                                        "FROM events"):
+                    heads[("event", eid)] = Head(count, last, sig)
+        except sqlite3.Error as exc:  # a damaged page (a corrupted or half-overwritten file)
+            raise ValueError(f"{path}: cannot read the chain rows ({exc})") from None
     finally:
         db.close()
     return _rows(path), heads, total
@@ -112,9 +115,9 @@ def _rows(path: Path) -> Iterator["Stored | str"]:
         columns_sql = ", ".join(f"g.{c}" for c in INDEXED) + ", g.record"
         if summaries:
             columns_sql += ", s.game_id, " + ", ".join(f"s.{c}" for c in SUMMARY)
-        for row in db.execute(f"SELECT {columns_sql} FROM games AS g"
-                              f"{' LEFT JOIN game_summaries AS s USING (game_id)' if summaries else ''}"
-                              f" ORDER BY g.rowid"):
+        rows = db.execute(f"SELECT {columns_sql} FROM games AS g"
+                          f"{' LEFT JOIN game_summaries AS s USING (game_id)' if summaries else ''} ORDER BY g.rowid")
+        while (row := next(rows, None)) is not None:
             columns = dict(zip(INDEXED, row))
             record_at = len(INDEXED)
             raw = row[record_at].encode() if isinstance(row[record_at], str) else bytes(row[record_at])
@@ -124,6 +127,8 @@ def _rows(path: Path) -> Iterator["Stored | str"]:
                 yield Stored(raw, from_json(raw), columns, summary)
             except Exception as exc:
                 yield f"game {columns['game_id']}: the record column is not a game record: {exc}"
+    except sqlite3.Error as exc:  # a damaged page met on the way (a corrupted or half-overwritten file)
+        raise ValueError(f"{path}: cannot read the games ({exc})") from None
     finally:
         db.close()
 
