@@ -145,6 +145,10 @@ def test_cli_bad_remote_input_exits_2_with_one_line(tmp_path, keys, capsys):
         assert main([*base, "--engine", "remote:alice", "--roster", str(roster), "--server-key",
                      str(folder / "referee.key"), flag, "-1"]) == 2
         assert f"{flag} must not be negative, got -1" in said(capsys)
+    for port in ("99999", "-1", "7a"):  # ZeroMQ alone would listen on 34463, 65535 and 7
+        assert main([*base, "--engine", "remote:alice", "--roster", str(roster), "--server-key",
+                     str(folder / "referee.key"), "--listen", f"tcp://127.0.0.1:{port}", "--wait", "0"]) == 2
+        assert f"the port is a number 0..65535, not '{port}'" in said(capsys)
 
 
 def test_a_participant_is_told_what_is_wrong_with_its_connection(tmp_path, keys):

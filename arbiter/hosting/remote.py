@@ -21,6 +21,7 @@ import collections
 import itertools
 import math
 import os
+import re
 import struct
 import sys
 import threading
@@ -59,6 +60,18 @@ SUSPECT_PROBING = 2.0
 """Seconds a suspect route is probed (at each turn of the I/O thread, at least every 0.1 s)."""
 PROBE_SEQ = -1
 """Seq of the referee's liveness probes; their pongs are the hub's, not a session's."""
+
+
+def listen_problem(endpoint: str) -> str | None:
+    """What is wrong with a listening endpoint for remote participants; None for ``tcp://HOST:PORT``
+    with a port of 0..65535 (or ``*``: any free one). ZeroMQ itself binds ``tcp://HOST:99999`` to port
+    34463 and ``tcp://HOST:7a`` to port 7, without a word: the participants would dial a port nobody named."""
+    host, colon, port = endpoint.removeprefix("tcp://").rpartition(":")
+    if not endpoint.startswith("tcp://") or not colon or not host:
+        return "expected tcp://HOST:PORT"
+    if port != "*" and not (re.fullmatch(r"[0-9]{1,5}", port) and int(port) <= 65535):
+        return f"the port is a number 0..65535, not {port!r}"
+    return None
 
 
 class RosterError(ValueError):
