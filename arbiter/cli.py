@@ -485,7 +485,7 @@ def _open_hub(args: argparse.Namespace, configs) -> RemoteHub | None:
     """The listening hub for the remote participants among ``configs`` (None if there are none)."""
     import zmq
 
-    from .hosting.remote import RemoteHub, Roster
+    from .hosting.remote import RemoteHub, Roster, listen_problem
 
     wanted = [c.participant for c in configs if getattr(c, "participant", None)]
     if not wanted:
@@ -500,8 +500,8 @@ def _open_hub(args: argparse.Namespace, configs) -> RemoteHub | None:
     for name in wanted:
         if roster.find(name) is None:
             raise ValueError(f"--engine remote:{name}: {name!r} is not in the roster {args.roster}")
-    if not args.listen.startswith("tcp://"):
-        raise ValueError(f"--listen {args.listen}: expected tcp://HOST:PORT")
+    if problem := listen_problem(args.listen):
+        raise ValueError(f"--listen {args.listen}: {problem}")
     for flag, value in (("--lag-move-ms", args.lag_move_ms), ("--lag-quota-ms", args.lag_quota_ms),
                         ("--wait", args.wait), ("--grace", args.grace)):
         if not value >= 0:  # NaN too

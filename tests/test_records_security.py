@@ -27,7 +27,7 @@ from arbiter.games import load_game
 from arbiter.hosting import EngineConfig
 from arbiter.records import from_json, to_json
 from arbiter.records.record import record_hash, signed_bytes
-from arbiter.records.signing import KeyFileError, keygen, load_signer
+from arbiter.records.signing import SECRET_NAME, KeyFileError, keygen, load_signer
 from arbiter.records.store import ResultsStore, chain_statement
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,6 +118,66 @@ def test_every_indexed_column_is_compared(copy, column, value):
     sql(folder / "results.sqlite", f"UPDATE games SET {column} = ? WHERE game_id = ?", (value, ids[2]))
     out = verify_cli(folder / "results.sqlite")
     assert out.returncode == 1 and f"game {ids[2]}" in out.stdout and f"column {column}" in out.stdout, out.stdout
+
+
+@pytest.mark.parametrize("column,value", [("detail", "B lost on time"), ("dice_stream", "another"), ("event_seq", 7),
+                                          ("seats", "[[99, 0, 0.0, null, 0, 0.0, null, 0, 0.0, 0, 0.0, 0.0, 0.0, null, null]]"),
+                                          ("ms", b"\x00" * 8)])
+def test_an_edited_summary_is_named_with_its_game(copy, column, value):
+    """A tournament's report reads its times, details and dice streams from ``game_summaries``, not
+    from the records: an edit there is tampering with the results as much as one of an indexed column."""
+    folder, _, ids = copy
+    db = folder / "results.sqlite"
+    assert verify_cli(db).returncode == 0
+    sql(db, f"UPDATE game_summaries SET {column} = ? WHERE game_id = ?", (value, ids[2]))
+    out = verify_cli(db)
+    assert out.returncode == 1 and f"game {ids[2]}" in out.stdout, out.stdout
+    assert f"game_summaries column {column}" in out.stdout, out.stdout
+
+
+def test_export_never_signs_a_record_edited_after_the_game(copy, tmp_path):
+    """A signed export is what proves an imported game is the referee's (docs/records.md): signing
+    one of a record whose own signature fails would launder the edit (the import then verifies
+    clean). Here the first game's seats are swapped in its record and its column, as a tamperer would."""
+    folder, public, ids = copy
+    db, secret = folder / "results.sqlite", public.with_name(SECRET_NAME)
+    clean = subprocess.run([PY, "-m", "arbiter.cli", "export", str(db), "--key", str(secret), "-o",
+                            str(tmp_path / "clean.txt")], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert clean.returncode == 0 and (tmp_path / "clean.txt").exists(), clean.stdout
+    with sqlite3.connect(db) as con:
+        record, players = con.execute("SELECT record, players FROM games WHERE game_id = ?", (ids[0],)).fetchone()
+    swapped = json.dumps(json.loads(players)[::-1], separators=(",", ":"))
+    edited = record.replace(json.dumps(json.loads(players), separators=(",", ":")), swapped, 1)
+    assert edited != record
+    sql(db, "UPDATE games SET record = ?, players = ? WHERE game_id = ?", (edited, swapped, ids[0]))
+    other, _ = keygen(tmp_path / "other")
+    for key, why in ((secret, "it was edited after the game"), (other, "is signed with key")):
+        out = subprocess.run([PY, "-m", "arbiter.cli", "export", str(db), "--key", str(key), "-o",
+                              str(tmp_path / "signed.txt")], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "COLUMNS": "300"})
+        assert out.returncode == 2 and f"game {ids[0]}" in out.stdout and why in out.stdout, out.stdout
+        assert not (tmp_path / "signed.txt").exists() and not (tmp_path / "signed.txt.part").exists()
+    unsigned = subprocess.run([PY, "-m", "arbiter.cli", "export", str(db), "-o", str(tmp_path / "plain.txt")],
+                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert unsigned.returncode == 0  # without a key the export vouches for nothing (its import says so)
+
+
+@pytest.mark.parametrize("table", ["matches", "games", "game_summaries"])
+def test_a_damaged_page_is_one_line_not_a_traceback(copy, table):
+    """A results file with a page overwritten (a disk error, a careless edit) cannot be verified:
+    verify says which file and what SQLite found, exit 2, never a traceback nor 'consistent'."""
+    folder, _, _ = copy
+    db = folder / "results.sqlite"
+    with sqlite3.connect(db) as con:
+        (page,), = con.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (table,))
+        (size,), = con.execute("PRAGMA page_size")
+    with open(db, "r+b") as f:
+        f.seek((page - 1) * size)
+        f.write(b"\0" * size)
+    out = verify_cli(db)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "Traceback" not in out.stdout + out.stderr
+    assert f"error: {db}: " in out.stdout and "malformed" in out.stdout, out.stdout
 
 
 def test_a_deleted_game_is_named_as_a_gap_and_a_deleted_last_game_by_the_match_row(copy):

@@ -24,7 +24,7 @@ from arbiter.hosting.remote import LagPolicy, RemoteHub, Roster, RosterError
 from arbiter.records.replay import verify
 from protocol import curve
 from protocol.codec import decode, encode
-from protocol.messages import Hello, Welcome
+from protocol.messages import GameOver, Hello, NewGame, Ping, Pong, Quit, Ready, Reply, Request, Welcome
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -146,6 +146,10 @@ def test_cli_bad_remote_input_exits_2_with_one_line(tmp_path, keys, capsys):
         assert main([*base, "--engine", "remote:alice", "--roster", str(roster), "--server-key",
                      str(folder / "referee.key"), flag, "-1"]) == 2
         assert f"{flag} must not be negative, got -1" in said(capsys)
+    for port in ("99999", "-1", "7a"):  # ZeroMQ alone would listen on 34463, 65535 and 7
+        assert main([*base, "--engine", "remote:alice", "--roster", str(roster), "--server-key",
+                     str(folder / "referee.key"), "--listen", f"tcp://127.0.0.1:{port}", "--wait", "0"]) == 2
+        assert f"the port is a number 0..65535, not '{port}'" in said(capsys)
 
 
 def test_a_participant_is_told_what_is_wrong_with_its_connection(tmp_path, keys):
@@ -252,6 +256,51 @@ def test_a_second_connection_with_one_key_is_refused_while_the_first_is_healthy(
         first.close(0)
         second.close(0)
         hub.close()
+
+
+def test_garbage_before_hello_is_dropped_and_a_two_frame_reply_is_a_protocol_error(tmp_path, keys):
+    """As from a local engine: a message of two frames is malformed (protocol_error, the decoder's
+    words), not a stranger's frame to drop until the clock runs out; and whatever a participant
+    sends before its hello is dropped unread, garbage too (it never stops the match)."""
+    folder, roster = keys
+    hub = hub_for(folder, roster)
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.linger = 0
+    curve.client_options(sock, curve.load_public(folder / "referee.pub"), curve.load_keypair(folder / "alice.key"))
+    sock.connect(hub.endpoint)
+    sock.send(b"\xc1 left over from another referee")
+    sock.send(encode(Hello(name="alice", games=["einstein"], wants_legal_moves=True)))
+
+    def alice() -> None:  # its second decision of the first game comes in two frames
+        decisions = 0
+        while sock.poll(20000):
+            msg = decode(sock.recv())
+            if isinstance(msg, Ping):
+                sock.send(encode(Pong(game_id=msg.game_id, seq=msg.seq)))
+            elif isinstance(msg, NewGame):
+                sock.send(encode(Ready(game_id=msg.game_id, seq=msg.seq)))
+            elif isinstance(msg, Request):
+                decisions += 1
+                reply = encode(Reply(game_id=msg.game_id, seq=msg.seq, move=msg.legal_moves[0]))
+                sock.send_multipart([reply, b"more"] if decisions == 2 else [reply])
+            elif isinstance(msg, Quit):
+                return
+
+    player = threading.Thread(target=alice, daemon=True)
+    player.start()
+    try:
+        started = time.monotonic()
+        result = play(hub, remote(hub, "alice"), EngineConfig(RANDOM, name="local", cwd=str(ROOT)), tmp_path,
+                      fmt="games=2", tc="20")
+        first, second = result.records
+        assert (first.reason, first.detail) == ("protocol_error", "expected one frame per message, got 2")
+        assert first.players[first.forfeit_seat] == "alice"
+        assert second.reason == "normal"
+        assert time.monotonic() - started < 15  # no clock ran out
+    finally:
+        sock.close(0)
+        hub.close()
+        player.join(5)
 
 
 def test_a_participant_who_never_comes_forfeits_absent(tmp_path, keys):

@@ -5,6 +5,7 @@ goes on. Bad remote configuration is one line naming the file and line (exit 2).
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -90,6 +91,9 @@ def test_remote_participants_play_a_round_robin_and_an_absent_one_forfeits(tmp_p
     (lambda t: t.replace('remote = "bob"', 'remote = "carol"'), "engines[2].remote: 'carol' is not in the roster"),
     (lambda t: t.replace('server_key = ', 'serverkey = '), "remote.serverkey: unknown key"),
     (lambda t: t.replace('remote = "bob"', 'remote = "bob"\ncommand = "x"'), "give command or remote, not both"),
+    (lambda t: re.sub(r'listen = "tcp://127.0.0.1:\d+"', 'listen = "tcp://127.0.0.1:99999"', t),
+     "remote.listen: the port is a number 0..65535, not '99999'"),
+    (lambda t: t.replace("grace = 5", "grace = nan"), "remote.grace: must not be negative"),
 ])
 def test_bad_remote_configuration_is_one_line_naming_file_and_line(tmp_path, keys, change, problem):
     folder, roster = keys

@@ -219,10 +219,12 @@ def _remote(c: "Checker", doc: dict, source: str, check_paths: bool):
                       grace=float(c.get(table, "grace", p, (int, float), RemoteSpec.grace)), insecure=insecure,
                       lag_move_ms=c.get(table, "lag_move_ms", p, int, RemoteSpec.lag_move_ms),
                       lag_quota_ms=c.get(table, "lag_quota_ms", p, int, RemoteSpec.lag_quota_ms))
-    if not spec.listen.startswith("tcp://"):
-        raise c.error(p + ("listen",), "expected tcp://HOST:PORT")
+    from arbiter.hosting.remote import listen_problem  # ZeroMQ's module: loaded for a remote event only
+
+    if problem := listen_problem(spec.listen):
+        raise c.error(p + ("listen",), problem)
     for k in ("wait", "grace", "lag_move_ms", "lag_quota_ms"):
-        if getattr(spec, k) < 0:
+        if not getattr(spec, k) >= 0:  # TOML's nan too (a grace of nan never ends, a wait of nan at once)
             raise c.error(p + (k,), "must not be negative")
     if not check_paths:
         return spec, None

@@ -21,6 +21,7 @@ import collections
 import itertools
 import math
 import os
+import re
 import struct
 import sys
 import threading
@@ -59,6 +60,18 @@ SUSPECT_PROBING = 2.0
 """Seconds a suspect route is probed (at each turn of the I/O thread, at least every 0.1 s)."""
 PROBE_SEQ = -1
 """Seq of the referee's liveness probes; their pongs are the hub's, not a session's."""
+
+
+def listen_problem(endpoint: str) -> str | None:
+    """What is wrong with a listening endpoint for remote participants; None for ``tcp://HOST:PORT``
+    with a port of 0..65535 (or ``*``: any free one). ZeroMQ itself binds ``tcp://HOST:99999`` to port
+    34463 and ``tcp://HOST:7a`` to port 7, without a word: the participants would dial a port nobody named."""
+    host, colon, port = endpoint.removeprefix("tcp://").rpartition(":")
+    if not endpoint.startswith("tcp://") or not colon or not host:
+        return "expected tcp://HOST:PORT"
+    if port != "*" and not (re.fullmatch(r"[0-9]{1,5}", port) and int(port) <= 65535):
+        return f"the port is a number 0..65535, not {port!r}"
+    return None
 
 
 class RosterError(ValueError):
@@ -403,16 +416,19 @@ class RemoteHub:
 
     def _file(self, frames: list) -> bool:
         route, payload = frames[0].bytes, frames[1:]
-        if len(payload) != 1:
+        if not payload:
             self.strangers += 1
             return False
         data = payload[0]
         user = data.get("User-Id") if not self.insecure else ""
-        body = data.bytes
-        try:
-            msg: Message | bytes = decode(body)
-        except ProtocolError:
-            msg = body  # garbage: the session that reads it forfeits the engine (``receive``)
+        msg: Message | ProtocolError
+        if len(payload) != 1:  # malformed, as from a local engine (it is the participant's: its key says so)
+            msg = ProtocolError(f"expected one frame per message, got {len(payload)}")
+        else:
+            try:
+                msg = decode(data.bytes)
+            except ProtocolError as exc:
+                msg = exc  # garbage: the session that reads it forfeits the engine (``receive``)
         peer = self.peers.get(user) if user else self._insecure_peer(route, msg)
         if peer is None:
             self.strangers += 1
@@ -439,11 +455,11 @@ class RemoteHub:
                 connection.inbox.append(msg)
         return bool(targets)
 
-    def _route(self, peer: _Peer, msg: "Message | bytes") -> tuple["RemoteConnection", ...]:
+    def _route(self, peer: _Peer, msg: "Message | ProtocolError") -> tuple["RemoteConnection", ...]:
         """The session a message is for: the one playing its ``game_id``; outside a game, the one
         whose ping it answers; else the participant's first (which drops it as stale)."""
         connections = peer.connections
-        if isinstance(msg, bytes):  # undecodable: every game it is playing is forfeited
+        if isinstance(msg, ProtocolError):  # undecodable: every game it is playing is forfeited
             return tuple(c for c in connections if c.game_id) or connections[:1]
         if msg.game_id:
             for c in connections:
@@ -455,7 +471,7 @@ class RemoteHub:
             self.stale += 1
         return connections[:1]
 
-    def _insecure_peer(self, route: bytes, msg: "Message | bytes") -> _Peer | None:
+    def _insecure_peer(self, route: bytes, msg: "Message | ProtocolError") -> _Peer | None:
         """Without CURVE: the peer that spoke from ``route`` before, or the one a hello names."""
         for peer in self.peers.values():
             if peer.route == route:
@@ -575,7 +591,7 @@ class RemoteConnection:
         self.hub, self.peer = hub, peer
         self.endpoint = hub.endpoint
         self.inbox: collections.deque = collections.deque()
-        """Decoded messages for this session (bytes: one that could not be decoded)."""
+        """Decoded messages for this session (a ``ProtocolError``: one that was not a valid message)."""
         self.introduced = False
         self.game: NewGame | None = None
         self.game_id = ""
@@ -636,8 +652,11 @@ class RemoteConnection:
         if not self.inbox:
             return None
         msg = self.inbox.popleft()
-        if isinstance(msg, bytes):
-            msg = decode(msg)  # raises ProtocolError: the engine sent garbage
+        if not self.introduced and not isinstance(msg, Hello):
+            self.stale += 1  # e.g. a reply an engine had queued for a referee that was restarted since
+            return None
+        if isinstance(msg, ProtocolError):
+            raise ProtocolError(*msg.args)  # the engine sent garbage (a fresh one: sessions may share it)
         if isinstance(msg, Hello):
             if self.hub.insecure and msg.name != self.peer.participant.name:
                 return None
@@ -645,9 +664,6 @@ class RemoteConnection:
                 self.introduced = True
                 return msg
             self._resume()
-            return None
-        if not self.introduced:
-            self.stale += 1  # e.g. a reply an engine had queued for a referee that was restarted since
             return None
         if isinstance(msg, Ready) and self.resent_ready is not None and msg.seq == self.resent_ready:
             self.resent_ready = None

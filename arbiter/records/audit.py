@@ -1,10 +1,11 @@
-"""Checking a results file against tampering: chains, signatures and the indexed columns.
+"""Checking a results file against tampering: chains, signatures, the indexed columns and summaries.
 
 ``replay.verify`` checks that one record is a legal game with honest dice; this module checks that
 the *set* of records is the one the referee wrote: no record removed, reordered or edited (each
 links to the hash of its predecessor, and the ``matches``/``events`` rows hold each chain's count
-and last hash), each signed by the expected key, and every indexed SQLite column equal to what
-the record says (reports and ratings read those columns). docs/records.md defines the format.
+and last hash), each signed by the expected key, and every indexed SQLite column and ``game_summaries``
+row equal to what the record says (reports, ratings and the web view read those, not the records).
+docs/records.md defines the format.
 """
 from __future__ import annotations
 
@@ -18,10 +19,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from .record import GameRecord, from_json, record_hash, signed_bytes
 from .signing import check_signature, key_id
-from .store import chain_statement, check_is_file, open_readonly
+from .store import chain_statement, check_is_file, open_readonly, summarize
 
 INDEXED = ("game_id", "match_id", "game_number", "game", "players", "returns", "reason", "forfeit_seat", "plies",
            "ended_at")
+SUMMARY = ("event_seq", "dice_stream", "detail", "seats", "ms")
+"""The ``game_summaries`` columns: a tournament's report takes its times, details and dice streams from them."""
 
 
 @dataclass
@@ -31,6 +34,8 @@ class Stored:
     raw: bytes
     record: GameRecord
     columns: dict | None = None
+    summary: dict | None = None
+    """Its ``game_summaries`` row (None: it has none, as a game saved before summaries)."""
 
     @property
     def label(self) -> str:
@@ -74,15 +79,18 @@ def open_stored(path: str | Path) -> tuple[Iterator["Stored | str"], dict[tuple[
             (total,), = db.execute("SELECT count(*) FROM games")
         except sqlite3.Error as exc:  # truncated, or SQLite without a results table
             raise ValueError(f"{path}: not a results database ({exc})") from None
-        match_cols = {r[1] for r in db.execute("PRAGMA table_info(matches)")}
-        if "chain_count" in match_cols:
-            for mid, count, last, sig in db.execute(
-                    "SELECT match_id, chain_count, chain_head, chain_signature FROM matches WHERE chain_count > 0"):
-                heads[("match", mid)] = Head(count, last or "", sig)
-        if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'").fetchone():
-            for eid, count, last, sig in db.execute("SELECT event_id, chain_count, chain_head, chain_signature "
-                                                    "FROM events"):
-                heads[("event", eid)] = Head(count, last, sig)
+        try:
+            match_cols = {r[1] for r in db.execute("PRAGMA table_info(matches)")}
+            if "chain_count" in match_cols:
+                for mid, count, last, sig in db.execute(
+                        "SELECT match_id, chain_count, chain_head, chain_signature FROM matches WHERE chain_count > 0"):
+                    heads[("match", mid)] = Head(count, last or "", sig)
+            if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'").fetchone():
+                for eid, count, last, sig in db.execute("SELECT event_id, chain_count, chain_head, chain_signature "
+                                                        "FROM events"):
+                    heads[("event", eid)] = Head(count, last, sig)
+        except sqlite3.Error as exc:  # a damaged page (a corrupted or half-overwritten file)
+            raise ValueError(f"{path}: cannot read the chain rows ({exc})") from None
     finally:
         db.close()
     return _rows(path), heads, total
@@ -102,13 +110,25 @@ def _lines(path: Path) -> Iterator["Stored | str"]:
 def _rows(path: Path) -> Iterator["Stored | str"]:
     db = open_readonly(path)
     try:
-        for row in db.execute(f"SELECT {', '.join(INDEXED)}, record FROM games ORDER BY rowid"):
+        summaries = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'game_summaries'"
+                               ).fetchone() is not None
+        columns_sql = ", ".join(f"g.{c}" for c in INDEXED) + ", g.record"
+        if summaries:
+            columns_sql += ", s.game_id, " + ", ".join(f"s.{c}" for c in SUMMARY)
+        rows = db.execute(f"SELECT {columns_sql} FROM games AS g"
+                          f"{' LEFT JOIN game_summaries AS s USING (game_id)' if summaries else ''} ORDER BY g.rowid")
+        while (row := next(rows, None)) is not None:
             columns = dict(zip(INDEXED, row))
-            raw = row[-1].encode() if isinstance(row[-1], str) else bytes(row[-1])
+            record_at = len(INDEXED)
+            raw = row[record_at].encode() if isinstance(row[record_at], str) else bytes(row[record_at])
+            summary = dict(zip(SUMMARY, row[record_at + 2:])) if summaries and row[record_at + 1] is not None \
+                else None
             try:
-                yield Stored(raw, from_json(raw), columns)
+                yield Stored(raw, from_json(raw), columns, summary)
             except Exception as exc:
                 yield f"game {columns['game_id']}: the record column is not a game record: {exc}"
+    except sqlite3.Error as exc:  # a damaged page met on the way (a corrupted or half-overwritten file)
+        raise ValueError(f"{path}: cannot read the games ({exc})") from None
     finally:
         db.close()
 
@@ -138,6 +158,25 @@ def _column_problems(s: Stored) -> list[str]:
         if have != want:
             out.append(f"{s.label}: indexed column {name} says {cols[name]!r}, the record says "
                        f"{json.dumps(want) if name in ('players', 'returns') else repr(want)}")
+    return out
+
+
+def _summary_problems(s: Stored) -> list[str]:
+    r, row = s.record, s.summary
+    seats, ms = summarize(r)
+    out = []
+    for name, want in dict(event_seq=r.event_seq, dice_stream=r.dice_stream, detail=r.detail).items():
+        if row[name] != want:
+            out.append(f"{s.label}: game_summaries column {name} says {row[name]!r}, the record says {want!r}")
+    try:
+        stored_seats = json.loads(row["seats"])
+    except (TypeError, ValueError):
+        stored_seats = row["seats"]
+    if stored_seats != json.loads(seats):
+        out.append(f"{s.label}: game_summaries column seats (per-seat decisions, times, depth, nodes, clock) "
+                   f"differs from the record's decisions")
+    if row["ms"] != ms:
+        out.append(f"{s.label}: game_summaries column ms (every measured time) differs from the record's decisions")
     return out
 
 
@@ -213,6 +252,8 @@ class Auditor:
         if s.columns is not None:
             self.with_columns += 1
             out.problems += _column_problems(s)
+        if s.summary is not None:
+            out.problems += _summary_problems(s)
         if r.signature:
             self.signed_by.add(r.key_id)
             if kid is not None:

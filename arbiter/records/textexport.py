@@ -28,7 +28,7 @@ from protocol.messages import EndReason
 
 from ..dice import Dice, commitment
 from ..games import CHANCE, SIMULTANEOUS, IllegalMove, OptionError, load_game
-from .record import Event, GameRecord
+from .record import Event, GameRecord, signed_bytes
 from .signing import Signer, check_signature, key_id
 from .store import ResultsStore
 
@@ -98,9 +98,19 @@ def seal_statement(digest: str) -> bytes:
 
 
 def seal(r: GameRecord, signer: Signer | None) -> dict[str, str]:
+    """The game's digest, and with ``signer`` its signature. A record the referee signed is sealed
+    only if its own signature holds under that key: signing the export must never turn a record
+    edited after the game (``arbiter verify`` names it) into one an import takes as the referee's.
+    ValueError, naming the game, otherwise."""
     digest = hashlib.sha256(content_bytes(record_tags(r), [(e.seat < 0, e.move) for e in r.events])).hexdigest()
     if signer is None:
         return {"Digest": digest, "KeyId": "", "Signature": ""}
+    if r.signature and (r.key_id != signer.key_id or not check_signature(signer.public, signed_bytes(r),
+                                                                          r.signature)):
+        why = (f"is signed with key {r.key_id or '(none)'}, not {signer.key_id}" if r.key_id != signer.key_id
+               else "does not match its signature: it was edited after the game")
+        raise ValueError(f"game {r.game_id} ({r.match_id} game {r.game_number}) {why}; not signing it "
+                         f"(arbiter verify names every such game)")
     return {"Digest": digest, "KeyId": signer.key_id, "Signature": signer.sign(seal_statement(digest))}
 
 # A move is written bare when it has no blank, quote, bracket or parenthesis, else as a JSON string;
