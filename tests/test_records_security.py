@@ -155,7 +155,7 @@ def test_export_never_signs_a_record_edited_after_the_game(copy, tmp_path):
         out = subprocess.run([PY, "-m", "arbiter.cli", "export", str(db), "--key", str(key), "-o",
                               str(tmp_path / "signed.txt")], cwd=ROOT, capture_output=True, text=True, timeout=120,
                              env={**os.environ, "COLUMNS": "300"})
-        assert out.returncode == 2 and f"game {ids[0]}" in out.stdout and why in out.stdout, out.stdout
+        assert out.returncode == 2 and f"game {ids[0]}" in out.stderr and why in out.stderr, out.stderr
         assert not (tmp_path / "signed.txt").exists() and not (tmp_path / "signed.txt.part").exists()
     unsigned = subprocess.run([PY, "-m", "arbiter.cli", "export", str(db), "-o", str(tmp_path / "plain.txt")],
                               cwd=ROOT, capture_output=True, text=True, timeout=120)
@@ -177,7 +177,7 @@ def test_a_damaged_page_is_one_line_not_a_traceback(copy, table):
     out = verify_cli(db)
     assert out.returncode == 2, out.stdout + out.stderr
     assert "Traceback" not in out.stdout + out.stderr
-    assert f"error: {db}: " in out.stdout and "malformed" in out.stdout, out.stdout
+    assert f"error: {db}: " in out.stderr and "malformed" in out.stderr, out.stderr
 
 
 def test_a_deleted_game_is_named_as_a_gap_and_a_deleted_last_game_by_the_match_row(copy):
