@@ -575,6 +575,39 @@ def test_an_idle_stream_gets_keep_alive_comments(tmp_path, monkeypatch):
         server.stop()
 
 
+def test_a_connection_that_sends_no_request_is_closed_and_a_stream_is_not(tmp_path, monkeypatch):
+    """uvicorn kept a connection that never sent a request open for ever: ~20,000 of them (the
+    file limit) and the view accepted nobody. Silent and trickling connections are closed after
+    FIRST_REQUEST_SECONDS; an event stream, a request under way, stays; others are still served."""
+    from arbiter.web import app as web_app
+
+    monkeypatch.setattr(web_app, "FIRST_REQUEST_SECONDS", 0.5)
+    monkeypatch.setattr(web_app, "KEEP_ALIVE", 0.2)
+    server = WebServer(MemorySource("guard"), f"ipc://{tmp_path}/feed", port=0, tick=0.01)
+    server.start()
+    silent = [socket.create_connection((server.host, server.port)) for _ in range(50)]
+    trickling = socket.create_connection((server.host, server.port))
+    trickling.sendall(b"GET /api/state HTTP/1.1\r\nHost: te")  # a request head never finished
+    sse = SSE(server.host, server.port)
+    try:
+        sse.wait(lambda e: e[0] == "snapshot")
+        for s in silent + [trickling]:
+            s.settimeout(5)
+        assert all(s.recv(100) == b"" for s in silent + [trickling])  # closed by the server
+        streamed = len(sse.raw)
+        time.sleep(1.0)  # twice the guard's time: the stream goes on (its keep-alive comments)
+        assert sse.thread.is_alive() and len(sse.raw) > streamed, sse.raw[-3:]
+        conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
+        conn.request("GET", "/api/state")
+        assert conn.getresponse().status == 200
+        conn.close()
+    finally:
+        for s in silent + [trickling]:
+            s.close()
+        sse.close()
+        server.stop()
+
+
 def _publish_views(endpoint: str, stop: threading.Event, board: str) -> None:
     import msgspec
     import zmq

@@ -647,6 +647,48 @@ def _not_a_cancelled_request(record: logging.LogRecord) -> bool:
     return "timeout graceful shutdown exceeded" not in record.getMessage()
 
 
+FIRST_REQUEST_SECONDS = 10.0
+"""A connection must have sent a whole request head within this long of opening, or of its last
+response. uvicorn keeps a connection that sends nothing open for ever: ~20,000 of them (the
+process's file limit) and the view could accept nobody until they left."""
+
+
+def _guarded_protocol() -> type:
+    """uvicorn's HTTP protocol (httptools where installed), closing a connection that has no
+    request under way ``FIRST_REQUEST_SECONDS`` after it opened or after its last response (an idle
+    or trickling stranger); a request under way, such as an event stream, is never cut."""
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    class Guarded(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
+        _idle_timer = None
+
+        def _arm(self) -> None:
+            if self._idle_timer is not None:
+                self._idle_timer.cancel()
+            self._idle_timer = self.loop.call_later(FIRST_REQUEST_SECONDS, self._close_if_idle)
+
+        def _close_if_idle(self) -> None:
+            self._idle_timer = None
+            if (self.cycle is None or self.cycle.response_complete) and not self.transport.is_closing():
+                self.transport.close()
+
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._arm()
+
+        def connection_lost(self, exc) -> None:
+            if self._idle_timer is not None:
+                self._idle_timer.cancel()
+                self._idle_timer = None
+            super().connection_lost(exc)
+
+    return Guarded
+
+
 class PortError(OSError):
     """The web view cannot listen where asked (the message names the address and port)."""
 
@@ -678,7 +720,7 @@ class WebServer:
         self.host, self.port = self.sock.getsockname()[:2]
         self.app = build_app(source, feed, poll=poll, tick=tick)
         config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="on",
-                                timeout_graceful_shutdown=1)
+                                timeout_graceful_shutdown=1, http=_guarded_protocol())
         self.server = uvicorn.Server(config)
         self.thread: threading.Thread | None = None
         quiet = logging.getLogger("uvicorn.error")
