@@ -232,6 +232,8 @@ def test_port_in_use_is_named(tmp_path):
         server = WebServer(MemorySource(), None, port=0)  # this machine only unless asked
         assert server.sock.getsockname()[0] == "127.0.0.1"
         server.stop()
+        with pytest.raises(PortError, match="an empty address would be every interface"):
+            WebServer(MemorySource(), None, host="", port=0)  # it bound 0.0.0.0, without a word
     finally:
         busy.close()
 

@@ -695,7 +695,11 @@ class PortError(OSError):
 
 def listening_socket(host: str = "127.0.0.1", port: int = 8080) -> socket.socket:
     """A TCP socket bound to host:port and listening (port 0: any free one); ``PortError`` names
-    the address when it cannot be had, before anything else starts."""
+    the address when it cannot be had, before anything else starts. An empty address is refused:
+    the kernel reads it as every interface, which must be asked for by name (0.0.0.0)."""
+    if not host.strip():
+        raise PortError(f"cannot listen on {host!r}:{port}: an empty address would be every interface; "
+                        f"name one (0.0.0.0 for all)")
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
