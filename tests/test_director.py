@@ -198,6 +198,24 @@ def test_report_on_a_missing_file(tmp_path):
     one_line_error(run("tournaments", "report", str(tmp_path / "nope.sqlite")), 2, "no such file")
 
 
+def test_report_outputs_that_cannot_be_written_are_named(tmp_path):
+    """Before: a traceback (IsADirectoryError, FileExistsError, matplotlib's ValueError) after the
+    report was built, for --json or --text naming a folder, --csv a file, --plot a .txt."""
+    path = tournament_file(tmp_path, ghost=RANDOM)
+    assert run("tournaments", "run", str(path), "-q", "--no-report").returncode == 0
+    db, folder = str(tmp_path / "t.sqlite"), tmp_path / "folder"
+    folder.mkdir()
+    for option, target, words in (("--json", folder, ["cannot write", "Is a directory"]),
+                                  ("--text", folder, ["cannot write", "Is a directory"]),
+                                  ("--json", tmp_path / "no" / "r.json", ["No such file or directory"]),
+                                  ("--plot", "/proc/no/r.png", ["cannot write"]),
+                                  ("--csv", path, ["not a folder"]),
+                                  ("--plot", tmp_path / "r.txt", [".png or .svg"]),
+                                  ("--plot-timeline", tmp_path / "r.pdf", [".png or .svg"])):
+        one_line_error(run("tournaments", "report", db, option, str(target), "-q"), 2, f"{option} {target}", *words)
+    assert not (tmp_path / "r.txt").exists()
+
+
 def test_a_folder_where_a_results_file_is_meant_is_named_so(tmp_path):
     """Before: ``[Errno 21] Is a directory`` from show, verify and export, and ``no such file``
     from report and serve."""

@@ -363,33 +363,52 @@ def cmd_report(args) -> int:
         if target and target != "-" and (problem := holds_results(target)):
             _error(f"--{option.replace('_', '-')} {target}: {problem}; name another file")
             return EXIT_USAGE
+        if target and option.startswith("plot") and Path(target).suffix.lower() not in (".png", ".svg"):
+            _error(f"--{option.replace('_', '-')} {target}: a plot is written as .png or .svg")
+            return EXIT_USAGE
+    if args.csv and Path(args.csv).exists() and not Path(args.csv).is_dir():
+        _error(f"--csv {args.csv}: not a folder (the CSV files are written into one); name a folder")
+        return EXIT_USAGE
     try:
         report = build_report(args.db)
     except (OSError, ValueError, ConfigError) as exc:
         _error(str(exc))
         return EXIT_USAGE
     wrote = []
-    if args.json:
-        text = to_json(report)
-        if args.json == "-":
-            print(text)
-        else:
-            Path(args.json).write_text(text + "\n")
-            wrote.append(args.json)
-    if args.csv:
-        wrote += [str(p) for p in write_csv(report, args.csv)]
-    if args.plot:
-        wrote.append(str(plot(report, args.plot)))
-    if args.plot_timeline:
-        try:
-            wrote.append(str(plot_timeline(report, args.plot_timeline)))
-        except ValueError as exc:
-            _error(f"--plot-timeline: {exc}")
-            return EXIT_USAGE
     text = render_text(report, width=max(120, console.width))
-    if args.text:
-        Path(args.text).write_text(text)
-        wrote.append(args.text)
+    option = ""
+    try:  # an output that cannot be written (a folder, a missing or read-only place): its option named
+        if args.json:
+            option = "--json"
+            if args.json == "-":
+                print(to_json(report))
+            else:
+                Path(args.json).write_text(to_json(report) + "\n")
+                wrote.append(args.json)
+        if args.csv:
+            option = "--csv"
+            wrote += [str(p) for p in write_csv(report, args.csv)]
+        if args.plot:
+            option = "--plot"
+            wrote.append(str(plot(report, args.plot)))
+        if args.plot_timeline:
+            option = "--plot-timeline"
+            try:
+                wrote.append(str(plot_timeline(report, args.plot_timeline)))
+            except ValueError as exc:
+                _error(f"--plot-timeline: {exc}")
+                return EXIT_USAGE
+        if args.text:
+            option = "--text"
+            Path(args.text).write_text(text)
+            wrote.append(args.text)
+    except BrokenPipeError:
+        raise  # `report --json - | head`: main's quiet exit
+    except OSError as exc:
+        target = getattr(args, option[2:].replace("-", "_"))
+        where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(target) else ""
+        _error(f"{option} {target}: cannot write: {exc.strerror or exc}{where}")
+        return EXIT_USAGE
     if not (args.json == "-" or args.quiet):
         print(text, end="")
     for w in wrote:
