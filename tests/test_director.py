@@ -248,6 +248,19 @@ def test_tournament_output_that_cannot_be_written(tmp_path):
     one_line_error(run("tournaments", "run", str(path), "-q"), 2, "output", "/proc/no/t.sqlite")
 
 
+def test_a_database_that_cannot_be_created_leaves_no_hidden_file(tmp_path):
+    """Before: a full disk while the database was being made left ``.t.sqlite.PID.tmp`` and its
+    -wal and -shm (hundreds of kB) behind, hidden, on the disk that was already full. Files larger
+    than 16 kB cannot be written here (RLIMIT_FSIZE), as on a nearly full disk."""
+    import resource
+
+    path = tournament_file(tmp_path, ghost=RANDOM)
+    proc = run("tournaments", "run", str(path), "-q",
+               preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (16_000, 16_000)))
+    one_line_error(proc, 2, "output", str(tmp_path / "t.sqlite"))
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == ["t.toml"]
+
+
 # --- 6. accepted though wrong, or unclear ---------------------------------------------------------
 
 @pytest.mark.parametrize("args,words", [

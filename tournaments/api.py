@@ -95,16 +95,24 @@ def start(cfg: TournamentConfig, *, overwrite: bool = False) -> Opened:
     seed = cfg.seed if cfg.seed is not None else secrets.token_hex(8)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    staged = (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm"), TournamentDB.jsonl_path(tmp), Path(f"{tmp}.lock"))
     remove_database(tmp)
-    staging = TournamentDB(tmp)
-    staging.set_meta(format=FORMAT_VERSION, config_text=cfg.source_text, config_source=cfg.source_path,
-                     fingerprint=cfg.fingerprint(), seed=seed, tid=cfg.tid, created_at=str(time.time()),
-                     workdir=os.getcwd(), name=cfg.name, included_files=json.dumps(cfg.included))
-    staging.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # everything into the main file before the rename
-    staging.close()
-    remove_database(path)
-    os.replace(tmp, path)
-    for leftover in (Path(f"{tmp}-wal"), Path(f"{tmp}-shm"), TournamentDB.jsonl_path(tmp), Path(f"{tmp}.lock")):
+    try:
+        staging = TournamentDB(tmp)
+        try:
+            staging.set_meta(format=FORMAT_VERSION, config_text=cfg.source_text, config_source=cfg.source_path,
+                             fingerprint=cfg.fingerprint(), seed=seed, tid=cfg.tid, created_at=str(time.time()),
+                             workdir=os.getcwd(), name=cfg.name, included_files=json.dumps(cfg.included))
+            staging.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # everything into the main file before the rename
+        finally:
+            staging.close()
+        remove_database(path)
+        os.replace(tmp, path)
+    except BaseException:  # a full disk, say: no hidden half-made file left to fill it further
+        for p in staged:
+            p.unlink(missing_ok=True)
+        raise
+    for leftover in staged[1:]:
         leftover.unlink(missing_ok=True)
     db = TournamentDB(path)
     db.lock()
