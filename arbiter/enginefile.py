@@ -7,6 +7,7 @@ errors naming ``FILE:LINE: engines[i].key``) and what it becomes (``EngineSpec``
 from __future__ import annotations
 
 import difflib
+import math
 import re
 import shlex
 import sys
@@ -128,6 +129,16 @@ class Checker:
             raise self.error(path + (key,), f"expected {what or _type_names(types)}, got {value!r}")
         if not isinstance(value, types):
             raise self.error(path + (key,), f"expected {what or _type_names(types)}, got {value!r}")
+        if isinstance(value, float) and not math.isfinite(value) and str not in _as_tuple(types):
+            # TOML's nan and inf: no count, time or rating (a text key, a time control, reads 'inf' itself)
+            raise self.error(path + (key,), f"expected a finite number, got {value!r}")
+        return value
+
+    def seconds(self, table: dict, key: str, path: tuple, default: float) -> float:
+        """A timeout: a number of seconds above 0 (at 0 or below an engine could never answer in time)."""
+        value = float(self.get(table, key, path, (int, float), default))
+        if value <= 0:
+            raise self.error(path + (key,), f"must be more than 0 seconds, got {value:g}")
         return value
 
 
@@ -160,10 +171,14 @@ def check_limits(c: "Checker", table: dict, path: tuple, base: Limits) -> Limits
         raise c.error(path + ("limits",), str(exc)) from None
 
 
+def _as_tuple(types: type | tuple) -> tuple:
+    return types if isinstance(types, tuple) else (types,)
+
+
 def _type_names(types: type | tuple) -> str:
     names = {str: "a string", int: "an integer", float: "a number", bool: "true or false", dict: "a table",
              list: "an array"}
-    types = types if isinstance(types, tuple) else (types,)
+    types = _as_tuple(types)
     return " or ".join(dict.fromkeys(names.get(t, t.__name__) for t in types))
 
 
@@ -218,8 +233,8 @@ def engine_spec(c: Checker, e: dict, p: tuple, defaults: EngineDefaults, check_p
     return EngineSpec(
         name=name, command=argv, cwd=cwd, options=options, args=flags, env={k: str(v) for k, v in env.items()},
         restart=c.get(e, "restart", p, bool, defaults.restart),
-        handshake_timeout=float(c.get(e, "handshake_timeout", p, (int, float), 10.0)),
-        ready_timeout=float(c.get(e, "ready_timeout", p, (int, float), 10.0)),
+        handshake_timeout=c.seconds(e, "handshake_timeout", p, 10.0),
+        ready_timeout=c.seconds(e, "ready_timeout", p, 10.0),
         sandbox=check_sandbox(c, e, p, defaults.sandbox), ponder=c.get(e, "ponder", p, bool, defaults.ponder),
         limits=check_limits(c, e, p, defaults.limits), cpus=check_cpus(c, e, p))
 

@@ -111,6 +111,16 @@ def test_example_olympiad_file_is_valid():
     ('seed = 42', 'seed = 42\npin = "yes"', "pin", "pin", "true or false"),
     ('seed = 42', 'seed = 42\npin = true\ncluster = "local:2"', "pin", "pin", "a cluster's workers"),
     ('restart = true', 'restart = true\nponder = true', "pin", "pin", "b may ponder"),
+    # nan and inf: a report that crashed on every run (anchor), a traceback in the pre-flight (timeouts)
+    ('elo1 = 50', 'elo1 = inf', "elo1", "sprt.elo1", "expected a finite number, got inf"),
+    ('seed = 42', 'seed = 42\nanchor = { engine = "a", elo = nan }', "anchor", "anchor.elo", "finite number"),
+    ('seed = 42', 'seed = 42\nanchor = { engine = "a", elx = 1500 }', "anchor", "anchor.elx", "did you mean 'elo'"),
+    ('seed = 42', 'seed = 42\nbye_points = nan', "bye_points", "bye_points", "finite number"),
+    ('restart = true', 'handshake_timeout = nan', "handshake_timeout", "engines[1].handshake_timeout",
+     "finite number"),
+    ('restart = true', 'handshake_timeout = -1', "handshake_timeout", "engines[1].handshake_timeout",
+     "more than 0 seconds"),
+    ('restart = true', 'ready_timeout = 0', "ready_timeout", "engines[1].ready_timeout", "more than 0 seconds"),
 ])
 def test_errors_name_the_key_and_the_line(old, new, needle, key, words):
     text = replace_line(old, new)
@@ -120,6 +130,10 @@ def test_errors_name_the_key_and_the_line(old, new, needle, key, words):
     line = line_of(text, needle)
     assert message.startswith(f"t.toml:{line}: {key}:"), message
     assert words in message, message
+
+
+def test_an_infinite_time_control_may_be_a_bare_toml_inf():
+    assert parse_config(replace_line('time_control = "60+1"', "time_control = inf"), "t.toml").time_control.text == "inf"
 
 
 def test_missing_engine_key_points_at_its_table_header():

@@ -508,7 +508,7 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
                 raise c.error(p + ("remote",), f"{remote!r} is not in the roster {remote_spec.roster}")
             engines.append(EngineSpec(name=ename, command=[], remote=remote,
                                       options=engine_options(c, e, p, "options"),
-                                      ready_timeout=float(c.get(e, "ready_timeout", p, (int, float), 10.0)),
+                                      ready_timeout=c.seconds(e, "ready_timeout", p, 10.0),
                                       limits=check_limits(c, e, p, default_limits)))
             continue
         engines.append(engine_spec(c, e, p, defaults, check_paths))
@@ -563,6 +563,7 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
             raw_anchor = {"engine": raw_anchor, "elo": 0}
         if not isinstance(raw_anchor, dict):
             raise c.error(("anchor",), "expected an engine name or {engine = 'name', elo = 1500}")
+        c.unknown_keys(raw_anchor, {"engine": "", "elo": ""}, ("anchor",))
         an = c.get(raw_anchor, "engine", ("anchor",), str)
         if an not in names:
             raise c.error(("anchor", "engine"), f"no engine named {an!r}")
