@@ -265,6 +265,7 @@ def test_a_database_that_cannot_be_created_leaves_no_hidden_file(tmp_path):
 
 @pytest.mark.parametrize("args,words", [
     (["--format", "bo3:ABBA"], ["bo3:ABBA", "one letter"]),
+    (["--format", "games=99999999999999999999"], ["games=99999999999999999999", "at most 10,000,000 games"]),
     (["--game", "catalonia"], ["arbiter coop"]),
     (["--tc", "999999999999"], ["too long", "inf"]),
     (["--seed", "xyz"], ["--seed", "not hex"]),

@@ -96,6 +96,7 @@ def test_example_olympiad_file_is_valid():
     ('rounds = 3', 'rounds = "3"', "rounds", "rounds", "expected an integer"),
     ('rounds = 3', 'rounds = 0', "rounds", "rounds", "at least 1"),
     ('match = "olympiad"', 'match = "bo7:ABX"', "match", "match", "bo7:ABX"),
+    ('match = "olympiad"', 'match = "bo99999999999999999999"', "match", "match", "at most 10,000,000 games"),
     ('time_control = "60+1"', 'time_control = "40/"', "time_control", "time_control", "40/"),
     ('setup = "random"', 'setup = "shuffle"', "setup = ", "game_options.setup", "setup"),
     ('setup = "random"', 'colour = "red"', "colour", "game_options.colour", "unknown option"),

@@ -34,6 +34,10 @@ from ..sprt import concluded, sprt
 from ..stats import game_points
 
 
+MAX_GAMES = 10_000_000
+"""Games a match format may ask for at most (days of play; its schedule is a string of that length)."""
+
+
 @dataclass(frozen=True)
 class MatchFormat:
     games: int
@@ -47,6 +51,9 @@ class MatchFormat:
         t = text.strip().lower()
         if t == "olympiad":
             return cls(7, 4, "ABBAABB")
+        m = re.fullmatch(r"(?:bo|games=)(\d+).*", t)
+        if m and int(m.group(1)) > MAX_GAMES:
+            raise ValueError(f"format {text!r}: at most {MAX_GAMES:,} games")
         m = re.fullmatch(r"bo(\d+)(?::([ab]+))?", t)
         if m:
             n = int(m.group(1))
