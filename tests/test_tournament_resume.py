@@ -280,6 +280,30 @@ def test_the_command_line_checks_runs_refuses_and_reports(tmp_path, capsys):
     assert main(["check", str(tmp_path / "broken.toml")]) == EXIT_USAGE
 
 
+def test_resume_says_it_killed_engines_an_earlier_run_left_behind(tmp_path, capsys):
+    """Before: the line was never printed (it had ended up after a ``return``); the process was
+    killed without a word."""
+    import os
+    import subprocess
+    import sys
+
+    from tournaments.cli import EXIT_OK, main
+    from tournaments.runner import db_marker
+    from tournaments.worker import DB_ENV
+
+    toml = write_toml(tmp_path)
+    api.start(load_config(toml)).db.close()  # killed before its first game, say
+    db = tmp_path / "t.sqlite"
+    leftover = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"],
+                                env={**os.environ, DB_ENV: db_marker(db)})
+    try:
+        assert main(["resume", str(db), "--quiet", "--no-report"]) == EXIT_OK
+        leftover.wait(timeout=10)  # gone (the resume reaped it: no exit status is left to see)
+    finally:
+        leftover.kill()
+    assert "killed 1 engine process(es) left behind by an earlier run" in said(capsys)
+
+
 def test_report_from_saved_summaries_equals_the_report_from_every_decision(tmp_path, played):
     """Reports read each game's summary (saved with it) instead of parsing every record; a
     database whose games have none (saved before summaries) gets the same numbers the slow way."""

@@ -333,6 +333,7 @@ def _run_with_display(console, args, opened, resume: bool) -> int:
         _console(stderr=True).print(f"[bold red]error: results not saved:[/] {escape(str(problem))}; the tournament stopped "
                       f"(fix the storage, then `arbiter-tournament resume {escape(str(db_path))}` replays unsaved games)")
         return EXIT_STORAGE
+    if summary.killed_leftovers:
         console.print(f"killed {len(summary.killed_leftovers)} engine process(es) left behind by an earlier run")
     if summary.interrupted and not summary.finished:
         _console(stderr=True).print(f"[yellow]interrupted[/]: {summary.played_total} games saved; continue with "
