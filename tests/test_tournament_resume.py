@@ -212,6 +212,26 @@ def test_resume_refuses_what_is_not_a_tournament(tmp_path):
     TournamentDB(plain).close()  # the refusal released the lock
 
 
+def test_resume_of_a_file_whose_output_is_not_a_tournament_changes_nothing(tmp_path):
+    """Before: ``resume t.toml`` whose output named an `arbiter match` database added the
+    tournament tables to it before refusing, and for a text file it said ``output t.toml: file is
+    not a database``, naming the tournament file instead of the output."""
+    from arbiter.records.store import ResultsStore
+
+    toml = write_toml(tmp_path)
+    db = tmp_path / "t.sqlite"
+    ResultsStore(db).close()  # an `arbiter match` results file where the tournament's should be
+    before = db.read_bytes()
+    with pytest.raises(TournamentStateError, match=f"{toml}: output {db} is not a tournament database"):
+        api.resume(toml)
+    assert db.read_bytes() == before
+    db.unlink()
+    db.write_text("notes\n")
+    with pytest.raises(TournamentStateError, match=f"output {db} is not a tournament database"):
+        api.resume(toml)
+    assert db.read_text() == "notes\n"
+
+
 def test_resume_of_a_file_never_started_starts_it_and_a_held_database_is_refused(tmp_path):
     from tournaments.db import TournamentLocked
 

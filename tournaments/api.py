@@ -129,6 +129,20 @@ def config_from_db(db: TournamentDB, check_paths: bool = True) -> tuple[Tourname
     return cfg, meta
 
 
+def refuse_foreign(path: Path, named: str = "") -> None:
+    """TournamentStateError unless ``path`` is a tournament's database: looked at read-only before
+    anything writes to it (opening a match's database as a tournament's adds tables to it)."""
+    if not is_database(path):
+        raise TournamentStateError(f"{named}{path} is not a tournament database (not SQLite)")
+    probe = open_readonly(path)
+    try:
+        probe.execute("SELECT value FROM tournament_meta WHERE key = 'format'").fetchone()
+    except sqlite3.Error as exc:  # truncated, damaged, or another kind of database
+        raise TournamentStateError(f"{named}{path} is not a tournament database ({exc})") from None
+    finally:
+        probe.close()
+
+
 def resume(target: str | Path, *, check_paths: bool = True) -> Opened:
     """Open an existing tournament from its file (whose ``output`` names the database) or from
     the database itself, take its lock and check the file has not changed the schedule. A file
@@ -141,13 +155,7 @@ def resume(target: str | Path, *, check_paths: bool = True) -> Opened:
     if target.is_file() and target.stat().st_size == 0:
         raise TournamentStateError(f"{target}: empty file, not a tournament file or database")
     if is_database(target):
-        probe = open_readonly(target)  # looked at before anything writes to it (a match's database...)
-        try:
-            probe.execute("SELECT value FROM tournament_meta WHERE key = 'format'").fetchone()
-        except sqlite3.Error as exc:  # truncated, damaged, or another kind of database
-            raise TournamentStateError(f"{target} is not a tournament database ({exc})") from None
-        finally:
-            probe.close()
+        refuse_foreign(target)
         db = TournamentDB(target)
         try:
             db.lock()
@@ -160,6 +168,7 @@ def resume(target: str | Path, *, check_paths: bool = True) -> Opened:
         cfg = load_config(target, check_paths=check_paths)
         if not Path(cfg.output).exists():  # never started (or killed before its database existed)
             return start(cfg)
+        refuse_foreign(Path(cfg.output), f"{target}: output ")
         db = TournamentDB(cfg.output)
         try:
             db.lock()
