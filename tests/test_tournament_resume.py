@@ -324,6 +324,26 @@ def test_resume_says_it_killed_engines_an_earlier_run_left_behind(tmp_path, caps
     assert "killed 1 engine process(es) left behind by an earlier run" in said(capsys)
 
 
+def test_resume_that_starts_a_tournament_says_starting(tmp_path, capsys, monkeypatch):
+    """Before: ``resume t.toml`` from another folder than the run's (a relative ``output``) said
+    'resuming tournament' while it started a new one there, from no games."""
+    from tournaments.cli import EXIT_OK, main
+
+    toml = tmp_path / "t.toml"
+    toml.write_text(TOML.format(db="runs/t.sqlite").replace('match = "games=2"', 'match = "games=1"'))
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(toml), "--quiet", "--no-report"]) == EXIT_OK
+    assert "starting tournament resume-test" in said(capsys)
+    assert main(["resume", str(toml), "--quiet", "--no-report"]) == EXIT_OK
+    assert "resuming tournament resume-test" in said(capsys)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert main(["resume", str(toml), "--quiet", "--no-report"]) == EXIT_OK
+    out = said(capsys)
+    assert "starting tournament resume-test" in out and "3 games played in this run (3 in all)" in out
+    assert f"there was no database at {tmp_path / 'elsewhere' / 'runs' / 't.sqlite'}" in out
+
+
 def test_report_from_saved_summaries_equals_the_report_from_every_decision(tmp_path, played):
     """Reports read each game's summary (saved with it) instead of parsing every record; a
     database whose games have none (saved before summaries) gets the same numbers the slow way."""

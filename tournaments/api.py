@@ -30,6 +30,8 @@ class Opened:
     cfg: TournamentConfig
     db: TournamentDB
     seed: str
+    started: bool = False
+    """Made just now (``start``, or a ``resume`` of a file whose database did not exist yet)."""
 
 
 def is_database(path: str | Path) -> bool:
@@ -117,7 +119,7 @@ def start(cfg: TournamentConfig, *, overwrite: bool = False) -> Opened:
     db = TournamentDB(path)
     db.lock()
     db.sign_with(signer, cfg.tid)
-    return Opened(cfg, db, seed)
+    return Opened(cfg, db, seed, started=True)
 
 
 def config_from_db(db: TournamentDB, check_paths: bool = True) -> tuple[TournamentConfig, dict]:

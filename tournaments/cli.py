@@ -314,8 +314,10 @@ def _run_with_display(console, args, opened, resume: bool) -> int:
 
     cfg = opened.cfg
     mode = "quiet" if args.quiet else ("live" if console.is_terminal else "lines")
-    console.print(f"{'resuming' if resume else 'starting'} tournament [bold]{escape(cfg.name)}[/] → {escape(str(opened.db.path))} "
-                  f"(seed {'from ' + str(cfg.seed_file) if cfg.seed_file else opened.seed})")
+    fresh = resume and opened.started  # the file's output does not exist (yet, or from this folder)
+    console.print(f"{'resuming' if resume and not fresh else 'starting'} tournament [bold]{escape(cfg.name)}[/] → "
+                  f"{escape(str(opened.db.path))} (seed {'from ' + str(cfg.seed_file) if cfg.seed_file else opened.seed})"
+                  + (f"; there was no database at {escape(str(Path(opened.db.path).resolve()))}" if fresh else ""))
     display = Display(console, mode, args.rating_interval)
     try:
         with display:
