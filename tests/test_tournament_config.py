@@ -133,6 +133,16 @@ def test_errors_name_the_key_and_the_line(old, new, needle, key, words):
     assert words in message, message
 
 
+def test_a_file_that_is_not_utf8_names_the_line(tmp_path):
+    """Before: a UnicodeDecodeError traceback (a file saved as Latin-1, say)."""
+    path = tmp_path / "t.toml"
+    path.write_bytes(GOOD.replace('name = "c"', 'name = "caf\xe9"').encode("latin-1"))
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    line = line_of(GOOD, 'name = "c"')
+    assert str(info.value) == f"{path}:{line}: not UTF-8 text (byte 0xe9); a tournament file is UTF-8"
+
+
 def test_an_infinite_time_control_may_be_a_bare_toml_inf():
     assert parse_config(replace_line('time_control = "60+1"', "time_control = inf"), "t.toml").time_control.text == "inf"
 

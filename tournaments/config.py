@@ -289,9 +289,15 @@ def load_config(path: str | Path, text: str | None = None, check_paths: bool = T
     path = Path(path)
     if text is None:
         try:
-            text = path.read_text(encoding="utf-8")
+            raw = path.read_bytes()
         except OSError as exc:
             raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:  # TOML is UTF-8: say where it is not
+            line = raw.count(b"\n", 0, exc.start) + 1
+            raise ConfigError(f"{path}:{line}: not UTF-8 text (byte 0x{raw[exc.start]:02x}); a tournament file "
+                              f"is UTF-8") from None
     return parse_config(text, str(path), check_paths=check_paths)
 
 
