@@ -129,6 +129,8 @@ class Checker:
             raise self.error(path + (key,), f"expected {what or _type_names(types)}, got {value!r}")
         if not isinstance(value, types):
             raise self.error(path + (key,), f"expected {what or _type_names(types)}, got {value!r}")
+        if isinstance(value, str) and "\0" in value:  # no path, command or name can hold it
+            raise self.error(path + (key,), "must not hold a NUL character")
         if isinstance(value, float) and not math.isfinite(value) and str not in _as_tuple(types):
             # TOML's nan and inf: no count, time or rating (a text key, a time control, reads 'inf' itself)
             raise self.error(path + (key,), f"expected a finite number, got {value!r}")
@@ -221,6 +223,8 @@ def engine_spec(c: Checker, e: dict, p: tuple, defaults: EngineDefaults, check_p
         argv = list(command)
     if not argv:
         raise c.error(p + ("command",), "must not be empty")
+    if any("\0" in a for a in argv):
+        raise c.error(p + ("command",), "must not hold a NUL character (no program can receive it)")
     cwd = c.get(e, "cwd", p, str, None)
     if cwd is not None and check_paths and not Path(cwd).is_dir():
         raise c.error(p + ("cwd",), f"no such directory: {cwd}")
@@ -228,8 +232,12 @@ def engine_spec(c: Checker, e: dict, p: tuple, defaults: EngineDefaults, check_p
     flags = engine_options(c, e, p, "args")
     env = c.get(e, "env", p, dict, {})
     for k, v in env.items():
+        if not k or "=" in k or "\0" in k:
+            raise c.error(p + ("env", k), f"not an environment variable name: {k!r} (empty, or holds '=' or NUL)")
         if not isinstance(v, (str, int, float)) or isinstance(v, bool):
             raise c.error(p + ("env", k), "an environment value must be a string or a number")
+        if "\0" in str(v):
+            raise c.error(p + ("env", k), "an environment value must not hold a NUL character")
     return EngineSpec(
         name=name, command=argv, cwd=cwd, options=options, args=flags, env={k: str(v) for k, v in env.items()},
         restart=c.get(e, "restart", p, bool, defaults.restart),

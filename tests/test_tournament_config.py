@@ -122,6 +122,13 @@ def test_example_olympiad_file_is_valid():
     ('restart = true', 'handshake_timeout = -1', "handshake_timeout", "engines[1].handshake_timeout",
      "more than 0 seconds"),
     ('restart = true', 'ready_timeout = 0', "ready_timeout", "engines[1].ready_timeout", "more than 0 seconds"),
+    # what no process can be given: tracebacks (ValueError) in the pre-flight or when reading a path
+    ('seed = 42', 'seed = 42\noutput = "r\\u0000.sqlite"', "output", "output", "must not hold a NUL character"),
+    ('seed = 42', 'seed = 42\nopenings = "o\\u0000.txt"', "openings", "openings", "must not hold a NUL character"),
+    ('env = { FOO = "1" }', 'env = { "A=B" = "1" }', "env", 'engines[2].env."A=B"', "not an environment variable"),
+    ('env = { FOO = "1" }', r'env = { FOO = "a\u0000b" }', "env", "engines[2].env.FOO", "NUL character"),
+    ('command = ["{python}", "-m", "sample_engines.random_engine"]', r'command = ["{python}", "-m", "x\u0000"]',
+     'command = ["{python}", "-m", "x', "engines[1].command", "NUL character"),
 ])
 def test_errors_name_the_key_and_the_line(old, new, needle, key, words):
     text = replace_line(old, new)
