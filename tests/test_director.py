@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -246,6 +247,22 @@ def test_tournament_output_that_cannot_be_written(tmp_path):
     path = tournament_file(tmp_path, ghost=RANDOM)
     path.write_text(path.read_text().replace(str(tmp_path / "t.sqlite"), "/proc/no/t.sqlite"))
     one_line_error(run("tournaments", "run", str(path), "-q"), 2, "output", "/proc/no/t.sqlite")
+
+
+def test_a_file_where_the_engine_logs_go_is_named_not_blamed_on_the_engines(tmp_path):
+    """Before: 'engine ghost cannot start: crash: ... Not a directory: .../t-logs/preflight' for
+    every engine, exit 3, and the advice to forfeit their games for the referee's fault."""
+    path = tournament_file(tmp_path, ghost=RANDOM)
+    (tmp_path / "t-logs").write_text("notes\n")
+    one_line_error(run("tournaments", "run", str(path), "-q"), 2, f"the folder {tmp_path / 't-logs'}",
+                   "that is a file")
+    assert not (tmp_path / "t.sqlite").exists()
+    (tmp_path / "t-logs").unlink()
+    assert run("tournaments", "run", str(path), "-q", "--no-report").returncode == 0
+    shutil.rmtree(tmp_path / "t-logs")
+    (tmp_path / "t-logs").write_text("notes\n")
+    one_line_error(run("tournaments", "resume", str(tmp_path / "t.sqlite"), "-q"), 2, "that is a file")
+    assert (tmp_path / "t-logs").read_text() == "notes\n"
 
 
 def test_a_database_that_cannot_be_created_leaves_no_hidden_file(tmp_path):

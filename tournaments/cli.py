@@ -211,6 +211,18 @@ def _check_output(output: Path, source: str) -> None:
         raise ConfigError(f"{source}: output: {output}: cannot create {folder}: {exc.strerror or exc}") from None
     if not os.access(folder, os.W_OK | os.X_OK) or (Path(output).exists() and not os.access(output, os.W_OK)):
         raise ConfigError(f"{source}: output: {output}: not writable")
+    _check_logs(output, f"{source}: output: {output}")
+
+
+def _check_logs(db_path: Path, where: str) -> None:
+    """The engines' logs folder beside the database must be a folder: else every engine 'cannot
+    start' (and with on_start_failure = "forfeit" every game would be lost for the referee's fault)."""
+    from .config import ConfigError
+    from .runner import logs_dir
+
+    logs = logs_dir(db_path)
+    if logs.exists() and not logs.is_dir():
+        raise ConfigError(f"{where}: the engines' logs go in the folder {logs}, and that is a file: move it away")
 
 
 def _preflight(console, cfg, db_path, show: bool = False) -> int:
@@ -276,6 +288,13 @@ def cmd_run(args, resume: bool) -> int:
         _error(f"output {where}: {(exc.strerror or exc) if isinstance(exc, OSError) else exc}")
         return EXIT_USAGE
     cfg = opened.cfg
+    if resume:
+        try:
+            _check_logs(opened.db.path, str(opened.db.path))
+        except ConfigError as exc:
+            _error(str(exc))
+            opened.db.close()
+            return EXIT_USAGE
     from arbiter.hosting import SandboxMode
     from arbiter.hosting.sandbox import support
 
