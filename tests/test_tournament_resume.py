@@ -92,19 +92,23 @@ def resume_and_close(target: Path) -> None:
 
 # --- a changed file is refused -------------------------------------------------------------------
 
-@pytest.mark.parametrize("old, new", [
-    ('time_control = "60"', 'time_control = "30"'),
-    ('match = "games=2"', 'match = "games=4"'),
-    ('name = "r3"', 'name = "r4"'),
-    ('format = "round_robin"', 'format = "double_round_robin"'),
-    ('seed = "resume-tests"', 'seed = "another-seed"'),
+@pytest.mark.parametrize("old, new, what", [
+    ('time_control = "60"', 'time_control = "30"', "time_control"),
+    ('match = "games=2"', 'match = "games=4"', "match"),
+    ('name = "r3"', 'name = "r4"', r"engines \(names or order\)"),
+    ('format = "round_robin"', 'format = "double_round_robin"', "format"),
+    ('seed = "resume-tests"', 'seed = "another-seed"', "seed"),
+    ('seed = "resume-tests"', 'seed = "resume-tests"\nmargin_ms = 5\nduplicate_dice = true',
+     "duplicate_dice, margin_ms"),
 ])
-def test_a_changed_tournament_file_is_refused(tmp_path, old, new):
+def test_a_changed_tournament_file_is_refused_naming_what_changed(tmp_path, old, new, what):
+    """Before: the same list for every change ('the game, format, engines, openings, seed or time
+    control changed'), naming keys that had not changed and not margin_ms or duplicate_dice."""
     toml = write_toml(tmp_path)
     api.start(load_config(toml)).db.close()
     resume_and_close(toml)  # unchanged: fine
     toml.write_text(toml.read_text().replace(old, new))
-    with pytest.raises(TournamentStateError, match="does not describe the tournament stored in"):
+    with pytest.raises(TournamentStateError, match=f"does not describe the tournament stored in .*: {what} changed$"):
         api.resume(toml)
     # The refusal released the database: the unchanged file still resumes.
     toml.write_text(toml.read_text().replace(new, old))

@@ -145,6 +145,20 @@ def refuse_foreign(path: Path, named: str = "") -> None:
         probe.close()
 
 
+FINGERPRINT_NAMES = {"tc": "time_control", "margin": "margin_ms", "duplicate": "duplicate_dice", "tid": "name",
+                     "tiebreak": "tiebreak_games/tiebreak_blocks", "bye": "bye_points", "sprt_stop": "sprt",
+                     "engines": "engines (names or order)"}
+
+
+def changed(stored: TournamentConfig, cfg: TournamentConfig, seed: str) -> str:
+    """The keys of the file that differ from the stored tournament's, as the file names them."""
+    before, now = stored.fingerprinted(), cfg.fingerprinted()
+    keys = [FINGERPRINT_NAMES.get(k, k) for k in sorted(before.keys() | now.keys()) if before.get(k) != now.get(k)]
+    if cfg.seed is not None and cfg.seed != seed:
+        keys.append("seed")
+    return ", ".join(keys)
+
+
 def resume(target: str | Path, *, check_paths: bool = True) -> Opened:
     """Open an existing tournament from its file (whose ``output`` names the database) or from
     the database itself, take its lock and check the file has not changed the schedule. A file
@@ -181,7 +195,7 @@ def resume(target: str | Path, *, check_paths: bool = True) -> Opened:
         if stored.fingerprint() != cfg.fingerprint() or (cfg.seed is not None and cfg.seed != meta["seed"]):
             db.close()
             raise TournamentStateError(f"{target} does not describe the tournament stored in {cfg.output}: "
-                                       f"the game, format, engines, openings, seed or time control changed")
+                                       f"{changed(stored, cfg, meta['seed'])} changed")
     workdir = meta.get("workdir")
     if workdir and Path(workdir).is_dir():
         for e in cfg.engines:  # engines start where they started the first time

@@ -175,6 +175,10 @@ class TournamentConfig:
         """A hash of everything that decides which games are played and how: a resume refuses a
         file whose fingerprint differs from the one stored with the tournament. Concurrency,
         output and engine commands may change between runs."""
+        return hashlib.sha256(json.dumps(self.fingerprinted(), sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    def fingerprinted(self) -> dict[str, Any]:
+        """What ``fingerprint`` hashes, by name (a refused resume names what changed)."""
         data = dict(game=self.game, game_options=self.game_options, format=self.format, match=self.match_text,
                     games=self.games, rounds=self.rounds, tc=self.time_control.text, margin=self.margin_ms,
                     duplicate=self.duplicate_dice, seeding=self.seeding, candidates=self.candidates,
@@ -186,7 +190,7 @@ class TournamentConfig:
             data["openings"] = [[o.index, o.position] for o in self.openings] + [self.openings_order]
         if self.sprt.stop:  # the SPRT decides which games are played (absent otherwise: fingerprints unchanged)
             data["sprt_stop"] = [self.sprt.elo0, self.sprt.elo1, self.sprt.alpha, self.sprt.beta]
-        return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        return data
 
 
 def default_concurrency() -> int:
