@@ -252,6 +252,32 @@ def test_resume_of_a_file_never_started_starts_it_and_a_held_database_is_refused
     resume_and_close(tmp_path / "t.sqlite")
 
 
+def test_a_symbolic_link_to_a_running_tournament_finds_it_locked(tmp_path):
+    """Before: ``resume LINK.sqlite`` (a symbolic link to a running tournament's database) took
+    LINK.sqlite.lock, played the same games as the running process, killed its engines as 'left
+    behind by an earlier run' and wrote a second export, LINK.jsonl."""
+    from tournaments.db import TournamentLocked
+
+    toml = write_toml(tmp_path)
+    (tmp_path / "elsewhere").mkdir()
+    link = tmp_path / "elsewhere" / "link.sqlite"
+    opened = api.resume(toml)
+    try:
+        link.symlink_to(tmp_path / "t.sqlite")
+        with pytest.raises(TournamentLocked, match="in use by another tournament process"):
+            api.resume(link)
+        linked = tmp_path / "linked.toml"
+        linked.write_text(toml.read_text().replace(str(tmp_path / "t.sqlite"), str(link)))
+        with pytest.raises(TournamentLocked, match="in use by another tournament process"):
+            api.resume(linked)
+    finally:
+        opened.db.close()
+    resumed = api.resume(link)
+    resumed.db.close()
+    assert resumed.db.path == tmp_path / "t.sqlite"
+    assert sorted(p.name for p in (tmp_path / "elsewhere").iterdir()) == ["link.sqlite"]
+
+
 # --- the same through the command line ------------------------------------------------------------
 
 def said(capsys) -> str:

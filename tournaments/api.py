@@ -171,6 +171,7 @@ def resume(target: str | Path, *, check_paths: bool = True) -> Opened:
     if target.is_file() and target.stat().st_size == 0:
         raise TournamentStateError(f"{target}: empty file, not a tournament file or database")
     if is_database(target):
+        target = target.resolve() if target.is_symlink() else target  # its export and logs are beside it
         refuse_foreign(target)
         db = TournamentDB(target)
         try:

@@ -51,8 +51,9 @@ class TournamentLocked(RuntimeError):
 
 def lock_file(path: Path):
     """``path``'s lock file, taken (TournamentLocked when another process holds it); held until
-    the returned file is closed or the process dies (kill -9 too)."""
-    f = open(str(path) + ".lock", "a+")
+    the returned file is closed or the process dies (kill -9 too). Beside the file itself: a
+    symbolic link to a running tournament's database finds its lock taken."""
+    f = open(str(Path(path).resolve()) + ".lock", "a+")
     try:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
