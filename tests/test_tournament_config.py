@@ -122,6 +122,8 @@ def test_example_olympiad_file_is_valid():
     ('restart = true', 'handshake_timeout = -1', "handshake_timeout", "engines[1].handshake_timeout",
      "more than 0 seconds"),
     ('restart = true', 'ready_timeout = 0', "ready_timeout", "engines[1].ready_timeout", "more than 0 seconds"),
+    ('seed = 42', 'seed = ""', "seed", "seed", "must not be empty (leave it out for a random seed)"),
+    ('name = "Test event"', 'name = " "', "name", "name", "must not be empty"),
     # what no process can be given: tracebacks (ValueError) in the pre-flight or when reading a path
     ('seed = 42', 'seed = 42\noutput = "r\\u0000.sqlite"', "output", "output", "must not hold a NUL character"),
     ('seed = 42', 'seed = 42\nopenings = "o\\u0000.txt"', "openings", "openings", "must not hold a NUL character"),

@@ -366,6 +366,8 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
         raise c.error(("game",), f"cannot load game {game_name!r}: {exc}") from None
 
     name = c.get(doc, "name", (), str, Path(source).stem)
+    if not name.strip():
+        raise c.error(("name",), "must not be empty (leave it out for the file's name)")
     openings, openings_order = _openings(c, doc, game, included, read)
     fmt = c.get(doc, "format", (), str, "round_robin")
     if fmt not in FORMATS:
@@ -426,6 +428,8 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
             raise c.error(("cluster",), str(exc)) from None
     seed = c.get(doc, "seed", (), (str, int), None)
     seed = None if seed is None else str(seed)
+    if seed is not None and not seed.strip():  # as guessable as a seed gets; a seed_file may not be empty either
+        raise c.error(("seed",), "must not be empty (leave it out for a random seed)")
     seed_file = c.get(doc, "seed_file", (), str, None)
     if seed_file is not None:
         if seed is not None:
