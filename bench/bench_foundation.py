@@ -514,7 +514,7 @@ def component_breakdown(reps: int) -> list[tuple[str, float]]:
     positions = positions[:reps]
     ref = offline_referee(game)
     for _ in range(30):  # a realistic record length for last_moves and ply
-        ref._add(Event(ply=len(ref.record.events), seat=0, kind="move", move="a5b4", die=1))
+        ref._add(Event(ply=len(ref.record.events), seat=0, kind="move", move="a5b4"))
     pc = time.perf_counter_ns
     rows: list[tuple[str, float]] = []
 
@@ -561,7 +561,7 @@ def component_breakdown(reps: int) -> list[tuple[str, float]]:
 
     def add(i):
         r = decoded[i]
-        ev.append(Event(ply=len(ev), seat=seat_of[i], kind="move", move=r.move, die=3, measured_ms=0.1,
+        ev.append(Event(ply=len(ev), seat=seat_of[i], kind="move", move=r.move, measured_ms=0.1,
                         reported_ms=r.info.time_ms, clock_ms=1000, info=r.info))
 
     timed("Event(...) + append", add, range(reps))
