@@ -228,7 +228,7 @@ def _remote(c: "Checker", doc: dict, source: str, check_paths: bool):
     if problem := listen_problem(spec.listen):
         raise c.error(p + ("listen",), problem)
     for k in ("wait", "grace", "lag_move_ms", "lag_quota_ms"):
-        if not getattr(spec, k) >= 0:  # TOML's nan too (a grace of nan never ends, a wait of nan at once)
+        if getattr(spec, k) < 0:  # (nan, inf: refused by the checker, as for every number)
             raise c.error(p + (k,), "must not be negative")
     if not check_paths:
         return spec, None
