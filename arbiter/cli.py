@@ -555,7 +555,8 @@ def _guess_name(command: str) -> str:
 def game_line(r: GameRecord) -> str:
     """One finished game in a line: who moved first, who won, how it ended."""
     w = r.winner()
-    return (f"game {r.game_number}: {' vs '.join(r.players)} → {r.players[w] if w is not None else 'draw'} "
+    won = r.players[w] if w is not None else "all lost (forfeits)" if r.forfeit_seats else "draw"
+    return (f"game {r.game_number}: {' vs '.join(r.players)} → {won} "
             f"[{r.reason}{': ' + r.detail if r.detail else ''}] in {len(r.events)} events")
 
 
@@ -566,7 +567,9 @@ def match_lines(result, total: int | None = None) -> list[str]:
     played = f"{result.games}" + (f"/{total}" if total else "")
     lo, dr, wi = result.trinomial
     lines = [f"{a} {result.points[0]:g} – {result.points[1]:g} {b} · games {played} · "
-             f"{a} W/D/L {wi}/{dr}/{lo} · {result.games / elapsed:.1f} games/s"]
+             f"{a} W/D/L {wi}/{dr}/{lo}"
+             + (f" (+{result.double_forfeits} lost by both)" if result.double_forfeits else "")
+             + f" · {result.games / elapsed:.1f} games/s"]
     if result.forfeits:
         lines.append("forfeits: " + ", ".join(f"{who} {reason} ×{n}" for (who, reason), n
                                               in sorted(result.forfeits.items())))

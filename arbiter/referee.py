@@ -57,9 +57,24 @@ def cap_info(info: Info | None, limit: int) -> tuple[Info | None, bool]:
 
 
 class _Forfeit(Exception):
-    def __init__(self, seat: int, reason: EndReason, detail: str):
+    """Seat ``seat`` loses with ``reason``; ``others``: further seats that forfeit with it (engines
+    that could not start or begin the same game), each losing too: no seat wins by an opponent's
+    fault while failing itself."""
+
+    def __init__(self, seat: int, reason: EndReason, detail: str, others: tuple[int, ...] = ()):
         super().__init__(f"seat {seat}: {reason}: {detail}")
         self.seat, self.reason, self.detail = seat, reason, detail
+        self.seats = (seat, *others)
+
+    @classmethod
+    def of(cls, faults: dict[int, tuple[EndReason, str]], players: list[str]) -> "_Forfeit":
+        """One forfeit for every seat in ``faults`` (seat -> reason, detail): the lowest seat's
+        reason; the detail names each seat's own when there are several."""
+        seats = sorted(faults)
+        if len(seats) == 1:
+            return cls(seats[0], *faults[seats[0]])
+        detail = "; ".join(f"seat {s} ({players[s]}): {faults[s][0]}: {faults[s][1]}" for s in seats)
+        return cls(seats[0], faults[seats[0]][0], detail, tuple(seats[1:]))
 
 
 class Referee:
@@ -113,12 +128,12 @@ class Referee:
 
     # --- the game ---------------------------------------------------------------------------
 
-    def forfeit_unstarted(self, seat: int, fault: EngineFault) -> GameRecord:
-        """The record of a game lost before it began because seat's engine could not be started
-        or refused the handshake."""
-        if fault.reason == EndReason.ABSENT:
-            return self._finish(_Forfeit(seat, EndReason.ABSENT, fault.detail))
-        return self._finish(_Forfeit(seat, EndReason.NOT_STARTED, f"{fault.reason}: {fault.detail}"))
+    def forfeit_unstarted(self, failures: list[tuple[int, EngineFault]]) -> GameRecord:
+        """The record of a game lost before it began because the engines of these seats could
+        not be started or refused the handshake (each of them loses: see ``_Forfeit``)."""
+        faults = {seat: (EndReason.ABSENT, fault.detail) if fault.reason == EndReason.ABSENT
+                  else (EndReason.NOT_STARTED, f"{fault.reason}: {fault.detail}") for seat, fault in failures}
+        return self._finish(_Forfeit.of(faults, self.record.players))
 
     def play(self) -> GameRecord:
         try:
@@ -143,9 +158,11 @@ class Referee:
             self.record.reason = EndReason.NORMAL
             self.record.detail = self.state.end_detail()
         else:
-            self.record.returns = self.game.forfeit_returns(forfeit.seat)
+            self.record.returns = self.game.forfeits_returns(forfeit.seats)
             self.record.reason, self.record.detail = forfeit.reason, forfeit.detail
             self.record.forfeit_seat = forfeit.seat
+            if len(forfeit.seats) > 1:
+                self.record.forfeit_seats = list(forfeit.seats)
         self.record.ended_at = time.time()
         self.record.final_position = self.state.to_text()
         self.record.rolls = list(self.dice.rolls)
@@ -183,15 +200,19 @@ class Referee:
                     engine.new_game(messages[seat])
                 except EngineFault as fault:
                     faults[seat] = fault
+        lost: dict[int, tuple[EndReason, str]] = {}
         for seat, fault in sorted(faults.items()):
             fresh = self.replace_engine(seat) if self.replace_engine else None
             if fresh is None:
-                raise _Forfeit(seat, fault.reason, fault.detail)
+                lost[seat] = (fault.reason, fault.detail)
+                continue
             self.engines[seat] = fresh  # new_game doubles as the check that a reused engine still works
             try:
                 fresh.new_game(messages[seat])
             except EngineFault as again:
-                raise _Forfeit(seat, again.reason, again.detail) from None
+                lost[seat] = (again.reason, again.detail)
+        if lost:
+            raise _Forfeit.of(lost, names)
 
     def _roll(self) -> None:
         outcomes = self.state.chance_outcomes()

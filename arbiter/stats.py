@@ -25,7 +25,9 @@ Why these methods:
   no distributional assumption about scores; the size of the difference is reported beside it as
   the mean per-seed difference with its t interval, and the win-rate difference (a win is a result
   above a threshold) with the t interval of the per-seed difference of win indicators.
-- **Match points**: 1 for a win, ½ for a draw, 0 for a loss, from the two seats' returns.
+- **Match points**: 1 for a win, ½ for a draw, 0 for a loss, from the two seats' returns; a game
+  both seats lost (a double forfeit: neither engine could start) gives 0 to each and is left out
+  of ratings and SPRTs (``contested``), which assume that one side's points are the other's loss.
 """
 from __future__ import annotations
 
@@ -35,11 +37,26 @@ from typing import Mapping, Sequence
 
 
 def game_points(returns: Sequence[float], seat_a: int, seat_b: int) -> tuple[float, float]:
-    """Points of the players in ``seat_a`` and ``seat_b`` in one game: 1 win, ½ draw, 0 loss."""
+    """Points of the players in ``seat_a`` and ``seat_b`` in one game: 1 win, ½ draw, 0 loss (0
+    each when both lost: a double forfeit)."""
     ra, rb = returns[seat_a], returns[seat_b]
     if ra == rb:
-        return 0.5, 0.5
+        return (0.5, 0.5) if contested(returns) else (0.0, 0.0)
     return (1.0, 0.0) if ra > rb else (0.0, 1.0)
+
+
+def contested(returns: Sequence[float]) -> bool:
+    """False for a two-seat game both seats lost (a double forfeit: neither engine could start
+    it): it says nothing about which is stronger, so ratings, SPRTs and head-to-head tests leave
+    it out. (Teammates of a table game lose together in play: always contested.)"""
+    return len(returns) != 2 or not returns[0] == returns[1] < 0
+
+
+def forfeiting_seats(returns: Sequence[float], forfeit_seat: int) -> list[int]:
+    """The seats that forfeited a game whose record names ``forfeit_seat`` (the lowest), read
+    from the stored columns: both seats of a two-seat game both lost, else that one. (A table's
+    further forfeiting seats are in its record's ``forfeit_seats``.)"""
+    return [0, 1] if not contested(returns) else [forfeit_seat]
 
 
 MIN_INTERVAL_GAMES = 5

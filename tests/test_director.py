@@ -63,6 +63,63 @@ def test_on_start_failure_forfeit_keeps_playing_its_games_lost(tmp_path):
     assert reasons == ["not_started", "not_started"]
 
 
+def test_two_engines_that_cannot_start_both_lose_their_game(tmp_path):
+    """Neither of two broken engines may win the game between them (it once went to the one
+    whose start failed second): both forfeit, 0 points each, and the game is left out of the
+    ratings and the head-to-head tests; verify, export and import keep it so."""
+    path = tmp_path / "t.toml"
+    path.write_text(f'game = "einstein"\nmatch = "games=2"\ntime_control = "10"\nseed = 1\n'
+                    f'on_start_failure = "forfeit"\noutput = "{tmp_path / "t.sqlite"}"\n'
+                    f'[[engines]]\nname = "ghost"\ncommand = "/nonexistent/engine"\n'
+                    f'[[engines]]\nname = "wraith"\ncommand = "{sys.executable} -c \'import sys; sys.exit(5)\'"\n'
+                    f'[[engines]]\nname = "random"\ncommand = "{{python}} -m sample_engines.random_engine"\n')
+    proc = run("tournaments", "run", str(path), "-q", "--no-report")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    conn = sqlite3.connect(tmp_path / "t.sqlite")
+    rows = conn.execute("SELECT players, returns, reason, forfeit_seat, record FROM games").fetchall()
+    conn.close()
+    both = [r for r in rows if "random" not in r[0]]
+    assert len(both) == 2 and len(rows) == 6
+    for players, returns, reason, seat, record in both:
+        assert (json.loads(returns), reason, seat) == ([-1.0, -1.0], "not_started", 0)
+        rec = json.loads(record)
+        assert rec["forfeit_seats"] == [0, 1]
+        assert all(f"seat {s} ({name})" in rec["detail"] for s, name in enumerate(json.loads(players)))
+    assert all("forfeit_seats" not in json.loads(r[4]) for r in rows if "random" in r[0])
+
+    report = run("tournaments", "report", str(tmp_path / "t.sqlite"), "--json", "-")
+    assert report.returncode == 0, report.stderr
+    data = json.loads(report.stdout)
+    standings = {row["engine"]: row for row in data["standings"]}
+    assert {e: (r["points"], r["W"], r["D"], r["L"]) for e, r in standings.items()} == \
+        {"random": (4.0, 4, 0, 0), "ghost": (0.0, 0, 0, 4), "wraith": (0.0, 0, 0, 4)}
+    assert {(h["A"], h["B"]): h["games"] for h in data["sprt"]} == \
+        {("ghost", "wraith"): 0, ("ghost", "random"): 2, ("wraith", "random"): 2}
+    assert {r["engine"]: r["games"] for r in data["ratings"]["table"]} == {"random": 4, "ghost": 2, "wraith": 2}
+    assert [m["points"] for m in data["matches"] if {m["A"], m["B"]} == {"ghost", "wraith"}] == [[0.0, 0.0]]
+    forfeits = {row["engine"]: row["forfeits"] for row in data["engine_stats"]}
+    assert forfeits["ghost"] == {"not_started": 4} and forfeits["wraith"] == {"not_started": 4}
+
+    verify = run("arbiter", "verify", str(tmp_path / "t.sqlite"))
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    exported = run("arbiter", "export", str(tmp_path / "t.sqlite"))
+    assert exported.returncode == 0 and exported.stdout.count("[ForfeitSeats [0, 1]]") == 2, exported.stderr
+    for form in ("text", "csv"):
+        out = tmp_path / f"games.{form}"
+        args = ["--format", form]
+        assert run("arbiter", "export", str(tmp_path / "t.sqlite"), *args, "-o", str(out)).returncode == 0
+        back = run("arbiter", "import", str(out), "--db", str(tmp_path / f"back-{form}.sqlite"))
+        assert back.returncode == 0, back.stdout + back.stderr
+        conn = sqlite3.connect(tmp_path / f"back-{form}.sqlite")
+        records = [json.loads(r) for (r,) in conn.execute("SELECT record FROM games")]
+        conn.close()
+        assert sorted(r.get("forfeit_seats", []) for r in records) == [[]] * 4 + [[0, 1]] * 2
+    edited = exported.stdout.replace("[ForfeitSeats [0, 1]]", "[ForfeitSeats [0]]", 1)
+    (tmp_path / "edited.txt").write_text(edited)
+    refused = run("arbiter", "import", str(tmp_path / "edited.txt"), "--db", str(tmp_path / "edited.sqlite"))
+    one_line_error(refused, 1, "ForfeitSeats [0] does not list two or more seats", "nothing imported")
+
+
 def test_check_starts_every_engine(tmp_path):
     path = tournament_file(tmp_path, ghost="{python} -m sample_engines.random_engine")
     proc = run("tournaments", "check", str(path))

@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from arbiter import referee as referee_module
@@ -130,9 +131,16 @@ def test_every_seat_is_told_of_the_game_at_once(tmp_path):
     assert 0.6 <= took < 1.1, took
 
 
-def test_both_seats_failing_new_game_forfeit_the_first(tmp_path):
+def test_both_seats_failing_new_game_both_forfeit(tmp_path):
+    """Neither wins by the other's fault while failing itself (seat 1 once won this game)."""
     record, _ = play(tmp_path, [misbehave("not_ready"), misbehave("not_ready")])
-    assert (record.reason, record.forfeit_seat) == ("protocol_error", 0), record.detail
+    assert (record.reason, record.forfeit_seat, record.forfeit_seats) == ("protocol_error", 0, [0, 1]), record.detail
+    assert record.returns == [-1.0, -1.0] and record.winner() is None
+    assert record.detail == ("seat 0 (e0): protocol_error: expected ready, got pong; "
+                             "seat 1 (e1): protocol_error: expected ready, got pong")
+    assert verify(record) == []
+    tampered = msgspec.structs.replace(record, returns=[-1.0, 1.0])
+    assert verify(tampered) == ["recorded returns [-1.0, 1.0] differ from the [-1.0, -1.0] of a forfeit by seats [0, 1]"]
 
 
 def test_an_engine_speaking_another_protocol_version_loses_every_game_unstarted(tmp_path):

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from arbiter.stats import game_points, mean_ci, mean_se, paired_comparison, sign_test, wilson_interval
+from arbiter.stats import contested, forfeiting_seats, game_points, mean_ci, mean_se, paired_comparison, sign_test, wilson_interval
 
 
 @pytest.mark.parametrize("successes, n, low, high", [
@@ -89,6 +89,14 @@ def test_game_points():
     assert game_points([1.0, -1.0], 0, 1) == (1.0, 0.0)
     assert game_points([1.0, -1.0], 1, 0) == (0.0, 1.0)
     assert game_points([0.0, 0.0, 3.0], 0, 1) == (0.5, 0.5)
+    assert game_points([-1.0, -1.0], 0, 1) == (0.0, 0.0)  # a double forfeit: nobody's draw
+    assert game_points([-1.0, -1.0, 1.0], 0, 1) == (0.5, 0.5)  # teammates of a table lose together
+
+
+def test_a_double_forfeit_is_not_contested():
+    assert not contested([-1.0, -1.0]) and forfeiting_seats([-1.0, -1.0], 0) == [0, 1]
+    assert contested([0.0, 0.0]) and contested([-1.0, 1.0]) and contested([-1.0, -1.0, 1.0])
+    assert forfeiting_seats([-1.0, 1.0], 0) == [0] and forfeiting_seats([-1.0, -1.0, 1.0], 1) == [1]
     assert game_points([2.0, 0.0, 3.0], 0, 2) == (0.0, 1.0)
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import zmq
 
+from arbiter.stats import contested
 from arbiter.web import parse_port
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ENGINE, EXIT_STORAGE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
@@ -66,7 +67,7 @@ def live_standings(runner) -> list[tuple[str, int, float, str]]:
             e %= n
             games[e] += 1
             if cfg.kind in ("match", "table"):
-                score[e] += (1.0 / r.count(best)) if r[seat] == best else 0.0
+                score[e] += (1.0 / r.count(best)) if r[seat] == best and contested(r) else 0.0
             else:
                 score[e] += r[seat]
     rows = []

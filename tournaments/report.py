@@ -19,7 +19,8 @@ import msgspec
 import numpy as np
 
 from arbiter.records.store import check_is_file, open_readonly
-from arbiter.stats import MIN_INTERVAL_GAMES, game_points, mean_ci, paired_rows, wilson_interval
+from arbiter.stats import (MIN_INTERVAL_GAMES, contested, forfeiting_seats, game_points, mean_ci, paired_rows,
+                           wilson_interval)
 
 from .config import TournamentConfig, parse_config
 from .director import Director, GameResult, ScheduleSpec
@@ -190,7 +191,9 @@ def quick_ratings(cfg: TournamentConfig, names: list[str], games: list[dict]) ->
 
 
 def _elo_arrays(cfg: TournamentConfig, games: list[dict]) -> tuple:
-    """(first movers, second movers, first movers' points, duplicate-dice clusters or None)."""
+    """(first movers, second movers, first movers' points, duplicate-dice clusters or None), of
+    the contested games (a double forfeit is nobody's win: ``arbiter.stats.contested``)."""
+    games = [g for g in games if contested(g["returns"])]
     first = np.array([g["seating"][0] for g in games])
     second = np.array([g["seating"][1] for g in games])
     score = np.array([game_points(g["returns"], 0, 1)[0] for g in games])
@@ -237,8 +240,10 @@ def rating_timeline(cfg: TournamentConfig, names: list[str], games: list[dict], 
     else:
         measure = "Elo"
         first, second, score, _ = _elo_arrays(cfg, ordered)  # clusters change intervals, not ratings
+        rated = np.cumsum([contested(g["returns"]) for g in ordered])  # of the first k games
         for k in marks:
-            table = _elo(cfg, names, first[:k], second[:k], score[:k], None)
+            m = int(rated[k - 1])
+            table = _elo(cfg, names, first[:m], second[:m], score[:m], None)
             for name in names:
                 series[name].append(table[name][0] if name in table else None)
     return {"every": every, "measure": measure, "games": marks, "ratings": series}
@@ -247,9 +252,10 @@ def rating_timeline(cfg: TournamentConfig, names: list[str], games: list[dict], 
 # --- sections common to all kinds -------------------------------------------------------------
 
 def _outcome(r: tuple | list, seat: int) -> str:
-    """W, D or L of the engine in ``seat`` (returns ``r``): best return alone = W, shared best = D, else L."""
+    """W, D or L of the engine in ``seat`` (returns ``r``): best return alone = W, shared best = D
+    (but L for both of a two-seat game both lost: a double forfeit), else L."""
     best = max(r)
-    if r[seat] < best:
+    if r[seat] < best or not contested(r):
         return "L"
     return "W" if r.count(best) == 1 else "D"
 
@@ -267,7 +273,8 @@ def terminations(games: list[dict], names: list[str]) -> list[dict]:
             counted.add(e)
             reason = game_reason
             if forfeit_seat is not None:
-                reason = f"{reason} ({'own' if forfeit_seat == seat else 'opponent'})"
+                own = forfeit_seat == seat or not contested(returns)
+                reason = f"{reason} ({'own' if own else 'opponent'})"
             row = table.setdefault((names[e], reason), {"engine": names[e], "reason": reason, "W": 0, "D": 0, "L": 0})
             row[_outcome(returns, seat) if len(returns) > 1 else ("W" if returns[0] > 0 else "L")] += count
     return sorted(table.values(), key=lambda r: (names.index(r["engine"]), r["reason"] != "normal", r["reason"]))
@@ -350,7 +357,8 @@ own times are whole milliseconds, often 0), latency (measured minus
     forfeits: dict[str, dict[str, int]] = {n: defaultdict(int) for n in names}
     for g in games:
         if g["forfeit_seat"] is not None and g["reason"] != "normal":
-            forfeits.setdefault(g["players"][g["forfeit_seat"]], defaultdict(int))[g["reason"]] += 1
+            for seat in forfeiting_seats(g["returns"], g["forfeit_seat"]):
+                forfeits.setdefault(g["players"][seat], defaultdict(int))[g["reason"]] += 1
 
     rows = []
     for n in names:
@@ -497,6 +505,7 @@ def head_to_head(cfg: TournamentConfig, games: list[dict], names: list[str]) -> 
         by_pair[(min(a, b), max(a, b))].append(g)
     out = []
     for (x, y), gs in sorted(by_pair.items()):
+        gs = [g for g in gs if contested(g["returns"])]
         pts = [game_points(g["returns"], 0, 1)[g["seating"].index(x)] for g in gs]
         tri = trinomial(pts)
         row = {"A": names[x], "B": names[y], "games": len(gs), "trinomial": tri,

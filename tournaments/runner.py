@@ -32,6 +32,7 @@ from arbiter import games as arbiter_games
 from arbiter.feed import feed_endpoint
 from arbiter.records.store import STORAGE_ERRORS, PackedGame
 from arbiter.sprt import concluded, test_points
+from arbiter.stats import contested
 
 from .config import TournamentConfig
 from .db import TournamentDB
@@ -65,6 +66,8 @@ def sprt_decision(cfg: TournamentConfig, results: dict[tuple[str, int], GameResu
     for (match_id, number), res in sorted(results.items()):
         if sorted(e % len(cfg.engines) for e in res.seating) != [0, 1]:
             continue
+        if not contested(res.returns):
+            continue  # a double forfeit says nothing about which is stronger
         a, b = res.returns[res.seating.index(0)], res.returns[res.seating.index(1)]
         points.append(((match_id, (number + 1) // 2), 1.0 if a > b else 0.5 if a == b else 0.0))
     s = cfg.sprt

@@ -31,7 +31,7 @@ from ..records import GameRecord, Opening
 from ..referee import DEFAULT_MARGIN, EventHook, Referee
 from ..records.store import ResultsStore
 from ..sprt import concluded, sprt
-from ..stats import game_points
+from ..stats import contested, game_points
 
 
 MAX_GAMES = 10_000_000
@@ -105,12 +105,16 @@ class MatchResult:
     games: int = 0
     trinomial: list[int] = field(default_factory=lambda: [0, 0, 0])
     """A's losses, draws and wins: the SPRT's data."""
+    double_forfeits: int = 0
+    """Games both engines forfeited (neither could start): 0 points each, not in the trinomial
+    nor in a pair of the pentanomial (``arbiter.stats.contested``)."""
     pentanomial: list[int] = field(default_factory=lambda: [0, 0, 0, 0, 0])
     """With openings: A's results per finished pair of games (an opening with the seats swapped),
     [LL, LD+DL, LW+DD+WL, DW+WD, WW]: then the SPRT's data (fastchess and fishtest do so: a pair's
     two games are not independent)."""
-    half_pairs: dict[int, float] = field(default_factory=dict)
-    """Pair number -> A's points in the pair's game played so far (until its other game is)."""
+    half_pairs: dict[int, float | None] = field(default_factory=dict)
+    """Pair number -> A's points in the pair's game played so far (until its other game is);
+    None for a double forfeit (the pair is then left out)."""
     reasons: Counter = field(default_factory=Counter)
     """How the games ended: reason -> games."""
     forfeits: Counter = field(default_factory=Counter)
@@ -188,9 +192,11 @@ class Series:
         self.engines[index] = None
         return None
 
-    def _start_engines(self, seating: list[int]) -> tuple[int, EngineFault] | None:
+    def _start_engines(self, seating: list[int]) -> list[tuple[int, EngineFault]] | None:
         """Make sure every seated engine runs: spawn all missing ones first, then shake hands
-        with each (engine start-up dominates short matches). Returns (seat, fault) on failure."""
+        with each (engine start-up dominates short matches). Returns (seat, fault) for every seat
+        whose engine failed (each is tried: one failing must not hand a broken opponent a win),
+        None when all run."""
         fresh: list[int] = []
         self._reused = set()
         for index in dict.fromkeys(seating):
@@ -199,23 +205,25 @@ class Series:
                 fresh.append(index)
             else:
                 self._reused.add(index)
-        failure = None
+        failures: dict[int, EngineFault] = {}
         for index in fresh:
             try:
                 self.engines[index].launch()
             except EngineFault as fault:
-                failure = failure or (seating.index(index), fault)
+                failures[index] = fault
         for index in fresh:
-            if failure is None:
+            if index not in failures:
                 try:
                     self.engines[index].handshake(self.game.name)
                     continue
                 except EngineFault as fault:
-                    failure = (seating.index(index), fault)
+                    failures[index] = fault
             if self.engines[index].hello is None:
                 self.engines[index].stop()
                 self.engines[index] = None
-        return failure
+        if not failures:
+            return None
+        return sorted((seat, failures[index]) for seat, index in enumerate(seating) if index in failures)
 
     def start_all(self) -> list[tuple[int, EngineFault]]:
         """Pre-flight: start every engine and shake hands with each before the first game, so that
@@ -276,7 +284,7 @@ class Series:
             return None if failure else self.engines[index]
 
         referee = Referee(self.game, engines, self.tc, dice, replace_engine=replace, opening=opening, **referee_args)
-        record = referee.play() if failure is None else referee.forfeit_unstarted(*failure)
+        record = referee.play() if failure is None else referee.forfeit_unstarted(failure)
         if self.store:
             self.store.save_game(record)
         return record
@@ -361,19 +369,24 @@ class Match:
         points = game_points(record.returns, seating.index(0), seating.index(1))
         result.points = [result.points[0] + points[0], result.points[1] + points[1]]
         result.games += 1
-        result.trinomial[int(round(points[0] * 2))] += 1
+        counted = contested(record.returns)
+        if counted:
+            result.trinomial[int(round(points[0] * 2))] += 1
+        else:
+            result.double_forfeits += 1
         result.reasons[str(record.reason)] += 1
-        if record.forfeit_seat is not None and 0 <= record.forfeit_seat < len(record.players):
-            result.forfeits[(record.players[record.forfeit_seat], str(record.reason))] += 1
+        for seat in record.forfeit_seats or ([] if record.forfeit_seat is None else [record.forfeit_seat]):
+            if 0 <= seat < len(record.players):
+                result.forfeits[(record.players[seat], str(record.reason))] += 1
         result.recent.append(record)
         if keep and self.keep_records:
             result.records.append(record)
         if self.openings:
             pair = (record.game_number + 1) // 2
-            if pair in result.half_pairs:
-                result.pentanomial[int(round((result.half_pairs.pop(pair) + points[0]) * 2))] += 1
-            else:
-                result.half_pairs[pair] = points[0]
+            if pair not in result.half_pairs:
+                result.half_pairs[pair] = points[0] if counted else None
+            elif (first := result.half_pairs.pop(pair)) is not None and counted:
+                result.pentanomial[int(round((first + points[0]) * 2))] += 1
         if self.sprt is not None:
             result.sprt = {**sprt(result.pentanomial, *self.sprt), "test": "pairs"} if self.openings else \
                 {**sprt(result.trinomial, *self.sprt), "test": "games"}

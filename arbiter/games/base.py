@@ -30,7 +30,7 @@ import abc
 import enum
 import typing
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Sequence
 
 import msgspec
 
@@ -295,6 +295,12 @@ class Game(abc.ABC):
         """Each seat's result when ``seat`` forfeits: by default it loses and the others win;
         cooperative games override this (the whole team loses)."""
         return [-1.0 if s == seat else 1.0 for s in range(self.num_seats)]
+
+    def forfeits_returns(self, seats: Sequence[int]) -> list[float]:
+        """Each seat's result when every seat in ``seats`` forfeits (engines that could not start
+        the same game): each forfeit's loss holds, so a seat gets its worst result over them (two
+        engines of a two-seat game that both failed both lose)."""
+        return [min(results) for results in zip(*(self.forfeit_returns(seat) for seat in seats))]
 
     @abc.abstractmethod
     def from_text(self, text: str) -> State:

@@ -80,6 +80,9 @@ class GameRecord(msgspec.Struct, kw_only=True):
     reason: EndReason = EndReason.NORMAL
     detail: str = ""
     forfeit_seat: int | None = None
+    forfeit_seats: list[int] | msgspec.UnsetType = msgspec.UNSET
+    """Every seat that forfeited, when more than one did (engines that could not start the same
+    game: each loses, ``Game.forfeits_returns``); ``forfeit_seat`` is the lowest. Absent otherwise."""
     final_position: str = ""
     dice_stream: str = ""
     """The name every roll is derived from (``match_id|game_number`` unless dice are shared)."""

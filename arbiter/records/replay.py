@@ -79,7 +79,8 @@ def verify(record: GameRecord) -> list[str]:
     """Every inconsistency found in a record (empty: the record is consistent)."""
     problems = verify_rolls(record.dice_seed, record.dice_commitment, record.dice_stream, record.rolls)
     state, verdict, applied = None, None, 0
-    judge = Judge(record.adjudication, load_game(record.game, **record.options)) if record.adjudication else None
+    game = load_game(record.game, **record.options)
+    judge = Judge(record.adjudication, game) if record.adjudication else None
     try:
         for step, state in replay(record):
             applied += len(step)
@@ -115,6 +116,15 @@ def verify(record: GameRecord) -> list[str]:
                         f"'{record.reason}' the record says")
     elif record.forfeit_seat is None:
         problems.append(f"reason '{record.reason}' without a forfeiting seat")
+    if record.forfeit_seats:
+        seats = record.forfeit_seats
+        if seats != sorted(set(seats)) or len(seats) < 2 or seats[0] != record.forfeit_seat \
+                or not 0 <= seats[0] <= seats[-1] < len(record.players):
+            problems.append(f"forfeit seats {seats} do not list two or more seats from the forfeiting seat "
+                            f"{record.forfeit_seat} up")
+        elif list(record.returns) != game.forfeits_returns(seats):
+            problems.append(f"recorded returns {record.returns} differ from the {game.forfeits_returns(seats)} "
+                            f"of a forfeit by seats {seats}")
     if state.to_text() != record.final_position and record.final_position:
         problems.append("the replayed final position differs from the recorded one")
     return problems

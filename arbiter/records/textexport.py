@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, TextIO
 
+import msgspec
 import psutil
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -74,23 +75,32 @@ TAGS = (
     Tag("Plies", "int", lambda r: len(r.events)),
 )
 TAG_NAMES = [t.name for t in TAGS]
+OPTIONAL_TAGS = (
+    Tag("ForfeitSeats", "seats", lambda r: r.forfeit_seats or None),
+)
+"""Tags a game has only when their value is set (text: no line; CSV: an empty cell); the digest
+covers them only then, so the digests of games without them are those of earlier exports."""
+OPTIONAL_NAMES = [t.name for t in OPTIONAL_TAGS]
 SEAL = ("Digest", "KeyId", "Signature")
 """After the tags: SHA-256 of the game's content (``content_bytes``), and with ``--key`` the
 referee key's id and its Ed25519 signature of ``seal_statement(digest)``."""
-_KINDS = {t.name: t.kind for t in TAGS} | {name: "str" for name in SEAL}
+_KINDS = {t.name: t.kind for t in TAGS + OPTIONAL_TAGS} | {name: "str" for name in SEAL}
 TEXT_FORMAT = "arbiter-text/1"
 
 
 def record_tags(r: GameRecord) -> dict[str, Any]:
-    """The tag values of a record as written (times as ISO 8601 text)."""
-    return {t.name: _iso(t.get(r)) if t.kind == "time" else t.get(r) for t in TAGS}
+    """The tag values of a record as written (times as ISO 8601 text; optional tags when set)."""
+    return {t.name: _iso(t.get(r)) if t.kind == "time" else t.get(r) for t in TAGS} \
+        | {t.name: value for t in OPTIONAL_TAGS if (value := t.get(r)) is not None}
 
 
 def content_bytes(tags: dict[str, Any], steps: list[tuple[bool, str]]) -> bytes:
     """What a game's digest covers: every tag value and every step (roll or move), as compact
     JSON; the same for the text and CSV forms of a game, however its lines are wrapped."""
-    return json.dumps([TEXT_FORMAT, [tags[n] for n in TAG_NAMES], [[c, m] for c, m in steps]],
-                      ensure_ascii=False, separators=(",", ":")).encode()
+    body = [TEXT_FORMAT, [tags[n] for n in TAG_NAMES], [[c, m] for c, m in steps]]
+    if optional := {n: tags[n] for n in OPTIONAL_NAMES if tags.get(n) is not None}:
+        body.append(optional)
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def seal_statement(digest: str) -> bytes:
@@ -160,7 +170,7 @@ def to_text(records: Iterable[GameRecord], signer: Signer | None = None) -> Iter
 
 
 def _cell(kind: str, value: Any) -> str:
-    if kind == "json":
+    if kind == "json" or (kind == "seats" and value is not None):
         return json.dumps(value, ensure_ascii=False)
     return "" if value is None else str(value)
 
@@ -169,10 +179,10 @@ def to_csv(records: Iterable[GameRecord], signer: Signer | None = None) -> Itera
     """One row per game: the tags as columns (lists and objects as JSON), ``Moves``, the seal."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(TAG_NAMES + ["Moves", *SEAL])
+    writer.writerow(TAG_NAMES + OPTIONAL_NAMES + ["Moves", *SEAL])
     for r in records:
         tags = record_tags(r)
-        writer.writerow([_cell(t.kind, tags[t.name]) for t in TAGS] + [" ".join(movetext(r))]
+        writer.writerow([_cell(t.kind, tags.get(t.name)) for t in TAGS + OPTIONAL_TAGS] + [" ".join(movetext(r))]
                         + list(seal(r, signer).values()))
         yield buf.getvalue()
         buf.seek(0)
@@ -237,6 +247,16 @@ def _typed(kind: str, value: Any, where: str, name: str) -> Any:
             return value
     elif kind == "str" and isinstance(value, str):
         return value
+    elif kind == "seats":  # a list of seat numbers, or nothing
+        if value is None or value == "":
+            return None
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                pass
+        if isinstance(value, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in value):
+            return value
     elif kind == "time" and isinstance(value, str):
         try:
             _unix(value)
@@ -418,7 +438,7 @@ def rebuild(g: TextGame) -> GameRecord:
     if i < len(steps):
         raise TextImportError(f"{g.where(steps[i].line)}: the game is over by the rules before {steps[i].text!r}")
 
-    returns, reason, seat = t["Result"], t["Reason"], t["ForfeitSeat"]
+    returns, reason, seat, forfeiters = t["Result"], t["Reason"], t["ForfeitSeat"], t.get("ForfeitSeats")
     try:
         reason = EndReason(reason)
         returns = [float(x) for x in returns]
@@ -436,16 +456,21 @@ def rebuild(g: TextGame) -> GameRecord:
         if state.end_detail() != t["Detail"]:
             raise TextImportError(f"{at('Detail')}: the file says {t['Detail']!r}, the moves give "
                                f"{state.end_detail()!r}")
-        if seat is not None:
+        if seat is not None or forfeiters is not None:
             raise TextImportError(f"{at('ForfeitSeat')}: a forfeiting seat in a game that ended normally")
     else:
         if state.is_terminal():
             raise TextImportError(f"{at('Reason')}: the file says {reason}, but the game ended normally by the rules")
         if seat is None or not 0 <= seat < game.num_seats:
             raise TextImportError(f"{at('ForfeitSeat')}: reason {reason} needs the forfeiting seat")
-        if game.forfeit_returns(seat) != returns:
-            raise TextImportError(f"{at('Result')}: the file says the result is {t['Result']}, a forfeit by seat "
-                               f"{seat} gives {game.forfeit_returns(seat)}")
+        if forfeiters is not None and (forfeiters != sorted(set(forfeiters)) or len(forfeiters) < 2
+                                       or forfeiters[0] != seat or forfeiters[-1] >= game.num_seats):
+            raise TextImportError(f"{at('ForfeitSeats')}: ForfeitSeats {forfeiters} does not list two or more "
+                                  f"seats from the forfeiting seat {seat} up")
+        if game.forfeits_returns(forfeiters or [seat]) != returns:
+            raise TextImportError(f"{at('Result')}: the file says the result is {t['Result']}, a forfeit by "
+                                  f"seat{'s' if forfeiters else ''} {forfeiters or seat} gives "
+                                  f"{game.forfeits_returns(forfeiters or [seat])}")
     digest = hashlib.sha256(content_bytes(t, [(s.chance, s.text) for s in steps])).hexdigest()
     if digest != t["Digest"]:
         raise TextImportError(f"{at('Digest')}: the game was edited after export: its tags and moves no longer "
@@ -459,7 +484,8 @@ def rebuild(g: TextGame) -> GameRecord:
             time_control=t["TimeControl"], margin_ms=t["Margin"] or 0, started_at=_unix(t["Date"]),
             ended_at=_unix(t["Ended"]),
             events=events, rolls=list(dice.rolls), returns=returns, reason=reason, detail=t["Detail"],
-            forfeit_seat=seat, final_position=state.to_text(), dice_stream=t["DiceStream"],
+            forfeit_seat=seat, forfeit_seats=forfeiters or msgspec.UNSET, final_position=state.to_text(),
+            dice_stream=t["DiceStream"],
             dice_commitment=t["DiceCommitment"], dice_seed=t["DiceSeed"])
     except (TypeError, ValueError) as exc:
         raise TextImportError(f"{g.where()}: {exc}") from None

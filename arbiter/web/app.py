@@ -33,7 +33,7 @@ from ..games import load_game
 from ..games.base import Utility
 from ..records import GameRecord
 from ..records.store import SEAT_FIELDS, GameLine, iter_records
-from ..stats import MIN_INTERVAL_GAMES, mean_ci, paired_rows, wilson_interval
+from ..stats import MIN_INTERVAL_GAMES, contested, forfeiting_seats, mean_ci, paired_rows, wilson_interval
 from ..records.replay import replay, verify
 
 QUEUE = 256
@@ -75,7 +75,7 @@ def outcome(r: GameLine, seat: int) -> tuple[bool, bool]:
     mine, best = r.returns[seat], max(r.returns)
     if len(r.returns) == 1:
         return mine > 0, False
-    return mine == best and r.returns.count(best) == 1, len(set(r.returns)) == 1
+    return mine == best and r.returns.count(best) == 1, len(set(r.returns)) == 1 and contested(r.returns)
 
 
 def engine_page(lines, name: str) -> dict[str, Any] | None:
@@ -108,7 +108,7 @@ def engine_page(lines, name: str) -> dict[str, Any] | None:
             ms_sum, lat_sum, used = ms_sum + sums[_MS_SUM], lat_sum + sums[_LAT_SUM], used + sums[_MS_SUM]
             if sums[_MS_MAX] is not None:
                 ms_max = sums[_MS_MAX] if ms_max is None else max(ms_max, sums[_MS_MAX])
-        if r.forfeit_seat in seats:
+        if r.forfeit_seat is not None and set(forfeiting_seats(r.returns, r.forfeit_seat)) & set(seats):
             forfeit_count += 1
             forfeits.append({"game_id": r.game_id, "reason": r.reason, "detail": r.detail})
         rows.append({**game_row(r), "seat": seat, "result": "W" if won else "D" if drawn else "L",
