@@ -193,31 +193,18 @@ class Series:
         return None
 
     def _start_engines(self, seating: list[int]) -> list[tuple[int, EngineFault]] | None:
-        """Make sure every seated engine runs: spawn all missing ones first, then shake hands
-        with each (engine start-up dominates short matches). Returns (seat, fault) for every seat
-        whose engine failed (each is tried: one failing must not hand a broken opponent a win),
-        None when all run."""
+        """Make sure every seated engine runs (fresh ones started by ``_greet``). Returns (seat,
+        fault) for every seat whose engine failed (each is tried: one failing must not hand a
+        broken opponent a win), None when all run."""
         fresh: list[int] = []
         self._reused = set()
         for index in dict.fromkeys(seating):
             if self._reusable(index) is None:
-                self.engines[index] = open_session(self.configs[index], self.run_dir, hide=self.hidden)
                 fresh.append(index)
             else:
                 self._reused.add(index)
-        failures: dict[int, EngineFault] = {}
-        for index in fresh:
-            try:
-                self.engines[index].launch()
-            except EngineFault as fault:
-                failures[index] = fault
-        for index in fresh:
-            if index not in failures:
-                try:
-                    self.engines[index].handshake(self.game.name)
-                    continue
-                except EngineFault as fault:
-                    failures[index] = fault
+        failures = self._greet(fresh)
+        for index in failures:
             if self.engines[index].hello is None:
                 self.engines[index].stop()
                 self.engines[index] = None
@@ -229,26 +216,31 @@ class Series:
         """Pre-flight: start every engine and shake hands with each before the first game, so that
         one that cannot start stops the event instead of handing its opponents wins. Returns
         (index, fault) per engine that failed (stopped again); the others stay up for game 1."""
-        fresh = [i for i in range(len(self.configs)) if self._reusable(i) is None]
+        failures = self._greet([i for i in range(len(self.configs)) if self._reusable(i) is None])
+        for index, fault in failures.items():
+            engine, self.engines[index] = self.engines[index], None
+            engine.stop()
+            if hasattr(engine, "with_last_words"):
+                failures[index] = engine.with_last_words(fault)
+        return sorted(failures.items())
+
+    def _greet(self, indices: list[int]) -> dict[int, EngineFault]:
+        """Start these engines: spawn them all first, then shake hands with each that started
+        (engine start-up dominates short matches). Returns the fault of each that failed."""
         failures: dict[int, EngineFault] = {}
-        for index in fresh:
+        for index in indices:
             self.engines[index] = open_session(self.configs[index], self.run_dir, hide=self.hidden)
             try:
                 self.engines[index].launch()
             except EngineFault as fault:
                 failures[index] = fault
-        for index in fresh:
+        for index in indices:
             if index not in failures:
                 try:
                     self.engines[index].handshake(self.game.name)
-                    continue
                 except EngineFault as fault:
                     failures[index] = fault
-            engine, self.engines[index] = self.engines[index], None
-            engine.stop()
-            if hasattr(engine, "with_last_words"):
-                failures[index] = engine.with_last_words(failures[index])
-        return sorted(failures.items())
+        return failures
 
     def play_game(self, number: int, seating: list[int], dice_stream: str | None = None,
                   match_id: str | None = None, opening: Opening | None = None) -> GameRecord:
