@@ -209,6 +209,11 @@ def _elo(cfg: TournamentConfig, names: list[str], first, second, score, clusters
     return {r["engine"]: (r["elo"], r["lo"], r["hi"]) for r in fit.table()}
 
 
+NO_RATINGS = ("every first mover has won so far, so the first-move advantage (and with it every rating) has "
+              "no finite estimate")
+"""Why a two-seat report has no ratings although games were played (JSON ``ratings_unavailable``)."""
+
+
 TIMELINE_POINTS = 100
 """At most this many points per engine in the ratings-over-time series (each is a fit)."""
 
@@ -426,10 +431,13 @@ def match_sections(cfg: TournamentConfig, games: list[dict], names: list[str], p
                 stats[loser]["match_L"] += 1
     fit = None
     if games:
-        fit = fit_bradley_terry(first, second, score, n, names=names, clusters=clusters, anchor=cfg.anchor)
-        for row in fit.table():
-            s = stats[names.index(row["engine"])]
-            s.update(elo=row["elo"], elo_lo=row["lo"], elo_hi=row["hi"], elo_se=row["se"])
+        try:
+            fit = fit_bradley_terry(first, second, score, n, names=names, clusters=clusters, anchor=cfg.anchor)
+        except np.linalg.LinAlgError:  # every first mover won: no finite first-move term, so no ratings yet
+            pass
+    for row in fit.table() if fit is not None else ():
+        s = stats[names.index(row["engine"])]
+        s.update(elo=row["elo"], elo_lo=row["lo"], elo_hi=row["hi"], elo_se=row["se"])
     for s in stats:
         s["score"] = s["points"] / s["games"] if s["games"] else None
         s.setdefault("elo", None)
@@ -445,6 +453,8 @@ def match_sections(cfg: TournamentConfig, games: list[dict], names: list[str], p
                        "games": [[int(cross_games[i, j]) for j in order] for i in order]},
         "matches": matches,
     }
+    if games and fit is None:
+        out["ratings_unavailable"] = NO_RATINGS
     if fit is not None:
         los = fit.los()
         out["ratings"] = {
@@ -689,6 +699,8 @@ def render_text(report: dict, width: int = 120) -> str:
                     cells.append("")
             rows.append([f"{i + 1}", name] + cells)
         table("Crosstable (points/games of the row engine)", ["#", "engine"] + short, rows)
+        if "ratings_unavailable" in report:
+            console.print(f"Ratings: none yet: {report['ratings_unavailable']}")
         if "ratings" in report:
             rt = report["ratings"]
             table(f"Ratings: {rt['model']}; covariance {rt['covariance']}",
@@ -861,7 +873,9 @@ def plot(report: dict, path: str | Path) -> Path:
 
     t = report["tournament"]
     kind = t["kind"]
-    if kind == "match" and "ratings" in report:
+    if kind == "match" and "ratings" not in report:  # a match event has no mean score to plot instead
+        raise ValueError("no ratings to plot: " + report.get("ratings_unavailable", "the tournament has no games yet"))
+    if kind == "match":
         rows = report["ratings"]["table"]
         vals = [(r["engine"], r["elo"], r["lo"], r["hi"]) for r in rows]
         xlabel = "Elo (logistic, " + ("anchored" if report["ratings"].get("anchor") else "mean 0") + "), 95% interval"
