@@ -321,6 +321,16 @@ def test_show_game_alone_draws_the_start_position():
     one_line_error(run("arbiter", "show", "--game", "catalonia", "--option", "turns=2"), 2, "option turns", "not 2")
 
 
+def test_report_of_a_tournament_file_names_its_database(tmp_path):
+    """`resume` takes the file or the database, so a director tries `report event.toml` too: it
+    said '... is not a tournament database; `arbiter show` reads a match's results'."""
+    path = tournament_file(tmp_path)
+    for command in ("report", "serve"):
+        proc = run("tournaments", command, str(path))
+        one_line_error(proc, 2, f"it is a tournament file: give its database, {tmp_path / 't.sqlite'}")
+        assert "arbiter show" not in proc.stderr and len(proc.stderr.splitlines()) == 1
+
+
 @pytest.mark.parametrize("flag", ["0", "-1"])
 def test_concurrency_must_be_positive(tmp_path, flag):
     path = tournament_file(tmp_path, ghost=RANDOM)

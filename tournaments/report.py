@@ -34,11 +34,20 @@ def _meta(conn: sqlite3.Connection, db_path: str | Path) -> tuple[TournamentConf
     try:
         meta = dict(conn.execute("SELECT key, value FROM tournament_meta"))
     except sqlite3.Error as exc:  # not SQLite, or SQLite without the tournament's tables (a match's)
-        raise ValueError(f"{db_path} is not a tournament database ({exc}); `arbiter show` reads "
-                         f"a match's results") from None
+        raise ValueError(f"{db_path} is not a tournament database ({exc}); " + _instead(db_path)) from None
     if "config_text" not in meta:
         raise ValueError(f"{db_path} is not a tournament database")
     return parse_config(meta["config_text"], meta.get("config_source", str(db_path)), check_paths=False), meta
+
+
+def _instead(path: str | Path) -> str:
+    """What to give instead: a tournament file (which `resume` takes, so users try it here too)
+    names its database; anything else is likely a match's results."""
+    try:
+        output = parse_config(Path(path).read_text(), str(path), check_paths=False).output
+    except Exception:  # not a readable tournament file: the usual advice
+        return "`arbiter show` reads a match's results"
+    return f"it is a tournament file: give its database, {output}"
 
 
 def stored_config(db_path: str | Path) -> TournamentConfig:
