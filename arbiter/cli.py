@@ -638,19 +638,23 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    if args.position is not None:
+    if args.position is not None or (args.game and args.record is None):
         if not args.game:
             errors.print("[red]error:[/] --position needs --game (which game's notation it is in)")
             return EXIT_USAGE
         try:
             game = load_game(args.game or "", **_parse_options(args.option))
-            console.print(game.from_text(args.position).render(), highlight=False)
+            if args.position is None:  # the start position, and its notation: the first line of an openings file
+                state = game.new_initial_state()
+                console.print(state.render() + f"\nposition: {state.to_text()}", highlight=False, markup=False)
+            else:
+                console.print(game.from_text(args.position).render(), highlight=False)
         except (OptionError, ValueError) as exc:
             errors.print(f"[red]error:[/] {escape(str(exc))}")
             return EXIT_USAGE
         return EXIT_OK
     if args.record is None:
-        errors.print("[red]error:[/] give a record file, or --game and --position")
+        errors.print("[red]error:[/] give a record file, or --game (and --position)")
         return EXIT_USAGE
     wanted = args.game_id or args.game_id_arg
     try:  # one game is looked up (by id, MATCH.N or the last), never the whole file loaded
@@ -1565,7 +1569,8 @@ def build_parser() -> argparse.ArgumentParser:
                            help="the game to show: its id or the id's unique beginning (--list lists them)")
             s.add_argument("--list", action="store_true", help="list the games in the file with their ids")
             s.add_argument("--all", action="store_true", help="every game in the file")
-            s.add_argument("--game", help="with --position: draw one position of this game")
+            s.add_argument("--game", help="without a record: draw this game's start position (with --option) and "
+                                          "give its notation, or the --position given")
             s.add_argument("--position", help="a position in the game's text notation")
             s.add_argument("--option", action="append", default=[], help="game option KEY=VALUE")
         else:

@@ -61,10 +61,15 @@ def keygen(name: str, out_dir: str | Path = ".") -> tuple[Path, Path]:
 def _read(path: str | Path) -> dict:
     path = Path(path)
     try:
-        return tomllib.loads(path.read_text())
+        text = path.read_text()
+        return tomllib.loads(text)
     except OSError as exc:
         raise KeyFileError(f"{path}: cannot read the key: {exc.strerror or exc}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        if isinstance(exc, tomllib.TOMLDecodeError) and text.lstrip().startswith("-----BEGIN"):
+            # the referee's PEM signing key, also called referee.key: the likely mix-up, said as such
+            raise KeyFileError(f"{path}: the referee's signing key (arbiter keygen), not a CURVE key for tcp "
+                               f"(arbiter keygen NAME)") from None
         raise KeyFileError(f"{path}: not a key file ({exc})") from None
 
 

@@ -364,6 +364,30 @@ def test_show_position_errors_are_clear():
                    "aachess position: missing field")
 
 
+def test_show_game_alone_draws_the_start_position():
+    """docs/games/smess.md draws the start position with `arbiter show --game smess`, which said
+    'give a record file, or --game and --position'; now it draws it and gives its notation (the
+    first line of an openings file), which --position draws again the same."""
+    shown = run("arbiter", "show", "--game", "smess")
+    assert shown.returncode == 0, shown.stderr
+    board, position = shown.stdout.rstrip("\n").rsplit("\n", 1)
+    assert position == "position: 1ssbss1/nnnnnnn/7/7/7/7/NNNNNNN/1SSBSS1 b b 0 1"
+    again = run("arbiter", "show", "--game", "smess", "--position", position.removeprefix("position: "))
+    assert again.returncode == 0 and again.stdout.rstrip("\n") == board
+    assert run("arbiter", "show", "--game", "einstein", "--option", "setup=random").stdout.endswith(" deal\n")
+    one_line_error(run("arbiter", "show", "--game", "catalonia", "--option", "turns=2"), 2, "option turns", "not 2")
+
+
+def test_report_of_a_tournament_file_names_its_database(tmp_path):
+    """`resume` takes the file or the database, so a director tries `report event.toml` too: it
+    said '... is not a tournament database; `arbiter show` reads a match's results'."""
+    path = tournament_file(tmp_path)
+    for command in ("report", "serve"):
+        proc = run("tournaments", command, str(path))
+        one_line_error(proc, 2, f"it is a tournament file: give its database, {tmp_path / 't.sqlite'}")
+        assert "arbiter show" not in proc.stderr and len(proc.stderr.splitlines()) == 1
+
+
 @pytest.mark.parametrize("flag", ["0", "-1"])
 def test_concurrency_must_be_positive(tmp_path, flag):
     path = tournament_file(tmp_path, ghost=RANDOM)

@@ -100,6 +100,36 @@ def test_keygen_writes_a_curve_pair_and_keeps_the_signing_key(tmp_path, capsys):
     assert (tmp_path / "sign" / "referee.key").read_text().startswith("-----BEGIN PRIVATE KEY-----")
 
 
+def test_a_signing_key_and_a_curve_key_mixed_up_are_named_as_such(tmp_path):
+    """Both are called referee.key in the docs; given one where the other belongs, each command
+    says which key it got and which it needs (it quoted the PEM or TOML parser)."""
+    subprocess.run([PY, "-m", "arbiter.cli", "keygen", "--out", str(tmp_path / "sign")], check=True, capture_output=True)
+    subprocess.run([PY, "-m", "arbiter.cli", "keygen", "referee", "--out", str(tmp_path / "curve")], check=True,
+                   capture_output=True)
+    alice, _ = curve.keygen("alice", tmp_path)
+    (tmp_path / "roster.toml").write_text(f'[[participant]]\nname = "alice"\npublic = "{curve.load_public(alice).decode()}"\n')
+    sign, curve_key = tmp_path / "sign" / "referee.key", tmp_path / "curve" / "referee.key"
+    runs = {
+        "server key": ([PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", "remote:alice",
+                        "--engine", RANDOM, "--roster", str(tmp_path / "roster.toml"), "--server-key", str(sign),
+                        "--listen", f"tcp://127.0.0.1:{free_port()}", "--db", str(tmp_path / "r.sqlite")], 2),
+        "engine": ([PY, "-m", "sample_engines.random_engine", "--connect", f"tcp://127.0.0.1:{free_port()}",
+                    "--server-key", str(tmp_path / "sign" / "referee.pub"), "--key", str(curve_key)], 1),
+        "signing key": ([PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM,
+                         "--key", str(curve_key), "--db", str(tmp_path / "s.sqlite"), "--quiet"], 2),
+    }
+    for what, (argv, code) in runs.items():
+        run = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=60)
+        lines = [line for line in run.stderr.splitlines() if not line.startswith("WARNING")]
+        assert run.returncode == code and len(lines) == 1, (what, run.stderr)
+        if what == "signing key":
+            assert lines[0].endswith(f"{curve_key}: a CURVE key for tcp (arbiter keygen NAME), not the referee's "
+                                     f"signing key (arbiter keygen)"), lines
+        else:
+            assert lines[0].endswith(": the referee's signing key (arbiter keygen), not a CURVE key for tcp "
+                                     "(arbiter keygen NAME)"), lines
+
+
 def test_a_key_readable_by_others_is_refused(tmp_path):
     secret, _ = curve.keygen("alice", tmp_path)
     secret.chmod(0o644)

@@ -163,9 +163,9 @@ def test_openskill_ranks_a_consistently_better_player_first():
 
 # --- reports from synthetic databases (no engines) --------------------------------------------
 
-def synthetic_tournament(tmp_path, text: str, seed: int = 1):
+def synthetic_tournament(tmp_path, text: str, seed: int = 1, first_mover_wins: bool = False):
     """Start a tournament and commit made-up games for every game the director asks for
-    (stronger engines win more; one game in ten is lost on time)."""
+    (stronger engines win more; one game in ten is lost on time; or every first mover wins)."""
     import random
 
     from arbiter.records import GameRecord
@@ -190,7 +190,9 @@ def synthetic_tournament(tmp_path, text: str, seed: int = 1):
         else:
             returns = [float(rng.randrange(5) + e) for e in spec.seating]
         reason, fseat = "normal", None
-        if rng.random() < 0.1 and k > 1:
+        if first_mover_wins:
+            returns = [1.0, -1.0]
+        elif rng.random() < 0.1 and k > 1:
             fseat = rng.randrange(k)
             reason = "time"
             returns = [-1.0 if s == fseat else 1.0 for s in range(k)]
@@ -245,3 +247,27 @@ def test_reports_for_match_formats(tmp_path, fmt, extra):
     json.loads(to_json(report))
     assert write_csv(report, tmp_path / "csv")
     assert plot(report, tmp_path / "r.svg").stat().st_size > 1000
+
+
+def test_report_when_every_first_mover_won(tmp_path):
+    """A short event where every first mover won has no finite first-move term: `report` (and the
+    report at the end of `run`) crashed on a singular matrix; now it reports all else and says why
+    there are no ratings, and `--plot` is one error line, exit 2."""
+    import subprocess
+    import sys
+
+    head = f'game = "einstein"\nformat = "gauntlet"\nmatch = "games=2"\nseed = 1\noutput = "{tmp_path}/t.sqlite"\n'
+    db = synthetic_tournament(tmp_path, head + ENGINES, first_mover_wins=True)
+    run = subprocess.run([sys.executable, "-m", "tournaments", "report", str(db), "--json", str(tmp_path / "r.json")],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "Standings" in run.stdout and "Ratings: none yet: every first mover has won" in run.stdout
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert "ratings" not in report and "first mover" in report["ratings_unavailable"]
+    assert all(r["elo"] is None for r in report["standings"]) and report["tournament"]["games_played"] == 12
+    drawn = subprocess.run([sys.executable, "-m", "tournaments", "report", str(db), "-q", "--plot",
+                            str(tmp_path / "r.png")], capture_output=True, text=True, timeout=120)
+    assert drawn.returncode == 2 and "Traceback" not in drawn.stderr
+    assert drawn.stderr.strip().splitlines() == [
+        "error: --plot: no ratings to plot: " + report["ratings_unavailable"]]
+    assert not (tmp_path / "r.png").exists()

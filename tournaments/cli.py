@@ -411,16 +411,13 @@ def cmd_report(args) -> int:
         if args.csv:
             option = "--csv"
             wrote += [str(p) for p in write_csv(report, args.csv)]
-        if args.plot:
-            option = "--plot"
-            wrote.append(str(plot(report, args.plot)))
-        if args.plot_timeline:
-            option = "--plot-timeline"
-            try:
-                wrote.append(str(plot_timeline(report, args.plot_timeline)))
-            except ValueError as exc:
-                _error(f"--plot-timeline: {exc}")
-                return EXIT_USAGE
+        for option, target, draw in (("--plot", args.plot, plot), ("--plot-timeline", args.plot_timeline, plot_timeline)):
+            if target:
+                try:
+                    wrote.append(str(draw(report, target)))
+                except ValueError as exc:  # nothing to draw yet: said, not a traceback
+                    _error(f"{option}: {exc}")
+                    return EXIT_USAGE
         if args.text:
             option = "--text"
             Path(args.text).write_text(text)

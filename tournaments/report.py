@@ -35,11 +35,20 @@ def _meta(conn: sqlite3.Connection, db_path: str | Path) -> tuple[TournamentConf
     try:
         meta = dict(conn.execute("SELECT key, value FROM tournament_meta"))
     except sqlite3.Error as exc:  # not SQLite, or SQLite without the tournament's tables (a match's)
-        raise ValueError(f"{db_path} is not a tournament database ({exc}); `arbiter show` reads "
-                         f"a match's results") from None
+        raise ValueError(f"{db_path} is not a tournament database ({exc}); " + _instead(db_path)) from None
     if "config_text" not in meta:
         raise ValueError(f"{db_path} is not a tournament database")
     return parse_config(meta["config_text"], meta.get("config_source", str(db_path)), check_paths=False), meta
+
+
+def _instead(path: str | Path) -> str:
+    """What to give instead: a tournament file (which `resume` takes, so users try it here too)
+    names its database; anything else is likely a match's results."""
+    try:
+        output = parse_config(Path(path).read_text(), str(path), check_paths=False).output
+    except Exception:  # not a readable tournament file: the usual advice
+        return "`arbiter show` reads a match's results"
+    return f"it is a tournament file: give its database, {output}"
 
 
 def stored_config(db_path: str | Path) -> TournamentConfig:
@@ -210,6 +219,11 @@ def _elo(cfg: TournamentConfig, names: list[str], first, second, score, clusters
     except np.linalg.LinAlgError:  # too few games to pin the first-move term (every first mover won)
         return {}
     return {r["engine"]: (r["elo"], r["lo"], r["hi"]) for r in fit.table()}
+
+
+NO_RATINGS = ("every first mover has won so far, so the first-move advantage (and with it every rating) has "
+              "no finite estimate")
+"""Why a two-seat report has no ratings although games were played (JSON ``ratings_unavailable``)."""
 
 
 TIMELINE_POINTS = 100
@@ -434,10 +448,13 @@ def match_sections(cfg: TournamentConfig, games: list[dict], names: list[str], p
                 stats[loser]["match_L"] += 1
     fit = None
     if games:
-        fit = fit_bradley_terry(first, second, score, n, names=names, clusters=clusters, anchor=cfg.anchor)
-        for row in fit.table():
-            s = stats[names.index(row["engine"])]
-            s.update(elo=row["elo"], elo_lo=row["lo"], elo_hi=row["hi"], elo_se=row["se"])
+        try:
+            fit = fit_bradley_terry(first, second, score, n, names=names, clusters=clusters, anchor=cfg.anchor)
+        except np.linalg.LinAlgError:  # every first mover won: no finite first-move term, so no ratings yet
+            pass
+    for row in fit.table() if fit is not None else ():
+        s = stats[names.index(row["engine"])]
+        s.update(elo=row["elo"], elo_lo=row["lo"], elo_hi=row["hi"], elo_se=row["se"])
     for s in stats:
         s["score"] = s["points"] / s["games"] if s["games"] else None
         s.setdefault("elo", None)
@@ -453,6 +470,8 @@ def match_sections(cfg: TournamentConfig, games: list[dict], names: list[str], p
                        "games": [[int(cross_games[i, j]) for j in order] for i in order]},
         "matches": matches,
     }
+    if games and fit is None:
+        out["ratings_unavailable"] = NO_RATINGS
     if fit is not None:
         los = fit.los()
         out["ratings"] = {
@@ -698,6 +717,8 @@ def render_text(report: dict, width: int = 120) -> str:
                     cells.append("")
             rows.append([f"{i + 1}", name] + cells)
         table("Crosstable (points/games of the row engine)", ["#", "engine"] + short, rows)
+        if "ratings_unavailable" in report:
+            console.print(f"Ratings: none yet: {report['ratings_unavailable']}")
         if "ratings" in report:
             rt = report["ratings"]
             table(f"Ratings: {rt['model']}; covariance {rt['covariance']}",
@@ -870,7 +891,9 @@ def plot(report: dict, path: str | Path) -> Path:
 
     t = report["tournament"]
     kind = t["kind"]
-    if kind == "match" and "ratings" in report:
+    if kind == "match" and "ratings" not in report:  # a match event has no mean score to plot instead
+        raise ValueError("no ratings to plot: " + report.get("ratings_unavailable", "the tournament has no games yet"))
+    if kind == "match":
         rows = report["ratings"]["table"]
         vals = [(r["engine"], r["elo"], r["lo"], r["hi"]) for r in rows]
         xlabel = "Elo (logistic, " + ("anchored" if report["ratings"].get("anchor") else "mean 0") + "), 95% interval"

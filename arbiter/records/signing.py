@@ -67,6 +67,15 @@ def keygen(out_dir: str | Path) -> tuple[Path, Path]:
     return secret_path, public_path
 
 
+def _not_pem(path: Path, data: bytes, problem: str) -> KeyFileError:
+    """A CURVE key file (``arbiter keygen NAME``, TOML) where the signing key belongs is the likely
+    mix-up, both being called ``referee.key`` in the docs: say that, not what the PEM parser says."""
+    if data.lstrip().startswith(b"public ="):
+        return KeyFileError(f"{path}: a CURVE key for tcp (arbiter keygen NAME), not the referee's signing key "
+                            f"(arbiter keygen)")
+    return KeyFileError(f"{path}: {problem}")
+
+
 def load_signer(path: str | Path) -> Signer:
     """The secret key at ``path``; refused when group or others may read it (an engine running as
     another user must never be able to sign)."""
@@ -82,7 +91,7 @@ def load_signer(path: str | Path) -> Signer:
     try:
         secret = serialization.load_pem_private_key(data, password=None)
     except (ValueError, TypeError) as exc:
-        raise KeyFileError(f"{path}: not a PEM secret key: {exc}") from None
+        raise _not_pem(path, data, f"not a PEM secret key: {exc}") from None
     if not isinstance(secret, Ed25519PrivateKey):
         raise KeyFileError(f"{path}: not an Ed25519 key")
     return Signer(secret)
@@ -101,7 +110,7 @@ def load_public_key(path: str | Path) -> Ed25519PublicKey:
         try:
             key = serialization.load_pem_private_key(data, password=None).public_key()
         except (ValueError, TypeError) as exc:
-            raise KeyFileError(f"{path}: not a PEM Ed25519 key: {exc}") from None
+            raise _not_pem(path, data, f"not a PEM Ed25519 key: {exc}") from None
     if not isinstance(key, Ed25519PublicKey):
         raise KeyFileError(f"{path}: not an Ed25519 key")
     return key
