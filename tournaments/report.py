@@ -221,9 +221,13 @@ def _elo(cfg: TournamentConfig, names: list[str], first, second, score, clusters
     return {r["engine"]: (r["elo"], r["lo"], r["hi"]) for r in fit.table()}
 
 
-NO_RATINGS = ("every first mover has won so far, so the first-move advantage (and with it every rating) has "
-              "no finite estimate")
-"""Why a two-seat report has no ratings although games were played (JSON ``ratings_unavailable``)."""
+def no_ratings(score) -> str:
+    """Why a two-seat report has no ratings although games were played (JSON
+    ``ratings_unavailable``), from the first movers' points: the fit found no finite optimum."""
+    why = ("every first mover has won so far" if len(score) and (score == 1).all()
+           else "every second mover has won so far" if len(score) and (score == 0).all()
+           else "the games so far do not pin the model down")
+    return f"{why}, so the first-move advantage (and with it every rating) has no finite estimate"
 
 
 TIMELINE_POINTS = 100
@@ -471,7 +475,7 @@ def match_sections(cfg: TournamentConfig, games: list[dict], names: list[str], p
         "matches": matches,
     }
     if games and fit is None:
-        out["ratings_unavailable"] = NO_RATINGS
+        out["ratings_unavailable"] = no_ratings(score)
     if fit is not None:
         los = fit.los()
         out["ratings"] = {
