@@ -224,8 +224,9 @@ def _elo(cfg: TournamentConfig, names: list[str], first, second, score, clusters
 def no_ratings(score) -> str:
     """Why a two-seat report has no ratings although games were played (JSON
     ``ratings_unavailable``), from the first movers' points: the fit found no finite optimum."""
-    why = ("every first mover has won so far" if len(score) and (score == 1).all()
-           else "every second mover has won so far" if len(score) and (score == 0).all()
+    why = ("no game was contested so far (each was lost by both: double forfeits)" if not len(score)
+           else "every first mover has won so far" if (score == 1).all()
+           else "every second mover has won so far" if (score == 0).all()
            else "the games so far do not pin the model down")
     return f"{why}, so the first-move advantage (and with it every rating) has no finite estimate"
 
