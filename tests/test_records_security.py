@@ -422,6 +422,7 @@ def test_a_disk_that_stays_full_exits_4_naming_the_file_and_the_fallback(tiny_di
     assert code == cli.EXIT_STORAGE == 4, out
     fallbacks = list(fallback_dir.glob("results.sqlite.unsaved-*.jsonl"))
     assert len(fallbacks) == 1, out
+    assert not list(mnt.glob("*.unsaved-*")), "an empty or cut fallback left on the full disk"
     assert f"2 game(s) could not be saved ({db}: database or disk is full); they were written to {fallbacks[0]}" \
         in out, out
     records = [from_json(line) for line in fallbacks[0].read_bytes().splitlines()]

@@ -625,8 +625,11 @@ class ResultsStore:
                     os.fsync(f.fileno())
                 self.fallback, self.fallback_count = folder / name, len(lines)
                 return
-            except OSError:
-                continue
+            except OSError:  # a full disk, say: no empty or cut file left to mislead, try the next folder
+                try:
+                    (folder / name).unlink(missing_ok=True)
+                except OSError:
+                    pass
 
     @property
     def problem(self) -> str | None:
