@@ -119,6 +119,41 @@ def test_two_engines_that_cannot_start_both_lose_their_game(tmp_path):
     refused = run("arbiter", "import", str(tmp_path / "edited.txt"), "--db", str(tmp_path / "edited.sqlite"))
     one_line_error(refused, 1, "ForfeitSeats [0] does not list two or more seats", "nothing imported")
 
+def broken_table(tmp_path: Path) -> dict:
+    """A 3-seat A&A table (RU+UK, GE+JP, US) of two engines that cannot start and one that can,
+    the seats rotated: in games 1 and 3 each alliance has a broken engine, in game 2 both sit
+    with the Allies (seats 0 and 2). Returns the JSON report."""
+    path = tmp_path / "t.toml"
+    path.write_text(f'game = "aachess"\ngame_options = {{ seats = 3 }}\ntime_control = "10"\nseed = 1\n'
+                    f'on_start_failure = "forfeit"\noutput = "{tmp_path / "t.sqlite"}"\n'
+                    f'[[engines]]\nname = "ghost"\ncommand = "/nonexistent/engine"\n'
+                    f'[[engines]]\nname = "wraith"\ncommand = "{sys.executable} -c \'import sys; sys.exit(5)\'"\n'
+                    f'[[engines]]\nname = "random"\ncommand = "{{python}} -m sample_engines.aachess_random"\n')
+    proc = run("tournaments", "run", str(path), "-q", "--no-report")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    conn = sqlite3.connect(tmp_path / "t.sqlite")
+    rows = conn.execute("SELECT game_number, returns, json_extract(record, '$.forfeit_seats') FROM games"
+                        " ORDER BY game_number").fetchall()
+    conn.close()
+    assert [(n, json.loads(r), json.loads(f) if f else None) for n, r, f in rows] == \
+        [(1, [-1.0] * 3, [0, 1]), (2, [-1.0, 1.0, -1.0], [0, 2]), (3, [-1.0] * 3, [1, 2])]
+    report = run("tournaments", "report", str(tmp_path / "t.sqlite"), "--json", "-")
+    assert report.returncode == 0, report.stderr
+    return json.loads(report.stdout)
+
+
+def test_a_table_both_alliances_forfeited_is_lost_by_all_not_drawn(tmp_path):
+    """Every seat of a table lost when each alliance had an engine that could not start: a loss
+    (last place) for each, not a draw, and no OpenSkill update (it was once a tie that lifted the
+    broken engines over the ones they dragged down)."""
+    data = broken_table(tmp_path)
+    standings = {r["engine"]: r for r in data["standings"]}
+    assert {e: (r["games"], r["wins"], r["draws"], r["mean_rank"]) for e, r in standings.items()} == \
+        {"random": (3, 1, 0, 7 / 3), "ghost": (3, 0, 0, 17 / 6), "wraith": (3, 0, 0, 17 / 6)}
+    assert {r["engine"]: r["games"] for r in data["ratings"]["table"]} == {"random": 1, "ghost": 1, "wraith": 1}
+    assert standings["random"]["mu"] > max(standings["ghost"]["mu"], standings["wraith"]["mu"])
+
+
 
 def test_check_starts_every_engine(tmp_path):
     path = tournament_file(tmp_path, ghost="{python} -m sample_engines.random_engine")

@@ -540,11 +540,14 @@ def table_sections(cfg: TournamentConfig, games: list[dict], names: list[str]) -
             st = stats[e]
             st["games"] += 1
             st["return_sum"] += r[seat]
-            # average rank over ties: 1 = best
+            # average rank over ties: 1 = best; a game every seat lost (forfeits in both alliances):
+            # last place and a loss for each, not a draw (``contested``)
             above = sum(1 for x in r if x > r[seat])
             tied = r.count(r[seat])
-            st["rank_sum"] += above + (tied + 1) / 2
-            if len(distinct) == 1:  # everyone alike: a draw
+            st["rank_sum"] += above + (tied + 1) / 2 if contested(r) else len(r)
+            if not contested(r):
+                pass
+            elif len(distinct) == 1:  # everyone alike: a draw
                 st["draws"] += 1
             elif r[seat] == best:  # alone or with its alliance: a win, whole (not 1/3 of one)
                 st["wins"] += 1
