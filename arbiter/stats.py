@@ -53,11 +53,11 @@ def contested(returns: Sequence[float]) -> bool:
     return len(returns) < 2 or not max(returns) == min(returns) < 0
 
 
-def forfeiting_seats(returns: Sequence[float], forfeit_seat: int) -> list[int]:
-    """The seats that forfeited a game whose record names ``forfeit_seat`` (the lowest), read
-    from the stored columns: both seats of a two-seat game both lost, else that one. (A table's
-    further forfeiting seats are in its record's ``forfeit_seats``.)"""
-    return [0, 1] if len(returns) == 2 and not contested(returns) else [forfeit_seat]
+def forfeiting_seats(forfeit_seat: int | None, forfeit_seats: Sequence[int] | None) -> list[int]:
+    """Every seat that forfeited a game, from its record's ``forfeit_seat`` (the lowest) and
+    ``forfeit_seats`` (all of them, when several did): the returns cannot tell (a table where both
+    alliances forfeited, a cooperative pair both of whose engines failed), so each is counted."""
+    return list(forfeit_seats) if forfeit_seats else [] if forfeit_seat is None else [forfeit_seat]
 
 
 MIN_INTERVAL_GAMES = 5

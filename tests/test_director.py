@@ -154,6 +154,23 @@ def test_a_table_both_alliances_forfeited_is_lost_by_all_not_drawn(tmp_path):
     assert standings["random"]["mu"] > max(standings["ghost"]["mu"], standings["wraith"]["mu"])
 
 
+def test_every_engine_that_could_not_start_a_table_game_is_counted_as_forfeiting_it(tmp_path):
+    """The report counted only the lowest of several forfeiting seats (the returns cannot tell
+    which of a losing alliance failed): each broken engine forfeited all three games, and ends by
+    reason say so ('own' for each of them, 'opponent' for the engine that did start)."""
+    data = broken_table(tmp_path)
+    forfeits = {row["engine"]: row["forfeits"] for row in data["engine_stats"]}
+    assert forfeits == {"ghost": {"not_started": 3}, "wraith": {"not_started": 3}, "random": {}}
+    ends = {(r["engine"], r["reason"]): (r["W"], r["D"], r["L"]) for r in data["terminations"]}
+    assert ends == {("ghost", "not_started (own)"): (0, 0, 3), ("wraith", "not_started (own)"): (0, 0, 3),
+                    ("random", "not_started (opponent)"): (1, 0, 2)}
+    from arbiter.records.store import game_lines
+    from arbiter.web.app import engine_page
+    pages = {e: engine_page(game_lines(tmp_path / "t.sqlite"), e) for e in ("ghost", "wraith", "random")}
+    assert {e: (p["forfeit_count"], p["W"], p["D"], p["L"]) for e, p in pages.items()} == \
+        {"ghost": (3, 0, 0, 3), "wraith": (3, 0, 0, 3), "random": (0, 1, 0, 2)}  # the web view's engine pages
+
+
 
 def test_check_starts_every_engine(tmp_path):
     path = tournament_file(tmp_path, ghost="{python} -m sample_engines.random_engine")
@@ -479,7 +496,7 @@ def test_make_tournament_can_run_twice():
 def test_report_counts_a_self_pair_once_and_alliance_wins_whole(tmp_path):
     from tournaments.report import MIN_INTERVAL_GAMES, _mean_ci, table_sections, terminations
 
-    self_pair = {"seating": [0, 0], "returns": [30.0, 30.0], "reason": "normal", "forfeit_seat": None}
+    self_pair = {"seating": [0, 0], "returns": [30.0, 30.0], "reason": "normal", "forfeit_seats": ()}
     (row,) = terminations([self_pair], ["planner"])
     assert row["W"] + row["D"] + row["L"] == 1
     cfg = type("Cfg", (), {"num_seats": 3})()

@@ -53,6 +53,11 @@ def stored_config(db_path: str | Path) -> TournamentConfig:
         conn.close()
 
 
+FORFEIT_SEATS = "CASE WHEN g.forfeit_seat IS NOT NULL THEN json_extract(g.record, '$.forfeit_seats') END"
+"""Every forfeiting seat of a game several forfeited is only in its record: read from the records of
+forfeited games alone."""
+
+
 def _load(db_path: str | Path) -> tuple[TournamentConfig, dict, list[dict]]:
     check_is_file(db_path)
     conn = open_readonly(db_path)
@@ -64,20 +69,20 @@ def _load(db_path: str | Path) -> tuple[TournamentConfig, dict, list[dict]]:
             if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'game_summaries'").fetchone():
                 full = conn.execute(
                     "SELECT g.match_id, g.game_number, g.players, g.returns, g.reason, g.forfeit_seat, g.plies,"
-                    " s.dice_stream, s.detail, s.event_seq, g.ended_at, s.seats, s.ms FROM games AS g"
+                    f" s.dice_stream, s.detail, s.event_seq, g.ended_at, {FORFEIT_SEATS}, s.seats, s.ms FROM games AS g"
                     " LEFT JOIN game_summaries AS s"
                     " USING (game_id) WHERE substr(g.match_id, 1, ?) = ? ORDER BY g.match_id, g.game_number",
                     prefix).fetchall()
-                if any(r[12] is None for r in full):  # a game saved before summaries
+                if any(r[13] is None for r in full):  # a game saved before summaries
                     full = None
             if full is not None:  # every game summarised when it was saved: a few numbers per game to read
-                rows = [r[:11] for r in full]
+                rows = [r[:12] for r in full]
                 decisions = _agg_summaries(full)
             else:  # games saved before summaries: every decision from the records themselves
                 rows = conn.execute(
                     "SELECT match_id, game_number, players, returns, reason, forfeit_seat, plies,"
                     " json_extract(record, '$.dice_stream'), json_extract(record, '$.detail'),"
-                    " json_extract(record, '$.event_seq'), ended_at FROM games"
+                    f" json_extract(record, '$.event_seq'), ended_at, {FORFEIT_SEATS} FROM games AS g"
                     " WHERE substr(match_id, 1, ?) = ? ORDER BY match_id, game_number", prefix).fetchall()
                 decisions = _agg_decisions(conn.execute(
                     "SELECT json_extract(g.players, '$[' || json_extract(e.value, '$.seat') || ']'), g.match_id,"
@@ -99,7 +104,7 @@ def _load(db_path: str | Path) -> tuple[TournamentConfig, dict, list[dict]]:
     seatings: dict[str, tuple[list[str], list[int]]] = {}
     outcomes: dict[str, list] = {}
     games = []
-    for mid, num, players_text, returns_text, reason, fseat, plies, stream, detail, seq, ended in rows:
+    for mid, num, players_text, returns_text, reason, fseat, plies, stream, detail, seq, ended, fseats in rows:
         seated = seatings.get(players_text)
         if seated is None:
             players = _decode(players_text)
@@ -109,6 +114,7 @@ def _load(db_path: str | Path) -> tuple[TournamentConfig, dict, list[dict]]:
             returns = outcomes[returns_text] = _decode(returns_text)
         games.append({"match_id": mid, "number": num, "players": seated[0], "seating": seated[1],
                       "returns": returns, "reason": reason, "forfeit_seat": fseat, "plies": plies,
+                      "forfeit_seats": tuple(forfeiting_seats(fseat, fseats and _decode(fseats))),
                       "stream": stream or f"{mid}|{num}", "detail": detail or "", "seq": seq or 0,
                       "ended_at": ended})
     return cfg, meta, games
@@ -264,17 +270,16 @@ def terminations(games: list[dict], names: list[str]) -> list[dict]:
     """Per engine and end reason: games won, drawn and lost (forfeits name who forfeited). An
     engine paired with its own copy (cooperative self-pairs) counts the game once."""
     table: dict[tuple[str, str], dict] = {}
-    kinds = Counter((tuple(g["seating"]), tuple(g["returns"]), g["reason"], g["forfeit_seat"]) for g in games)
-    for (seating, returns, game_reason, forfeit_seat), count in kinds.items():
+    kinds = Counter((tuple(g["seating"]), tuple(g["returns"]), g["reason"], g["forfeit_seats"]) for g in games)
+    for (seating, returns, game_reason, forfeiters), count in kinds.items():
         counted: set[int] = set()
         for seat, e in enumerate(seating):
             if e < 0 or e in counted:
                 continue
             counted.add(e)
             reason = game_reason
-            if forfeit_seat is not None:
-                own = forfeit_seat == seat or not contested(returns)
-                reason = f"{reason} ({'own' if own else 'opponent'})"
+            if forfeiters:
+                reason = f"{reason} ({'own' if seat in forfeiters else 'opponent'})"
             row = table.setdefault((names[e], reason), {"engine": names[e], "reason": reason, "W": 0, "D": 0, "L": 0})
             row[_outcome(returns, seat) if len(returns) > 1 else ("W" if returns[0] > 0 else "L")] += count
     return sorted(table.values(), key=lambda r: (names.index(r["engine"]), r["reason"] != "normal", r["reason"]))
@@ -356,8 +361,8 @@ own times are whole milliseconds, often 0), latency (measured minus
     engine name, ``_agg_summaries`` / ``_agg_decisions``."""
     forfeits: dict[str, dict[str, int]] = {n: defaultdict(int) for n in names}
     for g in games:
-        if g["forfeit_seat"] is not None and g["reason"] != "normal":
-            for seat in forfeiting_seats(g["returns"], g["forfeit_seat"]):
+        if g["reason"] != "normal":
+            for seat in g["forfeit_seats"]:
                 forfeits.setdefault(g["players"][seat], defaultdict(int))[g["reason"]] += 1
 
     rows = []

@@ -108,7 +108,7 @@ def engine_page(lines, name: str) -> dict[str, Any] | None:
             ms_sum, lat_sum, used = ms_sum + sums[_MS_SUM], lat_sum + sums[_LAT_SUM], used + sums[_MS_SUM]
             if sums[_MS_MAX] is not None:
                 ms_max = sums[_MS_MAX] if ms_max is None else max(ms_max, sums[_MS_MAX])
-        if r.forfeit_seat is not None and set(forfeiting_seats(r.returns, r.forfeit_seat)) & set(seats):
+        if set(forfeiting_seats(r.forfeit_seat, r.forfeit_seats)) & set(seats):
             forfeit_count += 1
             forfeits.append({"game_id": r.game_id, "reason": r.reason, "detail": r.detail})
         rows.append({**game_row(r), "seat": seat, "result": "W" if won else "D" if drawn else "L",
