@@ -171,6 +171,34 @@ def test_every_engine_that_could_not_start_a_table_game_is_counted_as_forfeiting
         {"ghost": (3, 0, 0, 3), "wraith": (3, 0, 0, 3), "random": (0, 1, 0, 2)}  # the web view's engine pages
 
 
+def test_an_alliance_win_is_a_win_in_ends_by_reason_and_on_the_web_as_in_the_standings(tmp_path):
+    """A 3-seat A&A table (RU+UK, GE+JP, US) with one engine that cannot start: the seats it
+    leaves win, alone (Axis) or two together (Allies). The standings counted a shared alliance
+    win as a win, the ends by reason as a draw and the web view's engine page as a loss."""
+    path = tmp_path / "t.toml"
+    path.write_text(f'game = "aachess"\ngame_options = {{ seats = 3 }}\ntime_control = "10"\nseed = 1\n'
+                    f'on_start_failure = "forfeit"\noutput = "{tmp_path / "t.sqlite"}"\n'
+                    f'[[engines]]\nname = "ghost"\ncommand = "/nonexistent/engine"\n'
+                    + "".join(f'[[engines]]\nname = "r{i}"\ncommand = "{{python}} -m sample_engines.aachess_random"\n'
+                              for i in (1, 2)))
+    proc = run("tournaments", "run", str(path), "-q", "--no-report")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = run("tournaments", "report", str(tmp_path / "t.sqlite"), "--json", "-")
+    assert report.returncode == 0, report.stderr
+    data = json.loads(report.stdout)
+    assert {r["engine"]: (r["wins"], r["draws"]) for r in data["standings"]} == \
+        {"r1": (2, 0), "r2": (2, 0), "ghost": (0, 0)}
+    assert {r["engine"]: (r["W"], r["D"], r["L"]) for r in data["terminations"]} == \
+        {"r1": (2, 0, 1), "r2": (2, 0, 1), "ghost": (0, 0, 3)}
+    from arbiter.records.store import game_lines
+    from arbiter.web.app import engine_page, scores
+    pages = {e: engine_page(game_lines(tmp_path / "t.sqlite"), e) for e in ("ghost", "r1", "r2")}
+    assert {e: (p["W"], p["D"], p["L"]) for e, p in pages.items()} == \
+        {"r1": (2, 0, 1), "r2": (2, 0, 1), "ghost": (0, 0, 3)}
+    assert {r["engine"]: (r["W"], r["D"], r["L"]) for r in scores(list(game_lines(tmp_path / "t.sqlite")))} == \
+        {"r1": (2, 0, 1), "r2": (2, 0, 1), "ghost": (0, 0, 3)}  # and its standings
+
+
 
 def test_check_starts_every_engine(tmp_path):
     path = tournament_file(tmp_path, ghost="{python} -m sample_engines.random_engine")

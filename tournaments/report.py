@@ -258,12 +258,13 @@ def rating_timeline(cfg: TournamentConfig, names: list[str], games: list[dict], 
 # --- sections common to all kinds -------------------------------------------------------------
 
 def _outcome(r: tuple | list, seat: int) -> str:
-    """W, D or L of the engine in ``seat`` (returns ``r``): best return alone = W, shared best = D
-    (but L for both of a two-seat game both lost: a double forfeit), else L."""
+    """W, D or L of the engine in ``seat`` (returns ``r``): the best return = W (alone, or with its
+    alliance: as the table standings count wins), all returns equal = D (but L for every seat of a
+    game all lost: a double forfeit), else L."""
     best = max(r)
     if r[seat] < best or not contested(r):
         return "L"
-    return "W" if r.count(best) == 1 else "D"
+    return "D" if min(r) == best else "W"
 
 
 def terminations(games: list[dict], names: list[str]) -> list[dict]:

@@ -68,14 +68,15 @@ _MS_N, _MS_SUM, _MS_MAX, _LAT_N, _LAT_SUM = (SEAT_FIELDS.index(f) for f in ("ms_
 
 
 def outcome(r: GameLine, seat: int) -> tuple[bool, bool]:
-    """(won, drawn) for ``seat``: the one best return wins, all equal is a draw; a solo game is
-    won or lost against the game; a record without returns counts as lost (as it always has)."""
+    """(won, drawn) for ``seat``: the best return wins (alone, or with its alliance at a table, as
+    the tournament report counts it), all equal is a draw (unless all lost: a double forfeit); a
+    solo game is won or lost against the game; a record without returns counts as lost (as it always has)."""
     if not r.returns:
         return False, False
     mine, best = r.returns[seat], max(r.returns)
     if len(r.returns) == 1:
         return mine > 0, False
-    return mine == best and r.returns.count(best) == 1, len(set(r.returns)) == 1 and contested(r.returns)
+    return mine == best and min(r.returns) < best, len(set(r.returns)) == 1 and contested(r.returns)
 
 
 def engine_page(lines, name: str) -> dict[str, Any] | None:
