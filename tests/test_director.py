@@ -152,6 +152,9 @@ def test_a_table_both_alliances_forfeited_is_lost_by_all_not_drawn(tmp_path):
         {"random": (3, 1, 0, 7 / 3), "ghost": (3, 0, 0, 17 / 6), "wraith": (3, 0, 0, 17 / 6)}
     assert {r["engine"]: r["games"] for r in data["ratings"]["table"]} == {"random": 1, "ghost": 1, "wraith": 1}
     assert standings["random"]["mu"] > max(standings["ghost"]["mu"], standings["wraith"]["mu"])
+    both = run("tournaments", "report", str(tmp_path / "t.sqlite"), "--json", "-", "--csv", str(tmp_path / "csv"))
+    assert both.returncode == 0 and json.loads(both.stdout) == data, both.stdout  # the files' notes on stderr
+    assert "standings.csv" in both.stderr and (tmp_path / "csv" / "standings.csv").exists()
 
 
 def test_every_engine_that_could_not_start_a_table_game_is_counted_as_forfeiting_it(tmp_path):

@@ -434,8 +434,9 @@ def cmd_report(args) -> int:
         return EXIT_USAGE
     if not (args.json == "-" or args.quiet):
         print(text, end="")
+    notes = _console(stderr=True) if args.json == "-" else console  # stdout carries the JSON alone
     for w in wrote:
-        console.print(f"wrote {w}", style="dim", markup=False)
+        notes.print(f"wrote {w}", style="dim", markup=False)
     return EXIT_OK
 
 
