@@ -61,6 +61,9 @@ def test_on_start_failure_forfeit_keeps_playing_its_games_lost(tmp_path):
     reasons = [r for (r,) in conn.execute("SELECT reason FROM games")]
     conn.close()
     assert reasons == ["not_started", "not_started"]
+    check = run("tournaments", "check", str(path))  # names the engine, and does not ask for what the file says
+    one_line_error(check, 3, "engine ghost cannot start", 'on_start_failure = "forfeit": a run plays anyway')
+    assert "set on_start_failure" not in check.stderr
 
 
 def test_two_engines_that_cannot_start_both_lose_their_game(tmp_path):
