@@ -46,17 +46,18 @@ def game_points(returns: Sequence[float], seat_a: int, seat_b: int) -> tuple[flo
 
 
 def contested(returns: Sequence[float]) -> bool:
-    """False for a two-seat game both seats lost (a double forfeit: neither engine could start
-    it): it says nothing about which is stronger, so ratings, SPRTs and head-to-head tests leave
-    it out. (Teammates of a table game lose together in play: always contested.)"""
-    return len(returns) != 2 or not returns[0] == returns[1] < 0
+    """False for a game every seat lost alike (a double forfeit: engines on every side could not
+    start it; a table where both alliances had one): it says nothing about who is stronger, so
+    ratings, SPRTs and head-to-head tests leave it out, and nobody draws it. (In play some seat
+    always does better, or all draw at 0; teammates losing together are contested.)"""
+    return len(returns) < 2 or not max(returns) == min(returns) < 0
 
 
-def forfeiting_seats(returns: Sequence[float], forfeit_seat: int) -> list[int]:
-    """The seats that forfeited a game whose record names ``forfeit_seat`` (the lowest), read
-    from the stored columns: both seats of a two-seat game both lost, else that one. (A table's
-    further forfeiting seats are in its record's ``forfeit_seats``.)"""
-    return [0, 1] if not contested(returns) else [forfeit_seat]
+def forfeiting_seats(forfeit_seat: int | None, forfeit_seats: Sequence[int] | None) -> list[int]:
+    """Every seat that forfeited a game, from its record's ``forfeit_seat`` (the lowest) and
+    ``forfeit_seats`` (all of them, when several did): the returns cannot tell (a table where both
+    alliances forfeited, a cooperative pair both of whose engines failed), so each is counted."""
+    return list(forfeit_seats) if forfeit_seats else [] if forfeit_seat is None else [forfeit_seat]
 
 
 MIN_INTERVAL_GAMES = 5

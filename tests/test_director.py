@@ -61,6 +61,9 @@ def test_on_start_failure_forfeit_keeps_playing_its_games_lost(tmp_path):
     reasons = [r for (r,) in conn.execute("SELECT reason FROM games")]
     conn.close()
     assert reasons == ["not_started", "not_started"]
+    check = run("tournaments", "check", str(path))  # names the engine, and does not ask for what the file says
+    one_line_error(check, 3, "engine ghost cannot start", 'on_start_failure = "forfeit": a run plays anyway')
+    assert "set on_start_failure" not in check.stderr
 
 
 def test_two_engines_that_cannot_start_both_lose_their_game(tmp_path):
@@ -118,6 +121,89 @@ def test_two_engines_that_cannot_start_both_lose_their_game(tmp_path):
     (tmp_path / "edited.txt").write_text(edited)
     refused = run("arbiter", "import", str(tmp_path / "edited.txt"), "--db", str(tmp_path / "edited.sqlite"))
     one_line_error(refused, 1, "ForfeitSeats [0] does not list two or more seats", "nothing imported")
+
+def broken_table(tmp_path: Path) -> dict:
+    """A 3-seat A&A table (RU+UK, GE+JP, US) of two engines that cannot start and one that can,
+    the seats rotated: in games 1 and 3 each alliance has a broken engine, in game 2 both sit
+    with the Allies (seats 0 and 2). Returns the JSON report."""
+    path = tmp_path / "t.toml"
+    path.write_text(f'game = "aachess"\ngame_options = {{ seats = 3 }}\ntime_control = "10"\nseed = 1\n'
+                    f'on_start_failure = "forfeit"\noutput = "{tmp_path / "t.sqlite"}"\n'
+                    f'[[engines]]\nname = "ghost"\ncommand = "/nonexistent/engine"\n'
+                    f'[[engines]]\nname = "wraith"\ncommand = "{sys.executable} -c \'import sys; sys.exit(5)\'"\n'
+                    f'[[engines]]\nname = "random"\ncommand = "{{python}} -m sample_engines.aachess_random"\n')
+    proc = run("tournaments", "run", str(path), "-q", "--no-report")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    conn = sqlite3.connect(tmp_path / "t.sqlite")
+    rows = conn.execute("SELECT game_number, returns, json_extract(record, '$.forfeit_seats') FROM games"
+                        " ORDER BY game_number").fetchall()
+    conn.close()
+    assert [(n, json.loads(r), json.loads(f) if f else None) for n, r, f in rows] == \
+        [(1, [-1.0] * 3, [0, 1]), (2, [-1.0, 1.0, -1.0], [0, 2]), (3, [-1.0] * 3, [1, 2])]
+    report = run("tournaments", "report", str(tmp_path / "t.sqlite"), "--json", "-")
+    assert report.returncode == 0, report.stderr
+    return json.loads(report.stdout)
+
+
+def test_a_table_both_alliances_forfeited_is_lost_by_all_not_drawn(tmp_path):
+    """Every seat of a table lost when each alliance had an engine that could not start: a loss
+    (last place) for each, not a draw, and no OpenSkill update (it was once a tie that lifted the
+    broken engines over the ones they dragged down)."""
+    data = broken_table(tmp_path)
+    standings = {r["engine"]: r for r in data["standings"]}
+    assert {e: (r["games"], r["wins"], r["draws"], r["mean_rank"]) for e, r in standings.items()} == \
+        {"random": (3, 1, 0, 7 / 3), "ghost": (3, 0, 0, 17 / 6), "wraith": (3, 0, 0, 17 / 6)}
+    assert {r["engine"]: r["games"] for r in data["ratings"]["table"]} == {"random": 1, "ghost": 1, "wraith": 1}
+    assert standings["random"]["mu"] > max(standings["ghost"]["mu"], standings["wraith"]["mu"])
+    both = run("tournaments", "report", str(tmp_path / "t.sqlite"), "--json", "-", "--csv", str(tmp_path / "csv"))
+    assert both.returncode == 0 and json.loads(both.stdout) == data, both.stdout  # the files' notes on stderr
+    assert "standings.csv" in both.stderr and (tmp_path / "csv" / "standings.csv").exists()
+
+
+def test_every_engine_that_could_not_start_a_table_game_is_counted_as_forfeiting_it(tmp_path):
+    """The report counted only the lowest of several forfeiting seats (the returns cannot tell
+    which of a losing alliance failed): each broken engine forfeited all three games, and ends by
+    reason say so ('own' for each of them, 'opponent' for the engine that did start)."""
+    data = broken_table(tmp_path)
+    forfeits = {row["engine"]: row["forfeits"] for row in data["engine_stats"]}
+    assert forfeits == {"ghost": {"not_started": 3}, "wraith": {"not_started": 3}, "random": {}}
+    ends = {(r["engine"], r["reason"]): (r["W"], r["D"], r["L"]) for r in data["terminations"]}
+    assert ends == {("ghost", "not_started (own)"): (0, 0, 3), ("wraith", "not_started (own)"): (0, 0, 3),
+                    ("random", "not_started (opponent)"): (1, 0, 2)}
+    from arbiter.records.store import game_lines
+    from arbiter.web.app import engine_page
+    pages = {e: engine_page(game_lines(tmp_path / "t.sqlite"), e) for e in ("ghost", "wraith", "random")}
+    assert {e: (p["forfeit_count"], p["W"], p["D"], p["L"]) for e, p in pages.items()} == \
+        {"ghost": (3, 0, 0, 3), "wraith": (3, 0, 0, 3), "random": (0, 1, 0, 2)}  # the web view's engine pages
+
+
+def test_an_alliance_win_is_a_win_in_ends_by_reason_and_on_the_web_as_in_the_standings(tmp_path):
+    """A 3-seat A&A table (RU+UK, GE+JP, US) with one engine that cannot start: the seats it
+    leaves win, alone (Axis) or two together (Allies). The standings counted a shared alliance
+    win as a win, the ends by reason as a draw and the web view's engine page as a loss."""
+    path = tmp_path / "t.toml"
+    path.write_text(f'game = "aachess"\ngame_options = {{ seats = 3 }}\ntime_control = "10"\nseed = 1\n'
+                    f'on_start_failure = "forfeit"\noutput = "{tmp_path / "t.sqlite"}"\n'
+                    f'[[engines]]\nname = "ghost"\ncommand = "/nonexistent/engine"\n'
+                    + "".join(f'[[engines]]\nname = "r{i}"\ncommand = "{{python}} -m sample_engines.aachess_random"\n'
+                              for i in (1, 2)))
+    proc = run("tournaments", "run", str(path), "-q", "--no-report")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = run("tournaments", "report", str(tmp_path / "t.sqlite"), "--json", "-")
+    assert report.returncode == 0, report.stderr
+    data = json.loads(report.stdout)
+    assert {r["engine"]: (r["wins"], r["draws"]) for r in data["standings"]} == \
+        {"r1": (2, 0), "r2": (2, 0), "ghost": (0, 0)}
+    assert {r["engine"]: (r["W"], r["D"], r["L"]) for r in data["terminations"]} == \
+        {"r1": (2, 0, 1), "r2": (2, 0, 1), "ghost": (0, 0, 3)}
+    from arbiter.records.store import game_lines
+    from arbiter.web.app import engine_page, scores
+    pages = {e: engine_page(game_lines(tmp_path / "t.sqlite"), e) for e in ("ghost", "r1", "r2")}
+    assert {e: (p["W"], p["D"], p["L"]) for e, p in pages.items()} == \
+        {"r1": (2, 0, 1), "r2": (2, 0, 1), "ghost": (0, 0, 3)}
+    assert {r["engine"]: (r["W"], r["D"], r["L"]) for r in scores(list(game_lines(tmp_path / "t.sqlite")))} == \
+        {"r1": (2, 0, 1), "r2": (2, 0, 1), "ghost": (0, 0, 3)}  # and its standings
+
 
 
 def test_check_starts_every_engine(tmp_path):
@@ -468,7 +554,7 @@ def test_make_tournament_can_run_twice():
 def test_report_counts_a_self_pair_once_and_alliance_wins_whole(tmp_path):
     from tournaments.report import MIN_INTERVAL_GAMES, _mean_ci, table_sections, terminations
 
-    self_pair = {"seating": [0, 0], "returns": [30.0, 30.0], "reason": "normal", "forfeit_seat": None}
+    self_pair = {"seating": [0, 0], "returns": [30.0, 30.0], "reason": "normal", "forfeit_seats": ()}
     (row,) = terminations([self_pair], ["planner"])
     assert row["W"] + row["D"] + row["L"] == 1
     cfg = type("Cfg", (), {"num_seats": 3})()

@@ -94,9 +94,10 @@ def test_game_points():
 
 
 def test_a_double_forfeit_is_not_contested():
-    assert not contested([-1.0, -1.0]) and forfeiting_seats([-1.0, -1.0], 0) == [0, 1]
+    assert not contested([-1.0, -1.0]) and forfeiting_seats(0, [0, 1]) == [0, 1]
+    assert forfeiting_seats(2, None) == [2] and forfeiting_seats(None, None) == []
     assert contested([0.0, 0.0]) and contested([-1.0, 1.0]) and contested([-1.0, -1.0, 1.0])
-    assert forfeiting_seats([-1.0, 1.0], 0) == [0] and forfeiting_seats([-1.0, -1.0, 1.0], 1) == [1]
+    assert not contested([-1.0, -1.0, -1.0]) and contested([-1.0]) and contested([0.0, 0.0, 0.0])
     assert game_points([2.0, 0.0, 3.0], 0, 2) == (0.0, 1.0)
 
 

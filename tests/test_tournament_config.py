@@ -100,6 +100,7 @@ def test_example_olympiad_file_is_valid():
     ('time_control = "60+1"', 'time_control = "40/"', "time_control", "time_control", "40/"),
     ('setup = "random"', 'setup = "shuffle"', "setup = ", "game_options.setup", "setup"),
     ('setup = "random"', 'colour = "red"', "colour", "game_options.colour", "unknown option"),
+    ('setup = "random"', 'setup = "random"\nfoo = 1', "foo", "game_options.foo", "unknown option(s) foo"),
     ('elo1 = 50', 'elo1 = -50', "elo1", "sprt.elo1", "greater than elo0"),
     ('elo1 = 50', 'elo2 = 50', "elo2", "sprt.elo2", "unknown key"),
     ('restart = true', 'restart = "yes"', 'restart = "yes"', "engines[1].restart", "true or false"),

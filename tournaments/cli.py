@@ -251,7 +251,10 @@ def _preflight(console, cfg, db_path, show: bool = False) -> int:
         _console(stderr=True).print(f"[red]error:[/] engine {escape(name)}: options: {escape(fault.detail)}"
                                     if isinstance(fault, OptionFault) else
                                     f"[red]error:[/] engine {escape(name)} cannot start: {escape(str(fault))}")
-    if failures and not bad_options:
+    if failures and not bad_options and cfg.on_start_failure == "forfeit":  # `check` of such a file
+        _console(stderr=True).print("(on_start_failure = \"forfeit\": a run plays anyway, these engines' games "
+                                    "lost as not_started)")
+    elif failures and not bad_options:
         _console(stderr=True).print("(no game was played; set on_start_failure = \"forfeit\" to play anyway, "
                       "its games lost as not_started)")
     elif failures:
@@ -431,8 +434,9 @@ def cmd_report(args) -> int:
         return EXIT_USAGE
     if not (args.json == "-" or args.quiet):
         print(text, end="")
+    notes = _console(stderr=True) if args.json == "-" else console  # stdout carries the JSON alone
     for w in wrote:
-        console.print(f"wrote {w}", style="dim", markup=False)
+        notes.print(f"wrote {w}", style="dim", markup=False)
     return EXIT_OK
 
 

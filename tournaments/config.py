@@ -358,7 +358,9 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
     try:
         game = load_game(game_name, **game_options)
     except OptionError as exc:
-        bad = [k for k in game_options if re.search(rf"\b{re.escape(k)}\b", str(exc))]
+        # the option the message names first (an unknown one is named before the list of known ones)
+        found = ((m.start(), k) for k in game_options if (m := re.search(rf"\b{re.escape(k)}\b", str(exc))))
+        bad = [k for _, k in sorted(found)]
         if "unknown game" in str(exc):
             raise c.error(("game",), str(exc)) from None
         raise c.error(("game_options", bad[0]) if bad else ("game_options",), str(exc)) from None

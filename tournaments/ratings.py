@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from arbiter.stats import contested
+
 ELO = 400 / math.log(10)
 Z95 = 1.959963984540054
 
@@ -279,8 +281,8 @@ def openskill_history(games: list[tuple[tuple[int, ...], tuple[float, ...]]], na
         if k == len(games):
             break
         seating, returns = games[k]
-        if len(set(seating)) != len(seating):
-            continue  # an engine on two seats cannot be ranked against itself
+        if len(set(seating)) != len(seating) or not contested(returns):
+            continue  # an engine on two seats cannot be ranked against itself; a game all lost ranks nobody
         order = sorted(set(returns), reverse=True)
         ranks = [order.index(r) + 1 for r in returns]
         new = model.rate([[ratings[e]] for e in seating], ranks=ranks)

@@ -62,6 +62,11 @@ def stored_config(db_path: str | Path) -> TournamentConfig:
         conn.close()
 
 
+FORFEIT_SEATS = "CASE WHEN g.forfeit_seat IS NOT NULL THEN json_extract(g.record, '$.forfeit_seats') END"
+"""Every forfeiting seat of a game several forfeited is only in its record: read from the records of
+forfeited games alone."""
+
+
 def _load(db_path: str | Path) -> tuple[TournamentConfig, dict, list[dict]]:
     check_is_file(db_path)
     conn = open_readonly(db_path)
@@ -73,20 +78,20 @@ def _load(db_path: str | Path) -> tuple[TournamentConfig, dict, list[dict]]:
             if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'game_summaries'").fetchone():
                 full = conn.execute(
                     "SELECT g.match_id, g.game_number, g.players, g.returns, g.reason, g.forfeit_seat, g.plies,"
-                    " s.dice_stream, s.detail, s.event_seq, g.ended_at, s.seats, s.ms FROM games AS g"
+                    f" s.dice_stream, s.detail, s.event_seq, g.ended_at, {FORFEIT_SEATS}, s.seats, s.ms FROM games AS g"
                     " LEFT JOIN game_summaries AS s"
                     " USING (game_id) WHERE substr(g.match_id, 1, ?) = ? ORDER BY g.match_id, g.game_number",
                     prefix).fetchall()
-                if any(r[12] is None for r in full):  # a game saved before summaries
+                if any(r[13] is None for r in full):  # a game saved before summaries
                     full = None
             if full is not None:  # every game summarised when it was saved: a few numbers per game to read
-                rows = [r[:11] for r in full]
+                rows = [r[:12] for r in full]
                 decisions = _agg_summaries(full)
             else:  # games saved before summaries: every decision from the records themselves
                 rows = conn.execute(
                     "SELECT match_id, game_number, players, returns, reason, forfeit_seat, plies,"
                     " json_extract(record, '$.dice_stream'), json_extract(record, '$.detail'),"
-                    " json_extract(record, '$.event_seq'), ended_at FROM games"
+                    f" json_extract(record, '$.event_seq'), ended_at, {FORFEIT_SEATS} FROM games AS g"
                     " WHERE substr(match_id, 1, ?) = ? ORDER BY match_id, game_number", prefix).fetchall()
                 decisions = _agg_decisions(conn.execute(
                     "SELECT json_extract(g.players, '$[' || json_extract(e.value, '$.seat') || ']'), g.match_id,"
@@ -108,7 +113,7 @@ def _load(db_path: str | Path) -> tuple[TournamentConfig, dict, list[dict]]:
     seatings: dict[str, tuple[list[str], list[int]]] = {}
     outcomes: dict[str, list] = {}
     games = []
-    for mid, num, players_text, returns_text, reason, fseat, plies, stream, detail, seq, ended in rows:
+    for mid, num, players_text, returns_text, reason, fseat, plies, stream, detail, seq, ended, fseats in rows:
         seated = seatings.get(players_text)
         if seated is None:
             players = _decode(players_text)
@@ -118,6 +123,7 @@ def _load(db_path: str | Path) -> tuple[TournamentConfig, dict, list[dict]]:
             returns = outcomes[returns_text] = _decode(returns_text)
         games.append({"match_id": mid, "number": num, "players": seated[0], "seating": seated[1],
                       "returns": returns, "reason": reason, "forfeit_seat": fseat, "plies": plies,
+                      "forfeit_seats": tuple(forfeiting_seats(fseat, fseats and _decode(fseats))),
                       "stream": stream or f"{mid}|{num}", "detail": detail or "", "seq": seq or 0,
                       "ended_at": ended})
     return cfg, meta, games
@@ -271,29 +277,29 @@ def rating_timeline(cfg: TournamentConfig, names: list[str], games: list[dict], 
 # --- sections common to all kinds -------------------------------------------------------------
 
 def _outcome(r: tuple | list, seat: int) -> str:
-    """W, D or L of the engine in ``seat`` (returns ``r``): best return alone = W, shared best = D
-    (but L for both of a two-seat game both lost: a double forfeit), else L."""
+    """W, D or L of the engine in ``seat`` (returns ``r``): the best return = W (alone, or with its
+    alliance: as the table standings count wins), all returns equal = D (but L for every seat of a
+    game all lost: a double forfeit), else L."""
     best = max(r)
     if r[seat] < best or not contested(r):
         return "L"
-    return "W" if r.count(best) == 1 else "D"
+    return "D" if min(r) == best else "W"
 
 
 def terminations(games: list[dict], names: list[str]) -> list[dict]:
     """Per engine and end reason: games won, drawn and lost (forfeits name who forfeited). An
     engine paired with its own copy (cooperative self-pairs) counts the game once."""
     table: dict[tuple[str, str], dict] = {}
-    kinds = Counter((tuple(g["seating"]), tuple(g["returns"]), g["reason"], g["forfeit_seat"]) for g in games)
-    for (seating, returns, game_reason, forfeit_seat), count in kinds.items():
+    kinds = Counter((tuple(g["seating"]), tuple(g["returns"]), g["reason"], g["forfeit_seats"]) for g in games)
+    for (seating, returns, game_reason, forfeiters), count in kinds.items():
         counted: set[int] = set()
         for seat, e in enumerate(seating):
             if e < 0 or e in counted:
                 continue
             counted.add(e)
             reason = game_reason
-            if forfeit_seat is not None:
-                own = forfeit_seat == seat or not contested(returns)
-                reason = f"{reason} ({'own' if own else 'opponent'})"
+            if forfeiters:
+                reason = f"{reason} ({'own' if seat in forfeiters else 'opponent'})"
             row = table.setdefault((names[e], reason), {"engine": names[e], "reason": reason, "W": 0, "D": 0, "L": 0})
             row[_outcome(returns, seat) if len(returns) > 1 else ("W" if returns[0] > 0 else "L")] += count
     return sorted(table.values(), key=lambda r: (names.index(r["engine"]), r["reason"] != "normal", r["reason"]))
@@ -375,8 +381,8 @@ own times are whole milliseconds, often 0), latency (measured minus
     engine name, ``_agg_summaries`` / ``_agg_decisions``."""
     forfeits: dict[str, dict[str, int]] = {n: defaultdict(int) for n in names}
     for g in games:
-        if g["forfeit_seat"] is not None and g["reason"] != "normal":
-            for seat in forfeiting_seats(g["returns"], g["forfeit_seat"]):
+        if g["reason"] != "normal":
+            for seat in g["forfeit_seats"]:
                 forfeits.setdefault(g["players"][seat], defaultdict(int))[g["reason"]] += 1
 
     rows = []
@@ -564,11 +570,14 @@ def table_sections(cfg: TournamentConfig, games: list[dict], names: list[str]) -
             st = stats[e]
             st["games"] += 1
             st["return_sum"] += r[seat]
-            # average rank over ties: 1 = best
+            # average rank over ties: 1 = best; a game every seat lost (forfeits in both alliances):
+            # last place and a loss for each, not a draw (``contested``)
             above = sum(1 for x in r if x > r[seat])
             tied = r.count(r[seat])
-            st["rank_sum"] += above + (tied + 1) / 2
-            if len(distinct) == 1:  # everyone alike: a draw
+            st["rank_sum"] += above + (tied + 1) / 2 if contested(r) else len(r)
+            if not contested(r):
+                pass
+            elif len(distinct) == 1:  # everyone alike: a draw
                 st["draws"] += 1
             elif r[seat] == best:  # alone or with its alliance: a win, whole (not 1/3 of one)
                 st["wins"] += 1

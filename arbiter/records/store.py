@@ -840,16 +840,20 @@ class GameLine(msgspec.Struct):
     started_at: float | None = None
     """When the game started: inside the stored record, so ``game_lines`` leaves it None (``recent_lines``,
     for the page's finished games and their mean duration, reads it)."""
+    forfeit_seats: list[int] | None = None
+    """The record's ``forfeit_seats`` (every seat, when several forfeited): read from forfeited games' records."""
 
     @classmethod
     def of(cls, record: GameRecord) -> "GameLine":
         return cls(record.game_id, record.match_id, record.game_number, record.game, list(record.players),
                    list(record.returns), str(record.reason), record.detail, record.forfeit_seat, len(record.events),
-                   record.ended_at, record.dice_stream, seat_sums(record)[0], record.started_at)
+                   record.ended_at, record.dice_stream, seat_sums(record)[0], record.started_at,
+                   record.forfeit_seats or None)
 
 
 _LINE_COLUMNS = ("g.game_id, g.match_id, g.game_number, g.game, g.players, g.returns, g.reason, s.detail,"
-                 " g.forfeit_seat, g.plies, g.ended_at, s.dice_stream, s.seats")
+                 " g.forfeit_seat, g.plies, g.ended_at, s.dice_stream, s.seats,"
+                 " CASE WHEN g.forfeit_seat IS NOT NULL THEN json_extract(g.record, '$.forfeit_seats') END")
 
 
 def _line_rows(path: Path, sql: str, args: tuple) -> Iterator[GameLine]:
@@ -860,13 +864,14 @@ def _line_rows(path: Path, sql: str, args: tuple) -> Iterator[GameLine]:
             cursor = db.execute(sql, args)
         except sqlite3.Error as exc:
             raise ValueError(f"{path}: not a results database ({exc})") from None
-        for gid, mid, number, game, players, returns, reason, detail, fseat, plies, ended, stream, seats, *rest in cursor:
+        for gid, mid, number, game, players, returns, reason, detail, fseat, plies, ended, stream, seats, fseats, *rest \
+                in cursor:
             if seats is None:  # a game saved before summaries were: summarised from its record now
                 (data,), = db.execute("SELECT record FROM games WHERE game_id = ?", (gid,))
                 yield GameLine.of(from_json(data))
                 continue
             yield GameLine(gid, mid, number, game, decode(players), decode(returns), reason, detail, fseat, plies,
-                           ended, stream, decode(seats), rest[0] if rest else None)
+                           ended, stream, decode(seats), rest[0] if rest else None, fseats and decode(fseats))
     finally:
         db.close()
 

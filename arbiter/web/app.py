@@ -68,14 +68,15 @@ _MS_N, _MS_SUM, _MS_MAX, _LAT_N, _LAT_SUM = (SEAT_FIELDS.index(f) for f in ("ms_
 
 
 def outcome(r: GameLine, seat: int) -> tuple[bool, bool]:
-    """(won, drawn) for ``seat``: the one best return wins, all equal is a draw; a solo game is
-    won or lost against the game; a record without returns counts as lost (as it always has)."""
+    """(won, drawn) for ``seat``: the best return wins (alone, or with its alliance at a table, as
+    the tournament report counts it), all equal is a draw (unless all lost: a double forfeit); a
+    solo game is won or lost against the game; a record without returns counts as lost (as it always has)."""
     if not r.returns:
         return False, False
     mine, best = r.returns[seat], max(r.returns)
     if len(r.returns) == 1:
         return mine > 0, False
-    return mine == best and r.returns.count(best) == 1, len(set(r.returns)) == 1 and contested(r.returns)
+    return mine == best and min(r.returns) < best, len(set(r.returns)) == 1 and contested(r.returns)
 
 
 def engine_page(lines, name: str) -> dict[str, Any] | None:
@@ -108,7 +109,7 @@ def engine_page(lines, name: str) -> dict[str, Any] | None:
             ms_sum, lat_sum, used = ms_sum + sums[_MS_SUM], lat_sum + sums[_LAT_SUM], used + sums[_MS_SUM]
             if sums[_MS_MAX] is not None:
                 ms_max = sums[_MS_MAX] if ms_max is None else max(ms_max, sums[_MS_MAX])
-        if r.forfeit_seat is not None and set(forfeiting_seats(r.returns, r.forfeit_seat)) & set(seats):
+        if set(forfeiting_seats(r.forfeit_seat, r.forfeit_seats)) & set(seats):
             forfeit_count += 1
             forfeits.append({"game_id": r.game_id, "reason": r.reason, "detail": r.detail})
         rows.append({**game_row(r), "seat": seat, "result": "W" if won else "D" if drawn else "L",
