@@ -201,3 +201,18 @@ def test_the_referee_cpu_share_counts_the_engines_cpu(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     share = int(re.search(r"referee CPU share (\d+)%", done.stdout).group(1))
     assert share < 30, done.stdout
+
+
+def test_live_standings_score_an_alliance_win_whole_and_a_game_all_lost_as_nothing():
+    """As the report counts them: each seat of a winning alliance has won (not 1/k of a win),
+    all equal is a draw, a game every seat lost (forfeits on both sides) gives nobody anything."""
+    from types import SimpleNamespace
+
+    from tournaments.cli import live_standings
+    from tournaments.director import GameResult
+
+    results = {("m", 1): GameResult((0, 1, 2), (1.0, -1.0, 1.0)), ("m", 2): GameResult((0, 1, 2), (-1.0,) * 3),
+               ("m", 3): GameResult((2, 0, 1), (0.0, 0.0, 0.0))}
+    runner = SimpleNamespace(cfg=SimpleNamespace(kind="table"), names=["a", "b", "c"], results=results)
+    assert {name: (games, score) for name, games, score, _ in live_standings(runner)} == \
+        {"a": (3, 1.5 / 3), "b": (3, 0.5 / 3), "c": (3, 1.5 / 3)}

@@ -67,7 +67,9 @@ def live_standings(runner) -> list[tuple[str, int, float, str]]:
             e %= n
             games[e] += 1
             if cfg.kind in ("match", "table"):
-                score[e] += (1.0 / r.count(best)) if r[seat] == best and contested(r) else 0.0
+                # a win counts whole (alone or with its alliance, as the report counts it); all equal: a draw
+                if contested(r) and r[seat] == best:
+                    score[e] += 0.5 if min(r) == best else 1.0
             else:
                 score[e] += r[seat]
     rows = []
