@@ -145,6 +145,21 @@ def refuse_foreign(path: Path, named: str = "") -> None:
         probe.close()
 
 
+def open_locked(path: Path, named: str = "") -> TournamentDB:
+    """The tournament database at ``path``, its lock taken before SQLite opens it: opened under a
+    second name (a hard link) of a running tournament's database, SQLite would make that name's own
+    ``-wal`` and ``-shm`` and read the file without the running process's latest commits."""
+    if not is_database(path):
+        refuse_foreign(path, named)
+    held = lock_file(path)
+    try:
+        refuse_foreign(path, named)
+        return TournamentDB(path, held)
+    except BaseException:
+        held.close()
+        raise
+
+
 FINGERPRINT_NAMES = {"tc": "time_control", "margin": "margin_ms", "duplicate": "duplicate_dice", "tid": "name",
                      "tiebreak": "tiebreak_games/tiebreak_blocks", "bye": "bye_points", "sprt_stop": "sprt",
                      "engines": "engines (names or order)"}
@@ -172,10 +187,8 @@ def resume(target: str | Path, *, check_paths: bool = True) -> Opened:
         raise TournamentStateError(f"{target}: empty file, not a tournament file or database")
     if is_database(target):
         target = target.resolve() if target.is_symlink() else target  # its export and logs are beside it
-        refuse_foreign(target)
-        db = TournamentDB(target)
+        db = open_locked(target)
         try:
-            db.lock()
             cfg, meta = config_from_db(db, check_paths=check_paths)
         except BaseException:
             db.close()
@@ -185,10 +198,8 @@ def resume(target: str | Path, *, check_paths: bool = True) -> Opened:
         cfg = load_config(target, check_paths=check_paths)
         if not Path(cfg.output).exists():  # never started (or killed before its database existed)
             return start(cfg)
-        refuse_foreign(Path(cfg.output), f"{target}: output ")
-        db = TournamentDB(cfg.output)
+        db = open_locked(Path(cfg.output), f"{target}: output ")
         try:
-            db.lock()
             stored, meta = config_from_db(db, check_paths=False)
         except BaseException:
             db.close()
