@@ -3,7 +3,8 @@ workers and engines on a real SQLite file.
 
 * a hard link to a running tournament's database (another name for the same file) finds it
   locked, as a symbolic link does; a forked worker keeps no part of the lock once its tournament
-  process is dead.
+  process is dead;
+* a second ``run``/``resume`` of a running tournament is refused before any engine starts.
 """
 from __future__ import annotations
 
@@ -31,6 +32,14 @@ def decide(request, game):
 
 run_engine(decide, name="slow", wants_legal_moves=True)
 """
+
+MARKING_ENGINE = """
+import os, sys
+open(os.path.join(sys.argv[1], f"started-{os.getpid()}"), "w").close()
+sys.argv[1:] = []
+exec(open(sys.argv[0].replace("marking.py", "slow.py")).read())
+"""
+"""Leaves a file in the folder it is given, then plays as the slow engine beside it: proof that it started."""
 
 TOML = """\
 name = "lock-test"
@@ -61,6 +70,21 @@ def event(tmp_path: Path) -> tuple[Path, Path]:
     toml = tmp_path / "t.toml"
     toml.write_text(TOML.format(db=db, command=f'["{{python}}", "{engine}"]'))
     return toml, db
+
+
+def marking_file(tmp_path: Path, toml: Path) -> tuple[Path, Path]:
+    """A second file for the same tournament whose engines leave a file in a folder when they
+    start (engine commands are not part of a tournament's fingerprint): (the file, the folder)."""
+    slow = tmp_path / "engine" / "slow.py"
+    marking = slow.with_name("marking.py")
+    marking.write_text(MARKING_ENGINE)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    text = toml.read_text().replace(f'"{slow}"]', f'"{marking}", "{marks}"]')
+    assert text != toml.read_text()
+    second = tmp_path / "second.toml"
+    second.write_text(text)
+    return second, marks
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
@@ -143,4 +167,30 @@ def test_a_hard_link_to_a_running_tournament_finds_it_locked(tmp_path):
                 w.kill()
             except psutil.NoSuchProcess:
                 pass
+        stop(proc)
+
+
+def test_a_second_run_of_a_running_tournament_is_refused_before_any_engine_starts(tmp_path):
+    """Before: ``run`` started and greeted every engine (its pre-flight) and only then found the
+    database locked by the running tournament."""
+    toml, db = event(tmp_path)
+    second, marks = marking_file(tmp_path, toml)
+    checked = subprocess.run([PY, "-m", "tournaments", "check", str(second)], cwd=ROOT, capture_output=True,
+                             text=True, timeout=60)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert len(list(marks.iterdir())) == 2  # the marking engines mark (check starts each once)
+    for mark in marks.iterdir():
+        mark.unlink()
+    proc, _ = running(toml, db)
+    try:
+        for args in (["run", str(second)], ["run", str(second), "--overwrite"], ["resume", str(second)]):
+            began = time.monotonic()
+            refused = cli(*args)
+            took = time.monotonic() - began
+            assert refused.returncode == 2, (args, refused.stdout + refused.stderr)
+            assert f"is in use by another tournament process (pid {proc.pid})" in " ".join(refused.stderr.split())
+            assert not list(marks.iterdir()), f"{args}: engines started before the refusal"
+            assert took < 30, f"{args}: refused after {took:.1f}s"
+        assert proc.poll() is None  # still playing, its database untouched by the refusals
+    finally:
         stop(proc)

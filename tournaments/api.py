@@ -72,6 +72,26 @@ def _contents(path: Path) -> tuple[int, bool]:
         conn.close()
 
 
+def refuse_start(cfg: TournamentConfig, *, overwrite: bool = False) -> None:
+    """TournamentLocked or TournamentStateError if ``start`` would refuse ``cfg``'s output as it is
+    now: ``run`` asks before its pre-flight, which would otherwise start every engine first."""
+    path = Path(cfg.output)
+    if not path.exists():
+        return
+    held = lock_file(path)  # a tournament running on it is never replaced, --overwrite or not
+    try:
+        has_games, meta = _contents(path)
+    finally:
+        held.close()
+    if meta and not overwrite:
+        raise TournamentStateError(f"{path} already holds a tournament ({has_games} games); "
+                                   f"continue it with `resume`, or start over with --overwrite")
+    if has_games and not overwrite:  # an `arbiter match`'s database, say: nothing to resume
+        raise TournamentStateError(f"{path} holds {has_games} games that are not a tournament's (an "
+                                   f"`arbiter match` database?): name another output, or replace "
+                                   f"them with --overwrite")
+
+
 def start(cfg: TournamentConfig, *, overwrite: bool = False) -> Opened:
     """Create the tournament database for ``cfg`` (refusing to start over an existing one unless
     ``overwrite``); the seed is the file's, or a fresh random one stored with the tournament.
@@ -81,18 +101,7 @@ def start(cfg: TournamentConfig, *, overwrite: bool = False) -> Opened:
     path = Path(cfg.output)
     signer = _signer(cfg)
     if path.exists():
-        held = lock_file(path)  # a tournament running on it is never replaced, --overwrite or not
-        try:
-            has_games, meta = _contents(path)
-        finally:
-            held.close()
-        if meta and not overwrite:
-            raise TournamentStateError(f"{path} already holds a tournament ({has_games} games); "
-                                       f"continue it with `resume`, or start over with --overwrite")
-        if has_games and not overwrite:  # an `arbiter match`'s database, say: nothing to resume
-            raise TournamentStateError(f"{path} holds {has_games} games that are not a tournament's (an "
-                                       f"`arbiter match` database?): name another output, or replace "
-                                       f"them with --overwrite")
+        refuse_start(cfg, overwrite=overwrite)
         remove_database(path)
     seed = cfg.seed if cfg.seed is not None else secrets.token_hex(8)
     path.parent.mkdir(parents=True, exist_ok=True)
