@@ -268,3 +268,48 @@ def test_an_output_that_is_a_folder_names_the_key_and_the_line(tmp_path):
     message = err(text)
     assert message.startswith(f"t.toml:{line_of(text, 'output =')}: output: {tmp_path} is a folder"), message
     assert f'"{tmp_path / "results.sqlite"}"' in message
+
+
+
+@pytest.mark.parametrize("name, shown", [(r"a\nb", r"'\n' at position 2"), (r"\u001b[31mred", r"'\x1b' at position 1"),
+                                         (r"evil\u202eexe", r"'\u202e' at position 5"),
+                                         (r"a\u2028b", r"'\u2028' at position 2")])
+def test_an_engine_name_with_a_control_character_is_refused(name, shown):
+    """Engine names go on one line into records, text exports, tables and logs: a newline or an
+    escape sequence in one forged lines or colours there (before, any string was taken)."""
+    text = GOOD.replace('name = "b"', f'name = "{name}"')
+    assert err(text) == f"t.toml:{line_of(text, name)}: engines[1].name: must not hold a control character or " \
+                        f"line break ({shown})"
+
+
+def test_control_characters_in_engine_names_are_refused_by_check_and_arbiter_match(tmp_path):
+    """Through the commands, in real processes: one error line naming the key (and the line), exit
+    2 as for every bad file or flag; an engines file's entry too; nothing started or written."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "COLUMNS": "300"}
+
+    def run(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", *argv], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=60, env=env)
+
+    event = tmp_path / "t.toml"
+    event.write_text(GOOD.replace('name = "c"', r'name = "c\r"'))
+    checked = run("tournaments", "check", str(event))
+    assert checked.returncode == 2, checked.stdout + checked.stderr
+    line = line_of(GOOD, 'name = "c"')
+    assert checked.stderr == f"error: {event}:{line}: engines[2].name: must not hold a " \
+                             f"control character or line break ('\\r' at position 2)\n"
+    shared = tmp_path / "engines.toml"
+    shared.write_text('[[engines]]\nname = "x\\ty"\ncommand = "{python} -m sample_engines.random_engine"\n')
+    event.write_text(GOOD.replace("seed = 42", f'seed = 42\nengines_file = "{shared}"'))
+    checked = run("tournaments", "check", str(event))
+    assert checked.returncode == 2 and checked.stderr.startswith(f"error: {shared}:2: engines[0].name: must not hold"), \
+        checked.stderr
+    played = run("arbiter.cli", "match", "--game", "einstein", "--engine", "{python} -m sample_engines.random_engine",
+                 "--engine", "{python} -m sample_engines.random_engine", "--name", "one", "--name", "two\nlines")
+    assert played.returncode == 2, played.stdout + played.stderr
+    assert played.stderr == "error: --name 'two\\nlines' (engine 2): must not hold a control character or line " \
+                            "break ('\\n' at position 4)\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["engines.toml", "t.toml"]

@@ -18,7 +18,7 @@ import msgspec
 from arbiter.adjudication import Adjudication
 from arbiter.clock import DEFAULT_MARGIN_MS, parse_time_control
 from arbiter.enginefile import (ENGINE_KEYS, Checker, ConfigError, EngineDefaults, EnginesFile, EngineSpec,
-                                check_limits, check_sandbox, engine_options, engine_spec, toml_document)
+                                check_limits, check_sandbox, engine_name, engine_options, engine_spec, toml_document)
 from arbiter.formats.match import MatchFormat
 from arbiter.games import Game, OptionError, Utility, load_game
 from arbiter.hosting import Limits
@@ -506,9 +506,7 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
                                                "[[engines]] tables with name and remote")
             engines_file.spec(use, defaults, check_paths)  # its own keys, errors at its own line
             e = {**engines_file.tables[use][1], **{k: v for k, v in e.items() if k != "use"}}
-        ename = c.get(e, "name", p, str)
-        if not ename.strip():
-            raise c.error(p + ("name",), "must not be empty")
+        ename = engine_name(c, e, p)
         if ename in seen:
             raise c.error(p + ("name",), f"duplicate engine name {ename!r} (also engines[{seen[ename]}])")
         seen[ename] = i
