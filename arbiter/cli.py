@@ -427,10 +427,15 @@ def _check_match_game(game, engines: int) -> None:
 def _check_per_engine(args: argparse.Namespace) -> None:
     """``--name`` and ``--cpus`` go with the ``--engine`` commands in order: more of them than
     engines is a mistake to say, not extra values to drop."""
+    from .enginefile import name_problem
+
     for flag, given in (("--name", args.name or []), ("--cpus", getattr(args, "cpus", None) or [])):
         if len(given) > len(args.engine):
             raise ValueError(f"{flag} given {len(given)} times for {len(args.engine)} --engine(s): at most one per "
                              f"engine, in the order of the --engine options")
+    for i, name in enumerate(args.name or [], 1):
+        if problem := name_problem(name):
+            raise ValueError(f"--name {name!r} (engine {i}): {problem}")
 
 
 def _engine_config(command: str, name: str, args: argparse.Namespace, restart: bool = False, index: int = 0):

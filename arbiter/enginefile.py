@@ -12,6 +12,7 @@ import re
 import shlex
 import sys
 import tomllib
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -206,11 +207,28 @@ def engine_options(c: Checker, table: dict, path: tuple, key: str) -> dict[str, 
     return dict(values)
 
 
-def engine_spec(c: Checker, e: dict, p: tuple, defaults: EngineDefaults, check_paths: bool = True) -> EngineSpec:
-    """One engine table with a ``command`` (not a remote one), checked; errors name ``p``'s line."""
+def name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name an engine, if it cannot: a control character (a newline, an escape
+    sequence, a bidirectional override) or a line break would split or garble the one line it
+    takes in records, text exports, tables and logs."""
+    bad = next((ch for ch in name if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")), None)
+    return None if bad is None else f"must not hold a control character or line break ({bad!r} at position " \
+                                    f"{name.index(bad) + 1})"
+
+
+def engine_name(c: Checker, e: dict, p: tuple) -> str:
+    """The engine table's ``name``: not empty, on one line (``name_problem``)."""
     name = c.get(e, "name", p, str)
     if not name.strip():
         raise c.error(p + ("name",), "must not be empty")
+    if problem := name_problem(name):
+        raise c.error(p + ("name",), problem)
+    return name
+
+
+def engine_spec(c: Checker, e: dict, p: tuple, defaults: EngineDefaults, check_paths: bool = True) -> EngineSpec:
+    """One engine table with a ``command`` (not a remote one), checked; errors name ``p``'s line."""
+    name = engine_name(c, e, p)
     command = c.get(e, "command", p, (str, list))
     if isinstance(command, str):
         try:

@@ -269,3 +269,106 @@ def test_an_output_that_is_a_folder_names_the_key_and_the_line(tmp_path):
     message = err(text)
     assert message.startswith(f"t.toml:{line_of(text, 'output =')}: output: {tmp_path} is a folder"), message
     assert f'"{tmp_path / "results.sqlite"}"' in message
+
+
+
+@pytest.mark.parametrize("name, shown", [(r"a\nb", r"'\n' at position 2"), (r"\u001b[31mred", r"'\x1b' at position 1"),
+                                         (r"evil\u202eexe", r"'\u202e' at position 5"),
+                                         (r"a\u2028b", r"'\u2028' at position 2")])
+def test_an_engine_name_with_a_control_character_is_refused(name, shown):
+    """Engine names go on one line into records, text exports, tables and logs: a newline or an
+    escape sequence in one forged lines or colours there (before, any string was taken)."""
+    text = GOOD.replace('name = "b"', f'name = "{name}"')
+    assert err(text) == f"t.toml:{line_of(text, name)}: engines[1].name: must not hold a control character or " \
+                        f"line break ({shown})"
+
+
+def test_control_characters_in_engine_names_are_refused_by_check_and_arbiter_match(tmp_path):
+    """Through the commands, in real processes: one error line naming the key (and the line), exit
+    2 as for every bad file or flag; an engines file's entry too; nothing started or written."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "COLUMNS": "300"}
+
+    def run(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", *argv], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=60, env=env)
+
+    event = tmp_path / "t.toml"
+    event.write_text(GOOD.replace('name = "c"', r'name = "c\r"'))
+    checked = run("tournaments", "check", str(event))
+    assert checked.returncode == 2, checked.stdout + checked.stderr
+    line = line_of(GOOD, 'name = "c"')
+    assert checked.stderr == f"error: {event}:{line}: engines[2].name: must not hold a " \
+                             f"control character or line break ('\\r' at position 2)\n"
+    shared = tmp_path / "engines.toml"
+    shared.write_text('[[engines]]\nname = "x\\ty"\ncommand = "{python} -m sample_engines.random_engine"\n')
+    event.write_text(GOOD.replace("seed = 42", f'seed = 42\nengines_file = "{shared}"'))
+    checked = run("tournaments", "check", str(event))
+    assert checked.returncode == 2 and checked.stderr.startswith(f"error: {shared}:2: engines[0].name: must not hold"), \
+        checked.stderr
+    played = run("arbiter.cli", "match", "--game", "einstein", "--engine", "{python} -m sample_engines.random_engine",
+                 "--engine", "{python} -m sample_engines.random_engine", "--name", "one", "--name", "two\nlines")
+    assert played.returncode == 2, played.stdout + played.stderr
+    assert played.stderr == "error: --name 'two\\nlines' (engine 2): must not hold a control character or line " \
+                            "break ('\\n' at position 4)\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["engines.toml", "t.toml"]
+
+
+def check_under_limits(path: Path) -> "subprocess.CompletedProcess":
+    """``arbiter-tournament check`` in a process of at most 1 GB of address space and a minute: an
+    event planned game by game runs out of either, and fails, instead of taking the machine."""
+    import os
+    import resource
+    import subprocess
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    return subprocess.run([sys.executable, "-m", "tournaments", "check", str(path)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60, preexec_fn=limit, env={**os.environ, "COLUMNS": "300"})
+
+
+SIZED = """\
+game = "einstein"
+format = "{format}"
+match = "games=2"
+{extra}
+output = "{output}"
+
+[[engines]]
+name = "a"
+command = "{{python}} -m sample_engines.random_engine --seed 1"
+
+[[engines]]
+name = "b"
+command = "{{python}} -m sample_engines.random_engine --seed 2"
+"""
+
+
+@pytest.mark.parametrize("fmt, extra, key, total", [
+    ("round_robin", "rounds = 9223372036854775807", "rounds", "18,446,744,073,709,551,614"),
+    ("gauntlet", "rounds = 5000001", "rounds", "10,000,002"),
+    ("knockout", "tiebreak_blocks = 9223372036854775807", "tiebreak_blocks", "18,446,744,073,709,551,616"),
+    ("knockout", "tiebreak_games = 9999999", "tiebreak_games", "29,999,999"),
+])
+def test_an_event_of_absurdly_many_games_is_refused_at_once(tmp_path, fmt, extra, key, total):
+    """Before: ``check`` (and ``run``) planned every game of ``rounds = 9223372036854775807`` until
+    the machine ran out of memory. Now one line names the key, the line and the total."""
+    path = tmp_path / "t.toml"
+    path.write_text(SIZED.format(format=fmt, extra=extra, output=tmp_path / "t.sqlite"))
+    checked = check_under_limits(path)
+    assert checked.returncode == 2, checked.stdout + checked.stderr[-2000:]
+    assert checked.stderr.startswith(f"error: {path}:{line_of(path.read_text(), key)}: {key}: the event would have "
+                                     f"up to {total} games "), checked.stderr
+    assert checked.stderr.endswith("; at most 10,000,000\n") and checked.stderr.count("\n") == 1
+    assert checked.stdout == "" and not (tmp_path / "t.sqlite").exists()
+
+
+def test_an_event_of_100000_games_is_still_checked(tmp_path):
+    path = tmp_path / "t.toml"
+    path.write_text(SIZED.format(format="round_robin", extra="rounds = 50000", output=tmp_path / "t.sqlite"))
+    checked = check_under_limits(path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr[-2000:]
+    assert "at most 100000 games" in checked.stdout and "every engine started and said hello" in checked.stdout

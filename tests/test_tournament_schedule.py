@@ -356,3 +356,30 @@ def test_planning_after_each_commit_equals_planning_from_scratch(spec):
                 results[g.key] = GameResult(g.seating, rets)
             changed, steps = [g.key for g in games], steps + 1
         assert steps > 5
+
+
+# --- the size of an event, counted without planning it -----------------------------------------
+
+@pytest.mark.parametrize("spec", [
+    match_spec("round_robin", 5, "olympiad", rounds=2),
+    match_spec("double_round_robin", 4, rounds=3),
+    match_spec("gauntlet", 5, rounds=2, candidates=(0, 1)),
+    match_spec("swiss", 7, "bo3", rounds=3),
+    match_spec("knockout", 5, tiebreak_games=2, tiebreak_blocks=3),
+    match_spec("knockout", 6, "bo3", tiebreak_games=1, tiebreak_blocks=2, duplicate=True),
+    ScheduleSpec(tid="t", n=5, kind="table", num_seats=3, format="round_robin", games=3, rounds=2, seed="x"),
+    ScheduleSpec(tid="t", n=5, kind="table", num_seats=3, format="gauntlet", games=6, candidates=(0,), seed="x"),
+    ScheduleSpec(tid="t", n=4, kind="team", num_seats=2, format="round_robin", games=2, rounds=2, seed="x",
+                 self_pairs=True),
+    ScheduleSpec(tid="t", n=3, kind="solo", num_seats=1, format="round_robin", games=4, rounds=3, seed="x"),
+], ids=lambda s: f"{s.kind}-{s.format}-{s.n}")
+def test_the_bound_on_an_events_games_is_what_its_longest_course_plays(spec):
+    """``ScheduleSpec.most_games`` (the config's refusal of huge events) counts arithmetically what
+    the director plans: every game drawn (no match decided early, every knockout tie-break block
+    played) is the longest an event can take, and it plays exactly that many games."""
+    director, results = Director(spec), {}
+    while not (plan := director.plan(results)).finished:
+        for g in plan.ready:
+            results[g.key] = GameResult(g.seating, tuple(0.0 for _ in g.seating))
+    per, meetings, cycles = spec.most_games()
+    assert per * meetings * cycles == len(results)

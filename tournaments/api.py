@@ -72,6 +72,26 @@ def _contents(path: Path) -> tuple[int, bool]:
         conn.close()
 
 
+def refuse_start(cfg: TournamentConfig, *, overwrite: bool = False) -> None:
+    """TournamentLocked or TournamentStateError if ``start`` would refuse ``cfg``'s output as it is
+    now: ``run`` asks before its pre-flight, which would otherwise start every engine first."""
+    path = Path(cfg.output)
+    if not path.exists():
+        return
+    held = lock_file(path)  # a tournament running on it is never replaced, --overwrite or not
+    try:
+        has_games, meta = _contents(path)
+    finally:
+        held.close()
+    if meta and not overwrite:
+        raise TournamentStateError(f"{path} already holds a tournament ({has_games} games); "
+                                   f"continue it with `resume`, or start over with --overwrite")
+    if has_games and not overwrite:  # an `arbiter match`'s database, say: nothing to resume
+        raise TournamentStateError(f"{path} holds {has_games} games that are not a tournament's (an "
+                                   f"`arbiter match` database?): name another output, or replace "
+                                   f"them with --overwrite")
+
+
 def start(cfg: TournamentConfig, *, overwrite: bool = False) -> Opened:
     """Create the tournament database for ``cfg`` (refusing to start over an existing one unless
     ``overwrite``); the seed is the file's, or a fresh random one stored with the tournament.
@@ -81,18 +101,7 @@ def start(cfg: TournamentConfig, *, overwrite: bool = False) -> Opened:
     path = Path(cfg.output)
     signer = _signer(cfg)
     if path.exists():
-        held = lock_file(path)  # a tournament running on it is never replaced, --overwrite or not
-        try:
-            has_games, meta = _contents(path)
-        finally:
-            held.close()
-        if meta and not overwrite:
-            raise TournamentStateError(f"{path} already holds a tournament ({has_games} games); "
-                                       f"continue it with `resume`, or start over with --overwrite")
-        if has_games and not overwrite:  # an `arbiter match`'s database, say: nothing to resume
-            raise TournamentStateError(f"{path} holds {has_games} games that are not a tournament's (an "
-                                       f"`arbiter match` database?): name another output, or replace "
-                                       f"them with --overwrite")
+        refuse_start(cfg, overwrite=overwrite)
         remove_database(path)
     seed = cfg.seed if cfg.seed is not None else secrets.token_hex(8)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -145,6 +154,21 @@ def refuse_foreign(path: Path, named: str = "") -> None:
         probe.close()
 
 
+def open_locked(path: Path, named: str = "") -> TournamentDB:
+    """The tournament database at ``path``, its lock taken before SQLite opens it: opened under a
+    second name (a hard link) of a running tournament's database, SQLite would make that name's own
+    ``-wal`` and ``-shm`` and read the file without the running process's latest commits."""
+    if not is_database(path):
+        refuse_foreign(path, named)
+    held = lock_file(path)
+    try:
+        refuse_foreign(path, named)
+        return TournamentDB(path, held)
+    except BaseException:
+        held.close()
+        raise
+
+
 FINGERPRINT_NAMES = {"tc": "time_control", "margin": "margin_ms", "duplicate": "duplicate_dice", "tid": "name",
                      "tiebreak": "tiebreak_games/tiebreak_blocks", "bye": "bye_points", "sprt_stop": "sprt",
                      "engines": "engines (names or order)"}
@@ -172,10 +196,8 @@ def resume(target: str | Path, *, check_paths: bool = True) -> Opened:
         raise TournamentStateError(f"{target}: empty file, not a tournament file or database")
     if is_database(target):
         target = target.resolve() if target.is_symlink() else target  # its export and logs are beside it
-        refuse_foreign(target)
-        db = TournamentDB(target)
+        db = open_locked(target)
         try:
-            db.lock()
             cfg, meta = config_from_db(db, check_paths=check_paths)
         except BaseException:
             db.close()
@@ -185,10 +207,8 @@ def resume(target: str | Path, *, check_paths: bool = True) -> Opened:
         cfg = load_config(target, check_paths=check_paths)
         if not Path(cfg.output).exists():  # never started (or killed before its database existed)
             return start(cfg)
-        refuse_foreign(Path(cfg.output), f"{target}: output ")
-        db = TournamentDB(cfg.output)
+        db = open_locked(Path(cfg.output), f"{target}: output ")
         try:
-            db.lock()
             stored, meta = config_from_db(db, check_paths=False)
         except BaseException:
             db.close()

@@ -280,6 +280,7 @@ def cmd_run(args, resume: bool) -> int:
 
             cfg = load_config(args.file)
             _check_output(cfg.output, cfg.source_path)
+            api.refuse_start(cfg, overwrite=args.overwrite)  # locked or already started: before any engine starts
             if code := _preflight(console, cfg, cfg.output):
                 return code  # before the database exists: fix the command and `run` again
             opened = api.start(cfg, overwrite=args.overwrite)

@@ -18,13 +18,15 @@ import msgspec
 from arbiter.adjudication import Adjudication
 from arbiter.clock import DEFAULT_MARGIN_MS, parse_time_control
 from arbiter.enginefile import (ENGINE_KEYS, Checker, ConfigError, EngineDefaults, EnginesFile, EngineSpec,
-                                check_limits, check_sandbox, engine_options, engine_spec, toml_document)
-from arbiter.formats.match import MatchFormat
+                                check_limits, check_sandbox, engine_name, engine_options, engine_spec, toml_document)
+from arbiter.formats.match import MAX_GAMES, MatchFormat
 from arbiter.games import Game, OptionError, Utility, load_game
 from arbiter.hosting import Limits
 from arbiter.openings import ORDERS, OpeningsError, parse_openings
 from arbiter.records import Opening
 from protocol.messages import TimeControl
+
+from .director import ScheduleSpec
 
 __all__ = ["ConfigError", "EngineSpec", "TournamentConfig", "load_config", "parse_config", "game_kind"]
 
@@ -344,6 +346,26 @@ def _openings(c: Checker, doc: dict, game: Game, included: dict[str, str] | None
         raise ConfigError(str(exc)) from None
 
 
+def _check_size(c: Checker, spec: ScheduleSpec) -> None:
+    """Refuse an event of more than ``MAX_GAMES`` games (the bound of one match), counted without
+    planning it: the director plans every game, and ``rounds = 9223372036854775807`` ate all the
+    memory in ``check``. The error names the key that, made small, brings the count down."""
+    per, meetings, cycles = spec.most_games()
+    total = per * meetings * cycles
+    if total <= MAX_GAMES:
+        return
+    if per * meetings * (cycles // spec.rounds) <= MAX_GAMES:
+        key = "rounds"
+    elif spec.format == "knockout" and spec.match.games * meetings <= MAX_GAMES:
+        key = "tiebreak_games" if spec.tiebreak_games > spec.tiebreak_blocks else "tiebreak_blocks"
+    elif meetings <= MAX_GAMES:
+        key = "match" if spec.kind == "match" else "games"
+    else:
+        key = "engines"
+    raise c.error((key,), f"the event would have up to {total:,} games ({meetings:,} pairing(s) x {per:,} games x "
+                          f"{cycles:,} cycle(s)); at most {MAX_GAMES:,}")
+
+
 def parse_config(text: str, source: str = "<tournament>", check_paths: bool = True,
                  included: dict[str, str] | None = None) -> TournamentConfig:
     """``included``: the texts of the files the tournament file names (engines_file, openings) as
@@ -508,9 +530,7 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
                                                "[[engines]] tables with name and remote")
             engines_file.spec(use, defaults, check_paths)  # its own keys, errors at its own line
             e = {**engines_file.tables[use][1], **{k: v for k, v in e.items() if k != "use"}}
-        ename = c.get(e, "name", p, str)
-        if not ename.strip():
-            raise c.error(p + ("name",), "must not be empty")
+        ename = engine_name(c, e, p)
         if ename in seen:
             raise c.error(p + ("name",), f"duplicate engine name {ename!r} (also engines[{seen[ename]}])")
         seen[ename] = i
@@ -555,6 +575,10 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
         if rounds > max_rounds:
             raise c.error(("rounds",), f"{n} engines can play at most {max_rounds} swiss rounds "
                                        f"without repeat pairings")
+
+    _check_size(c, ScheduleSpec(tid="", n=n, kind=kind, num_seats=num_seats, format=fmt, match=match, games=games,
+                                rounds=rounds, candidates=tuple(candidates or (0,)), tiebreak_games=tb_games,
+                                tiebreak_blocks=tb_blocks, self_pairs=self_pairs))
 
     pin = c.get(doc, "pin", (), bool, False)
     if pin and not hasattr(os, "sched_setaffinity"):

@@ -19,6 +19,7 @@ commit order).
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -49,32 +50,68 @@ class TournamentLocked(RuntimeError):
     pass
 
 
-def lock_file(path: Path):
-    """``path``'s lock file, taken (TournamentLocked when another process holds it); held until
-    the returned file is closed or the process dies (kill -9 too). Beside the file itself: a
-    symbolic link to a running tournament's database finds its lock taken."""
-    f = open(str(Path(path).resolve()) + ".lock", "a+")
+class Lock:
+    """A database's lock: an flock on the database file itself (its inode, whatever name reaches
+    it: a hard link is another name for the same file) and one on ``<resolved path>.lock``, which
+    also holds the holder's pid for the refusal. ``fds``: what a forked worker must close, or the
+    lock would outlive the tournament process."""
+
+    def __init__(self, fds: tuple[int, ...]):
+        self.fds = fds
+
+    def close(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = ()
+
+
+def _flock(fd: int) -> bool:
+    """Take ``fd``'s flock without waiting: False when another open file holds it. A file system
+    that cannot flock (some network ones) counts as taken by us: the ``.lock`` file still guards."""
     try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        f.seek(0)
-        holder = f.read().strip()
-        f.close()
-        raise TournamentLocked(f"{path} is in use by another tournament process ({holder or 'unknown pid'})")
-    f.seek(0)
-    f.truncate()
-    f.write(f"pid {os.getpid()}\n")
-    f.flush()
-    return f
+        return False
+    except OSError as exc:
+        if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.EBADF, errno.EINVAL):
+            raise
+    return True
+
+
+def lock_file(path: Path) -> Lock:
+    """``path``'s lock, taken (TournamentLocked when another process holds it); held until the
+    returned ``Lock`` is closed or the process dies (kill -9 too). It follows the database file:
+    a symbolic or hard link to a running tournament's database finds it taken. The flock on the
+    database's own inode is independent of SQLite's POSIX record locks (Linux)."""
+    resolved = str(Path(path).resolve())
+    fds = [os.open(resolved, os.O_RDONLY | os.O_CLOEXEC)]
+    try:
+        if _flock(fds[0]):
+            fds.append(os.open(resolved + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644))
+            if _flock(fds[1]):
+                os.ftruncate(fds[1], 0)
+                os.pwrite(fds[1], f"pid {os.getpid()}\n".encode(), 0)
+                lock, fds = Lock(tuple(fds)), []
+                return lock
+        try:  # the holder's pid, when it reached the database by this name (a hard link's is unknown)
+            with open(resolved + ".lock") as f:
+                holder = f.read().strip()
+        except OSError:
+            holder = ""
+    finally:
+        for fd in fds:
+            os.close(fd)
+    raise TournamentLocked(f"{path} is in use by another tournament process ({holder or 'unknown pid'})")
 
 
 class TournamentDB:
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, held: Lock | None = None):
+        """``held``: the database's lock, taken before opening it (``api.open_locked``), released by ``close``."""
         self.path = Path(path)
         self.store = ResultsStore(self.path, export_jsonl=self.jsonl_path(self.path))
         self.db = self.store.db
         self.db.executescript(SCHEMA)
-        self._lock_file = None
+        self._lock_file = held
 
     @staticmethod
     def jsonl_path(path: Path) -> Path:
@@ -83,7 +120,7 @@ class TournamentDB:
     # --- locking: one running tournament process per database --------------------------------
 
     def lock(self) -> None:
-        """Take the database's lock file (released by the OS when the process dies, even by kill -9)."""
+        """Take the database's lock (``lock_file``; released by the OS when the process dies, even by kill -9)."""
         self._lock_file = lock_file(self.path)
 
     # --- meta ---------------------------------------------------------------------------------

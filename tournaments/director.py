@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import combinations
+from math import comb
 from typing import Collection, Iterator, Mapping
 
 from arbiter.formats.match import MatchFormat
@@ -137,6 +138,29 @@ class ScheduleSpec:
                    seed=seed, seeding=cfg.seeding, candidates=tuple(cfg.candidates or (0,)),
                    tiebreak_games=cfg.tiebreak_games, tiebreak_blocks=cfg.tiebreak_blocks, self_pairs=cfg.self_pairs,
                    bye_points=cfg.bye_points, openings=tuple(o.index - 1 for o in order))
+
+    def most_games(self) -> tuple[int, int, int]:
+        """(games per meeting, meetings per cycle, cycles) at most, counted the way ``Director``
+        pairs (without planning: ``rounds = 9223372036854775807`` would plan until memory ran
+        out); their product is never below the games the event can play."""
+        s, n = self, self.n
+        if s.kind == "match":
+            per = s.match.games
+            if s.format == "knockout":  # n - 1 matches, each with every tie-break block
+                return per + s.tiebreak_games * s.tiebreak_blocks, n - 1, 1
+            if s.format == "swiss":
+                return per, n // 2, s.rounds
+            if s.format == "gauntlet":
+                return per, len(s.candidates) * (n - len(s.candidates)), s.rounds
+            return per, n * (n - 1) // 2, s.rounds * (2 if s.format == "double_round_robin" else 1)
+        if s.kind == "solo":
+            return s.games, n, s.rounds
+        k = s.num_seats
+        if s.format == "gauntlet":
+            groups = len(s.candidates) * comb(n - len(s.candidates), k - 1)
+        else:
+            groups = comb(n, k) + (n if s.kind == "team" and s.self_pairs and k == 2 else 0)
+        return s.games, groups, s.rounds
 
 
 class Director:

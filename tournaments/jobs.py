@@ -54,8 +54,9 @@ class WorkerSetup(msgspec.Struct, frozen=True, kw_only=True):
     worker: int = 0
     parent_pid: int = 0
     """Local workers: the tournament process, which the worker must not outlive."""
-    lock_fd: int | None = None
-    """Local forked workers: the database lock's inherited descriptor, which they close."""
+    lock_fds: list[int] = []
+    """Local forked workers: the database lock's inherited descriptors, which they close (a lock
+    still open in a worker would outlive a killed tournament process)."""
     adjudication: Adjudication | None = None
     """The event's rules for ending games early (``[adjudication]``)."""
     speed_reference: float = 0.0

@@ -185,7 +185,7 @@ class Runner:
     def _setup(self, lanes: int = 1) -> WorkerSetup:
         cfg = self.cfg
         lock = self.db._lock_file
-        return WorkerSetup(parent_pid=os.getpid(), run_id=self.run_id, lock_fd=lock.fileno() if lock else None,
+        return WorkerSetup(parent_pid=os.getpid(), run_id=self.run_id, lock_fds=list(lock.fds) if lock else [],
                            db_marker=db_marker(self.db.path), game=cfg.game, game_options=cfg.game_options,
                            game_class=arbiter_games.game_class(cfg.game),
                            engines=[e.engine_config(hide=self._hidden()) for e in cfg.engines],

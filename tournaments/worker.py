@@ -136,9 +136,9 @@ def worker_main(conn: Any, setup: WorkerSetup) -> None:
         pass
     signal.signal(signal.SIGTERM, _on_term)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if setup.lock_fd is not None:  # forked: the database lock must go with the parent alone
+    for fd in setup.lock_fds:  # forked: the database lock must go with the parent alone
         try:
-            os.close(setup.lock_fd)
+            os.close(fd)
         except OSError:
             pass
     die_with_parent(setup.parent_pid)
