@@ -161,6 +161,10 @@ def test_a_hard_link_to_a_running_tournament_finds_it_locked(tmp_path):
         assert workers[0].is_running()
         lock_file(link).close()
         lock_file(db).close()
+        # Free now, but a second name never sees the -wal of the name that wrote the last commits.
+        refused = cli("resume", str(link))
+        assert refused.returncode == 2 and "has 2 names (hard links)" in " ".join(refused.stderr.split()), \
+            refused.stdout + refused.stderr
     finally:
         for w in workers:
             try:

@@ -163,6 +163,10 @@ def open_locked(path: Path, named: str = "") -> TournamentDB:
     held = lock_file(path)
     try:
         refuse_foreign(path, named)
+        if (names := os.stat(path).st_nlink) > 1:  # even with nobody running: A's -wal is not LINK's
+            raise TournamentStateError(f"{named}{path} has {names} names (hard links): SQLite keeps its latest "
+                                       f"commits in a -wal file beside the name that wrote them, which another "
+                                       f"name does not see; remove the other names (or copy the database) first")
         return TournamentDB(path, held)
     except BaseException:
         held.close()
