@@ -154,6 +154,22 @@ def test_knockout_has_one_champion_and_ties_go_to_tiebreak_games(n):
     assert any(g.tiebreak for g in log) or all(s.decided_by != "tiebreak" for s in plan.pairings)
 
 
+@pytest.mark.parametrize("n", [3, 5, 6, 11])
+def test_knockout_bound_on_games_counts_the_matches_after_byes(n):
+    """``check``'s "at most N games", the live "to go" and the ETA: with byes the first round has
+    few matches, and the bound counted only halvings of those (5 engines: 2 games for 8 played)."""
+    spec = match_spec("knockout", n, "games=2", tiebreak_games=2, tiebreak_blocks=2)
+    director = Director(spec)
+    bound = director.plan({}).max_remaining
+    assert bound == (n - 1) * (2 + 2 * 2)
+    _, _, results, _ = simulate(spec, random.Random(n))
+    assert len(results) <= bound
+    for k in range(len(results)):  # at every point: played + still possible covers what was played
+        partial = dict(list(results.items())[:k])
+        plan = Director(spec).plan(partial)
+        assert plan.played + plan.max_remaining >= len(results)
+
+
 def test_knockout_tiebreak_continues_until_a_block_is_won():
     spec = match_spec("knockout", 2, "games=2", tiebreak_games=2, tiebreak_blocks=3)
     director = Director(spec)

@@ -442,12 +442,9 @@ class Director:
             if not all(st.done for st in states):
                 if swiss:
                     future = (total_rounds - r) * (s.n // 2) * per_match
-                else:
-                    alive = sum(1 for st in states if st.pairing.kind == "match")
-                    future, m = 0, alive
-                    while m > 1:
-                        m //= 2
-                        future += m * per_match
+                else:  # every match knocks one engine out: n - 1 in all, byes or not
+                    planned = sum(1 for st in states_all if st.pairing.kind == "match")
+                    future = (s.n - 1 - planned) * per_match
                 return self._collect(states_all, total_rounds, r, future, finished_rounds=False)
         return self._collect(states_all, total_rounds, total_rounds, 0, finished_rounds=True)
 
