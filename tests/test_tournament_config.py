@@ -283,6 +283,12 @@ def test_an_engine_name_with_a_control_character_is_refused(name, shown):
                         f"line break ({shown})"
 
 
+def test_a_tournament_name_with_a_line_break_is_refused():
+    """It heads the report, the export's Event tag and the web page, on one line."""
+    text = GOOD.replace('name = "Test event"', 'name = "olympiad\\nforged line"')
+    assert err(text) == "t.toml:1: name: must not hold a control character or line break ('\\n' at position 9)"
+
+
 def test_control_characters_in_engine_names_are_refused_by_check_and_arbiter_match(tmp_path):
     """Through the commands, in real processes: one error line naming the key (and the line), exit
     2 as for every bad file or flag; an engines file's entry too; nothing started or written."""

@@ -18,7 +18,8 @@ import msgspec
 from arbiter.adjudication import Adjudication
 from arbiter.clock import DEFAULT_MARGIN_MS, parse_time_control
 from arbiter.enginefile import (ENGINE_KEYS, Checker, ConfigError, EngineDefaults, EnginesFile, EngineSpec,
-                                check_limits, check_sandbox, engine_name, engine_options, engine_spec, toml_document)
+                                check_limits, check_sandbox, engine_name, engine_options, engine_spec, name_problem,
+                                toml_document)
 from arbiter.formats.match import MAX_GAMES, MatchFormat
 from arbiter.games import Game, OptionError, Utility, load_game
 from arbiter.hosting import Limits
@@ -392,6 +393,8 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
     name = c.get(doc, "name", (), str, Path(source).stem)
     if not name.strip():
         raise c.error(("name",), "must not be empty (leave it out for the file's name)")
+    if problem := name_problem(name):  # it heads reports, exports and the web page, on one line
+        raise c.error(("name",), problem)
     openings, openings_order = _openings(c, doc, game, included, read)
     fmt = c.get(doc, "format", (), str, "round_robin")
     if fmt not in FORMATS:
