@@ -94,7 +94,7 @@ def start(cfg: TournamentConfig, *, overwrite: bool = False) -> Opened:
                                        f"`arbiter match` database?): name another output, or replace "
                                        f"them with --overwrite")
         remove_database(path)
-    seed = cfg.seed if cfg.seed is not None else secrets.token_hex(8)
+    seed = cfg.seed if cfg.seed is not None else secrets.token_hex(16)  # 128 bits: not to be found from revealed game seeds
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     staged = (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm"), TournamentDB.jsonl_path(tmp), Path(f"{tmp}.lock"))
