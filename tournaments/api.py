@@ -103,7 +103,7 @@ def start(cfg: TournamentConfig, *, overwrite: bool = False) -> Opened:
     if path.exists():
         refuse_start(cfg, overwrite=overwrite)
         remove_database(path)
-    seed = cfg.seed if cfg.seed is not None else secrets.token_hex(8)
+    seed = cfg.seed if cfg.seed is not None else secrets.token_hex(16)  # 128 bits: not to be found from revealed game seeds
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     staged = (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm"), TournamentDB.jsonl_path(tmp), Path(f"{tmp}.lock"))
