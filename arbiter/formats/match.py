@@ -79,22 +79,14 @@ def rotation(members: tuple[int, ...], game: int) -> tuple[int, ...]:
     return tuple(base[(s + rot) % k] for s in range(k))
 
 
-MATCH_STREAMS = "match"
-"""What the dice streams of ``Match`` and ``TableMatch`` games are named from: not the match id,
-which is drawn afresh for each run, so that the same master seed gives the same dice in a re-run
-(a master seed must therefore not be reused between competitive matches: a game's revealed seed
-would give away that game's dice in the next)."""
-
-
-def paired_opening(openings: list[Opening], number: int, block: int) -> tuple[Opening | None, str]:
-    """Game ``number``'s (1-based) opening and dice stream. With ``openings``: game ``number``
-    belongs to block ``(number - 1) // block``, whose games all start from the same opening (the
-    list repeats) on the same dice stream ``match|pair{k}`` (duplicate dice). Without: the initial
-    position (None) and the game's own stream ``match|{number}``."""
+def paired_opening(openings: list[Opening], match_id: str, number: int, block: int) -> tuple[Opening | None, str | None]:
+    """With ``openings``: game ``number`` (1-based) belongs to block ``(number - 1) // block``,
+    whose games all start from the same opening (the list repeats) on the same dice stream
+    ``{match_id}|pair{k}`` (duplicate dice). Without: (None, None)."""
     if not openings:
-        return None, stream_name(MATCH_STREAMS, number)
+        return None, None
     k = (number - 1) // block
-    return openings[k % len(openings)], f"{MATCH_STREAMS}|pair{k + 1}"
+    return openings[k % len(openings)], f"{match_id}|pair{k + 1}"
 
 
 RECENT = 5
@@ -360,9 +352,9 @@ class Match:
             return self.seating(number - 1)[::-1]
         return [0, 1] if self.fmt.schedule[number - 1] == "A" else [1, 0]
 
-    def opening(self, number: int) -> tuple[Opening | None, str]:
-        """Game ``number``'s opening (None: the initial position) and dice stream."""
-        return paired_opening(self.openings, number, 2)
+    def opening(self, number: int) -> tuple[Opening | None, str | None]:
+        """Game ``number``'s opening and dice stream (None, None: initial position, own dice)."""
+        return paired_opening(self.openings, self.match_id, number, 2)
 
     def _count(self, result: MatchResult, record: GameRecord, keep: bool = True) -> None:
         seating = self.seating(record.game_number)
@@ -511,7 +503,7 @@ class TableMatch:
         status = "interrupted"
         try:
             for number in range(len(result.records) + 1, self.games + 1):
-                opening, stream = paired_opening(self.openings, number, n)
+                opening, stream = paired_opening(self.openings, self.match_id, number, n)
                 record = series.play_game(number, self.seating(number), stream, opening=opening)
                 self._count(result, record)
                 if self.on_game:
