@@ -198,6 +198,7 @@ def _resume_match(args: argparse.Namespace) -> tuple[str, list[GameRecord], bool
     args.engine_option = setup.get("engine_option") or []
     args.openings, args.openings_played = None, setup.get("openings")
     args.option = [f"{k}={json.dumps(v)}" for k, v in setup["options"].items()]
+    args.stored_master = setup.get("master_seed")
     return match_id, done, setup.get("seeded", False)
 
 
@@ -222,22 +223,32 @@ def cmd_match(args: argparse.Namespace) -> int:
         fmt = MatchFormat.parse(args.format)
         _check_table_format(game, fmt, args)
         seed, _ = read_seed(args)
+        if stored := getattr(args, "stored_master", None):
+            if seed is not None:
+                raise ValueError("this match's master seed was drawn by the referee and is stored with it; "
+                                 "resume it without --seed, --seed-file or ARBITER_SEED")
+            seed = bytes.fromhex(stored)
         engine_options = parse_engine_options(args.engine_option, len(args.engine))
         adjudication = parse_adjudication(args, game)
         configs = tuple(dataclasses.replace(c, options={**c.options, **engine_options[i]})
                         for i, c in enumerate(_match_engines(args)))
         openings = _match_openings(args, game, seed)
+        drawn = None
+        if openings and seed is None:  # a pair's games share their dice: one master seed, kept for a resume
+            seed = drawn = os.urandom(32)
         hub = _open_hub(args, configs)
     except (OptionError, ValueError, KeyFileError) as exc:
         errors.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
-    if seeded and seed is None:
+    if seeded and seed is None:  # (a drawn seed is stored, never missing)
         errors.print("[bold yellow]warning:[/] the match was started with a master seed; without it the "
                       "remaining games get fresh dice (give the same --seed-file to keep them)")
     setup = dict(game=game.name, options=game.options, tc=tc.text, format=args.format, margin=args.margin,
                  sprt=args.sprt, engine_option=list(args.engine_option), max_plies=args.max_plies,
                  resign_moves=args.resign_moves, resign_score=args.resign_score,
-                 engine=list(args.engine), name=[c.name for c in configs], seeded=seed is not None,
+                 engine=list(args.engine), name=[c.name for c in configs],
+                 seeded=seed is not None and not (drawn or stored),
+                 **({"master_seed": (drawn or bytes.fromhex(stored)).hex()} if drawn or stored else {}),
                  **_openings_setup(args, openings))
     if hub is not None:
         configs = tuple(dataclasses.replace(c, endpoint=hub.endpoint) if c.participant else c for c in configs)

@@ -130,6 +130,30 @@ def test_match_openings_pairs_and_resume(tmp_path):
     assert not (tmp_path / "x.sqlite").exists()
 
 
+def test_match_openings_without_a_seed_resume_on_the_same_dice(tmp_path):
+    """A pair's two games share their dice; the master seed drawn for them (no --seed given) was
+    not kept, so a match interrupted between a pair's games gave the second game other dice."""
+    (tmp_path / "ein.txt").write_text(EINSTEIN)
+    db = tmp_path / "m.sqlite"
+    done = arbiter("match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM + " --seed 3", "--tc", "10",
+                   "--format", "games=4", "--openings", str(tmp_path / "ein.txt"), "--db", str(db), "--quiet")
+    assert done.returncode == 0, done.stdout + done.stderr
+    before = {r.game_number: (r.opening, r.players, r.dice_seed, r.rolls) for r in load_records(db)}
+    conn = sqlite3.connect(db)
+    with conn:  # interrupted after game 1: the middle of the first pair
+        conn.execute("DELETE FROM games WHERE game_number > 1")
+        conn.execute("UPDATE matches SET status = 'interrupted'")
+    conn.close()
+    refused = arbiter("match", "--resume", "--seed", "00ff", "--db", str(db), "--quiet")
+    assert refused.returncode == 2 and "drawn by the referee and is stored with it" in refused.stderr, refused.stderr
+    resumed = arbiter("match", "--resume", "--db", str(db), "--quiet")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    records = load_records(db)
+    assert {r.game_number: (r.opening, r.players, r.dice_seed, r.rolls) for r in records} == before
+    for g1, g2 in _pairs(records).values():
+        _check_pair(g1, g2)
+
+
 def _tournament(tmp_path, extra: str, engines: str = 'engines = ["rand-a", "rand-b"]') -> str:
     return f"""
 name = "suite"
