@@ -66,18 +66,25 @@ def test_on_start_failure_forfeit_keeps_playing_its_games_lost(tmp_path):
     assert "set on_start_failure" not in check.stderr
 
 
+def run_with_two_broken_engines(tmp_path: Path, head: str, sample: str) -> None:
+    """Run t.toml (``head``: the game and its format) with engines ghost (no such command) and
+    wraith (exits at once), which cannot start, and random (``sample_engines.<sample>``), under
+    ``on_start_failure = "forfeit"``: results in t.sqlite."""
+    path = tmp_path / "t.toml"
+    path.write_text(f'{head}\ntime_control = "10"\nseed = 1\n'
+                    f'on_start_failure = "forfeit"\noutput = "{tmp_path / "t.sqlite"}"\n'
+                    f'[[engines]]\nname = "ghost"\ncommand = "/nonexistent/engine"\n'
+                    f'[[engines]]\nname = "wraith"\ncommand = "{sys.executable} -c \'import sys; sys.exit(5)\'"\n'
+                    f'[[engines]]\nname = "random"\ncommand = "{{python}} -m sample_engines.{sample}"\n')
+    proc = run("tournaments", "run", str(path), "-q", "--no-report")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def test_two_engines_that_cannot_start_both_lose_their_game(tmp_path):
     """Neither of two broken engines may win the game between them (it once went to the one
     whose start failed second): both forfeit, 0 points each, and the game is left out of the
     ratings and the head-to-head tests; verify, export and import keep it so."""
-    path = tmp_path / "t.toml"
-    path.write_text(f'game = "einstein"\nmatch = "games=2"\ntime_control = "10"\nseed = 1\n'
-                    f'on_start_failure = "forfeit"\noutput = "{tmp_path / "t.sqlite"}"\n'
-                    f'[[engines]]\nname = "ghost"\ncommand = "/nonexistent/engine"\n'
-                    f'[[engines]]\nname = "wraith"\ncommand = "{sys.executable} -c \'import sys; sys.exit(5)\'"\n'
-                    f'[[engines]]\nname = "random"\ncommand = "{{python}} -m sample_engines.random_engine"\n')
-    proc = run("tournaments", "run", str(path), "-q", "--no-report")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run_with_two_broken_engines(tmp_path, 'game = "einstein"\nmatch = "games=2"', "random_engine")
     conn = sqlite3.connect(tmp_path / "t.sqlite")
     rows = conn.execute("SELECT players, returns, reason, forfeit_seat, record FROM games").fetchall()
     conn.close()
@@ -126,14 +133,7 @@ def broken_table(tmp_path: Path) -> dict:
     """A 3-seat A&A table (RU+UK, GE+JP, US) of two engines that cannot start and one that can,
     the seats rotated: in games 1 and 3 each alliance has a broken engine, in game 2 both sit
     with the Allies (seats 0 and 2). Returns the JSON report."""
-    path = tmp_path / "t.toml"
-    path.write_text(f'game = "aachess"\ngame_options = {{ seats = 3 }}\ntime_control = "10"\nseed = 1\n'
-                    f'on_start_failure = "forfeit"\noutput = "{tmp_path / "t.sqlite"}"\n'
-                    f'[[engines]]\nname = "ghost"\ncommand = "/nonexistent/engine"\n'
-                    f'[[engines]]\nname = "wraith"\ncommand = "{sys.executable} -c \'import sys; sys.exit(5)\'"\n'
-                    f'[[engines]]\nname = "random"\ncommand = "{{python}} -m sample_engines.aachess_random"\n')
-    proc = run("tournaments", "run", str(path), "-q", "--no-report")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run_with_two_broken_engines(tmp_path, 'game = "aachess"\ngame_options = { seats = 3 }', "aachess_random")
     conn = sqlite3.connect(tmp_path / "t.sqlite")
     rows = conn.execute("SELECT game_number, returns, json_extract(record, '$.forfeit_seats') FROM games"
                         " ORDER BY game_number").fetchall()
