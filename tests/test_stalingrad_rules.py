@@ -372,6 +372,17 @@ def test_sniper_removing_the_last_soviet_wins_at_once():
     assert s.returns() == [1.0] and where(s, "L1") == "x"
 
 
+def test_a_sniper_killing_a_leader_loses_at_once_before_it_is_removed():
+    """Victory and defeat are checked after every change of the counters. A sniper removes the
+    leader there, then is removed itself: when the leader's removal leaves the Soviet counters on
+    the map outnumbering the German counters, the game is lost at once; the sniper's own removal
+    comes too late to save it."""
+    s = pos("turn=1 step=move german=I1@3,L1@3,I2@4 soviet=8:1s?,9:1?,10:1? pool=-")
+    s.apply("I1:3-8;L1:3-8")  # 3 Soviet counters against 3 German; the sniper kills L1
+    assert where(s, "L1") == "x" and s.returns() == [-1.0]
+    assert s.end_detail() == "the Soviet counters on the map (3) outnumber the German counters (2) on turn 1"
+
+
 @pytest.mark.parametrize("max_turns, over", [(20, True), (21, False)])
 def test_turn_limit(max_turns, over):
     game = StalingradGame(max_turns=max_turns)

@@ -600,9 +600,15 @@ class StalingradState(State):
             self.s_up[area] = True
             special = ed.soviet[t].special
             if special == "sniper":
+                killed = False
                 for i in self.german_at(area):
                     if self.is_leader(i):
                         self.g_area[i] = 0
+                        killed = True
+                # the leader's removal is a change of the counters: a loss at once if the Soviets
+                # now outnumber the Germans, before the sniper is removed in its turn
+                if killed and self._check_end():
+                    return
                 self.s_type[area] = -1
                 self.s_up[area] = False
                 self.removed.append(t)
