@@ -411,6 +411,30 @@ def test_position_text_errors_are_precise():
         GAME.from_text("turn=1 step=move german=I1@3e soviet=8:1")
 
 
+@pytest.mark.parametrize("text, error", [
+    ("turn=2 step=infiltrate german=I1@3 soviet=8:1? pool=-", "step infiltrate needs counters in the pool"),
+    ("turn=2 step=draw:8 german=I1@3 soviet=8:1 pool=2", "needs an empty area 8"),
+    ("turn=2 step=draw:3 german=I1@3 soviet=8:1 pool=2", "needs an empty area 3"),
+    ("turn=1 step=setup german=- soviet=8:1?,9:1?,10:1?,11:2?,12:2? pool=3,1s,1s,2a", "step setup needs"),
+    ("turn=1 step=setup german=- soviet=8:1?,9:1?,10:1? pool=3", "step setup needs"),
+    ("turn=1 ast=0 step=roll:8 combat=0:666:6 german=A1@8,I1@3 soviet=8:1,9:1? pool=-", "does not fit a roll"),
+    ("turn=1 ast=0 step=roll:8 combat=0:6:6 german=A1@8,I1@3 soviet=8:1,9:1? pool=-", "does not fit a roll"),
+])
+def test_from_text_refuses_positions_play_cannot_go_on_from(text, error):
+    """from_text names what is wrong with a position the game could not continue from, instead
+    of accepting it and leaving the referee a chance node with no outcome (an infiltration or a
+    set-up draw with an empty pool), a draw that would overwrite a counter (the infiltrating
+    counter goes only to an empty area), a set-up with no shield left to fill, or a combat whose
+    dice never end (more dice rolled than the crosses and stars give, or Soviet dice before all
+    the German ones)."""
+    with pytest.raises(ValueError, match=error):
+        GAME.from_text(text)
+    ok = text.replace("combat=0:666:6", "combat=0:66:").replace("combat=0:6:6", "combat=0:6:")
+    if ok != text:  # the same combat with dice that fit is accepted
+        s = pos(ok)
+        roll(s, *([6] * (3 - len(s.gdice) - len(s.sdice))))
+
+
 def test_random_games_round_trip_and_observations_hide_face_down_counters():
     rng = random.Random(11)
     for _ in range(40):

@@ -977,8 +977,21 @@ class StalingradGame(Game):
             raise ValueError(f"stalingrad position: step {step}:{s.area} needs infantry or armor in area {s.area}")
         if step in (AIR, ROLL, DEPLETE) and not (s.german_at(s.area) and (s.s_type[s.area] >= 0 or step == DEPLETE)):
             raise ValueError(f"stalingrad position: step {step}:{s.area} needs a combat in area {s.area}")
-        if step == DRAW and not s.pool:
-            raise ValueError("stalingrad position: step draw needs counters in the pool")
+        if step in (DRAW, INFILTRATE) and not s.pool:
+            raise ValueError(f"stalingrad position: step {step} needs counters in the pool (with an empty "
+                             f"pool there is no infiltration)")
+        if step == DRAW and (s.s_type[s.area] >= 0 or s.area in s.g_area):
+            raise ValueError(f"stalingrad position: step draw:{s.area} needs an empty area {s.area}")
+        if step == SETUP:
+            free = [a for a in ed.shields if s.s_type[a] < 0]
+            if not free or len(s.pool) < len(free):
+                raise ValueError(f"stalingrad position: step setup needs a red-shield area without a counter "
+                                 f"and a counter in the pool for each ({len(free)} free, {len(s.pool)} in the pool)")
+        if step == ROLL:
+            g, sv = s.combat_dice()
+            if len(s.gdice) > g or len(s.sdice) >= sv or (s.sdice and len(s.gdice) < g):
+                raise ValueError(f"stalingrad position: combat {fields.get('combat')!r} does not fit a roll "
+                                 f"of {g} German and {sv} Soviet dice in area {s.area} (German dice first)")
         return s
 
 
