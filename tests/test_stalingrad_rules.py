@@ -339,6 +339,16 @@ def test_aftermath_after_a_soviet_win_keeps_the_counter():
     assert s.s_type[10] >= 0 and where(s, "A1") == "x" and where(s, "L1") == "10e"
 
 
+def test_the_combat_result_shown_at_a_deplete_step_comes_from_the_position():
+    """At a deplete step the request's state says who won the combat (``combat.result``); the
+    position text holds the dice, so a position read back with from_text shows the same result."""
+    s = pos("turn=1 ast=0 step=roll:8 german=A1@8,I1@8,I2@3 soviet=8:1,9:1? pool=-")
+    roll(s, 2, 6, 6)  # a tie and no leader: the Soviets win; A1 or I1 is depleted
+    assert s.step == "deplete" and s.observation_data(0)["combat"]["result"] == "soviet"
+    again = GAME.from_text(s.to_text())
+    assert again.observation_data(0) == s.observation_data(0)
+
+
 def test_leaders_are_never_depleted():
     s = pos("turn=1 ast=0 step=deplete:8 combat=0:66:1 german=A1@8,I1@8d,L1@8,I2@3 soviet=9:1? pool=-")
     with pytest.raises(IllegalMove, match="leaders are never depleted"):

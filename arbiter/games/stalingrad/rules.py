@@ -80,7 +80,7 @@ class StalingradState(State):
     """One position. Mutable; ``clone`` is cheap (a few short lists)."""
 
     __slots__ = ("game", "ed", "turn", "ast", "step", "area", "queue", "die1", "air", "gdice",
-                 "sdice", "g_area", "g_flip", "s_type", "s_up", "pool", "removed", "last_combat")
+                 "sdice", "g_area", "g_flip", "s_type", "s_up", "pool", "removed")
 
     def __init__(self, game: "StalingradGame"):
         self.game = game
@@ -105,7 +105,6 @@ class StalingradState(State):
         """Revealed (face up) by area."""
         self.pool = sorted(i for i, t in enumerate(self.ed.soviet) for _ in range(t.count))
         self.removed: list[int] = []
-        self.last_combat: tuple[str, str] | None = None
 
     # --- small queries (also the engines' library) -----------------------------------------
 
@@ -644,8 +643,7 @@ class StalingradState(State):
 
     def _aftermath(self) -> None:
         area = self.area
-        winner, why = combat_winner(self.gdice, self.sdice, self.leader_at(area))
-        self.last_combat = (winner, why)
+        winner, _ = combat_winner(self.gdice, self.sdice, self.leader_at(area))
         if winner == "german":
             self.removed.append(self.s_type[area])
             self.s_type[area] = -1
@@ -797,7 +795,8 @@ class StalingradState(State):
                               "stars": self.stars_at(self.area), "air_strike": self.air,
                               "german_dice": g, "soviet_dice": s,
                               "german_rolled": list(self.gdice), "soviet_rolled": list(self.sdice),
-                              "result": self.last_combat[0] if self.step == DEPLETE and self.last_combat else None}
+                              "result": combat_winner(self.gdice, self.sdice, self.leader_at(self.area))[0]
+                              if self.step == DEPLETE and self.gdice and self.sdice else None}
         if self.step in (AMBUSH, DEPLETE):
             data["candidates"] = [ed.german_ids[i] for i in self.deplete_candidates()]
         if self.step == MOVE:
@@ -838,7 +837,7 @@ class StalingradState(State):
         s.gdice, s.sdice = self.gdice[:], self.sdice[:]
         s.g_area, s.g_flip = self.g_area[:], self.g_flip[:]
         s.s_type, s.s_up = self.s_type[:], self.s_up[:]
-        s.pool, s.removed, s.last_combat = self.pool[:], self.removed[:], self.last_combat
+        s.pool, s.removed = self.pool[:], self.removed[:]
         return s
 
     def __repr__(self) -> str:
