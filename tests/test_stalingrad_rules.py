@@ -8,7 +8,7 @@ import pytest
 from arbiter.games import CHANCE, TERMINAL, IllegalMove, OptionError, load_game
 from arbiter.games.stalingrad import StalingradGame, combat_winner, dice_counts
 from arbiter.games.stalingrad.library import (deployment_text, example_plan, plan_text, random_deployment,
-                                              random_moves)
+                                              random_moves, solved_moves)
 
 GAME = StalingradGame()
 
@@ -211,6 +211,21 @@ def test_leader_stacking_is_waived_only_when_no_plan_can_meet_it():
     assert s.leaders_can_all_be_stacked()
     assert "would be alone in area 7" in problems(s, "L1:10-7")
     s.check_move("L1:10-6-2", 0)
+
+
+def test_the_exact_leader_solution_respects_stacking():
+    """The library's exact plan (``solved_moves``, the fallback of ``random_moves``) stacks every
+    leader with a unit without breaking the stacking limit: a unit joins a leader only where no
+    unit stays, never as a third infantry/armor counter."""
+    s = pos("turn=1 step=move german=I1@3,I2@4,I3@2,I4@2,I5@5,I6@4,A1@3,A2@5,L1@2,L2@3 "
+            "soviet=8:1?,9:1?,10:2?,11:1?,12:1s? pool=2,3,1s,2a")
+    s.check_move(plan_text(s, solved_moves(s)), 0)
+    s = pos("turn=2 step=move german=I1@9d,I2@4,I3@6,I4@2,I5@3,I6@3,A1@9,A2@5,L1@2,L2@3 "
+            "soviet=8:1?,9:1,10:2?,11:1?,12:1s? pool=2,3,1s,2a")
+    s.check_move(plan_text(s, solved_moves(s)), 0)
+    s = pos("turn=3 step=move german=L1@10,I1@2 soviet=10:1,12:1? pool=-")  # L1 must leave
+    assert plan_text(s, solved_moves(s)) in ("L1:10-6-2", "I1:2-6;L1:10-6")
+    s.check_move(plan_text(s, solved_moves(s)), 0)
 
 
 def test_random_plans_are_always_legal():

@@ -237,7 +237,15 @@ class StalingradState(State):
         if found is None:
             return None
         areas, match = found
-        return dict(zip(leaders, areas)), {u: areas[k] for u, k in match.items()}
+        going = {u: areas[k] for u, k in match.items() if areas[k] != self.g_area[u]}
+        while True:  # a unit joins a leader's area only where no unit stays: stacking holds
+            staying = {self.g_area[u] for u in units if u not in going}
+            late = [u for u, a in going.items() if a in staying]
+            if not late:
+                break
+            for u in late:
+                del going[u]
+        return dict(zip(leaders, areas)), going
 
     def deplete_candidates(self, area: int | None = None) -> list[int]:
         return self.units_at(self.area if area is None else area)
