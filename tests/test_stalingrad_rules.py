@@ -460,6 +460,17 @@ def test_from_text_refuses_positions_play_cannot_go_on_from(text, error):
         roll(s, *([6] * (3 - len(s.gdice) - len(s.sdice))))
 
 
+def test_a_combat_is_never_against_a_face_down_counter():
+    """Deadly Surprise turns every face-down counter in a contested area face up before the
+    combats, so a position at a combat step with the defender still face down cannot occur:
+    from_text refuses it (the request's state would show the hidden counter's stars)."""
+    for step in ("air:8", "roll:8"):
+        with pytest.raises(ValueError, match="face up"):
+            GAME.from_text(f"turn=1 ast=2 step={step} german=A1@8,I2@3 soviet=8:3?,9:1? pool=-")
+        s = pos(f"turn=1 ast=2 step={step} german=A1@8,I2@3 soviet=8:3,9:1? pool=-")
+        assert s.observation_data(0)["combat"]["stars"] == 3 + 1
+
+
 def test_random_games_round_trip_and_observations_hide_face_down_counters():
     rng = random.Random(11)
     for _ in range(40):

@@ -984,6 +984,9 @@ class StalingradGame(Game):
             raise ValueError(f"stalingrad position: step {step}:{s.area} needs infantry or armor in area {s.area}")
         if step in (AIR, ROLL, DEPLETE) and not (s.german_at(s.area) and (s.s_type[s.area] >= 0 or step == DEPLETE)):
             raise ValueError(f"stalingrad position: step {step}:{s.area} needs a combat in area {s.area}")
+        if step in (AIR, ROLL) and not s.s_up[s.area]:
+            raise ValueError(f"stalingrad position: step {step}:{s.area} needs the Soviet counter in area "
+                             f"{s.area} face up (Deadly Surprise reveals it before the combat)")
         if step in (DRAW, INFILTRATE) and not s.pool:
             raise ValueError(f"stalingrad position: step {step} needs counters in the pool (with an empty "
                              f"pool there is no infiltration)")
