@@ -174,3 +174,24 @@ def test_the_rules_document_states_the_project_edition():
         row = next(line for line in doc.splitlines() if line.startswith(f"| {t.count} (`") and f"| {kind} " in line)
         assert f"| {t.movement} |" in row and f"{t.crosses[0]} cross" in row.split("|")[4] \
             and f"{t.crosses[1]} cross" in row.split("|")[5], row
+
+
+def test_the_rules_document_examples_are_one_valid_position():
+    """The position text example of docs/games/stalingrad.md is a full position from_text reads
+    (every counter of the edition on the map, in the pool or removed), and the example request
+    state beside it shows what the German player sees of that position."""
+    import re
+    from pathlib import Path
+
+    from arbiter.games.stalingrad import StalingradGame
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "games" / "stalingrad.md").read_text(encoding="utf-8")
+    text = re.search(r"^turn=\S+ .*$", doc[doc.index("## Position text"):], re.M).group(0)
+    state = StalingradGame().from_text(text)
+    assert state.to_text() == text
+    data = state.observation_data(0)
+    example = doc[doc.index("```python", doc.index("## What the engine sees")):]
+    example = re.sub(r"#[^\n]*", "", example).replace("True", "true").replace("False", "false")
+    for key in ("turn", "ast", "eliminated", "soviet", "pool", "removed", "unseen"):
+        at = example.index(f'"{key}": ') + len(key) + 4
+        assert json.JSONDecoder().raw_decode(example, at)[0] == data[key], key
