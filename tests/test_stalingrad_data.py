@@ -179,7 +179,8 @@ def test_the_rules_document_states_the_project_edition():
 def test_the_rules_document_examples_are_one_valid_position():
     """The position text example of docs/games/stalingrad.md is a full position from_text reads
     (every counter of the edition on the map, in the pool or removed), and the example request
-    state beside it shows what the German player sees of that position."""
+    state beside it shows what the German player sees of that position (an armor's reachable
+    areas stop at the Soviet areas it enters)."""
     import re
     from pathlib import Path
 
@@ -192,6 +193,8 @@ def test_the_rules_document_examples_are_one_valid_position():
     data = state.observation_data(0)
     example = doc[doc.index("```python", doc.index("## What the engine sees")):]
     example = re.sub(r"#[^\n]*", "", example).replace("True", "true").replace("False", "false")
-    for key in ("turn", "ast", "eliminated", "soviet", "pool", "removed", "unseen"):
+    for key in ("turn", "ast", "eliminated", "soviet", "pool", "removed", "unseen", "must_leave"):
         at = example.index(f'"{key}": ') + len(key) + 4
         assert json.JSONDecoder().raw_decode(example, at)[0] == data[key], key
+    at = example.index('"A1": ', example.index('"moves": ')) + 6
+    assert json.JSONDecoder().raw_decode(example, at)[0] == data["moves"]["A1"]
