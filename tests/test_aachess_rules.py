@@ -146,6 +146,28 @@ def test_planes_must_be_able_to_land_after_combat():
     s.move("1 bmb : Germany > West Europe > North Sea Zone > United Kingdom", True)  # 3 left: back home
 
 
+def test_the_landing_spot_of_a_combat_flight_must_be_reachable_without_crossing_a_neutral():
+    """Rules (docs/games/aachess.md, movement): planes may not fly over neutrals, and in the combat
+    move a plane must keep enough moves to reach a landing spot. A landing spot it could reach
+    only across a neutral is out of its reach: the flight is refused, not allowed to end in a
+    plane that cannot land."""
+    s = blank("US")
+    for space in ("Panama", "New Zealand"):  # the landing spots near Peru Sea Zone become enemy land
+        s.owner[s.board.space(space)] = s.board.power("JP")
+    s.start_owner = list(s.owner)
+    put(s, "sub", "JP", "Peru Sea Zone")
+    bomber = put(s, "bmb", "US", "Brazil")[0]
+    # 4 of its 6 moves to the battle: 2 left. Brazil is 2 away only across the neutral Peru or
+    # Argentina-Chile; without them it is 4 away (West Panama, Carribean, North Brazil sea zones).
+    with pytest.raises(IllegalMove, match="could not land"):
+        s.clone().move("1 bmb : Brazil > North Brazil Sea Zone > Carribean Sea Zone > West Panama Sea Zone "
+                       "> Peru Sea Zone", True)
+    s.owner[s.board.space("Panama")] = s.board.power("US")
+    s.start_owner = list(s.owner)  # Panama, 2 away by sea zones, is a landing spot again
+    s.move("1 bmb : Brazil > North Brazil Sea Zone > Carribean Sea Zone > West Panama Sea Zone > Peru Sea Zone", True)
+    assert where(s, bomber) == "Peru Sea Zone"
+
+
 def test_canal_needs_both_suez_territories():
     s = blank("GE")
     put(s, "bb", "GE", "East Mediteranean Sea Zone")

@@ -238,8 +238,9 @@ class AAChessState(State):
         return 2 * sum(1 for u in here if u.t == "cv") - sum(1 for u in here if u.t == "ftr")
 
     def landing_distance(self, p: int, s: int, fighter: bool, limit: int) -> int | None:
-        """Fewest steps from s to a landing spot within ``limit`` (None: none in reach)."""
-        adj = self.board.adjacent
+        """Fewest steps from s to a landing spot within ``limit`` (None: none in reach), flown
+        as planes fly: not over or into a neutral."""
+        b = self.board
         frontier, seen = [s], {s}
         for d in range(limit + 1):
             for x in frontier:
@@ -247,8 +248,8 @@ class AAChessState(State):
                     return d
             nxt = []
             for x in frontier:
-                for y in adj[x]:
-                    if y not in seen:
+                for y in b.adjacent[x]:
+                    if y not in seen and not (b.neutral[y] and self.owner[y] is None):
                         seen.add(y)
                         nxt.append(y)
             frontier = nxt
