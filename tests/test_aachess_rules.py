@@ -219,6 +219,31 @@ def test_strategic_bombing_two_and_a_half_per_bomber_capped():
     assert s2.pus[2] == 0
 
 
+def test_bombing_damage_is_the_total_of_every_raid_on_the_same_power_rounded_down_once():
+    """Rules §5: each bomber that survives AA fire costs the enemy 2.5 PUs from its treasury, and
+    the total is rounded down. One bomber on each of Russia's two complexes costs Russia 5 PUs
+    (2 × 2.5), not 2 + 2: the half PUs of raids on the same power's complexes in one combat move
+    add up before the total is rounded down; raids on different powers are counted apart."""
+    s = blank("GE")
+    put(s, "ic", "RU", "Russia")
+    put(s, "ic", "RU", "Karelia S.S.R.")
+    put(s, "ic", "UK", "United Kingdom")
+    put(s, "bmb", "GE", "East Europe", 2)
+    put(s, "bmb", "GE", "Germany")
+    s.pus[0], s.pus[2] = 30, 30
+    s.apply("bomb 1 bmb : East Europe > Karelia S.S.R.; bomb 1 bmb : East Europe > Karelia S.S.R. > Russia; "
+            "bomb 1 bmb : Germany > West Europe > North Sea Zone > United Kingdom")
+    assert s.pus[0] == 25 and s.pus[2] == 28
+    # ryof6 rolls the half PU of the power's total: 2 bombers on Russia leave none to roll.
+    r = blank("GE", variant="ryof6")
+    put(r, "ic", "RU", "Russia")
+    put(r, "ic", "RU", "Karelia S.S.R.")
+    put(r, "bmb", "GE", "East Europe", 2)
+    r.pus[0] = 30
+    r.apply("bomb 1 bmb : East Europe > Karelia S.S.R.; bomb 1 bmb : East Europe > Karelia S.S.R. > Russia")
+    assert r.current_player() != CHANCE and r.pus[0] == 25
+
+
 def test_ryof6_bombing_rolls_the_half_pu():
     s = blank("GE", variant="ryof6")
     put(s, "ic", "UK", "United Kingdom")

@@ -989,12 +989,16 @@ class AAChessState(State):
                         + f" → {self.board.powers[victim].code} loses {damage} PUs ({self.pus[victim]} left)")
 
     def _raid(self) -> None:
+        """Resolve the raids on one enemy power's complexes. Rules §5: each surviving bomber costs
+        the enemy 2.5 PUs and the total is rounded down (capped by its treasury), so the raids of
+        this combat move on the same power's complexes are added up before the rounding."""
         s, ids = next(iter(self.raids.items()))
-        bombers = [i for i in ids if i in self.units]
         victim = self.owner[s]
-        if victim is None or not self.enemies(self.mover, victim) or not bombers:
+        if victim is None or not self.enemies(self.mover, victim) or not any(i in self.units for i in ids):
             del self.raids[s]
             return
+        spaces = [t for t in self.raids if self.owner[t] == victim]
+        bombers = [i for t in spaces for i in self.raids[t] if i in self.units]
         heavy = self.has_tech(self.mover, "heavy")
         dice = 3 * len(bombers) if heavy else len(bombers)  # a heavy bomber raids with three dice
         if combat.bombing_roll_needed(dice, self.variant) and self.raid_die is None:
@@ -1003,10 +1007,11 @@ class AAChessState(State):
         die, self.raid_die = self.raid_die, None
         damage = combat.bombing_damage(dice, self.pus[victim], self.variant, die)
         self.pus[victim] -= damage
-        del self.raids[s]
-        self.log.append(f"raid on {self.board.names[s]}: {len(bombers)} {'heavy ' if heavy else ''}bomber(s) × "
-                        f"{'7.5' if heavy else '2.5'} → {self.board.powers[victim].code} loses {damage} PUs "
-                        f"({self.pus[victim]} left)")
+        for t in spaces:
+            del self.raids[t]
+        self.log.append(f"raid on {', '.join(self.board.names[t] for t in spaces)}: {len(bombers)} "
+                        f"{'heavy ' if heavy else ''}bomber(s) × {'7.5' if heavy else '2.5'} → "
+                        f"{self.board.powers[victim].code} loses {damage} PUs ({self.pus[victim]} left)")
 
     # --- battles ----------------------------------------------------------------------------------
 
