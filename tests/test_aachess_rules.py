@@ -298,6 +298,31 @@ def test_stalled_battle_forces_a_retreat_under_orthodox():
     assert s.units[2].at == s.board.space("Ukraine S.S.R.")
 
 
+def test_the_stalled_battle_rule_covers_every_variant_that_carries_nothing():
+    """Project rule (docs/games/aachess.md, rules §3 *Stalled battles*): under a variant with
+    nothing carried from round to round (`orthodox`, `ryof` and `ryof6` alike), a round in which
+    neither side loses a unit ends the battle: the attacker must retreat. The rules page names every
+    such variant."""
+    from pathlib import Path
+
+    from arbiter.games.aachess.combat import CARRY_VARIANTS, VARIANTS
+    plain = [v for v in VARIANTS if v not in CARRY_VARIANTS]
+    assert plain == ["orthodox", "ryof", "ryof6"]
+    for variant in plain:
+        s = blank("GE", variant=variant)
+        put(s, "inf", "RU", "Caucasus")
+        put(s, "arm", "GE", "Ukraine S.S.R.")
+        s.apply("1 arm : Ukraine S.S.R. > Caucasus")  # 3 against 2
+        while s.current_player() == CHANCE:
+            s.apply_chance(6)  # every rolled remainder misses
+        assert s.decision_kind() == "retreat" and s.legal_moves() == ["retreat Ukraine S.S.R."], variant
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "games" / "aachess.md").read_text(encoding="utf-8")
+    section = doc[doc.index("**Stalled battles**"):doc.index("### §4")]
+    bullet = doc[doc.index("* **Stalled battle**"):doc.index("* `cofr`: when the battle ends")]
+    for variant in plain:
+        assert f"`{variant}`" in section and f"`{variant}`" in bullet, variant
+
+
 def test_stalled_amphibious_attackers_are_destroyed():
     s = blank("UK", variant="orthodox")
     put(s, "trn", "UK", "North Sea Zone")
