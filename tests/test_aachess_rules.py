@@ -111,6 +111,27 @@ def test_transport_capacity_load_and_amphibious_assault():
         s.clone().move(f"#{trn.id} : North Sea Zone > Baltic Sea Zone", True)
 
 
+def test_a_land_unit_loaded_in_the_combat_move_does_not_unload_in_the_non_combat_move():
+    """Rules (docs/games/aachess.md, movement): land and sea units that moved in the combat move do
+    not move in the non-combat move; only planes do. Loading onto a transport is a move, so a unit
+    loaded in the combat move stays aboard for the non-combat move (one loaded and unloaded in
+    the combat move itself is an amphibious assault, or a landing on friendly land)."""
+    s = blank("UK")
+    put(s, "trn", "UK", "North Sea Zone")
+    (inf,) = put(s, "inf", "UK", "United Kingdom")
+    s.apply("1 inf : United Kingdom > North Sea Zone")  # loaded in the combat move
+    assert s.decision_kind() == "noncombat_move" and s.units[inf.id].has("cm")
+    with pytest.raises(IllegalMove, match="moved in the combat move"):
+        s.check_move("1 inf : North Sea Zone > United Kingdom")
+    # Loaded in the non-combat move, it may sail and unload there too.
+    t = blank("UK", "noncombat_move")
+    put(t, "trn", "UK", "North Sea Zone")
+    (inf,) = put(t, "inf", "UK", "United Kingdom")
+    t.apply("1 inf : United Kingdom > North Sea Zone; 1 trn : North Sea Zone > East Canada Sea Zone; "
+            "1 inf : East Canada Sea Zone > East Canada")
+    assert where(t, inf) == "East Canada"
+
+
 def test_transport_carries_its_cargo_and_one_armor_fills_it():
     s = blank("UK")
     (t,) = put(s, "trn", "UK", "North Sea Zone")

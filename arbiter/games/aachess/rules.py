@@ -669,6 +669,8 @@ class AAChessState(State):
             raise IllegalMove("move land, air and sea units in separate moves")
         kind = kinds.pop()
         for u in units:
+            if not combat and u.has("cm") and kind != "air":
+                raise IllegalMove(f"{u.t} #{u.id} moved in the combat move; only planes move again")
             if kind == "land" and u.on >= 0:
                 continue  # unloading: checked in _move_land
             if self.remaining(u) < steps:
@@ -677,8 +679,6 @@ class AAChessState(State):
                 raise IllegalMove(f"{u.t} #{u.id} may not move again this turn")
             if combat and u.has("stop"):
                 raise IllegalMove(f"{u.t} #{u.id} entered a battle space and stops there")
-            if not combat and u.has("cm") and kind != "air":
-                raise IllegalMove(f"{u.t} #{u.id} moved in the combat move; only planes move again")
         if raid and (kind != "air" or any(u.t != "bmb" for u in units) or not combat):
             raise IllegalMove("only bombers fly bombing raids, in the combat move")
         if kind == "air":
