@@ -132,6 +132,24 @@ def test_a_land_unit_loaded_in_the_combat_move_does_not_unload_in_the_non_combat
     assert where(t, inf) == "East Canada"
 
 
+def test_cargo_of_a_transport_that_fought_a_sea_battle_stays_aboard_for_the_turn():
+    """Rules (docs/games/aachess.md): land and sea units in a battle stay there for the turn, and
+    units cannot unload from a sea zone holding enemy units [project rule: clear the sea zone on an
+    earlier turn]. A transport's cargo is in the battle with it: once the sea battle is won, the
+    cargo does not unload in the non-combat move either, whenever it was loaded."""
+    s = blank("UK")
+    put(s, "trn", "GE", "North Sea Zone")
+    put(s, "bb", "UK", "East Canada Sea Zone", 2)
+    (trn,) = put(s, "trn", "UK", "East Canada Sea Zone")
+    (inf,) = put(s, "inf", "UK", "East Canada Sea Zone")
+    inf.on = trn.id  # loaded on an earlier turn
+    s.apply("2 bb, 1 trn : East Canada Sea Zone > North Sea Zone")  # 8 against 1: the German transport sinks
+    assert s.decision_kind() == "noncombat_move" and not s.hostile(s.mover, s.board.space("North Sea Zone"))
+    assert s.units[inf.id].on == trn.id
+    with pytest.raises(IllegalMove, match="may not move again"):
+        s.check_move("1 inf : North Sea Zone > United Kingdom")
+
+
 def test_transport_carries_its_cargo_and_one_armor_fills_it():
     s = blank("UK")
     (t,) = put(s, "trn", "UK", "North Sea Zone")

@@ -671,12 +671,12 @@ class AAChessState(State):
         for u in units:
             if not combat and u.has("cm") and kind != "air":
                 raise IllegalMove(f"{u.t} #{u.id} moved in the combat move; only planes move again")
+            if u.has("done"):  # also cargo that was in a sea battle: it stays there for the turn
+                raise IllegalMove(f"{u.t} #{u.id} may not move again this turn")
             if kind == "land" and u.on >= 0:
                 continue  # unloading: checked in _move_land
             if self.remaining(u) < steps:
                 raise IllegalMove(f"{u.t} #{u.id} has {self.remaining(u)} move(s) left, the path needs {steps}")
-            if u.has("done") and not (kind == "land" and u.on >= 0):
-                raise IllegalMove(f"{u.t} #{u.id} may not move again this turn")
             if combat and u.has("stop"):
                 raise IllegalMove(f"{u.t} #{u.id} entered a battle space and stops there")
         if raid and (kind != "air" or any(u.t != "bmb" for u in units) or not combat):
