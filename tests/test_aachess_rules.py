@@ -111,6 +111,45 @@ def test_transport_capacity_load_and_amphibious_assault():
         s.clone().move(f"#{trn.id} : North Sea Zone > Baltic Sea Zone", True)
 
 
+def test_a_land_unit_loaded_in_the_combat_move_does_not_unload_in_the_non_combat_move():
+    """Rules (docs/games/aachess.md, movement): land and sea units that moved in the combat move do
+    not move in the non-combat move; only planes do. Loading onto a transport is a move, so a unit
+    loaded in the combat move stays aboard for the non-combat move (one loaded and unloaded in
+    the combat move itself is an amphibious assault, or a landing on friendly land)."""
+    s = blank("UK")
+    put(s, "trn", "UK", "North Sea Zone")
+    (inf,) = put(s, "inf", "UK", "United Kingdom")
+    s.apply("1 inf : United Kingdom > North Sea Zone")  # loaded in the combat move
+    assert s.decision_kind() == "noncombat_move" and s.units[inf.id].has("cm")
+    with pytest.raises(IllegalMove, match="moved in the combat move"):
+        s.check_move("1 inf : North Sea Zone > United Kingdom")
+    # Loaded in the non-combat move, it may sail and unload there too.
+    t = blank("UK", "noncombat_move")
+    put(t, "trn", "UK", "North Sea Zone")
+    (inf,) = put(t, "inf", "UK", "United Kingdom")
+    t.apply("1 inf : United Kingdom > North Sea Zone; 1 trn : North Sea Zone > East Canada Sea Zone; "
+            "1 inf : East Canada Sea Zone > East Canada")
+    assert where(t, inf) == "East Canada"
+
+
+def test_cargo_of_a_transport_that_fought_a_sea_battle_stays_aboard_for_the_turn():
+    """Rules (docs/games/aachess.md): land and sea units in a battle stay there for the turn, and
+    units cannot unload from a sea zone holding enemy units [project rule: clear the sea zone on an
+    earlier turn]. A transport's cargo is in the battle with it: once the sea battle is won, the
+    cargo does not unload in the non-combat move either, whenever it was loaded."""
+    s = blank("UK")
+    put(s, "trn", "GE", "North Sea Zone")
+    put(s, "bb", "UK", "East Canada Sea Zone", 2)
+    (trn,) = put(s, "trn", "UK", "East Canada Sea Zone")
+    (inf,) = put(s, "inf", "UK", "East Canada Sea Zone")
+    inf.on = trn.id  # loaded on an earlier turn
+    s.apply("2 bb, 1 trn : East Canada Sea Zone > North Sea Zone")  # 8 against 1: the German transport sinks
+    assert s.decision_kind() == "noncombat_move" and not s.hostile(s.mover, s.board.space("North Sea Zone"))
+    assert s.units[inf.id].on == trn.id
+    with pytest.raises(IllegalMove, match="may not move again"):
+        s.check_move("1 inf : North Sea Zone > United Kingdom")
+
+
 def test_transport_carries_its_cargo_and_one_armor_fills_it():
     s = blank("UK")
     (t,) = put(s, "trn", "UK", "North Sea Zone")
@@ -144,6 +183,28 @@ def test_planes_must_be_able_to_land_after_combat():
     with pytest.raises(IllegalMove, match="could not land"):
         s.clone().move("1 ftr : Germany > West Europe > North Sea Zone > United Kingdom", True)
     s.move("1 bmb : Germany > West Europe > North Sea Zone > United Kingdom", True)  # 3 left: back home
+
+
+def test_the_landing_spot_of_a_combat_flight_must_be_reachable_without_crossing_a_neutral():
+    """Rules (docs/games/aachess.md, movement): planes may not fly over neutrals, and in the combat
+    move a plane must keep enough moves to reach a landing spot. A landing spot it could reach
+    only across a neutral is out of its reach: the flight is refused, not allowed to end in a
+    plane that cannot land."""
+    s = blank("US")
+    for space in ("Panama", "New Zealand"):  # the landing spots near Peru Sea Zone become enemy land
+        s.owner[s.board.space(space)] = s.board.power("JP")
+    s.start_owner = list(s.owner)
+    put(s, "sub", "JP", "Peru Sea Zone")
+    bomber = put(s, "bmb", "US", "Brazil")[0]
+    # 4 of its 6 moves to the battle: 2 left. Brazil is 2 away only across the neutral Peru or
+    # Argentina-Chile; without them it is 4 away (West Panama, Carribean, North Brazil sea zones).
+    with pytest.raises(IllegalMove, match="could not land"):
+        s.clone().move("1 bmb : Brazil > North Brazil Sea Zone > Carribean Sea Zone > West Panama Sea Zone "
+                       "> Peru Sea Zone", True)
+    s.owner[s.board.space("Panama")] = s.board.power("US")
+    s.start_owner = list(s.owner)  # Panama, 2 away by sea zones, is a landing spot again
+    s.move("1 bmb : Brazil > North Brazil Sea Zone > Carribean Sea Zone > West Panama Sea Zone > Peru Sea Zone", True)
+    assert where(s, bomber) == "Peru Sea Zone"
 
 
 def test_canal_needs_both_suez_territories():
@@ -195,6 +256,31 @@ def test_strategic_bombing_two_and_a_half_per_bomber_capped():
     s2.pus[2] = 4
     s2.apply("bomb 3 bmb : Germany > West Europe > North Sea Zone > United Kingdom")
     assert s2.pus[2] == 0
+
+
+def test_bombing_damage_is_the_total_of_every_raid_on_the_same_power_rounded_down_once():
+    """Rules §5: each bomber that survives AA fire costs the enemy 2.5 PUs from its treasury, and
+    the total is rounded down. One bomber on each of Russia's two complexes costs Russia 5 PUs
+    (2 × 2.5), not 2 + 2: the half PUs of raids on the same power's complexes in one combat move
+    add up before the total is rounded down; raids on different powers are counted apart."""
+    s = blank("GE")
+    put(s, "ic", "RU", "Russia")
+    put(s, "ic", "RU", "Karelia S.S.R.")
+    put(s, "ic", "UK", "United Kingdom")
+    put(s, "bmb", "GE", "East Europe", 2)
+    put(s, "bmb", "GE", "Germany")
+    s.pus[0], s.pus[2] = 30, 30
+    s.apply("bomb 1 bmb : East Europe > Karelia S.S.R.; bomb 1 bmb : East Europe > Karelia S.S.R. > Russia; "
+            "bomb 1 bmb : Germany > West Europe > North Sea Zone > United Kingdom")
+    assert s.pus[0] == 25 and s.pus[2] == 28
+    # ryof6 rolls the half PU of the power's total: 2 bombers on Russia leave none to roll.
+    r = blank("GE", variant="ryof6")
+    put(r, "ic", "RU", "Russia")
+    put(r, "ic", "RU", "Karelia S.S.R.")
+    put(r, "bmb", "GE", "East Europe", 2)
+    r.pus[0] = 30
+    r.apply("bomb 1 bmb : East Europe > Karelia S.S.R.; bomb 1 bmb : East Europe > Karelia S.S.R. > Russia")
+    assert r.current_player() != CHANCE and r.pus[0] == 25
 
 
 def test_ryof6_bombing_rolls_the_half_pu():
@@ -249,6 +335,31 @@ def test_stalled_battle_forces_a_retreat_under_orthodox():
     s.apply("retreat Ukraine S.S.R.")
     assert any("stalled" in line for line in s.log)
     assert s.units[2].at == s.board.space("Ukraine S.S.R.")
+
+
+def test_the_stalled_battle_rule_covers_every_variant_that_carries_nothing():
+    """Project rule (docs/games/aachess.md, rules §3 *Stalled battles*): under a variant with
+    nothing carried from round to round (`orthodox`, `ryof` and `ryof6` alike), a round in which
+    neither side loses a unit ends the battle: the attacker must retreat. The rules page names every
+    such variant."""
+    from pathlib import Path
+
+    from arbiter.games.aachess.combat import CARRY_VARIANTS, VARIANTS
+    plain = [v for v in VARIANTS if v not in CARRY_VARIANTS]
+    assert plain == ["orthodox", "ryof", "ryof6"]
+    for variant in plain:
+        s = blank("GE", variant=variant)
+        put(s, "inf", "RU", "Caucasus")
+        put(s, "arm", "GE", "Ukraine S.S.R.")
+        s.apply("1 arm : Ukraine S.S.R. > Caucasus")  # 3 against 2
+        while s.current_player() == CHANCE:
+            s.apply_chance(6)  # every rolled remainder misses
+        assert s.decision_kind() == "retreat" and s.legal_moves() == ["retreat Ukraine S.S.R."], variant
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "games" / "aachess.md").read_text(encoding="utf-8")
+    section = doc[doc.index("**Stalled battles**"):doc.index("### §4")]
+    bullet = doc[doc.index("* **Stalled battle**"):doc.index("* `cofr`: when the battle ends")]
+    for variant in plain:
+        assert f"`{variant}`" in section and f"`{variant}`" in bullet, variant
 
 
 def test_stalled_amphibious_attackers_are_destroyed():

@@ -151,9 +151,9 @@ def plane_passes(paths: list[list[str]], aa_defended: set[str]) -> int:
 
 
 def bombing_damage(bombers: int, treasury: int, variant: str = "cof", die: int | None = None) -> int:
-    """PUs lost to a strategic raid: 2.5 per surviving bomber rounded down, capped by the
-    treasury. Under ryof6 the half PU of an odd number of bombers is a coin (d6 <= 3), so
-    ``die`` must be given then (see ``bombing_roll_needed``)."""
+    """PUs a power loses to the strategic raids on its complexes: 2.5 per surviving bomber, the
+    total rounded down and capped by the treasury. Under ryof6 the half PU of an odd number of
+    bombers is a coin (d6 <= 3), so ``die`` must be given then (see ``bombing_roll_needed``)."""
     check_variant(variant)
     if bombers < 0 or treasury < 0:
         raise ValueError("bombers and treasury cannot be negative")

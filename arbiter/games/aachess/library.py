@@ -71,7 +71,7 @@ def movable(state: AAChessState, combat: bool) -> list[Unit]:
     p = state.mover
     out = []
     for u in state.units.values():
-        if u.p != p or u.t == "ic" or (u.has("done") and u.on < 0) or (combat and u.has("stop")):
+        if u.p != p or u.t == "ic" or u.has("done") or (combat and u.has("stop")):
             continue
         if not combat and u.has("cm") and state.kind(u) != "air":
             continue

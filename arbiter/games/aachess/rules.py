@@ -238,8 +238,9 @@ class AAChessState(State):
         return 2 * sum(1 for u in here if u.t == "cv") - sum(1 for u in here if u.t == "ftr")
 
     def landing_distance(self, p: int, s: int, fighter: bool, limit: int) -> int | None:
-        """Fewest steps from s to a landing spot within ``limit`` (None: none in reach)."""
-        adj = self.board.adjacent
+        """Fewest steps from s to a landing spot within ``limit`` (None: none in reach), flown
+        as planes fly: not over or into a neutral."""
+        b = self.board
         frontier, seen = [s], {s}
         for d in range(limit + 1):
             for x in frontier:
@@ -247,8 +248,8 @@ class AAChessState(State):
                     return d
             nxt = []
             for x in frontier:
-                for y in adj[x]:
-                    if y not in seen:
+                for y in b.adjacent[x]:
+                    if y not in seen and not (b.neutral[y] and self.owner[y] is None):
                         seen.add(y)
                         nxt.append(y)
             frontier = nxt
@@ -668,16 +669,16 @@ class AAChessState(State):
             raise IllegalMove("move land, air and sea units in separate moves")
         kind = kinds.pop()
         for u in units:
+            if not combat and u.has("cm") and kind != "air":
+                raise IllegalMove(f"{u.t} #{u.id} moved in the combat move; only planes move again")
+            if u.has("done"):  # also cargo that was in a sea battle: it stays there for the turn
+                raise IllegalMove(f"{u.t} #{u.id} may not move again this turn")
             if kind == "land" and u.on >= 0:
                 continue  # unloading: checked in _move_land
             if self.remaining(u) < steps:
                 raise IllegalMove(f"{u.t} #{u.id} has {self.remaining(u)} move(s) left, the path needs {steps}")
-            if u.has("done") and not (kind == "land" and u.on >= 0):
-                raise IllegalMove(f"{u.t} #{u.id} may not move again this turn")
             if combat and u.has("stop"):
                 raise IllegalMove(f"{u.t} #{u.id} entered a battle space and stops there")
-            if not combat and u.has("cm") and kind != "air":
-                raise IllegalMove(f"{u.t} #{u.id} moved in the combat move; only planes move again")
         if raid and (kind != "air" or any(u.t != "bmb" for u in units) or not combat):
             raise IllegalMove("only bombers fly bombing raids, in the combat move")
         if kind == "air":
@@ -988,12 +989,16 @@ class AAChessState(State):
                         + f" → {self.board.powers[victim].code} loses {damage} PUs ({self.pus[victim]} left)")
 
     def _raid(self) -> None:
+        """Resolve the raids on one enemy power's complexes. Rules §5: each surviving bomber costs
+        the enemy 2.5 PUs and the total is rounded down (capped by its treasury), so the raids of
+        this combat move on the same power's complexes are added up before the rounding."""
         s, ids = next(iter(self.raids.items()))
-        bombers = [i for i in ids if i in self.units]
         victim = self.owner[s]
-        if victim is None or not self.enemies(self.mover, victim) or not bombers:
+        if victim is None or not self.enemies(self.mover, victim) or not any(i in self.units for i in ids):
             del self.raids[s]
             return
+        spaces = [t for t in self.raids if self.owner[t] == victim]
+        bombers = [i for t in spaces for i in self.raids[t] if i in self.units]
         heavy = self.has_tech(self.mover, "heavy")
         dice = 3 * len(bombers) if heavy else len(bombers)  # a heavy bomber raids with three dice
         if combat.bombing_roll_needed(dice, self.variant) and self.raid_die is None:
@@ -1002,10 +1007,11 @@ class AAChessState(State):
         die, self.raid_die = self.raid_die, None
         damage = combat.bombing_damage(dice, self.pus[victim], self.variant, die)
         self.pus[victim] -= damage
-        del self.raids[s]
-        self.log.append(f"raid on {self.board.names[s]}: {len(bombers)} {'heavy ' if heavy else ''}bomber(s) × "
-                        f"{'7.5' if heavy else '2.5'} → {self.board.powers[victim].code} loses {damage} PUs "
-                        f"({self.pus[victim]} left)")
+        for t in spaces:
+            del self.raids[t]
+        self.log.append(f"raid on {', '.join(self.board.names[t] for t in spaces)}: {len(bombers)} "
+                        f"{'heavy ' if heavy else ''}bomber(s) × {'7.5' if heavy else '2.5'} → "
+                        f"{self.board.powers[victim].code} loses {damage} PUs ({self.pus[victim]} left)")
 
     # --- battles ----------------------------------------------------------------------------------
 
