@@ -183,6 +183,22 @@ def test_a_side_without_a_move_passes_and_white_can_only_say_after():
     assert s.step == "white-second" and s.legal_moves() == ["h1h2"]
 
 
+@pytest.mark.parametrize("board, step, who", [
+    ("7p/7P/8/8/8/8/8/G7", "black", "black"),
+    ("7p/7P/8/8/8/8/8/G7", "black-first", "black"),
+    ("g7/8/8/8/8/8/7p/7P", "white-second", "white"),
+])
+def test_a_position_never_asks_a_side_without_a_move(board, step, who):
+    """A side with no legal move passes automatically; it is not asked (project rule 2). Only
+    White's first decision is always asked (it has 'after'). So a position text that waits for
+    Black's move, Black's first move or White's second move of a side without a move cannot
+    arise, and would ask a seat that has no legal decision: the parser refuses it."""
+    with pytest.raises(ValueError, match=f"{who} has no legal move"):
+        GAME.from_text(f"{board} 1 {step} - 0 - -")
+    # The same board is a real position when that side is not the one to move.
+    assert GAME.from_text(f"{board} 1 white - 0 - -").legal_moves()
+
+
 # --- defence ---------------------------------------------------------------------------------------
 
 

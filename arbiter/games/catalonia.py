@@ -1095,6 +1095,9 @@ class CataloniaGame(Game):
         s = CataloniaState(self)
         s._board, s._pits, s._turn, s._step, s._scores, s._chain = board, pits, turn, step, scores, chain
         self._parse_arg(s, arg_f)
+        if step in (BLACK_SECOND, BLACK_FIRST, WHITE_SECOND) and not movement_moves(board, pits, _MOVER[step]):
+            raise ValueError(f"{COLOUR_NAMES[_MOVER[step]]} has no legal move at step {step_f}: a side "
+                             f"without a move passes, it is never asked")
         return s
 
     def _parse_arg(self, s: CataloniaState, arg: str) -> None:
