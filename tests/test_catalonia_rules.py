@@ -450,6 +450,47 @@ def test_max_pits_stops_the_bombers():
     assert "no bomb" in "\n".join(s.log())
 
 
+NEAR_D5 = {"c6": "N", "e4": "n", "d6": "p", "a1": "G", "h8": "g"}
+TRAPPED_B1 = {"b1": "P", "h8": "g"}
+# The escape example of the docs: the black Knight bombed on c6 may go to d4 or e5.
+ESCAPE_C6 = {sq: p for sq, p in zip(("c8", "d8", "e8", "f8", "b7", "c7", "d7", "e7", "f7", "g7", "e4", "c3", "e3", "f3",
+                                     "b2", "c2", "d2", "e2", "f2", "g2", "c1", "d1", "f1"), "blgbppppppnNGNPPPPPPBLB")}
+
+
+@pytest.mark.parametrize("game, pieces, pits, fields, why", [
+    # The last turn ends after its scoring (project rule 6): no pit phase, no removals.
+    (GAME, NEAR_D5, (), dict(turn=15, step="roll-file", scores=(16,) + (0,) * 14), "last"),
+    (GAME, NEAR_D5, (), dict(turn=15, step="target", arg="d5", scores=(16,) + (0,) * 14), "last"),
+    (GAME, TRAPPED_B1, ("b2",), dict(turn=15, step="remove", arg="w", scores=(16,) + (0,) * 14), "last"),
+    (CataloniaGame(turns=5), ESCAPE_C6, ("c6",), dict(turn=5, step="escape", arg="c6n", scores=(0, 0, 64, 0, 0)),
+     "last"),
+    # Before the first chain a turn is movement only (project rule 3).
+    (GAME, NEAR_D5, (), dict(turn=2, step="roll-file", scores=(0, 0)), "no chain has formed"),
+    (GAME, NEAR_D5, (), dict(turn=4, step="target", arg="d5", scores=(0, 0, 0, 0)), "no chain has formed"),
+    # The non-random game has no dice; no bomb once max_pits pits are made (project rule 9).
+    (CataloniaGame(random=False), NEAR_D5, (), dict(turn=4, step="roll-file", scores=(0, 0, 16, 0)), "no dice"),
+    (CataloniaGame(max_pits=2), NEAR_D5, ("b2", "g2"), dict(turn=4, step="roll-file", scores=(0, 0, 16, 0)),
+     "max_pits"),
+])
+def test_a_position_has_no_pit_phase_or_removal_where_the_turn_has_none(game, pieces, pits, fields, why):
+    """The pit phase (dice, bomb target, escape) happens only once the first chain has formed
+    (rule 3), never in the last turn, which ends after its scoring (rule 6; its removals are
+    skipped too), never with dice in the non-random game, and not once all max_pits pits are made
+    (rule 9). A position text at such a step cannot arise; the parsed state played it anyway
+    (bombs before the first chain, a 16th turn of a 15-turn game): the parser refuses it."""
+    with pytest.raises(ValueError, match=why):
+        game.from_text(text_of(pieces, pits, **fields))
+
+
+def test_pit_phase_and_removal_positions_the_rules_reach_are_accepted():
+    assert pos(NEAR_D5, turn=14, step="target", arg="d5", scores=(16,) + (0,) * 13).legal_moves(1)
+    assert pos(TRAPPED_B1, ("b2",), turn=14, step="remove", arg="w", scores=(16,) + (0,) * 13).legal_moves()
+    assert pos(ESCAPE_C6, ("c6",), game=CataloniaGame(turns=5), turn=4, step="escape", arg="c6n",
+               scores=(0, 0, 64, 0)).legal_moves() == ["c6d4", "c6e5"]
+    s = pos({}, ("b2",), game=CataloniaGame(max_pits=2), turn=4, step="roll-file", scores=(0, 0, 16, 0))
+    assert s.current_player() == CHANCE
+
+
 # --- pit phase (non-random) ------------------------------------------------------------------------------
 
 

@@ -1098,7 +1098,26 @@ class CataloniaGame(Game):
         if step in (BLACK_SECOND, BLACK_FIRST, WHITE_SECOND) and not movement_moves(board, pits, _MOVER[step]):
             raise ValueError(f"{COLOUR_NAMES[_MOVER[step]]} has no legal move at step {step_f}: a side "
                              f"without a move passes, it is never asked")
+        if step in (ROLL_FILE, ROLL_RANK, TARGET, ESCAPE, REMOVE):
+            self._check_phase(s, step_f)
         return s
+
+    def _check_phase(self, s: CataloniaState, step_f: str) -> None:
+        """A pit-phase or removal step only where the rules have that phase (rules 3, 5, 6, 9)."""
+        step = s._step
+        if s._turn == self.turns:
+            raise ValueError(f"turn {s._turn} is the last (option turns): it ends after its scoring, "
+                             f"without a pit phase or removals, so there is no step {step_f}")
+        if step == REMOVE:
+            return
+        if not s.started():
+            raise ValueError(f"no chain has formed yet: there is no pit phase (step {step_f}) before "
+                             f"the turn of the first chain")
+        if step in (ROLL_FILE, ROLL_RANK) and not self.random:
+            raise ValueError("the non-random game (option random=false) rolls no dice")
+        if step != ESCAPE and s._pits.bit_count() >= self.max_pits:
+            raise ValueError(f"all {self.max_pits} pits (option max_pits) are made: no more bombs, "
+                             f"so there is no step {step_f}")
 
     def _parse_arg(self, s: CataloniaState, arg: str) -> None:
         step = s._step
