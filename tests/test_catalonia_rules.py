@@ -104,6 +104,15 @@ def test_bad_position_texts_are_refused_with_reasons(text, why):
         GAME.from_text(text)
 
 
+def test_a_turn_score_is_at_most_24_squared():
+    """A turn scores its longest chain's length squared (4->16, ... 24->576): the board holds 24
+    pieces, so a turn score is 0 or a square of 4..24; the parser refuses 25 squared and more."""
+    assert GAME.from_text("8/8/8/8/8/8/8/8 2 white - 576 576 -").turn_scores() == [576]
+    for score in (625, 676, 10000):
+        with pytest.raises(ValueError, match="4..24"):
+            GAME.from_text(f"8/8/8/8/8/8/8/8 2 white - {score} {score} -")
+
+
 # --- movement -------------------------------------------------------------------------------------
 
 

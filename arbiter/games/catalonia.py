@@ -66,6 +66,8 @@ SQUARE_INDEX: dict[str, int] = {name: sq for sq, name in enumerate(SQUARE_NAMES)
 INITIAL_BOARD_TEXT = "1nblgbn1/1pppppp1/8/8/8/8/1PPPPPP1/1NBLGBN1"
 
 MIN_CHAIN = 4
+MAX_CHAIN = 2 * sum(PIECE_COUNTS.values())
+"""Every piece of both armies (24): no chain is longer."""
 FIVE_TURN_LIMIT = 5
 
 
@@ -1069,7 +1071,7 @@ class CataloniaGame(Game):
             except ValueError:
                 raise ValueError(f"turn scores must be comma-separated integers or '-', not {scores_f!r}") from None
             for x in scores:
-                if x != 0 and (x < MIN_CHAIN ** 2 or int(x ** 0.5) ** 2 != x):
+                if x != 0 and not (MIN_CHAIN ** 2 <= x <= MAX_CHAIN ** 2 and int(x ** 0.5) ** 2 == x):
                     raise ValueError(f"turn score {x} is not 0 or a chain length (4..24) squared")
         if not total_f.isdigit() or int(total_f) != sum(scores):
             raise ValueError(f"total {total_f!r} must be the sum of the turn scores ({sum(scores)})")
