@@ -491,6 +491,16 @@ def test_a_position_has_no_pit_phase_or_removal_where_the_turn_has_none(game, pi
         game.from_text(text_of(pieces, pits, **fields))
 
 
+def test_the_escaping_piece_counts_with_the_pieces_on_the_board():
+    """No piece is ever added: each army has 6 Peasants, 2 Knights, 2 Bishops, 1 Lady and
+    1 Gentleman at most, and the piece escaping from its pit is one of them (it lands back on
+    the board). An escape step for a third black Knight is refused."""
+    fields = dict(turn=3, step="escape", arg="c6n", scores=(0, 0, 64))
+    assert pos(ESCAPE_C6, ("c6",), **fields).legal_moves() == ["c6d4", "c6e5"]  # ne4 and the escaping one
+    with pytest.raises(ValueError, match="Knight"):
+        GAME.from_text(text_of({**ESCAPE_C6, "h8": "n"}, ("c6",), **fields))
+
+
 def test_pit_phase_and_removal_positions_the_rules_reach_are_accepted():
     assert pos(NEAR_D5, turn=14, step="target", arg="d5", scores=(16,) + (0,) * 13).legal_moves(1)
     assert pos(TRAPPED_B1, ("b2",), turn=14, step="remove", arg="w", scores=(16,) + (0,) * 13).legal_moves()

@@ -1159,6 +1159,10 @@ class CataloniaGame(Game):
                                  f"piece, e.g. 'd5L', not {arg!r}")
             if not (s._pits >> sq) & 1:
                 raise ValueError(f"the escaping piece's square {arg[:2]} must already be a pit")
+            kind = abs(code)
+            if s._board.count(code) >= PIECE_COUNTS[kind]:
+                raise ValueError(f"{COLOUR_NAMES[code < 0]} already has {PIECE_COUNTS[kind]} "
+                                 f"{PIECE_NAMES[kind]}(s) on the board: the escaping one would be one too many")
             s._escape_from, s._escape_piece = sq, code
             s._escape_options = escape_destinations(s._board, s._pits, sq, code)
             if len(s._escape_options) < 2:
