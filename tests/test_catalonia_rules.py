@@ -113,6 +113,18 @@ def test_a_turn_score_is_at_most_24_squared():
             GAME.from_text(f"8/8/8/8/8/8/8/8 2 white - {score} {score} -")
 
 
+def test_a_game_without_a_chain_in_five_turns_has_no_later_turns_even_when_over():
+    """Five-turn rule: no chain by the end of turn 5 ends the game at once, lost (score 0). A
+    finished game whose first five turns scored nothing therefore ended at turn 5 by that rule,
+    never later by the turn limit with points: the parser refuses such a text."""
+    late = ",".join(["0"] * 5 + ["16"] * 10)
+    with pytest.raises(ValueError, match="five-turn rule"):
+        GAME.from_text(f"8/8/8/8/8/8/8/8 15 over limit 160 {late} -")
+    early = ",".join(["0"] * 4 + ["16"] * 11)
+    assert GAME.from_text(f"8/8/8/8/8/8/8/8 15 over limit 176 {early} -").returns() == [176.0, 176.0]
+    assert GAME.from_text("8/8/8/8/8/8/8/8 5 over five-turn 0 0,0,0,0,0 -").returns() == [0.0, 0.0]
+
+
 # --- movement -------------------------------------------------------------------------------------
 
 

@@ -1079,7 +1079,8 @@ class CataloniaGame(Game):
         if len(scores) != expected:
             raise ValueError(f"at step {step_f} of turn {turn} the scores of {expected} turns are "
                              f"known, the text gives {len(scores)}")
-        if len(scores) >= FIVE_TURN_LIMIT and not any(scores[:FIVE_TURN_LIMIT]) and step != OVER:
+        if len(scores) >= FIVE_TURN_LIMIT and not any(scores[:FIVE_TURN_LIMIT]) and (
+                step != OVER or arg_f != END_FIVE_TURN):
             raise ValueError(f"no chain in the first {FIVE_TURN_LIMIT} turns ends the game (five-turn rule)")
         if pits.bit_count() > self.max_pits:
             raise ValueError(f"{pits.bit_count()} pits on the board; option max_pits allows {self.max_pits}")
