@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import random
+import re
+from pathlib import Path
 
 import pytest
 
@@ -656,3 +658,35 @@ def test_movement_fast_path_matches_legal_moves():
             fast = [SQUARE_NAMES[f] + SQUARE_NAMES[t] for f, t in movement_moves(s.board(), s.pits(), colour)]
             assert fast == [m for m in s.legal_moves() if m != "after"]
         s.apply(rng.choice(s.legal_moves()))
+
+
+def test_the_refusals_quoted_in_the_docs_are_the_real_ones():
+    """docs/games/catalonia.md, "Decisions and notation", quotes the reasons an IllegalMove gives
+    for a refused decision: each quoted reason is what the referee says for such a decision."""
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "games" / "catalonia.md").read_text()
+    paragraph = doc.split("A refused decision raises `IllegalMove` with the reason, for instance:")[1]
+    quoted = [" ".join(q.split()) for q in re.findall(r"`([^`]+)`", paragraph.split("\n\n")[0])]
+
+    def refusal(state, move, seat=None) -> str:
+        with pytest.raises(IllegalMove) as caught:
+            state.check_move(move, seat)
+        return str(caught.value)
+
+    after = GAME.new_initial_state()
+    after.apply("after")
+    produced = [
+        refusal(after, "after"),
+        refusal(pos({"f2": "N", "e4": "n"}), "f2e4"),
+        refusal(pos({"c1": "B", "h8": "g"}, ("d2",)), "c1e3"),
+        refusal(pos({"d2": "P", "h8": "g"}, ("d3",)), "d2d4"),
+        refusal(pos({"e6": "N", "c7": "n", "d7": "p", "e7": "P", "f5": "g"}, turn=4, step="target", arg="d6",
+                    scores=(0, 0, 16, 0)), "f5"),
+        refusal(GAME.from_text("7n/1g6/8/2l*b3/5G2/8/1N6/8 3 escape d5L 16 0,0,16 -"), "d5e6"),
+        refusal(pos({"b1": "P", "d3": "P", "h8": "g"}, ("b2",), turn=4, step="remove", arg="w",
+                    scores=(0, 0, 16, 0)), "d3"),
+        refusal(GAME.new_initial_state(), "b8c6", 1),
+    ]
+    assert len(quoted) == len(produced)
+    for quote, message in zip(quoted, produced):
+        assert quote in message
+
