@@ -690,3 +690,20 @@ def test_the_refusals_quoted_in_the_docs_are_the_real_ones():
     for quote, message in zip(quoted, produced):
         assert quote in message
 
+
+def test_the_log_example_in_the_docs_is_a_real_one():
+    """docs/games/catalonia.md, "Records and arbiter show", shows the log of a bomb on an empty
+    square: the dice (file die 1->b ... 6->g, rank die 1->2 ... 6->7) pick the square, the pieces
+    on its 8 neighbouring squares are the choices, and the chosen target's square becomes a pit.
+    The example is what the referee logs for such a position."""
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "games" / "catalonia.md").read_text()
+    block = doc.split("## Records")[1].split("since the previous decision:\n")[1].split("```")[0]
+    shown = [line.strip() for line in block.splitlines() if line.strip()]
+    s = pos({"d1": "L", "e1": "G", "f1": "P", "d2": "P", "d3": "g", "e3": "P", "c3": "N"}, turn=7,
+            step="roll-file", scores=(0, 0, 16, 16, 16, 16, 16))
+    s.apply_chance(4)
+    s.apply_chance(1)
+    s.apply("e3")
+    s.apply("c3e4")
+    assert s.log() == shown
+
