@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import random
+import re
+from pathlib import Path
 
 import pytest
 
@@ -104,6 +106,27 @@ def test_bad_position_texts_are_refused_with_reasons(text, why):
         GAME.from_text(text)
 
 
+def test_a_turn_score_is_at_most_24_squared():
+    """A turn scores its longest chain's length squared (4->16, ... 24->576): the board holds 24
+    pieces, so a turn score is 0 or a square of 4..24; the parser refuses 25 squared and more."""
+    assert GAME.from_text("8/8/8/8/8/8/8/8 2 white - 576 576 -").turn_scores() == [576]
+    for score in (625, 676, 10000):
+        with pytest.raises(ValueError, match="4..24"):
+            GAME.from_text(f"8/8/8/8/8/8/8/8 2 white - {score} {score} -")
+
+
+def test_a_game_without_a_chain_in_five_turns_has_no_later_turns_even_when_over():
+    """Five-turn rule: no chain by the end of turn 5 ends the game at once, lost (score 0). A
+    finished game whose first five turns scored nothing therefore ended at turn 5 by that rule,
+    never later by the turn limit with points: the parser refuses such a text."""
+    late = ",".join(["0"] * 5 + ["16"] * 10)
+    with pytest.raises(ValueError, match="five-turn rule"):
+        GAME.from_text(f"8/8/8/8/8/8/8/8 15 over limit 160 {late} -")
+    early = ",".join(["0"] * 4 + ["16"] * 11)
+    assert GAME.from_text(f"8/8/8/8/8/8/8/8 15 over limit 176 {early} -").returns() == [176.0, 176.0]
+    assert GAME.from_text("8/8/8/8/8/8/8/8 5 over five-turn 0 0,0,0,0,0 -").returns() == [0.0, 0.0]
+
+
 # --- movement -------------------------------------------------------------------------------------
 
 
@@ -181,6 +204,22 @@ def test_a_side_without_a_move_passes_and_white_can_only_say_after():
     s.apply("after")
     s.apply("h2h3")
     assert s.step == "white-second" and s.legal_moves() == ["h1h2"]
+
+
+@pytest.mark.parametrize("board, step, who", [
+    ("7p/7P/8/8/8/8/8/G7", "black", "black"),
+    ("7p/7P/8/8/8/8/8/G7", "black-first", "black"),
+    ("g7/8/8/8/8/8/7p/7P", "white-second", "white"),
+])
+def test_a_position_never_asks_a_side_without_a_move(board, step, who):
+    """A side with no legal move passes automatically; it is not asked (project rule 2). Only
+    White's first decision is always asked (it has 'after'). So a position text that waits for
+    Black's move, Black's first move or White's second move of a side without a move cannot
+    arise, and would ask a seat that has no legal decision: the parser refuses it."""
+    with pytest.raises(ValueError, match=f"{who} has no legal move"):
+        GAME.from_text(f"{board} 1 {step} - 0 - -")
+    # The same board is a real position when that side is not the one to move.
+    assert GAME.from_text(f"{board} 1 white - 0 - -").legal_moves()
 
 
 # --- defence ---------------------------------------------------------------------------------------
@@ -434,6 +473,57 @@ def test_max_pits_stops_the_bombers():
     assert "no bomb" in "\n".join(s.log())
 
 
+NEAR_D5 = {"c6": "N", "e4": "n", "d6": "p", "a1": "G", "h8": "g"}
+TRAPPED_B1 = {"b1": "P", "h8": "g"}
+# The escape example of the docs: the black Knight bombed on c6 may go to d4 or e5.
+ESCAPE_C6 = {sq: p for sq, p in zip(("c8", "d8", "e8", "f8", "b7", "c7", "d7", "e7", "f7", "g7", "e4", "c3", "e3", "f3",
+                                     "b2", "c2", "d2", "e2", "f2", "g2", "c1", "d1", "f1"), "blgbppppppnNGNPPPPPPBLB")}
+
+
+@pytest.mark.parametrize("game, pieces, pits, fields, why", [
+    # The last turn ends after its scoring (project rule 6): no pit phase, no removals.
+    (GAME, NEAR_D5, (), dict(turn=15, step="roll-file", scores=(16,) + (0,) * 14), "last"),
+    (GAME, NEAR_D5, (), dict(turn=15, step="target", arg="d5", scores=(16,) + (0,) * 14), "last"),
+    (GAME, TRAPPED_B1, ("b2",), dict(turn=15, step="remove", arg="w", scores=(16,) + (0,) * 14), "last"),
+    (CataloniaGame(turns=5), ESCAPE_C6, ("c6",), dict(turn=5, step="escape", arg="c6n", scores=(0, 0, 64, 0, 0)),
+     "last"),
+    # Before the first chain a turn is movement only (project rule 3).
+    (GAME, NEAR_D5, (), dict(turn=2, step="roll-file", scores=(0, 0)), "no chain has formed"),
+    (GAME, NEAR_D5, (), dict(turn=4, step="target", arg="d5", scores=(0, 0, 0, 0)), "no chain has formed"),
+    # The non-random game has no dice; no bomb once max_pits pits are made (project rule 9).
+    (CataloniaGame(random=False), NEAR_D5, (), dict(turn=4, step="roll-file", scores=(0, 0, 16, 0)), "no dice"),
+    (CataloniaGame(max_pits=2), NEAR_D5, ("b2", "g2"), dict(turn=4, step="roll-file", scores=(0, 0, 16, 0)),
+     "max_pits"),
+])
+def test_a_position_has_no_pit_phase_or_removal_where_the_turn_has_none(game, pieces, pits, fields, why):
+    """The pit phase (dice, bomb target, escape) happens only once the first chain has formed
+    (rule 3), never in the last turn, which ends after its scoring (rule 6; its removals are
+    skipped too), never with dice in the non-random game, and not once all max_pits pits are made
+    (rule 9). A position text at such a step cannot arise; the parsed state played it anyway
+    (bombs before the first chain, a 16th turn of a 15-turn game): the parser refuses it."""
+    with pytest.raises(ValueError, match=why):
+        game.from_text(text_of(pieces, pits, **fields))
+
+
+def test_the_escaping_piece_counts_with_the_pieces_on_the_board():
+    """No piece is ever added: each army has 6 Peasants, 2 Knights, 2 Bishops, 1 Lady and
+    1 Gentleman at most, and the piece escaping from its pit is one of them (it lands back on
+    the board). An escape step for a third black Knight is refused."""
+    fields = dict(turn=3, step="escape", arg="c6n", scores=(0, 0, 64))
+    assert pos(ESCAPE_C6, ("c6",), **fields).legal_moves() == ["c6d4", "c6e5"]  # ne4 and the escaping one
+    with pytest.raises(ValueError, match="Knight"):
+        GAME.from_text(text_of({**ESCAPE_C6, "h8": "n"}, ("c6",), **fields))
+
+
+def test_pit_phase_and_removal_positions_the_rules_reach_are_accepted():
+    assert pos(NEAR_D5, turn=14, step="target", arg="d5", scores=(16,) + (0,) * 13).legal_moves(1)
+    assert pos(TRAPPED_B1, ("b2",), turn=14, step="remove", arg="w", scores=(16,) + (0,) * 13).legal_moves()
+    assert pos(ESCAPE_C6, ("c6",), game=CataloniaGame(turns=5), turn=4, step="escape", arg="c6n",
+               scores=(0, 0, 64, 0)).legal_moves() == ["c6d4", "c6e5"]
+    s = pos({}, ("b2",), game=CataloniaGame(max_pits=2), turn=4, step="roll-file", scores=(0, 0, 16, 0))
+    assert s.current_player() == CHANCE
+
+
 # --- pit phase (non-random) ------------------------------------------------------------------------------
 
 
@@ -568,3 +658,52 @@ def test_movement_fast_path_matches_legal_moves():
             fast = [SQUARE_NAMES[f] + SQUARE_NAMES[t] for f, t in movement_moves(s.board(), s.pits(), colour)]
             assert fast == [m for m in s.legal_moves() if m != "after"]
         s.apply(rng.choice(s.legal_moves()))
+
+
+def test_the_refusals_quoted_in_the_docs_are_the_real_ones():
+    """docs/games/catalonia.md, "Decisions and notation", quotes the reasons an IllegalMove gives
+    for a refused decision: each quoted reason is what the referee says for such a decision."""
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "games" / "catalonia.md").read_text()
+    paragraph = doc.split("A refused decision raises `IllegalMove` with the reason, for instance:")[1]
+    quoted = [" ".join(q.split()) for q in re.findall(r"`([^`]+)`", paragraph.split("\n\n")[0])]
+
+    def refusal(state, move, seat=None) -> str:
+        with pytest.raises(IllegalMove) as caught:
+            state.check_move(move, seat)
+        return str(caught.value)
+
+    after = GAME.new_initial_state()
+    after.apply("after")
+    produced = [
+        refusal(after, "after"),
+        refusal(pos({"f2": "N", "e4": "n"}), "f2e4"),
+        refusal(pos({"c1": "B", "h8": "g"}, ("d2",)), "c1e3"),
+        refusal(pos({"d2": "P", "h8": "g"}, ("d3",)), "d2d4"),
+        refusal(pos({"e6": "N", "c7": "n", "d7": "p", "e7": "P", "f5": "g"}, turn=4, step="target", arg="d6",
+                    scores=(0, 0, 16, 0)), "f5"),
+        refusal(GAME.from_text("7n/1g6/8/2l*b3/5G2/8/1N6/8 3 escape d5L 16 0,0,16 -"), "d5e6"),
+        refusal(pos({"b1": "P", "d3": "P", "h8": "g"}, ("b2",), turn=4, step="remove", arg="w",
+                    scores=(0, 0, 16, 0)), "d3"),
+        refusal(GAME.new_initial_state(), "b8c6", 1),
+    ]
+    assert len(quoted) == len(produced)
+    for quote, message in zip(quoted, produced):
+        assert quote in message
+
+
+def test_the_log_example_in_the_docs_is_a_real_one():
+    """docs/games/catalonia.md, "Records and arbiter show", shows the log of a bomb on an empty
+    square: the dice (file die 1->b ... 6->g, rank die 1->2 ... 6->7) pick the square, the pieces
+    on its 8 neighbouring squares are the choices, and the chosen target's square becomes a pit.
+    The example is what the referee logs for such a position."""
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "games" / "catalonia.md").read_text()
+    block = doc.split("## Records")[1].split("since the previous decision:\n")[1].split("```")[0]
+    shown = [line.strip() for line in block.splitlines() if line.strip()]
+    s = pos({"d1": "L", "e1": "G", "f1": "P", "d2": "P", "d3": "g", "e3": "P", "c3": "N"}, turn=7,
+            step="roll-file", scores=(0, 0, 16, 16, 16, 16, 16))
+    s.apply_chance(4)
+    s.apply_chance(1)
+    s.apply("e3")
+    s.apply("c3e4")
+    assert s.log() == shown
+

@@ -66,6 +66,8 @@ SQUARE_INDEX: dict[str, int] = {name: sq for sq, name in enumerate(SQUARE_NAMES)
 INITIAL_BOARD_TEXT = "1nblgbn1/1pppppp1/8/8/8/8/1PPPPPP1/1NBLGBN1"
 
 MIN_CHAIN = 4
+MAX_CHAIN = 2 * sum(PIECE_COUNTS.values())
+"""Every piece of both armies (24): no chain is longer."""
 FIVE_TURN_LIMIT = 5
 
 
@@ -1069,7 +1071,7 @@ class CataloniaGame(Game):
             except ValueError:
                 raise ValueError(f"turn scores must be comma-separated integers or '-', not {scores_f!r}") from None
             for x in scores:
-                if x != 0 and (x < MIN_CHAIN ** 2 or int(x ** 0.5) ** 2 != x):
+                if x != 0 and not (MIN_CHAIN ** 2 <= x <= MAX_CHAIN ** 2 and int(x ** 0.5) ** 2 == x):
                     raise ValueError(f"turn score {x} is not 0 or a chain length (4..24) squared")
         if not total_f.isdigit() or int(total_f) != sum(scores):
             raise ValueError(f"total {total_f!r} must be the sum of the turn scores ({sum(scores)})")
@@ -1077,7 +1079,8 @@ class CataloniaGame(Game):
         if len(scores) != expected:
             raise ValueError(f"at step {step_f} of turn {turn} the scores of {expected} turns are "
                              f"known, the text gives {len(scores)}")
-        if len(scores) >= FIVE_TURN_LIMIT and not any(scores[:FIVE_TURN_LIMIT]) and step != OVER:
+        if len(scores) >= FIVE_TURN_LIMIT and not any(scores[:FIVE_TURN_LIMIT]) and (
+                step != OVER or arg_f != END_FIVE_TURN):
             raise ValueError(f"no chain in the first {FIVE_TURN_LIMIT} turns ends the game (five-turn rule)")
         if pits.bit_count() > self.max_pits:
             raise ValueError(f"{pits.bit_count()} pits on the board; option max_pits allows {self.max_pits}")
@@ -1095,7 +1098,29 @@ class CataloniaGame(Game):
         s = CataloniaState(self)
         s._board, s._pits, s._turn, s._step, s._scores, s._chain = board, pits, turn, step, scores, chain
         self._parse_arg(s, arg_f)
+        if step in (BLACK_SECOND, BLACK_FIRST, WHITE_SECOND) and not movement_moves(board, pits, _MOVER[step]):
+            raise ValueError(f"{COLOUR_NAMES[_MOVER[step]]} has no legal move at step {step_f}: a side "
+                             f"without a move passes, it is never asked")
+        if step in (ROLL_FILE, ROLL_RANK, TARGET, ESCAPE, REMOVE):
+            self._check_phase(s, step_f)
         return s
+
+    def _check_phase(self, s: CataloniaState, step_f: str) -> None:
+        """A pit-phase or removal step only where the rules have that phase (rules 3, 5, 6, 9)."""
+        step = s._step
+        if s._turn == self.turns:
+            raise ValueError(f"turn {s._turn} is the last (option turns): it ends after its scoring, "
+                             f"without a pit phase or removals, so there is no step {step_f}")
+        if step == REMOVE:
+            return
+        if not s.started():
+            raise ValueError(f"no chain has formed yet: there is no pit phase (step {step_f}) before "
+                             f"the turn of the first chain")
+        if step in (ROLL_FILE, ROLL_RANK) and not self.random:
+            raise ValueError("the non-random game (option random=false) rolls no dice")
+        if step != ESCAPE and s._pits.bit_count() >= self.max_pits:
+            raise ValueError(f"all {self.max_pits} pits (option max_pits) are made: no more bombs, "
+                             f"so there is no step {step_f}")
 
     def _parse_arg(self, s: CataloniaState, arg: str) -> None:
         step = s._step
@@ -1135,6 +1160,10 @@ class CataloniaGame(Game):
                                  f"piece, e.g. 'd5L', not {arg!r}")
             if not (s._pits >> sq) & 1:
                 raise ValueError(f"the escaping piece's square {arg[:2]} must already be a pit")
+            kind = abs(code)
+            if s._board.count(code) >= PIECE_COUNTS[kind]:
+                raise ValueError(f"{COLOUR_NAMES[code < 0]} already has {PIECE_COUNTS[kind]} "
+                                 f"{PIECE_NAMES[kind]}(s) on the board: the escaping one would be one too many")
             s._escape_from, s._escape_piece = sq, code
             s._escape_options = escape_destinations(s._board, s._pits, sq, code)
             if len(s._escape_options) < 2:
