@@ -42,7 +42,7 @@ from protocol.transport import RECEIVE_HWM
 
 from .lag import LagAccount, LagPolicy
 from .process import EngineConfig
-from .session import EngineFault, EngineSession, raise_fd_limit
+from .session import EngineFault, EngineSession, _tag, raise_fd_limit
 
 QUEUE_LIMIT = 256
 """Messages kept per session until it reads them; more is a flood and is dropped."""
@@ -762,7 +762,7 @@ class RemoteSession(EngineSession):
         started = time.monotonic()
         answer = self._request(Ping(seq=self.hub.next_seq()), timeout, "pong")
         if not isinstance(answer, Pong):
-            raise EngineFault(EndReason.PROTOCOL_ERROR, f"expected pong, got {type(answer).__name__.lower()}")
+            raise EngineFault(EndReason.PROTOCOL_ERROR, f"expected pong, got {_tag(answer)}")
         self.lag.rtts.append((time.monotonic() - started) * 1000)
 
     def start_game(self, message: NewGame) -> None:

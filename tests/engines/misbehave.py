@@ -2,9 +2,9 @@
 
 Usage: python tests/engines/misbehave.py MODE [--after N] [--delay SECONDS]
 MODE: hang | crash | illegal | garbage | no_hello | double_fork | stale | wrong_type | oversize | wrong_game
-      | exit_after_reply | close_after_reply | not_ready | slow_ready | slow | old_protocol | chatty | hang_after_game
+      | exit_after_reply | close_after_reply | not_ready | game_over_for_ready | slow_ready | slow | old_protocol | chatty | hang_after_game
 The misbehaviour happens at the engine's (N+1)-th decision request (default N=2); ``not_ready``
-answers new_game with a pong; ``old_protocol`` says hello with another protocol version;
+answers new_game with a pong, ``game_over_for_ready`` with a game_over; ``old_protocol`` says hello with another protocol version;
 ``slow_ready`` waits ``--delay`` before each ready; ``hang_after_game`` stops answering once told its first game is over; ``chatty`` sends an ``error`` message and a ping before every reply; ``slow`` plays legally but takes 0.3 s (``--delay``) per decision (an opponent that
 gives the referee time to notice a peer that left).
 """
@@ -57,6 +57,9 @@ def main() -> int:
         if isinstance(msg, NewGame):
             if mode == "not_ready":
                 sock.send(Pong(game_id=msg.game_id, seq=msg.seq))
+                continue
+            if mode == "game_over_for_ready":  # a message type whose tag is not its class name lowered
+                sock.send(GameOver(game_id=msg.game_id, seq=msg.seq, returns=[], reason="normal"))
                 continue
             if mode == "slow_ready":
                 time.sleep(delay)
