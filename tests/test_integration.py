@@ -190,6 +190,19 @@ def test_engine_without_hello_stalls_and_is_killed(tmp_path):
     assert record.returns[record.players.index("A")] == -1.0
 
 
+def test_an_invalid_hello_carrying_the_secret_is_answered_malformed(tmp_path):
+    """A spawned engine's hello with a field of the wrong type is its own (it carries the secret):
+    it is told what is wrong at once, not left to a silent handshake timeout."""
+    t0 = time.monotonic()
+    result = run_match(tmp_path, misbehave("bad_hello"), RANDOM, match_id="badhello", handshake_timeout=5.0)
+    record = result.records[0]
+    assert record.reason == "not_started", record.detail
+    assert record.detail == "protocol_error: invalid message: Expected `bool`, got `int` - at `$.wants_state`"
+    assert time.monotonic() - t0 < 4.5
+    log = next((tmp_path / "badhello").glob("engine-A-*.log")).read_text()
+    assert "code=<ErrorCode.MALFORMED" in log and "$.wants_state" in log, log
+
+
 def test_engine_for_another_game_is_rejected(tmp_path):
     result = run_match(tmp_path, misbehave("wrong_game"), RANDOM)
     record = result.records[0]
