@@ -12,6 +12,7 @@ import threading
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 import zmq
 
@@ -331,6 +332,47 @@ def test_garbage_before_hello_is_dropped_and_a_two_frame_reply_is_a_protocol_err
         sock.close(0)
         hub.close()
         player.join(5)
+
+
+def test_an_invalid_hello_is_answered_malformed_and_a_valid_one_then_welcomed(tmp_path, keys):
+    """A participant's hello with a field of the wrong type is not a hello (dropped, as anything before
+    one), but the engine is told why at once instead of waiting unanswered until it is absent."""
+    from arbiter.hosting.remote import RemoteSession
+    from protocol.messages import Error
+
+    folder, roster = keys
+    hub = hub_for(folder, roster)
+    session = RemoteSession(remote(hub, "alice"), tmp_path)
+    session.launch()
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.linger = 0
+    curve.client_options(sock, curve.load_public(folder / "referee.pub"), curve.load_keypair(folder / "alice.key"))
+    sock.connect(hub.endpoint)
+    try:
+        sock.send(msgspec.msgpack.encode({"type": "hello", "name": "alice", "wants_state": 1}))
+        assert sock.poll(5000), "no answer to an invalid hello"
+        answer = decode(sock.recv())
+        assert isinstance(answer, Error) and answer.code == "malformed", answer
+        assert answer.message == "invalid message: Expected `bool`, got `int` - at `$.wants_state`"
+        assert not session.connection.connected
+
+        def alice() -> None:
+            sock.send(encode(Hello(name="alice")))
+            while sock.poll(5000):
+                msg = decode(sock.recv())
+                if isinstance(msg, Ping):
+                    sock.send(encode(Pong(game_id=msg.game_id, seq=msg.seq)))
+                    return
+
+        player = threading.Thread(target=alice, daemon=True)
+        player.start()
+        session.handshake("einstein")  # welcome, then a ping answered
+        player.join(5)
+        assert session.hello is not None and session.hello.name == "alice"
+    finally:
+        session.stop()
+        sock.close(0)
+        hub.close()
 
 
 def test_a_participant_who_never_comes_forfeits_absent(tmp_path, keys):
