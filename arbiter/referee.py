@@ -11,6 +11,7 @@ import time
 import uuid
 from typing import Callable
 
+from protocol.codec import clip
 from protocol.messages import EndReason, GameOver, Info, NewGame, Reply, Request, TimeControl
 
 from .adjudication import Adjudication, Judge
@@ -258,7 +259,7 @@ class Referee:
             try:
                 self.state.check_move(reply.move, seat)
             except IllegalMove as exc:
-                raise _Forfeit(seat, EndReason.ILLEGAL_MOVE, f"{kind} {reply.move!r}: {exc}") from None
+                raise _Forfeit(seat, EndReason.ILLEGAL_MOVE, clip(f"{kind} {reply.move!r}: {exc}")) from None
             allowed_ms = requests[seat].time_left_ms  # the clock's allowance, unchanged since the request
             lag = getattr(self.engines[seat], "lag", None)  # a remote engine: network lag not charged
             if lag is not None:

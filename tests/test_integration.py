@@ -175,6 +175,18 @@ def test_misbehaving_engine_forfeits_with_precise_reason(tmp_path, mode, reason,
     assert result.points == [0.0, 2.0]
 
 
+def test_an_illegal_move_of_400_kb_is_quoted_cut_in_game_over(tmp_path):
+    """The detail quotes the move, cut: uncut it was 1.6 MB (each byte written \\x01), a game_over no
+    engine with ZMQ_MAXMSGSIZE at the 1 MiB limit could receive, and as much in every record."""
+    from protocol.codec import DETAIL_LIMIT
+
+    result = run_match(tmp_path, misbehave("huge_illegal", after=0), RANDOM)
+    record = result.records[0]
+    assert record.reason == "illegal_move", record.detail[:200]
+    assert record.detail.startswith("setup '\\x01\\x01") and record.detail.endswith("...")
+    assert len(record.detail) == DETAIL_LIMIT
+
+
 def test_stale_and_foreign_replies_are_dropped(tmp_path):
     result = run_match(tmp_path, misbehave("stale", after=0), RANDOM)
     record = result.records[0]

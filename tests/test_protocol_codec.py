@@ -165,6 +165,15 @@ def test_unknown_type():
     assert decode_error(pack({"type": "bogus", "seq": 1})) == "invalid message: Invalid value 'bogus' - at `$.type`"
 
 
+def test_a_decoder_text_quoting_a_huge_value_is_cut():
+    """The decoder quotes a bad tag or enum value; sent back in ``error`` and ``game_over.detail`` (to
+    the opponent too), a 1 MiB one made those messages exceed the frame limit."""
+    for message in ({"type": "x" * 1_000_000}, {"type": "error", "code": "y" * 1_000_000, "message": "m"}):
+        text = decode_error(pack(message))
+        assert len(text) == codec.DETAIL_LIMIT and text.endswith("..."), text[:80]
+    assert text.startswith("invalid message: Invalid enum value 'yyy")
+
+
 def test_missing_type():
     assert decode_error(pack({"seq": 1, "move": "a"})) == "invalid message: Object missing required field `type`"
 

@@ -1,7 +1,7 @@
 """A test engine that plays randomly until told to misbehave in one specific way.
 
 Usage: python tests/engines/misbehave.py MODE [--after N] [--delay SECONDS]
-MODE: hang | crash | illegal | garbage | no_hello | double_fork | stale | wrong_type | oversize | wrong_game
+MODE: hang | crash | illegal | garbage | no_hello | double_fork | stale | wrong_type | oversize | wrong_game | huge_illegal
       | exit_after_reply | close_after_reply | bad_hello | not_ready | game_over_for_ready | slow_ready | slow | old_protocol | chatty | hang_after_game
 The misbehaviour happens at the engine's (N+1)-th decision request (default N=2); ``bad_hello``
 says hello with a field of the wrong type and logs the answer; ``not_ready``
@@ -84,6 +84,8 @@ def main() -> int:
                     os._exit(7)
                 elif mode == "illegal":
                     move = "zz99"
+                elif mode == "huge_illegal":  # its quote in game_over.detail was 1.6 MB: over the frame limit
+                    move = "\x01" * 400_000
                 elif mode == "garbage":
                     sock.socket.send(b"\xc1\x00garbage")
                     continue
