@@ -187,6 +187,16 @@ def test_an_illegal_move_of_400_kb_is_quoted_cut_in_game_over(tmp_path):
     assert len(record.detail) == DETAIL_LIMIT
 
 
+def test_each_games_record_counts_its_own_dropped_messages(tmp_path):
+    """``chatty`` sends an ``error`` (dropped, counted) before each of its replies: every game's
+    record counts that game's, not also those of the engine's earlier games."""
+    result = run_match(tmp_path, misbehave("chatty"), RANDOM, fmt="games=3")
+    for record in result.records:
+        chatty = record.players.index("A")
+        decisions = sum(1 for e in record.events if e.seat == chatty)
+        assert record.dropped_messages == decisions, (record.game_number, record.dropped_messages, decisions)
+
+
 def test_stale_and_foreign_replies_are_dropped(tmp_path):
     result = run_match(tmp_path, misbehave("stale", after=0), RANDOM)
     record = result.records[0]
