@@ -48,8 +48,21 @@ def encode(message: Message) -> bytes:
     return _encoder.encode(message)
 
 
+NESTED_TOO_DEEPLY = "invalid message: nested too deeply"
+"""The decoder's text for values nested beyond Python's recursion limit (about 1000 levels: a
+100 KB frame of arrays in arrays), which raised ``RecursionError`` into the referee and ended
+the whole match."""
+
+
 def decode(data: bytes) -> Message:
     """Decode one message; raise ``ProtocolError`` naming the problem."""
+    try:
+        return _decode(data)
+    except RecursionError:
+        raise ProtocolError(NESTED_TOO_DEEPLY) from None
+
+
+def _decode(data: bytes) -> Message:
     if len(data) > MAX_MESSAGE_SIZE:
         raise ProtocolError(f"message of {len(data)} bytes exceeds the {MAX_MESSAGE_SIZE}-byte limit")
     if not data:

@@ -220,7 +220,7 @@ class ZmqConnection:
         however invalid otherwise (a hello with a field of the wrong type)."""
         try:
             raw = msgspec.msgpack.decode(data)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             return False
         secret = raw.get("secret") if isinstance(raw, dict) else None
         return isinstance(secret, str) and hmac.compare_digest(secret.encode(), self.secret.encode())

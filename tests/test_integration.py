@@ -160,6 +160,7 @@ def test_hanging_engine_loses_on_time_within_deadline_plus_margin(tmp_path):
     ("crash", "crash", "exited with code 7"),
     ("illegal", "illegal_move", "zz99"),
     ("garbage", "protocol_error", "not msgpack"),
+    ("deep", "protocol_error", "invalid message: nested too deeply"),  # was a RecursionError ending the match
     ("wrong_type", "protocol_error", "expected reply, got ready"),
     ("oversize", "disconnect", "disconnected"),
 ])

@@ -158,7 +158,7 @@ def _says_hello(data: bytes) -> bool:
     """``data`` is a msgpack map whose ``type`` is ``hello`` (a hello, valid or not)."""
     try:
         raw = msgspec.msgpack.decode(data)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return False
     return isinstance(raw, dict) and raw.get("type") == "hello"
 

@@ -1,7 +1,7 @@
 """A test engine that plays randomly until told to misbehave in one specific way.
 
 Usage: python tests/engines/misbehave.py MODE [--after N] [--delay SECONDS]
-MODE: hang | crash | illegal | garbage | no_hello | double_fork | stale | wrong_type | oversize | wrong_game | huge_illegal
+MODE: hang | crash | illegal | garbage | no_hello | double_fork | stale | wrong_type | oversize | wrong_game | huge_illegal | deep
       | exit_after_reply | close_after_reply | bad_hello | not_ready | game_over_for_ready | slow_ready | slow | old_protocol | chatty | hang_after_game
 The misbehaviour happens at the engine's (N+1)-th decision request (default N=2); ``bad_hello``
 says hello with a field of the wrong type and logs the answer; ``not_ready``
@@ -88,6 +88,10 @@ def main() -> int:
                     move = "\x01" * 400_000
                 elif mode == "garbage":
                     sock.socket.send(b"\xc1\x00garbage")
+                    continue
+                elif mode == "deep":  # a valid reply with an unknown field 100 000 arrays deep (100 KB)
+                    data = encode(Reply(game_id=msg.game_id, seq=msg.seq, move=move))
+                    sock.socket.send(bytes([data[0] + 1]) + data[1:] + b"\xa1x" + b"\x91" * 100_000 + b"\x01")
                     continue
                 elif mode == "oversize":
                     sock.socket.send(b"\x00" * (2 << 20))
