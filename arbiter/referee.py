@@ -11,6 +11,7 @@ import time
 import uuid
 from typing import Callable
 
+from protocol.codec import clip
 from protocol.messages import EndReason, GameOver, Info, NewGame, Reply, Request, TimeControl
 
 from .adjudication import Adjudication, Judge
@@ -102,6 +103,9 @@ class Referee:
         self.seq = 0
         self.state = game.from_text(opening.position) if opening is not None else game.new_initial_state()
         self.seen_events = [0] * len(engines)
+        self._dropped_before = {id(e): e.dropped for e in engines if e is not None}
+        """Each engine's count of dropped messages before this game (a reused engine's earlier games'
+        are not this game's; an engine replaced during the start counts from 0)."""
         self._unrested: list[int] = []
         """Seats that answered the last step and are not frozen yet (see ``_rest_earlier_deciders``)."""
         self._deferred: list[Deferred] = []
@@ -167,7 +171,8 @@ class Referee:
         self.record.final_position = self.state.to_text()
         self.record.rolls = list(self.dice.rolls)
         self.record.dice_seed = self.dice.seed.hex()
-        self.record.dropped_messages = sum(e.dropped for e in self.engines if e is not None)
+        self.record.dropped_messages = sum(e.dropped - self._dropped_before.get(id(e), 0)
+                                           for e in self.engines if e is not None)
         self._unrested, self._deferred = [], []
         for engine in self.engines:  # between games too an engine that may not ponder must be idle
             if engine is not None:
@@ -258,7 +263,7 @@ class Referee:
             try:
                 self.state.check_move(reply.move, seat)
             except IllegalMove as exc:
-                raise _Forfeit(seat, EndReason.ILLEGAL_MOVE, f"{kind} {reply.move!r}: {exc}") from None
+                raise _Forfeit(seat, EndReason.ILLEGAL_MOVE, clip(f"{kind} {reply.move!r}: {exc}")) from None
             allowed_ms = requests[seat].time_left_ms  # the clock's allowance, unchanged since the request
             lag = getattr(self.engines[seat], "lag", None)  # a remote engine: network lag not charged
             if lag is not None:

@@ -13,6 +13,17 @@ MAX_MESSAGE_SIZE = 1 << 20
 """Largest accepted message in bytes (also set as ZMQ_MAXMSGSIZE on every socket)."""
 
 
+DETAIL_LIMIT = 1000
+"""Most characters of a text the referee sends that quotes an engine's own bytes (the decoder's
+words, an illegal move in ``game_over.detail``): cut there, a hostile engine's 1 MiB move or tag
+cannot make the referee's messages to it or its opponent exceed ``MAX_MESSAGE_SIZE``."""
+
+
+def clip(text: str, limit: int = DETAIL_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters, ending with ``...`` when cut."""
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 class ProtocolError(Exception):
     """A peer sent bytes that are not a valid protocol message."""
 
@@ -37,8 +48,21 @@ def encode(message: Message) -> bytes:
     return _encoder.encode(message)
 
 
+NESTED_TOO_DEEPLY = "invalid message: nested too deeply"
+"""The decoder's text for values nested beyond Python's recursion limit (about 1000 levels: a
+100 KB frame of arrays in arrays), which raised ``RecursionError`` into the referee and ended
+the whole match."""
+
+
 def decode(data: bytes) -> Message:
     """Decode one message; raise ``ProtocolError`` naming the problem."""
+    try:
+        return _decode(data)
+    except RecursionError:
+        raise ProtocolError(NESTED_TOO_DEEPLY) from None
+
+
+def _decode(data: bytes) -> Message:
     if len(data) > MAX_MESSAGE_SIZE:
         raise ProtocolError(f"message of {len(data)} bytes exceeds the {MAX_MESSAGE_SIZE}-byte limit")
     if not data:
@@ -51,6 +75,6 @@ def decode(data: bytes) -> Message:
                 return msgspec.convert(_integral(msgspec.msgpack.decode(data)), AnyMessage)
             except msgspec.ValidationError:
                 pass  # 1.5 where an int belongs: the first error says it
-        raise ProtocolError(f"invalid message: {exc}") from None
+        raise ProtocolError(clip(f"invalid message: {exc}")) from None
     except msgspec.DecodeError as exc:
-        raise ProtocolError(f"not msgpack: {exc}") from None
+        raise ProtocolError(clip(f"not msgpack: {exc}")) from None

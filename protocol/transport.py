@@ -15,6 +15,7 @@ import shutil
 import tempfile
 import uuid
 
+import msgspec
 import zmq
 
 from .codec import MAX_MESSAGE_SIZE, ProtocolError, decode, encode
@@ -95,7 +96,8 @@ class ZmqConnection:
     (a ``protocol.connection.Connection``).
 
     The peer is the first connection whose first message is a ``hello`` carrying ``secret`` (any
-    first message, when no secret is expected, as for remote engines); frames from any other
+    first message, when no secret is expected, as for remote engines; a message carrying the
+    secret that is not a valid hello makes its sender the peer too, and is a ``ProtocolError``); frames from any other
     routing id are dropped undecoded (counted in ``strangers``), so no other connection can
     impersonate the engine. ``seal`` removes an ``ipc://`` socket's file: with a secret (a spawned
     engine) that happens as soon as the first connection is accepted, by a watcher thread that
@@ -203,12 +205,25 @@ class ZmqConnection:
         try:
             msg = decode(payload[0]) if len(payload) == 1 else None
         except ProtocolError:
+            if self._holds_secret(payload[0]):  # the engine's own hello, invalid: it is told why
+                self.peer = identity
+                raise
             msg = None
         if isinstance(msg, Hello) and hmac.compare_digest(msg.secret.encode(), self.secret.encode()):
             self.peer = identity
             return msg
         self.strangers += 1
         return None
+
+    def _holds_secret(self, data: bytes) -> bool:
+        """``data`` is a msgpack map whose ``secret`` is this seat's: a message from the engine,
+        however invalid otherwise (a hello with a field of the wrong type)."""
+        try:
+            raw = msgspec.msgpack.decode(data)
+        except (msgspec.DecodeError, RecursionError):
+            return False
+        secret = raw.get("secret") if isinstance(raw, dict) else None
+        return isinstance(secret, str) and hmac.compare_digest(secret.encode(), self.secret.encode())
 
     def seal(self) -> None:
         """Remove an ipc socket's file: the connected engine stays, nobody else can connect."""

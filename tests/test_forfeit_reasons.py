@@ -122,6 +122,14 @@ def test_an_answer_other_than_ready_to_new_game_is_a_protocol_error(tmp_path, se
     assert verify(record) == []
 
 
+def test_a_wrong_answers_type_is_named_as_on_the_wire(tmp_path):
+    """The detail (sent to the engine in game_over) names the type an engine author sent,
+    ``game_over``, not the referee's class name (it said "gameover")."""
+    record, _ = play(tmp_path, [misbehave("game_over_for_ready"), RANDOM])
+    assert (record.reason, record.forfeit_seat) == ("protocol_error", 0), record.detail
+    assert record.detail == "expected ready, got game_over"
+
+
 def test_every_seat_is_told_of_the_game_at_once(tmp_path):
     """``new_game`` goes to all seats before the referee waits for any ``ready``: two engines that
     take 0.6 s each to get ready start the game after ~0.6 s, not 1.2 s."""

@@ -160,6 +160,7 @@ def test_hanging_engine_loses_on_time_within_deadline_plus_margin(tmp_path):
     ("crash", "crash", "exited with code 7"),
     ("illegal", "illegal_move", "zz99"),
     ("garbage", "protocol_error", "not msgpack"),
+    ("deep", "protocol_error", "invalid message: nested too deeply"),  # was a RecursionError ending the match
     ("wrong_type", "protocol_error", "expected reply, got ready"),
     ("oversize", "disconnect", "disconnected"),
 ])
@@ -175,6 +176,28 @@ def test_misbehaving_engine_forfeits_with_precise_reason(tmp_path, mode, reason,
     assert result.points == [0.0, 2.0]
 
 
+def test_an_illegal_move_of_400_kb_is_quoted_cut_in_game_over(tmp_path):
+    """The detail quotes the move, cut: uncut it was 1.6 MB (each byte written \\x01), a game_over no
+    engine with ZMQ_MAXMSGSIZE at the 1 MiB limit could receive, and as much in every record."""
+    from protocol.codec import DETAIL_LIMIT
+
+    result = run_match(tmp_path, misbehave("huge_illegal", after=0), RANDOM)
+    record = result.records[0]
+    assert record.reason == "illegal_move", record.detail[:200]
+    assert record.detail.startswith("setup '\\x01\\x01") and record.detail.endswith("...")
+    assert len(record.detail) == DETAIL_LIMIT
+
+
+def test_each_games_record_counts_its_own_dropped_messages(tmp_path):
+    """``chatty`` sends an ``error`` (dropped, counted) before each of its replies: every game's
+    record counts that game's, not also those of the engine's earlier games."""
+    result = run_match(tmp_path, misbehave("chatty"), RANDOM, fmt="games=3")
+    for record in result.records:
+        chatty = record.players.index("A")
+        decisions = sum(1 for e in record.events if e.seat == chatty)
+        assert record.dropped_messages == decisions, (record.game_number, record.dropped_messages, decisions)
+
+
 def test_stale_and_foreign_replies_are_dropped(tmp_path):
     result = run_match(tmp_path, misbehave("stale", after=0), RANDOM)
     record = result.records[0]
@@ -188,6 +211,19 @@ def test_engine_without_hello_stalls_and_is_killed(tmp_path):
     record = result.records[0]
     assert record.reason == "not_started" and record.detail.startswith("stall: no hello"), record.detail
     assert record.returns[record.players.index("A")] == -1.0
+
+
+def test_an_invalid_hello_carrying_the_secret_is_answered_malformed(tmp_path):
+    """A spawned engine's hello with a field of the wrong type is its own (it carries the secret):
+    it is told what is wrong at once, not left to a silent handshake timeout."""
+    t0 = time.monotonic()
+    result = run_match(tmp_path, misbehave("bad_hello"), RANDOM, match_id="badhello", handshake_timeout=5.0)
+    record = result.records[0]
+    assert record.reason == "not_started", record.detail
+    assert record.detail == "protocol_error: invalid message: Expected `bool`, got `int` - at `$.wants_state`"
+    assert time.monotonic() - t0 < 4.5
+    log = next((tmp_path / "badhello").glob("engine-A-*.log")).read_text()
+    assert "code=<ErrorCode.MALFORMED" in log and "$.wants_state" in log, log
 
 
 def test_engine_for_another_game_is_rejected(tmp_path):

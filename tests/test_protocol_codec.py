@@ -165,6 +165,27 @@ def test_unknown_type():
     assert decode_error(pack({"type": "bogus", "seq": 1})) == "invalid message: Invalid value 'bogus' - at `$.type`"
 
 
+def test_a_decoder_text_quoting_a_huge_value_is_cut():
+    """The decoder quotes a bad tag or enum value; sent back in ``error`` and ``game_over.detail`` (to
+    the opponent too), a 1 MiB one made those messages exceed the frame limit."""
+    for message in ({"type": "x" * 1_000_000}, {"type": "error", "code": "y" * 1_000_000, "message": "m"}):
+        text = decode_error(pack(message))
+        assert len(text) == codec.DETAIL_LIMIT and text.endswith("..."), text[:80]
+    assert text.startswith("invalid message: Invalid enum value 'yyy")
+
+
+DEEP = b"\x91" * 100_000 + b"\x01"  # an array in an array in ... (100 KB)
+
+
+@pytest.mark.parametrize("data", [
+    b"\x83\xa4type\xa5reply\xa4move\xa1a\xa1x" + DEEP,  # an unknown field of a valid reply
+    b"\x83\xa4type\xa5hello\xa4name\xa1n\xa7options\x91\x83\xa4name\xa1o\xa4type\xa5check\xa7default" + DEEP,
+])
+def test_values_nested_too_deeply_are_malformed_not_a_crash(data):
+    """They raised ``RecursionError``, which no caller expects: it ended the whole match."""
+    assert decode_error(data) == codec.NESTED_TOO_DEEPLY
+
+
 def test_missing_type():
     assert decode_error(pack({"seq": 1, "move": "a"})) == "invalid message: Object missing required field `type`"
 

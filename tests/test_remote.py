@@ -12,6 +12,7 @@ import threading
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 import zmq
 
@@ -327,6 +328,85 @@ def test_garbage_before_hello_is_dropped_and_a_two_frame_reply_is_a_protocol_err
         assert first.players[first.forfeit_seat] == "alice"
         assert second.reason == "normal"
         assert time.monotonic() - started < 15  # no clock ran out
+    finally:
+        sock.close(0)
+        hub.close()
+        player.join(5)
+
+
+def test_an_invalid_hello_is_answered_malformed_and_a_valid_one_then_welcomed(tmp_path, keys):
+    """A participant's hello with a field of the wrong type is not a hello (dropped, as anything before
+    one), but the engine is told why at once instead of waiting unanswered until it is absent."""
+    from arbiter.hosting.remote import RemoteSession
+    from protocol.messages import Error
+
+    folder, roster = keys
+    hub = hub_for(folder, roster)
+    session = RemoteSession(remote(hub, "alice"), tmp_path)
+    session.launch()
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.linger = 0
+    curve.client_options(sock, curve.load_public(folder / "referee.pub"), curve.load_keypair(folder / "alice.key"))
+    sock.connect(hub.endpoint)
+    try:
+        sock.send(msgspec.msgpack.encode({"type": "hello", "name": "alice", "wants_state": 1}))
+        assert sock.poll(5000), "no answer to an invalid hello"
+        answer = decode(sock.recv())
+        assert isinstance(answer, Error) and answer.code == "malformed", answer
+        assert answer.message == "invalid message: Expected `bool`, got `int` - at `$.wants_state`"
+        assert not session.connection.connected
+
+        def alice() -> None:
+            sock.send(encode(Hello(name="alice")))
+            while sock.poll(5000):
+                msg = decode(sock.recv())
+                if isinstance(msg, Ping):
+                    sock.send(encode(Pong(game_id=msg.game_id, seq=msg.seq)))
+                    return
+
+        player = threading.Thread(target=alice, daemon=True)
+        player.start()
+        session.handshake("einstein")  # welcome, then a ping answered
+        player.join(5)
+        assert session.hello is not None and session.hello.name == "alice"
+    finally:
+        session.stop()
+        sock.close(0)
+        hub.close()
+
+
+def test_a_reply_nested_too_deeply_is_a_protocol_error_and_the_hub_reads_on(tmp_path, keys):
+    """100 000 arrays in arrays raised RecursionError in the hub's I/O thread, which died: nothing
+    more was read from anyone, and the engine lost on time instead of for what it sent."""
+    folder, roster = keys
+    hub = hub_for(folder, roster)
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.linger = 0
+    curve.client_options(sock, curve.load_public(folder / "referee.pub"), curve.load_keypair(folder / "alice.key"))
+    sock.connect(hub.endpoint)
+    sock.send(encode(Hello(name="alice", games=["einstein"], wants_legal_moves=True)))
+
+    def alice() -> None:  # its first decision comes with an unknown field nested 100 000 deep
+        while sock.poll(20000):
+            msg = decode(sock.recv())
+            if isinstance(msg, Ping):
+                sock.send(encode(Pong(game_id=msg.game_id, seq=msg.seq)))
+            elif isinstance(msg, NewGame):
+                sock.send(encode(Ready(game_id=msg.game_id, seq=msg.seq)))
+            elif isinstance(msg, Request):
+                data = encode(Reply(game_id=msg.game_id, seq=msg.seq, move=msg.legal_moves[0]))
+                sock.send(bytes([data[0] + 1]) + data[1:] + b"\xa1x" + b"\x91" * 100_000 + b"\x01")
+            elif isinstance(msg, Quit):
+                return
+
+    player = threading.Thread(target=alice, daemon=True)
+    player.start()
+    try:
+        result = play(hub, remote(hub, "alice"), EngineConfig(RANDOM, name="local", cwd=str(ROOT)), tmp_path,
+                      fmt="games=1", tc="3")
+        record = result.records[0]
+        assert (record.reason, record.detail) == ("protocol_error", "invalid message: nested too deeply")
+        assert record.players[record.forfeit_seat] == "alice"
     finally:
         sock.close(0)
         hub.close()

@@ -30,19 +30,20 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
 import zmq
 from zmq.utils import z85
 
 from protocol import ProtocolError
 from protocol.codec import MAX_MESSAGE_SIZE, decode, encode
 from protocol.curve import KeyFileError, fingerprint, load_keypair, valid_key
-from protocol.messages import (EndReason, GameOver, Hello, Message, NewGame, Ping, Pong, Ready, Request,
-                               Welcome)
+from protocol.messages import (EndReason, Error, ErrorCode, GameOver, Hello, Message, NewGame, Ping, Pong, Ready,
+                               Request, Welcome)
 from protocol.transport import RECEIVE_HWM
 
 from .lag import LagAccount, LagPolicy
 from .process import EngineConfig
-from .session import EngineFault, EngineSession, raise_fd_limit
+from .session import EngineFault, EngineSession, _tag, raise_fd_limit
 
 QUEUE_LIMIT = 256
 """Messages kept per session until it reads them; more is a flood and is dropped."""
@@ -151,6 +152,15 @@ class Roster:
     def by_key(self, public: bytes) -> Participant | None:
         text = z85.encode(public).decode() if len(public) == 32 else ""
         return next((p for p in self.participants.values() if p.public and p.public == text), None)
+
+
+def _says_hello(data: bytes) -> bool:
+    """``data`` is a msgpack map whose ``type`` is ``hello`` (a hello, valid or not)."""
+    try:
+        raw = msgspec.msgpack.decode(data)
+    except (msgspec.DecodeError, RecursionError):
+        return False
+    return isinstance(raw, dict) and raw.get("type") == "hello"
 
 
 # --- ZAP: the authentication handler (one per ZeroMQ context) -------------------------------------
@@ -441,6 +451,9 @@ class RemoteHub:
                 peer.fd = None
         if isinstance(msg, Pong) and msg.seq == PROBE_SEQ:
             return False
+        if isinstance(msg, ProtocolError) and not any(c.introduced for c in peer.connections) \
+                and _says_hello(data.bytes):  # dropped as not a hello (below), but the engine is told why
+            self._send_now(peer, encode(Error(code=ErrorCode.MALFORMED, message=str(msg))))
         if isinstance(msg, Hello):
             peer.hello = msg
             targets = peer.connections
@@ -762,7 +775,7 @@ class RemoteSession(EngineSession):
         started = time.monotonic()
         answer = self._request(Ping(seq=self.hub.next_seq()), timeout, "pong")
         if not isinstance(answer, Pong):
-            raise EngineFault(EndReason.PROTOCOL_ERROR, f"expected pong, got {type(answer).__name__.lower()}")
+            raise EngineFault(EndReason.PROTOCOL_ERROR, f"expected pong, got {_tag(answer)}")
         self.lag.rtts.append((time.monotonic() - started) * 1000)
 
     def start_game(self, message: NewGame) -> None:

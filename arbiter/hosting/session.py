@@ -640,7 +640,8 @@ def _start_failure(config: EngineConfig, exc: BaseException) -> str:
 
 
 def _tag(msg: Message) -> str:
-    return type(msg).__name__.lower()
+    """The message's ``type`` as on the wire (``game_over``, not the class name)."""
+    return msg.__struct_config__.tag
 
 
 def _safe(name: str) -> str:

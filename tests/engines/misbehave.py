@@ -1,10 +1,11 @@
 """A test engine that plays randomly until told to misbehave in one specific way.
 
 Usage: python tests/engines/misbehave.py MODE [--after N] [--delay SECONDS]
-MODE: hang | crash | illegal | garbage | no_hello | double_fork | stale | wrong_type | oversize | wrong_game
-      | exit_after_reply | close_after_reply | not_ready | slow_ready | slow | old_protocol | chatty | hang_after_game
-The misbehaviour happens at the engine's (N+1)-th decision request (default N=2); ``not_ready``
-answers new_game with a pong; ``old_protocol`` says hello with another protocol version;
+MODE: hang | crash | illegal | garbage | no_hello | double_fork | stale | wrong_type | oversize | wrong_game | huge_illegal | deep
+      | exit_after_reply | close_after_reply | bad_hello | not_ready | game_over_for_ready | slow_ready | slow | old_protocol | chatty | hang_after_game
+The misbehaviour happens at the engine's (N+1)-th decision request (default N=2); ``bad_hello``
+says hello with a field of the wrong type and logs the answer; ``not_ready``
+answers new_game with a pong, ``game_over_for_ready`` with a game_over; ``old_protocol`` says hello with another protocol version;
 ``slow_ready`` waits ``--delay`` before each ready; ``hang_after_game`` stops answering once told its first game is over; ``chatty`` sends an ``error`` message and a ping before every reply; ``slow`` plays legally but takes 0.3 s (``--delay``) per decision (an opponent that
 gives the referee time to notice a peer that left).
 """
@@ -14,6 +15,8 @@ import os
 import random
 import sys
 import time
+
+import msgspec
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -45,6 +48,11 @@ def main() -> int:
     sock = EngineSocket(endpoint_from_environment([]))
     games = ["smess"] if mode == "wrong_game" else []
     version = {"protocol_version": 999} if mode == "old_protocol" else {}
+    if mode == "bad_hello":  # wants_state as 1, as some msgpack libraries write a true: not a bool
+        sock.socket.send(msgspec.msgpack.encode({"type": "hello", "name": "misbehave-bad_hello", "wants_state": 1,
+                                                 "secret": session_secret()}))
+        print(sock.recv(), file=sys.stderr, flush=True)  # the referee's error, in the engine's log
+        return 0
     sock.send(Hello(name=f"misbehave-{mode}", wants_legal_moves=True, games=games, secret=session_secret(), **version))
     rng = random.Random(1)
     decisions = 0
@@ -57,6 +65,9 @@ def main() -> int:
         if isinstance(msg, NewGame):
             if mode == "not_ready":
                 sock.send(Pong(game_id=msg.game_id, seq=msg.seq))
+                continue
+            if mode == "game_over_for_ready":  # a message type whose tag is not its class name lowered
+                sock.send(GameOver(game_id=msg.game_id, seq=msg.seq, returns=[], reason="normal"))
                 continue
             if mode == "slow_ready":
                 time.sleep(delay)
@@ -73,8 +84,14 @@ def main() -> int:
                     os._exit(7)
                 elif mode == "illegal":
                     move = "zz99"
+                elif mode == "huge_illegal":  # its quote in game_over.detail was 1.6 MB: over the frame limit
+                    move = "\x01" * 400_000
                 elif mode == "garbage":
                     sock.socket.send(b"\xc1\x00garbage")
+                    continue
+                elif mode == "deep":  # a valid reply with an unknown field 100 000 arrays deep (100 KB)
+                    data = encode(Reply(game_id=msg.game_id, seq=msg.seq, move=move))
+                    sock.socket.send(bytes([data[0] + 1]) + data[1:] + b"\xa1x" + b"\x91" * 100_000 + b"\x01")
                     continue
                 elif mode == "oversize":
                     sock.socket.send(b"\x00" * (2 << 20))
