@@ -258,6 +258,30 @@ def test_strangers_are_refused_at_the_handshake_and_each_participant_takes_only_
         hub.close()
 
 
+def alice_socket(folder, hub) -> zmq.Socket:
+    """A participant written by hand from SPEC.md: alice's CurveZMQ DEALER, connected to the hub."""
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.linger = 0
+    curve.client_options(sock, curve.load_public(folder / "referee.pub"), curve.load_keypair(folder / "alice.key"))
+    sock.connect(hub.endpoint)
+    return sock
+
+
+def play_by_hand(sock: zmq.Socket, reply) -> None:
+    """Answer pings and new games as the spec says, each request with ``reply(request)``, until quit
+    (or 20 s of silence)."""
+    while sock.poll(20000):
+        msg = decode(sock.recv())
+        if isinstance(msg, Ping):
+            sock.send(encode(Pong(game_id=msg.game_id, seq=msg.seq)))
+        elif isinstance(msg, NewGame):
+            sock.send(encode(Ready(game_id=msg.game_id, seq=msg.seq)))
+        elif isinstance(msg, Request):
+            reply(msg)
+        elif isinstance(msg, Quit):
+            return
+
+
 def test_a_second_connection_with_one_key_is_refused_while_the_first_is_healthy(tmp_path, keys):
     folder, roster = keys
     logs: list[str] = []
@@ -295,29 +319,19 @@ def test_garbage_before_hello_is_dropped_and_a_two_frame_reply_is_a_protocol_err
     sends before its hello is dropped unread, garbage too (it never stops the match)."""
     folder, roster = keys
     hub = hub_for(folder, roster)
-    sock = zmq.Context.instance().socket(zmq.DEALER)
-    sock.linger = 0
-    curve.client_options(sock, curve.load_public(folder / "referee.pub"), curve.load_keypair(folder / "alice.key"))
-    sock.connect(hub.endpoint)
+    sock = alice_socket(folder, hub)
     sock.send(b"\xc1 left over from another referee")
     sock.send(encode(Hello(name="alice", games=["einstein"], wants_legal_moves=True)))
 
-    def alice() -> None:  # its second decision of the first game comes in two frames
-        decisions = 0
-        while sock.poll(20000):
-            msg = decode(sock.recv())
-            if isinstance(msg, Ping):
-                sock.send(encode(Pong(game_id=msg.game_id, seq=msg.seq)))
-            elif isinstance(msg, NewGame):
-                sock.send(encode(Ready(game_id=msg.game_id, seq=msg.seq)))
-            elif isinstance(msg, Request):
-                decisions += 1
-                reply = encode(Reply(game_id=msg.game_id, seq=msg.seq, move=msg.legal_moves[0]))
-                sock.send_multipart([reply, b"more"] if decisions == 2 else [reply])
-            elif isinstance(msg, Quit):
-                return
+    decisions = 0
 
-    player = threading.Thread(target=alice, daemon=True)
+    def reply(msg: Request) -> None:  # its second decision of the first game comes in two frames
+        nonlocal decisions
+        decisions += 1
+        data = encode(Reply(game_id=msg.game_id, seq=msg.seq, move=msg.legal_moves[0]))
+        sock.send_multipart([data, b"more"] if decisions == 2 else [data])
+
+    player = threading.Thread(target=play_by_hand, args=(sock, reply), daemon=True)
     player.start()
     try:
         started = time.monotonic()
@@ -344,10 +358,7 @@ def test_an_invalid_hello_is_answered_malformed_and_a_valid_one_then_welcomed(tm
     hub = hub_for(folder, roster)
     session = RemoteSession(remote(hub, "alice"), tmp_path)
     session.launch()
-    sock = zmq.Context.instance().socket(zmq.DEALER)
-    sock.linger = 0
-    curve.client_options(sock, curve.load_public(folder / "referee.pub"), curve.load_keypair(folder / "alice.key"))
-    sock.connect(hub.endpoint)
+    sock = alice_socket(folder, hub)
     try:
         sock.send(msgspec.msgpack.encode({"type": "hello", "name": "alice", "wants_state": 1}))
         assert sock.poll(5000), "no answer to an invalid hello"
@@ -380,26 +391,14 @@ def test_a_reply_nested_too_deeply_is_a_protocol_error_and_the_hub_reads_on(tmp_
     more was read from anyone, and the engine lost on time instead of for what it sent."""
     folder, roster = keys
     hub = hub_for(folder, roster)
-    sock = zmq.Context.instance().socket(zmq.DEALER)
-    sock.linger = 0
-    curve.client_options(sock, curve.load_public(folder / "referee.pub"), curve.load_keypair(folder / "alice.key"))
-    sock.connect(hub.endpoint)
+    sock = alice_socket(folder, hub)
     sock.send(encode(Hello(name="alice", games=["einstein"], wants_legal_moves=True)))
 
-    def alice() -> None:  # its first decision comes with an unknown field nested 100 000 deep
-        while sock.poll(20000):
-            msg = decode(sock.recv())
-            if isinstance(msg, Ping):
-                sock.send(encode(Pong(game_id=msg.game_id, seq=msg.seq)))
-            elif isinstance(msg, NewGame):
-                sock.send(encode(Ready(game_id=msg.game_id, seq=msg.seq)))
-            elif isinstance(msg, Request):
-                data = encode(Reply(game_id=msg.game_id, seq=msg.seq, move=msg.legal_moves[0]))
-                sock.send(bytes([data[0] + 1]) + data[1:] + b"\xa1x" + b"\x91" * 100_000 + b"\x01")
-            elif isinstance(msg, Quit):
-                return
+    def reply(msg: Request) -> None:  # its first decision comes with an unknown field nested 100 000 deep
+        data = encode(Reply(game_id=msg.game_id, seq=msg.seq, move=msg.legal_moves[0]))
+        sock.send(bytes([data[0] + 1]) + data[1:] + b"\xa1x" + b"\x91" * 100_000 + b"\x01")
 
-    player = threading.Thread(target=alice, daemon=True)
+    player = threading.Thread(target=play_by_hand, args=(sock, reply), daemon=True)
     player.start()
     try:
         result = play(hub, remote(hub, "alice"), EngineConfig(RANDOM, name="local", cwd=str(ROOT)), tmp_path,
