@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import Any, Union
+from typing import Annotated, Any, Union
 
 import msgspec
 
@@ -193,10 +193,10 @@ class Hello(Message, tag="hello", kw_only=True):
     options: list[EngineOption] = []
     """The options the operator may set (``new_game.engine_options`` carries the values set);
     like UCI's ``option`` lines. Values are checked against this before any game."""
-    max_games: int = 1
+    max_games: Annotated[int, msgspec.Meta(ge=1)] = 1
     """Games the engine plays at once over this connection (a remote engine in an event that runs
     games in parallel): each game's messages carry its ``game_id``, and the engine keeps one game
-    state per id. 1 (the default): one game at a time."""
+    state per id. 1 (the default): one game at a time; 0 or less is malformed."""
     secret: str = ""
     """The seat's session secret: the text of the file named by ``ARBITER_SECRET_FILE`` (local
     engines started by the referee). A hello without the right secret is ignored, so no other

@@ -223,6 +223,7 @@ def test_missing_required_field_of_an_embedded_map_names_its_path():
     (NewGame, "time_control", {"text": "180", "kind": "sudden_death", "base_ms": "3m"},
      "Expected `int`, got `str` - at `$.time_control.base_ms`"),
     (NewGame, "options", {1: "x"}, "Expected `str`, got `int` - at `key` in `$.options`"),
+    (Hello, "max_games", 0, "Expected `int` >= 1 - at `$.max_games`"),  # was taken as 1 without a word
 ], ids=lambda v: v.__name__ if isinstance(v, type) else None)
 def test_wrong_field_type_names_the_path(cls, field, value, expected):
     wire = {**as_map(SAMPLES[cls]), field: value}

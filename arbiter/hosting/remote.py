@@ -254,7 +254,7 @@ class _Peer:
     @property
     def max_games(self) -> int:
         """Games it accepts at once: its hello's ``max_games`` (1 until it has said hello)."""
-        return max(1, self.hello.max_games) if self.hello is not None else 1
+        return self.hello.max_games if self.hello is not None else 1
 
 
 class RemoteHub:
