@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,8 @@ from tournaments.api import TournamentStateError
 from tournaments.config import load_config
 from tournaments.db import TournamentDB
 from tournaments.runner import Runner, TournamentError
+
+ROOT = Path(__file__).resolve().parent.parent
 
 TOML = """\
 name = "resume-test"
@@ -423,3 +427,24 @@ def test_names_in_brackets_are_printed_whole(tmp_path, capsys):
     assert match.returncode == 0, match.stdout + match.stderr
     summary = " ".join(match.stdout.split())
     assert "Bot [a] vs Bot [b]" in summary and summary.count("Bot [a]") >= 4
+
+
+def test_an_export_without_its_database_is_not_discarded_by_a_start(tmp_path, played):
+    """Before: with the database gone (deleted, or moved without its export), `run` and `resume FILE`
+    started the tournament afresh and silently replaced the `.jsonl` beside it, the only copy of
+    the games of the earlier run."""
+    toml = write_toml(tmp_path)
+    export = tmp_path / "t.jsonl"
+    shutil.copy(played / "t.jsonl", export)
+    before = export.read_bytes()
+    for command in ("run", "resume"):
+        proc = subprocess.run([sys.executable, "-m", "tournaments", command, str(toml), "-q", "--no-report"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+        out = " ".join((proc.stdout + proc.stderr).split())
+        assert proc.returncode == 2 and "Traceback" not in out, out
+        assert f"{export} holds 6 game(s) of an earlier run" in out and "move it away" in out, out
+        assert export.read_bytes() == before and not (tmp_path / "t.sqlite").exists()
+    proc = subprocess.run([sys.executable, "-m", "tournaments", "run", str(toml), "-q", "--no-report", "--overwrite"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(exported_lines(tmp_path / "t.sqlite")) == 6
