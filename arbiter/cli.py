@@ -170,6 +170,9 @@ def _prepare(args: argparse.Namespace, configs, group_window: float = 0.0) -> tu
         console.print(f"export {escape(str(store.export_path))} repaired: "
                       + ", ".join((["a torn last line cut"] if cut else []) +
                                   ([f"{appended} committed game(s) appended"] if appended else [])))
+    if store.moved_export is not None:
+        errors.print(f"[bold yellow]warning:[/] the export lacked committed games before others it held: it is "
+                     f"written anew in commit order, the old one kept as {escape(str(store.moved_export))}")
     return store, EXIT_OK
 
 

@@ -196,11 +196,18 @@ def test_committed_games_missing_from_the_export_are_appended(tmp_path, played):
     jsonl.write_bytes(b"".join(want[:2] + want[3:5]))  # two lines lost
     db = TournamentDB(db_path)
     try:
-        assert db.repair_export() == (False, 2)
+        assert db.repair_export() == (False, 6)  # game 3 lost before others: written anew, in commit order
+        assert db.store.moved_export == jsonl.with_name(jsonl.name + ".before-repair")
     finally:
         db.close()
-    lost = [want[2], want[5]]  # appended in commit order, the export's own (two games ending at once may
-    assert jsonl.read_bytes() == b"".join(want[:2] + want[3:5] + lost)  # commit in either order)
+    assert jsonl.read_bytes() == b"".join(want)
+    jsonl.write_bytes(b"".join(want[:4]))  # the last two lost: appended
+    db = TournamentDB(db_path)
+    try:
+        assert db.repair_export() == (False, 2) and db.store.moved_export is None
+    finally:
+        db.close()
+    assert jsonl.read_bytes() == b"".join(want)
     jsonl.unlink()  # the whole export lost
     resume_and_close(db_path)
     assert jsonl.read_bytes() == b"".join(committed_lines(db_path))
@@ -448,3 +455,24 @@ def test_an_export_without_its_database_is_not_discarded_by_a_start(tmp_path, pl
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert len(exported_lines(tmp_path / "t.sqlite")) == 6
+
+
+def test_an_export_missing_early_games_is_written_anew_in_commit_order(tmp_path, played):
+    """Before: an export that lost games committed before others it holds (deleted or cut while the
+    run was appending to it) got them appended at its end, so `arbiter verify` of the export called
+    the chains reordered. Now it is written anew in commit order, the old file kept beside it."""
+    db = copy_of(played, tmp_path)
+    export = TournamentDB.jsonl_path(db)
+    old = export.read_bytes().splitlines(keepends=True)[2:]  # the first two games' lines lost
+    export.write_bytes(b"".join(old))
+    write_toml(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "tournaments", "resume", str(db), "-q", "--no-report"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    out = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode == 0 and "0 games played in this run" in out, out
+    aside = export.with_name(export.name + ".before-repair")
+    assert f"written anew in commit order, the old one kept as {aside}" in out, out
+    assert len(exported_lines(db)) == 6 and aside.read_bytes() == b"".join(old)
+    check = subprocess.run([sys.executable, "-m", "arbiter.cli", "verify", str(export)], cwd=ROOT,
+                           capture_output=True, text=True, timeout=120)
+    assert check.returncode == 0 and "0 tamper problem(s)" in check.stdout, check.stdout + check.stderr

@@ -290,6 +290,8 @@ class ResultsStore:
         self.error: str | None = None
         """The last storage error: which file, what went wrong."""
         self.fallback: Path | None = None
+        self.moved_export: Path | None = None
+        """Set when a repair found the export out of order and wrote it anew: the old file."""
         self.fallback_count = 0
         self._heads: dict[tuple[str, str], tuple[int, str]] = {}  # (kind, id) -> last committed (count, hash)
         self.on_commit = on_commit
@@ -580,13 +582,33 @@ class ResultsStore:
         return tail[::-1] if total == want and last_id is None else None
 
     def _repair_full(self, path: Path) -> int:
-        """Read every line's game id, append every committed game not among them (commit order)."""
+        """Read every line's game id, append every committed game not among them (commit order).
+        When a missing game was committed before one the file holds (the export was deleted or
+        cut while a run was appending to it), appended games would stand out of chain order and
+        `arbiter verify` of the export would call them reordered: the file is then moved aside
+        (``moved_export``: nothing in it is lost) and written anew, every committed game in
+        commit order."""
         ids: set[str] = set()
         if path.exists():
             with open(path, "rb") as f:
                 for line in f:
                     if (gid := _line_game_id(line)) is not None:
                         ids.add(gid)
+        if ids:
+            seen_missing = False
+            for (gid,) in self.db.execute("SELECT game_id FROM games ORDER BY rowid"):
+                if gid not in ids:
+                    seen_missing = True
+                elif seen_missing:  # a game the file holds after one it lacks: rewrite it in order
+                    aside = path.with_name(path.name + ".before-repair")
+                    n = 1
+                    while aside.exists():
+                        n += 1
+                        aside = path.with_name(f"{path.name}.before-repair-{n}")
+                    os.replace(path, aside)
+                    self.moved_export = aside
+                    ids = set()
+                    break
         appended, chunk = 0, []
         for gid, rec in self.db.execute("SELECT game_id, record FROM games ORDER BY rowid"):
             if gid not in ids:
