@@ -539,7 +539,8 @@ def test_sigterm_marks_the_match_interrupted_and_resume_finishes_it(tmp_path):
     assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) > played
     assert status == "finished" and max(json.loads(points)) == 21  # first to 21 of 41, counted across both runs
     assert run("arbiter", "verify", str(db)).returncode == 0
-    one_line_error(run("arbiter", "match", "--resume", "--db", str(db)), 2, "no unfinished match")
+    one_line_error(run("arbiter", "match", "--resume", "--db", str(db)), 2, "no unfinished match",
+                   f"games; `arbiter show {db} --list`", "is finished (")
 
 
 def test_make_tournament_can_run_twice():

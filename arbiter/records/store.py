@@ -1071,7 +1071,12 @@ def match_setup(path: str | Path, match_id: str | None = None,
     else:
         row = next((r for r in rows if r[1] != "finished" and setup_command(r[2]) == command), None)
         if row is None:
-            raise ValueError(f"{path}: no unfinished {noun} to resume")
+            latest = next((r for r in rows if setup_command(r[2]) == command), None)
+            if latest is not None:  # say so: a run killed in its last moments may have finished
+                raise ValueError(f"{path}: no unfinished {noun} to resume: the latest, {latest[0]}, is finished "
+                                 f"({len(done_games(path, latest[0]))} games; `arbiter show {path} --list` "
+                                 f"lists them)")
+            raise ValueError(f"{path}: no unfinished {noun} to resume (none was started by `arbiter {command}`)")
     return row[0], row[1], row[2], done_games(path, row[0])
 
 
