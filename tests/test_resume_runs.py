@@ -117,6 +117,7 @@ def test_a_solo_run_resumes_every_suite_on_a_stored_master_seed(tmp_path):
     assert seeded.returncode == 2 and "drawn by the referee and is stored" in seeded.stderr
     match = arbiter("match", "--resume", "--db", str(db))  # a solo run is not a match
     assert match.returncode == 2 and "no unfinished match" in match.stderr, match.stderr
+    assert "none was started by `arbiter match`" in match.stderr, match.stderr
 
     resumed = arbiter("solo", "--resume", "--db", str(db), "--quiet")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
@@ -132,6 +133,8 @@ def test_a_solo_run_resumes_every_suite_on_a_stored_master_seed(tmp_path):
 
     by_id = arbiter("solo", "--resume", records[-1].match_id, "--db", str(db))
     assert by_id.returncode == 2 and "is finished; nothing to resume" in by_id.stderr
+    latest = arbiter("solo", "--resume", "--db", str(db))  # the run, all its suites: not one engine's
+    assert latest.returncode == 2 and "is finished (80 games;" in " ".join(latest.stderr.split()), latest.stderr
 
 
 def test_a_coop_series_killed_with_kill_9_resumes_with_a_whole_export(tmp_path):

@@ -1073,9 +1073,11 @@ def match_setup(path: str | Path, match_id: str | None = None,
         if row is None:
             latest = next((r for r in rows if setup_command(r[2]) == command), None)
             if latest is not None:  # say so: a run killed in its last moments may have finished
-                raise ValueError(f"{path}: no unfinished {noun} to resume: the latest, {latest[0]}, is finished "
-                                 f"({len(done_games(path, latest[0]))} games; `arbiter show {path} --list` "
-                                 f"lists them)")
+                run = latest[2].get("run")  # a solo run: one match per engine
+                ids = [r[0] for r in rows if r[2].get("run") == run] if run else [latest[0]]
+                games = sum(len(done_games(path, mid)) for mid in ids)
+                raise ValueError(f"{path}: no unfinished {noun} to resume: the latest, {run or latest[0]}, is "
+                                 f"finished ({games} games; `arbiter show {path} --list` lists them)")
             raise ValueError(f"{path}: no unfinished {noun} to resume (none was started by `arbiter {command}`)")
     return row[0], row[1], row[2], done_games(path, row[0])
 
