@@ -476,3 +476,24 @@ def test_an_export_missing_early_games_is_written_anew_in_commit_order(tmp_path,
     check = subprocess.run([sys.executable, "-m", "arbiter.cli", "verify", str(export)], cwd=ROOT,
                            capture_output=True, text=True, timeout=120)
     assert check.returncode == 0 and "0 tamper problem(s)" in check.stdout, check.stdout + check.stderr
+
+
+def test_an_interruption_between_a_commit_and_its_counting_reports_every_saved_game(tmp_path):
+    """Before: Ctrl-C (or SIGTERM) arriving just after a batch was committed, before it was counted,
+    made `interrupted: N games saved` say fewer games than the database held."""
+    opened = api.start(load_config(write_toml(tmp_path)))
+
+    def ctrl_c(runner, spec, game):  # called for each game of a batch once the batch is committed
+        raise KeyboardInterrupt
+
+    try:
+        summary = Runner(opened.cfg, opened.db, opened.seed, on_game=ctrl_c).run()
+    finally:
+        opened.db.close()
+    conn = sqlite3.connect(tmp_path / "t.sqlite")
+    try:
+        (saved,), = conn.execute("SELECT count(*) FROM games")
+    finally:
+        conn.close()
+    assert summary.interrupted and not summary.finished
+    assert saved >= 1 and summary.played_total == saved

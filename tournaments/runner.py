@@ -280,6 +280,11 @@ class Runner:
             s.cpu_engines_by_groups = getattr(pool, "engines_cpu_seconds", None)
             s.worker_restarts = pool.restarts
             s.played_total = self.plan.played if self.plan else 0
+            if s.interrupted:  # stopped between a commit and its counting: the database says how many
+                try:
+                    s.played_total = max(s.played_total, len(self.db.results(self.cfg.tid, self.names)))
+                except STORAGE_ERRORS:
+                    pass
             s.notes = list(self.plan.notes) if self.plan else []
         return s
 
