@@ -8,6 +8,7 @@ a real SQLite file.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -497,3 +498,76 @@ def test_an_interruption_between_a_commit_and_its_counting_reports_every_saved_g
         conn.close()
     assert summary.interrupted and not summary.finished
     assert saved >= 1 and summary.played_total == saved
+
+
+class _CommitThenCtrlC:
+    """The store's SQLite connection, but the first commit is followed by a KeyboardInterrupt:
+    Ctrl-C arriving just after a transaction committed, before the store forgot its games."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn, self.armed = conn, True
+
+    def commit(self) -> None:
+        self.conn.commit()
+        if self.armed:
+            self.armed = False
+            raise KeyboardInterrupt
+
+    def __enter__(self):
+        return self.conn.__enter__()
+
+    def __exit__(self, *exc):
+        return self.conn.__exit__(*exc)
+
+    def __getattr__(self, name):
+        return getattr(self.conn, name)
+
+
+@pytest.mark.parametrize("where", ["after the commit", "during the export's fsync"])
+def test_a_save_stopped_by_ctrl_c_is_mended_at_close_not_repeated(tmp_path, played, monkeypatch, where):
+    """Before: a save interrupted between its commit and its bookkeeping, or after the export's
+    write, was done again when the store closed: the export got the games' lines twice (a soak
+    run's tournament export held 41 lines for 40 games, and its resume accepted them), or the
+    games were committed a second time."""
+    from arbiter.records.store import ResultsStore, load_records
+
+    records = load_records(played / "t.sqlite")
+    db = tmp_path / "r.sqlite"
+    store = ResultsStore(db)
+    assert store.save_games(records[:2])
+    if where == "after the commit":
+        store.db = _CommitThenCtrlC(store.db)
+    else:
+        real_fsync, calls = os.fsync, []
+
+        def fsync(fd: int) -> None:
+            real_fsync(fd)
+            calls.append(fd)
+            if len(calls) == 1:
+                raise KeyboardInterrupt
+
+        monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(KeyboardInterrupt):
+        store.save_games(records[2:4])
+    if isinstance(store.db, _CommitThenCtrlC):
+        store.db = store.db.conn
+    monkeypatch.undo()
+    store.close()
+    want = [r.game_id for r in records[:4]]
+    conn = sqlite3.connect(db)
+    try:
+        assert [g for (g,) in conn.execute("SELECT game_id FROM games ORDER BY rowid")] == want
+    finally:
+        conn.close()
+    export = db.with_suffix(".jsonl")
+    assert [json.loads(line)["game_id"] for line in export.read_bytes().splitlines()] == want
+    assert not list(tmp_path.glob("*.unsaved-*")) and store.error is None
+    again = ResultsStore(db)
+    try:
+        assert again.repair_export() == (False, 0)
+    finally:
+        again.close()
+    for target in (db, export):
+        check = subprocess.run([sys.executable, "-m", "arbiter.cli", "verify", str(target)], cwd=ROOT,
+                               capture_output=True, text=True, timeout=120)
+        assert check.returncode == 0 and "0 tamper problem(s)" in check.stdout, check.stdout + check.stderr

@@ -291,6 +291,7 @@ class ResultsStore:
         """The last storage error: which file, what went wrong."""
         self.fallback: Path | None = None
         self.moved_export: Path | None = None
+        self._flush_broken = False  # a flush was stopped midway (``flush``)
         """Set when a repair found the export out of order and wrote it anew: the old file."""
         self.fallback_count = 0
         self._heads: dict[tuple[str, str], tuple[int, str]] = {}  # (kind, id) -> last committed (count, hash)
@@ -427,7 +428,35 @@ class ResultsStore:
 
     def flush(self) -> bool:
         """Commit ``pending`` in one transaction, then append ``unexported`` to the export with
-        one write and one fsync (callers hold ``_lock``)."""
+        one write and one fsync (callers hold ``_lock``). A flush stopped midway by an exception
+        that is not a storage error (Ctrl-C, or SIGTERM made one, between the commit and forgetting
+        the games, or during the export's write) is mended by the next one (``close`` flushes):
+        games already committed are not committed again, and the export is mended from the
+        database (``repair_export``) rather than given its lines a second time."""
+        if self._flush_broken:
+            self._mend_broken_flush()
+        self._flush_broken = True
+        ok = self._flush()
+        self._flush_broken = False
+        return ok
+
+    def _mend_broken_flush(self) -> None:
+        if self.pending:
+            ids = [item.game_id for item in self.pending]
+            done = set()
+            for i in range(0, len(ids), 500):
+                chunk = ids[i:i + 500]
+                done.update(gid for (gid,) in self.db.execute(
+                    f"SELECT game_id FROM games WHERE game_id IN ({','.join('?' * len(chunk))})", chunk))
+            self.pending = [item for item in self.pending if item.game_id not in done]
+        self.unexported = []
+        self._flush_broken = False
+        try:
+            self.repair_export()  # every committed game in the export once, whatever was written
+        except STORAGE_ERRORS as exc:  # left to the next open or resume, which mends it too
+            self.error = f"{self.export_path}: {exc}"
+
+    def _flush(self) -> bool:
         if self.pending:
             batch = list(self.pending)
             if not self._try(self.path, lambda: self._commit_batch(batch)):
@@ -691,7 +720,7 @@ class ResultsStore:
             self._committer.join()
             self._committer = None
         with self._lock:
-            if self.pending or self.unexported:
+            if self.pending or self.unexported or self._flush_broken:
                 self.flush()
             if self.pending:
                 self._write_fallback()
