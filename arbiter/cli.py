@@ -170,6 +170,9 @@ def _prepare(args: argparse.Namespace, configs, group_window: float = 0.0) -> tu
         console.print(f"export {escape(str(store.export_path))} repaired: "
                       + ", ".join((["a torn last line cut"] if cut else []) +
                                   ([f"{appended} committed game(s) appended"] if appended else [])))
+    if store.moved_export is not None:
+        errors.print(f"[bold yellow]warning:[/] the export lacked committed games before others it held: it is "
+                     f"written anew in commit order, the old one kept as {escape(str(store.moved_export))}")
     return store, EXIT_OK
 
 
@@ -222,7 +225,11 @@ def cmd_match(args: argparse.Namespace) -> int:
             args.format = "games=10000" if sprt_bounds else "olympiad"
         fmt = MatchFormat.parse(args.format)
         _check_table_format(game, fmt, args)
-        seed, _ = read_seed(args)
+        seed, source = read_seed(args)
+        if seeded and seed is not None and (played := _last_game(done)) is not None and played.dice_stream \
+                and commitment(seed_for(seed, played.dice_stream)) != played.dice_commitment:
+            raise ValueError(f"the seed from {source} is not the master seed this match was started with "
+                             f"(game {played.game_number}'s dice commitment differs)")
         if stored := getattr(args, "stored_master", None):
             if seed is not None:
                 raise ValueError("this match's master seed was drawn by the referee and is stored with it; "

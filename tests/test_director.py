@@ -539,7 +539,8 @@ def test_sigterm_marks_the_match_interrupted_and_resume_finishes_it(tmp_path):
     assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) > played
     assert status == "finished" and max(json.loads(points)) == 21  # first to 21 of 41, counted across both runs
     assert run("arbiter", "verify", str(db)).returncode == 0
-    one_line_error(run("arbiter", "match", "--resume", "--db", str(db)), 2, "no unfinished match")
+    one_line_error(run("arbiter", "match", "--resume", "--db", str(db)), 2, "no unfinished match",
+                   f"games; `arbiter show {db} --list`", "is finished (")
 
 
 def test_make_tournament_can_run_twice():
@@ -702,6 +703,64 @@ def test_tournament_sprt_stop_ends_the_run_and_resume_plays_nothing(tmp_path):
     assert report["tournament"]["sprt_stop"]["state"] == "H1 accepted"
     path.write_text(path.read_text() + '[[engines]]\nname = "third"\ncommand = "x"\n')
     one_line_error(run("tournaments", "check", str(path)), 2, "sprt.stop", "two engines")
+
+
+
+def sprt_event(tmp_path: Path, name: str, concurrency: int) -> Path:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(f'name = "sprt"\ngame = "einstein"\nmatch = "games=400"\ntime_control = "60"\nseed = 11\n'
+                    f'concurrency = {concurrency}\nduplicate_dice = true\noutput = "{tmp_path / name}.sqlite"\n'
+                    f'[sprt]\nelo0 = 0\nelo1 = 150\nstop = true\n'
+                    f'[[engines]]\nname = "strong"\ncommand = "{STRONG}"\n'
+                    f'[[engines]]\nname = "random"\ncommand = "{RANDOM} --seed 1"\n')
+    return path
+
+
+def sprt_games(db: Path) -> list[tuple]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute("SELECT match_id, game_number, returns, reason FROM games "
+                            "ORDER BY match_id, game_number").fetchall()
+    finally:
+        conn.close()
+
+
+def test_an_sprt_stopped_event_ends_with_the_same_games_however_many_play_at_once(tmp_path):
+    """The event is the first games, in schedule order, on which the test decides: a game that was
+    in play (or finished before an earlier one) when it decided is not counted, so two games at
+    once end with exactly the games of one at a time (as a resume after kill -9 must)."""
+    one = run("tournaments", "run", str(sprt_event(tmp_path, "one", 1)), "-q", "--no-report")
+    two = run("tournaments", "run", str(sprt_event(tmp_path, "two", 2)), "-q", "--no-report")
+    assert one.returncode == 0 and two.returncode == 0, one.stderr + two.stderr
+    games = sprt_games(tmp_path / "one.sqlite")
+    assert 4 <= len(games) < 400 and len(games) % 2 == 0, games  # whole duplicate-dice pairs
+    assert [n for _, n, _, _ in games] == list(range(1, len(games) + 1))
+    assert sprt_games(tmp_path / "two.sqlite") == games
+    again = run("tournaments", "resume", str(tmp_path / "two.sqlite"), "-q", "--no-report")
+    assert again.returncode == 0 and "0 games played in this run" in again.stdout, again.stdout + again.stderr
+    assert run("arbiter", "verify", str(tmp_path / "two.sqlite")).returncode == 0
+
+
+@pytest.mark.slow
+def test_an_sprt_stopped_event_killed_with_kill_9_resumes_to_the_games_of_an_uninterrupted_run(tmp_path):
+    reference = run("tournaments", "run", str(sprt_event(tmp_path, "ref", 1)), "-q", "--no-report")
+    assert reference.returncode == 0, reference.stderr
+    games = sprt_games(tmp_path / "ref.sqlite")
+    path = sprt_event(tmp_path, "killed", 2)
+    command = [PY, "-m", "tournaments", "run", str(path), "-q", "--no-report"]
+    for delay in (0.4, 0.9, 0.6, 1.2, 0.8):
+        proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        try:
+            proc.wait(delay)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # the tournament process, its workers and their engines
+            proc.wait()
+        command = [PY, "-m", "tournaments", "resume", str(path), "-q", "--no-report"]
+    done = run("tournaments", "resume", str(path), "-q", "--no-report")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sprt_games(tmp_path / "killed.sqlite") == games
+    assert run("arbiter", "verify", str(tmp_path / "killed.sqlite")).returncode == 0
 
 
 # --- arbiter check-engine -------------------------------------------------------------------------

@@ -117,6 +117,7 @@ def test_a_solo_run_resumes_every_suite_on_a_stored_master_seed(tmp_path):
     assert seeded.returncode == 2 and "drawn by the referee and is stored" in seeded.stderr
     match = arbiter("match", "--resume", "--db", str(db))  # a solo run is not a match
     assert match.returncode == 2 and "no unfinished match" in match.stderr, match.stderr
+    assert "none was started by `arbiter match`" in match.stderr, match.stderr
 
     resumed = arbiter("solo", "--resume", "--db", str(db), "--quiet")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
@@ -132,6 +133,8 @@ def test_a_solo_run_resumes_every_suite_on_a_stored_master_seed(tmp_path):
 
     by_id = arbiter("solo", "--resume", records[-1].match_id, "--db", str(db))
     assert by_id.returncode == 2 and "is finished; nothing to resume" in by_id.stderr
+    latest = arbiter("solo", "--resume", "--db", str(db))  # the run, all its suites: not one engine's
+    assert latest.returncode == 2 and "is finished (80 games;" in " ".join(latest.stderr.split()), latest.stderr
 
 
 def test_a_coop_series_killed_with_kill_9_resumes_with_a_whole_export(tmp_path):
@@ -158,3 +161,23 @@ def test_a_coop_series_killed_with_kill_9_resumes_with_a_whole_export(tmp_path):
         assert sorted(r.game_number for r in load_records(path)) == list(range(1, 301))
         checked = arbiter("verify", str(path))
         assert checked.returncode == 0 and checked.stderr == "", checked.stdout + checked.stderr
+
+
+def test_a_match_resumed_with_another_master_seed_is_refused(tmp_path):
+    """Before: `arbiter match --resume` took any seed it was given and played the rest of a seeded
+    match on other dice than the uninterrupted match would have (coop and solo checked it)."""
+    db = tmp_path / "m.sqlite"
+    cut = interrupted("match", "--game", "einstein", "--engine", f"{RANDOM} --seed 1", "--engine",
+                      f"{RANDOM} --seed 2", "--tc", "60", "--format", "games=400", "--seed-file",
+                      str(seed_file(tmp_path)), "--db", str(db), "--quiet", after=3, sig=signal.SIGKILL)
+    assert cut.returncode == -signal.SIGKILL
+    before = games_in(db)
+    wrong = arbiter("match", "--resume", "--db", str(db), "--quiet", "--seed-file",
+                    str(seed_file(tmp_path, "0bad" * 8, "other.hex")))
+    assert wrong.returncode == 2 and "Traceback" not in wrong.stderr, wrong.stderr
+    assert "the seed from" in wrong.stderr and "is not the master seed this match was started with" in wrong.stderr
+    assert games_in(db) == before and status(db) == [None]  # nothing played, nothing marked
+    right = arbiter("match", "--resume", "--db", str(db), "--quiet", "--seed-file", str(seed_file(tmp_path)))
+    assert right.returncode == 0, right.stderr
+    assert games_in(db) == 400 and status(db) == ["finished"]
+    assert all(verify(r) == [] for r in load_records(db))

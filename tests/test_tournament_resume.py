@@ -8,8 +8,11 @@ a real SQLite file.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,8 @@ from tournaments.api import TournamentStateError
 from tournaments.config import load_config
 from tournaments.db import TournamentDB
 from tournaments.runner import Runner, TournamentError
+
+ROOT = Path(__file__).resolve().parent.parent
 
 TOML = """\
 name = "resume-test"
@@ -192,11 +197,18 @@ def test_committed_games_missing_from_the_export_are_appended(tmp_path, played):
     jsonl.write_bytes(b"".join(want[:2] + want[3:5]))  # two lines lost
     db = TournamentDB(db_path)
     try:
-        assert db.repair_export() == (False, 2)
+        assert db.repair_export() == (False, 6)  # game 3 lost before others: written anew, in commit order
+        assert db.store.moved_export == jsonl.with_name(jsonl.name + ".before-repair")
     finally:
         db.close()
-    lost = [want[2], want[5]]  # appended in commit order, the export's own (two games ending at once may
-    assert jsonl.read_bytes() == b"".join(want[:2] + want[3:5] + lost)  # commit in either order)
+    assert jsonl.read_bytes() == b"".join(want)
+    jsonl.write_bytes(b"".join(want[:4]))  # the last two lost: appended
+    db = TournamentDB(db_path)
+    try:
+        assert db.repair_export() == (False, 2) and db.store.moved_export is None
+    finally:
+        db.close()
+    assert jsonl.read_bytes() == b"".join(want)
     jsonl.unlink()  # the whole export lost
     resume_and_close(db_path)
     assert jsonl.read_bytes() == b"".join(committed_lines(db_path))
@@ -423,3 +435,139 @@ def test_names_in_brackets_are_printed_whole(tmp_path, capsys):
     assert match.returncode == 0, match.stdout + match.stderr
     summary = " ".join(match.stdout.split())
     assert "Bot [a] vs Bot [b]" in summary and summary.count("Bot [a]") >= 4
+
+
+def test_an_export_without_its_database_is_not_discarded_by_a_start(tmp_path, played):
+    """Before: with the database gone (deleted, or moved without its export), `run` and `resume FILE`
+    started the tournament afresh and silently replaced the `.jsonl` beside it, the only copy of
+    the games of the earlier run."""
+    toml = write_toml(tmp_path)
+    export = tmp_path / "t.jsonl"
+    shutil.copy(played / "t.jsonl", export)
+    before = export.read_bytes()
+    for command in ("run", "resume"):
+        proc = subprocess.run([sys.executable, "-m", "tournaments", command, str(toml), "-q", "--no-report"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+        out = " ".join((proc.stdout + proc.stderr).split())
+        assert proc.returncode == 2 and "Traceback" not in out, out
+        assert f"{export} holds 6 game(s) of an earlier run" in out and "move it away" in out, out
+        assert export.read_bytes() == before and not (tmp_path / "t.sqlite").exists()
+    proc = subprocess.run([sys.executable, "-m", "tournaments", "run", str(toml), "-q", "--no-report", "--overwrite"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(exported_lines(tmp_path / "t.sqlite")) == 6
+
+
+def test_an_export_missing_early_games_is_written_anew_in_commit_order(tmp_path, played):
+    """Before: an export that lost games committed before others it holds (deleted or cut while the
+    run was appending to it) got them appended at its end, so `arbiter verify` of the export called
+    the chains reordered. Now it is written anew in commit order, the old file kept beside it."""
+    db = copy_of(played, tmp_path)
+    export = TournamentDB.jsonl_path(db)
+    old = export.read_bytes().splitlines(keepends=True)[2:]  # the first two games' lines lost
+    export.write_bytes(b"".join(old))
+    write_toml(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "tournaments", "resume", str(db), "-q", "--no-report"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    out = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode == 0 and "0 games played in this run" in out, out
+    aside = export.with_name(export.name + ".before-repair")
+    assert f"written anew in commit order, the old one kept as {aside}" in out, out
+    assert len(exported_lines(db)) == 6 and aside.read_bytes() == b"".join(old)
+    check = subprocess.run([sys.executable, "-m", "arbiter.cli", "verify", str(export)], cwd=ROOT,
+                           capture_output=True, text=True, timeout=120)
+    assert check.returncode == 0 and "0 tamper problem(s)" in check.stdout, check.stdout + check.stderr
+
+
+def test_an_interruption_between_a_commit_and_its_counting_reports_every_saved_game(tmp_path):
+    """Before: Ctrl-C (or SIGTERM) arriving just after a batch was committed, before it was counted,
+    made `interrupted: N games saved` say fewer games than the database held."""
+    opened = api.start(load_config(write_toml(tmp_path)))
+
+    def ctrl_c(runner, spec, game):  # called for each game of a batch once the batch is committed
+        raise KeyboardInterrupt
+
+    try:
+        summary = Runner(opened.cfg, opened.db, opened.seed, on_game=ctrl_c).run()
+    finally:
+        opened.db.close()
+    conn = sqlite3.connect(tmp_path / "t.sqlite")
+    try:
+        (saved,), = conn.execute("SELECT count(*) FROM games")
+    finally:
+        conn.close()
+    assert summary.interrupted and not summary.finished
+    assert saved >= 1 and summary.played_total == saved
+
+
+class _CommitThenCtrlC:
+    """The store's SQLite connection, but the first commit is followed by a KeyboardInterrupt:
+    Ctrl-C arriving just after a transaction committed, before the store forgot its games."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn, self.armed = conn, True
+
+    def commit(self) -> None:
+        self.conn.commit()
+        if self.armed:
+            self.armed = False
+            raise KeyboardInterrupt
+
+    def __enter__(self):
+        return self.conn.__enter__()
+
+    def __exit__(self, *exc):
+        return self.conn.__exit__(*exc)
+
+    def __getattr__(self, name):
+        return getattr(self.conn, name)
+
+
+@pytest.mark.parametrize("where", ["after the commit", "during the export's fsync"])
+def test_a_save_stopped_by_ctrl_c_is_mended_at_close_not_repeated(tmp_path, played, monkeypatch, where):
+    """Before: a save interrupted between its commit and its bookkeeping, or after the export's
+    write, was done again when the store closed: the export got the games' lines twice (a soak
+    run's tournament export held 41 lines for 40 games, and its resume accepted them), or the
+    games were committed a second time."""
+    from arbiter.records.store import ResultsStore, load_records
+
+    records = load_records(played / "t.sqlite")
+    db = tmp_path / "r.sqlite"
+    store = ResultsStore(db)
+    assert store.save_games(records[:2])
+    if where == "after the commit":
+        store.db = _CommitThenCtrlC(store.db)
+    else:
+        real_fsync, calls = os.fsync, []
+
+        def fsync(fd: int) -> None:
+            real_fsync(fd)
+            calls.append(fd)
+            if len(calls) == 1:
+                raise KeyboardInterrupt
+
+        monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(KeyboardInterrupt):
+        store.save_games(records[2:4])
+    if isinstance(store.db, _CommitThenCtrlC):
+        store.db = store.db.conn
+    monkeypatch.undo()
+    store.close()
+    want = [r.game_id for r in records[:4]]
+    conn = sqlite3.connect(db)
+    try:
+        assert [g for (g,) in conn.execute("SELECT game_id FROM games ORDER BY rowid")] == want
+    finally:
+        conn.close()
+    export = db.with_suffix(".jsonl")
+    assert [json.loads(line)["game_id"] for line in export.read_bytes().splitlines()] == want
+    assert not list(tmp_path.glob("*.unsaved-*")) and store.error is None
+    again = ResultsStore(db)
+    try:
+        assert again.repair_export() == (False, 0)
+    finally:
+        again.close()
+    for target in (db, export):
+        check = subprocess.run([sys.executable, "-m", "arbiter.cli", "verify", str(target)], cwd=ROOT,
+                               capture_output=True, text=True, timeout=120)
+        assert check.returncode == 0 and "0 tamper problem(s)" in check.stdout, check.stdout + check.stderr

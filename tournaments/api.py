@@ -72,11 +72,26 @@ def _contents(path: Path) -> tuple[int, bool]:
         conn.close()
 
 
+def _export_lines(path: Path) -> int:
+    """Lines (games) in a JSON Lines export; 0 when there is none."""
+    try:
+        with open(path, "rb") as f:
+            return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+    except (FileNotFoundError, IsADirectoryError):
+        return 0
+
+
 def refuse_start(cfg: TournamentConfig, *, overwrite: bool = False) -> None:
     """TournamentLocked or TournamentStateError if ``start`` would refuse ``cfg``'s output as it is
     now: ``run`` asks before its pre-flight, which would otherwise start every engine first."""
     path = Path(cfg.output)
     if not path.exists():
+        export = TournamentDB.jsonl_path(path)
+        lines = _export_lines(export)
+        if lines and not overwrite:  # starting writes a new export in its place
+            raise TournamentStateError(f"{export} holds {lines} game(s) of an earlier run, but there is no database "
+                                       f"{path} beside it: starting would discard them; move it away first (or "
+                                       f"discard it with `run --overwrite`)")
         return
     held = lock_file(path)  # a tournament running on it is never replaced, --overwrite or not
     try:
@@ -100,8 +115,8 @@ def start(cfg: TournamentConfig, *, overwrite: bool = False) -> Opened:
     name and renamed into place, so a crash during the start leaves no half-made tournament."""
     path = Path(cfg.output)
     signer = _signer(cfg)
+    refuse_start(cfg, overwrite=overwrite)
     if path.exists():
-        refuse_start(cfg, overwrite=overwrite)
         remove_database(path)
     seed = cfg.seed if cfg.seed is not None else secrets.token_hex(16)  # 128 bits: not to be found from revealed game seeds
     path.parent.mkdir(parents=True, exist_ok=True)

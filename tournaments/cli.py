@@ -344,6 +344,10 @@ def _run_with_display(console, args, opened, resume: bool) -> int:
     console.print(f"{'resuming' if resume and not fresh else 'starting'} tournament [bold]{escape(cfg.name)}[/] → "
                   f"{escape(str(opened.db.path))} (seed {'from ' + str(cfg.seed_file) if cfg.seed_file else opened.seed})"
                   + (f"; there was no database at {escape(str(Path(opened.db.path).resolve()))}" if fresh else ""))
+    if (moved := opened.db.store.moved_export) is not None:
+        _console(stderr=True).print(f"[bold yellow]warning:[/] the export lacked committed games before others it "
+                                    f"held: it is written anew in commit order, the old one kept as "
+                                    f"{escape(str(moved))}")
     display = Display(console, mode, args.rating_interval)
     try:
         with display:

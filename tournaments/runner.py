@@ -148,6 +148,9 @@ class Runner:
         self.summary = RunSummary()
         self._slot_of: dict[tuple[str, int], int] = {}
         """The slot playing each game in flight (blocks share the ready games among the slots)."""
+        self._held: dict[tuple[str, int], tuple[GameSpec, PackedGame]] = {}
+        """With ``[sprt] stop = true``: games finished before an earlier game (in schedule order)
+        that is still to be played; they are committed once every earlier game is (``_in_order``)."""
         self.started = time.monotonic()
         self._known = db.pairings()
         self._ended = db.ended_matches()
@@ -177,8 +180,34 @@ class Runner:
 
     @property
     def sprt_stopped(self) -> bool:
-        """The SPRT has decided: no game is started any more (games in play still count)."""
+        """The SPRT has decided: no game is started any more, and games still in play are not
+        counted (the event is the first games, in schedule order, on which the test decides)."""
         return self.summary.sprt is not None and concluded(self.summary.sprt) is not None
+
+    def _in_order(self, done: list[tuple[GameSpec, PackedGame]]) -> list[tuple[GameSpec, PackedGame]]:
+        """With ``[sprt] stop = true``: of the finished games and those held back, the ones to commit
+        now: those before every game still to be played, in schedule order, up to the first game
+        after which the test decides (the games after it are dropped: never committed, never counted).
+        So the committed games are always the first ones of the schedule and the event ends with
+        the same games whatever finished first, in one run or in several (kill -9 and resume)."""
+        if self.sprt_stopped:
+            return []  # decided: games that were in play do not count
+        for spec, game in done:
+            self._held[spec.key] = (spec, game)
+        waiting = [key for key in self.in_flight]
+        waiting.extend(g.key for g in self.plan.iter_ready() if g.key not in self._held)
+        first_waiting = min(waiting, default=None)
+        ready = sorted(key for key in self._held if first_waiting is None or key < first_waiting)
+        trial = dict(self.results)
+        out: list[tuple[GameSpec, PackedGame]] = []
+        for key in ready:
+            spec, game = self._held.pop(key)
+            out.append((spec, game))
+            trial[key] = GameResult(spec.seating, tuple(game.returns), game.reason, game.forfeit_seat)
+            if concluded(sprt_decision(self.cfg, trial)) is not None:
+                self._held.clear()
+                break
+        return out
 
     # --- running ------------------------------------------------------------------------------
 
@@ -251,6 +280,11 @@ class Runner:
             s.cpu_engines_by_groups = getattr(pool, "engines_cpu_seconds", None)
             s.worker_restarts = pool.restarts
             s.played_total = self.plan.played if self.plan else 0
+            if s.interrupted:  # stopped between a commit and its counting: the database says how many
+                try:
+                    s.played_total = max(s.played_total, len(self.db.results(self.cfg.tid, self.names)))
+                except STORAGE_ERRORS:
+                    pass
             s.notes = list(self.plan.notes) if self.plan else []
         return s
 
@@ -293,12 +327,13 @@ class Runner:
         A slot that takes several games (a cluster task) gets the chosen game and the next ready
         games of its pairing, up to its ``games`` and to a fair share of what is ready (so the
         last games are spread over the slots rather than queued behind one); one game at a time
-        while an SPRT may stop the event (games handed out are played and counted)."""
+        while an SPRT may stop the event (a game handed out after it decides is not counted)."""
         idle = backend.idle()
         if not idle:
             return
         wanted = sum(slot.games for slot in idle)
-        candidates = list(islice((g for g in self.plan.iter_ready() if g.key not in self.in_flight),
+        candidates = list(islice((g for g in self.plan.iter_ready()
+                                  if g.key not in self.in_flight and g.key not in self._held),
                                  max(256, wanted)))
         share = 1
         if wanted > len(idle) and not self.cfg.sprt.stop:  # blocks: a fair share of every ready game
@@ -344,6 +379,10 @@ class Runner:
             if key in self.results:  # cannot happen: a key is handed out once per run
                 raise TournamentError(f"game {key} was played twice")
             done.append((spec, game))
+        if self.cfg.sprt.stop:
+            done = self._in_order(done)
+            if not done:
+                return
         if not self.db.commit([game for _, game in done]):
             raise _StorageFailed(self.db.store.error or "cannot save")
         self.summary.commits += 1

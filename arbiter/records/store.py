@@ -290,6 +290,9 @@ class ResultsStore:
         self.error: str | None = None
         """The last storage error: which file, what went wrong."""
         self.fallback: Path | None = None
+        self.moved_export: Path | None = None
+        self._flush_broken = False  # a flush was stopped midway (``flush``)
+        """Set when a repair found the export out of order and wrote it anew: the old file."""
         self.fallback_count = 0
         self._heads: dict[tuple[str, str], tuple[int, str]] = {}  # (kind, id) -> last committed (count, hash)
         self.on_commit = on_commit
@@ -425,7 +428,35 @@ class ResultsStore:
 
     def flush(self) -> bool:
         """Commit ``pending`` in one transaction, then append ``unexported`` to the export with
-        one write and one fsync (callers hold ``_lock``)."""
+        one write and one fsync (callers hold ``_lock``). A flush stopped midway by an exception
+        that is not a storage error (Ctrl-C, or SIGTERM made one, between the commit and forgetting
+        the games, or during the export's write) is mended by the next one (``close`` flushes):
+        games already committed are not committed again, and the export is mended from the
+        database (``repair_export``) rather than given its lines a second time."""
+        if self._flush_broken:
+            self._mend_broken_flush()
+        self._flush_broken = True
+        ok = self._flush()
+        self._flush_broken = False
+        return ok
+
+    def _mend_broken_flush(self) -> None:
+        if self.pending:
+            ids = [item.game_id for item in self.pending]
+            done = set()
+            for i in range(0, len(ids), 500):
+                chunk = ids[i:i + 500]
+                done.update(gid for (gid,) in self.db.execute(
+                    f"SELECT game_id FROM games WHERE game_id IN ({','.join('?' * len(chunk))})", chunk))
+            self.pending = [item for item in self.pending if item.game_id not in done]
+        self.unexported = []
+        self._flush_broken = False
+        try:
+            self.repair_export()  # every committed game in the export once, whatever was written
+        except STORAGE_ERRORS as exc:  # left to the next open or resume, which mends it too
+            self.error = f"{self.export_path}: {exc}"
+
+    def _flush(self) -> bool:
         if self.pending:
             batch = list(self.pending)
             if not self._try(self.path, lambda: self._commit_batch(batch)):
@@ -580,13 +611,33 @@ class ResultsStore:
         return tail[::-1] if total == want and last_id is None else None
 
     def _repair_full(self, path: Path) -> int:
-        """Read every line's game id, append every committed game not among them (commit order)."""
+        """Read every line's game id, append every committed game not among them (commit order).
+        When a missing game was committed before one the file holds (the export was deleted or
+        cut while a run was appending to it), appended games would stand out of chain order and
+        `arbiter verify` of the export would call them reordered: the file is then moved aside
+        (``moved_export``: nothing in it is lost) and written anew, every committed game in
+        commit order."""
         ids: set[str] = set()
         if path.exists():
             with open(path, "rb") as f:
                 for line in f:
                     if (gid := _line_game_id(line)) is not None:
                         ids.add(gid)
+        if ids:
+            seen_missing = False
+            for (gid,) in self.db.execute("SELECT game_id FROM games ORDER BY rowid"):
+                if gid not in ids:
+                    seen_missing = True
+                elif seen_missing:  # a game the file holds after one it lacks: rewrite it in order
+                    aside = path.with_name(path.name + ".before-repair")
+                    n = 1
+                    while aside.exists():
+                        n += 1
+                        aside = path.with_name(f"{path.name}.before-repair-{n}")
+                    os.replace(path, aside)
+                    self.moved_export = aside
+                    ids = set()
+                    break
         appended, chunk = 0, []
         for gid, rec in self.db.execute("SELECT game_id, record FROM games ORDER BY rowid"):
             if gid not in ids:
@@ -669,7 +720,7 @@ class ResultsStore:
             self._committer.join()
             self._committer = None
         with self._lock:
-            if self.pending or self.unexported:
+            if self.pending or self.unexported or self._flush_broken:
                 self.flush()
             if self.pending:
                 self._write_fallback()
@@ -1049,7 +1100,14 @@ def match_setup(path: str | Path, match_id: str | None = None,
     else:
         row = next((r for r in rows if r[1] != "finished" and setup_command(r[2]) == command), None)
         if row is None:
-            raise ValueError(f"{path}: no unfinished {noun} to resume")
+            latest = next((r for r in rows if setup_command(r[2]) == command), None)
+            if latest is not None:  # say so: a run killed in its last moments may have finished
+                run = latest[2].get("run")  # a solo run: one match per engine
+                ids = [r[0] for r in rows if r[2].get("run") == run] if run else [latest[0]]
+                games = sum(len(done_games(path, mid)) for mid in ids)
+                raise ValueError(f"{path}: no unfinished {noun} to resume: the latest, {run or latest[0]}, is "
+                                 f"finished ({games} games; `arbiter show {path} --list` lists them)")
+            raise ValueError(f"{path}: no unfinished {noun} to resume (none was started by `arbiter {command}`)")
     return row[0], row[1], row[2], done_games(path, row[0])
 
 
