@@ -8,7 +8,10 @@ real Dask worker processes, real engine subprocesses, the director's real SQLite
 * the director SIGKILLed between the SQLite commit of a batch of several games and its export
   lines (then half-way through writing them): ``resume`` ends with the same games, each
   committed and exported once;
-* an engine a worker cannot start stops the event before any game, naming engine and worker.
+* an engine a worker cannot start stops the event before any game, naming engine and worker,
+  also one whose program is there but whose script is not (a worker in another folder);
+* the director SIGKILLed while running workers play its blocks: no engine stays, no worker dies;
+* a web server at the --cluster address, and a worker running other code: a clear error, fast.
 """
 from __future__ import annotations
 
@@ -277,15 +280,124 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _start_cluster(port: int, workers: int) -> list[subprocess.Popen]:
-    """A real scheduler and workers, as an operator starts them (``dask scheduler``, ``dask worker``)."""
+def _start_cluster(port: int, workers: int, cwd: Path = ROOT, extra: tuple[str, ...] = ()) -> list[subprocess.Popen]:
+    """A real scheduler and workers, as an operator starts them (``dask scheduler``, ``dask worker``
+    in ``cwd``, with ``extra`` options)."""
     dask = str(Path(sys.executable).with_name("dask"))
     logs = subprocess.DEVNULL
     procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
                                "--dashboard-address", ":0"], stdout=logs, stderr=logs, start_new_session=True)]
     procs.append(subprocess.Popen([dask, "worker", f"tcp://127.0.0.1:{port}", "--nworkers", str(workers),
-                                   "--nthreads", "1"], cwd=ROOT, stdout=logs, stderr=logs, start_new_session=True))
+                                   "--nthreads", "1", *extra], cwd=cwd, stdout=logs, stderr=logs,
+                                  start_new_session=True))
     return procs
+
+
+def _workers_of(cluster: list[subprocess.Popen]) -> list[psutil.Process]:
+    """The worker processes (and their nannies' helpers) under ``dask worker``: no engine."""
+    return [p for p in psutil.Process(cluster[1].pid).children(recursive=True)
+            if "python" in os.path.basename(p.cmdline()[0]) and "det_engine" not in " ".join(p.cmdline())]
+
+
+def test_a_director_killed_mid_block_leaves_no_engine_on_workers_that_go_on(tmp_path):
+    """The director SIGKILLed while workers of a running cluster play blocks of its games: the
+    blocks stop, every engine they started goes (none restarted for games nobody collects, none
+    closed from another thread under a game, which aborted the worker), the workers live on."""
+    toml, db = _event(tmp_path, "blocks")
+    toml.write_text(toml.read_text().replace('format = "swiss"\nrounds = 3\nmatch = "bo3"',
+                                             'format = "round_robin"\nmatch = "games=40"'))
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    cluster = _start_cluster(int(address.rsplit(":", 1)[1]), 2)
+    try:
+        director = subprocess.Popen([sys.executable, "-m", "tournaments", "run", str(toml), "--quiet", "--no-report",
+                                     "--cluster", address], cwd=ROOT, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True)
+        _wait_games(db, 30, director, timeout=180)  # blocks of several games are being played
+        time.sleep(1.0)
+        workers = _workers_of(cluster)
+        assert len(workers) >= 2, [w.cmdline() for w in workers]
+        director.kill()
+        director.communicate(timeout=30)
+        _wait_none_left(db)
+        time.sleep(4)  # long enough for a block that went on to start engines again
+        assert not marked_processes(db), [p.cmdline() for p in marked_processes(db)]
+        gone = [w.pid for w in workers if not w.is_running() or w.status() == psutil.STATUS_ZOMBIE]
+        assert not gone, f"worker processes died: {gone}"
+        resumed = cli("resume", str(db), "--quiet", "--no-report", "--cluster", address, timeout=300)
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    finally:
+        _stop(cluster)
+    _wait_none_left(db)
+
+
+def test_a_cluster_address_where_another_service_listens_fails_fast_naming_it(tmp_path):
+    """A web server at the --cluster address accepts the connection and never answers as Dask
+    does: the director says so within the connect time instead of waiting for ever."""
+    toml, db = _event(tmp_path, "http")
+    port = _free_port()
+    web = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1.0)
+        started = time.monotonic()
+        run = cli("run", str(toml), "--quiet", "--no-report", "--cluster", f"tcp://127.0.0.1:{port}", timeout=120,
+                  env={**os.environ, "ARBITER_CLUSTER_CONNECT_SECONDS": "2"})
+    finally:
+        web.kill()
+        web.wait(10)
+    said = " ".join((run.stdout + run.stderr).split())
+    assert time.monotonic() - started < 40, said
+    assert run.returncode == 1 and f"no Dask scheduler answered at tcp://127.0.0.1:{port} within 2 s" in said, said
+    assert "Traceback" not in said and not games_of(db)
+
+
+def test_a_worker_in_another_folder_that_cannot_start_an_engine_stops_the_event(tmp_path):
+    """An engine given as a script path relative to the director's folder: its program (the
+    Python) is on the worker, but the worker runs elsewhere and the engine cannot start there.
+    The event stops before any game naming engine and worker (it used to be played to the end,
+    every game lost by both engines as not_started)."""
+    toml, db = _event(tmp_path, "relative")
+    engine = tmp_path / "engine" / "det_engine.py"
+    text = toml.read_text().replace(f"{{python}} {engine}", "{python} engine/det_engine.py")
+    toml.write_text("\n".join(line for line in text.splitlines() if not line.startswith("cwd =")) + "\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    cluster = _start_cluster(int(address.rsplit(":", 1)[1]), 1, cwd=elsewhere)
+    try:
+        run = subprocess.run([sys.executable, "-m", "tournaments", "run", str(toml), "--quiet", "--no-report",
+                              "--cluster", address], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+    finally:
+        _stop(cluster)
+    said = " ".join((run.stdout + run.stderr).split())
+    assert run.returncode == 1, said
+    assert "an engine cannot start on the cluster (no game was played)" in said and "worker tcp://" in said
+    assert "engine d0 cannot start there (it starts here)" in said and "det_engine.py" in said
+    assert "Traceback" not in said and not games_of(db)
+    _wait_none_left(db)
+
+
+PRELOAD_OTHER_CODE = """
+import tournaments.cluster as cluster
+cluster.code_digest = lambda: "0123456789abcdef"  # a worker with another version of the project
+"""
+
+
+def test_a_worker_running_other_code_is_refused_before_any_game(tmp_path):
+    toml, db = _event(tmp_path, "version")
+    preload = tmp_path / "other_version.py"
+    preload.write_text(PRELOAD_OTHER_CODE)
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    cluster = _start_cluster(int(address.rsplit(":", 1)[1]), 1, extra=("--preload", str(preload)))
+    try:
+        run = cli("run", str(toml), "--quiet", "--no-report", "--cluster", address, timeout=300)
+    finally:
+        _stop(cluster)
+    said = " ".join((run.stdout + run.stderr).split())
+    assert run.returncode == 1, said
+    assert "run other code than this director" in said and ": 0123456789abcdef;" in said, said
+    assert "Traceback" not in said and not games_of(db)
 
 
 def _stop(procs: list[subprocess.Popen]) -> None:

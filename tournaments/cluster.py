@@ -15,8 +15,11 @@ Workers never see the database.
   cluster; ``--cluster local:N`` starts a ``LocalCluster`` of N single-threaded worker processes
   on this machine (a quick try, and what the tests use).
 * Engines run on the worker: its own Python stands for ``{python}``; before the first game every
-  worker checks that it can find every engine's program and folder, and the director stops
-  naming the engine and the worker if one cannot (``TournamentError``), rather than forfeiting.
+  worker must run the director's code (``code_digest``), checks that it can find every engine's
+  program and folder and starts each engine once, and the director stops naming the engine and
+  the worker if one cannot (``TournamentError``), rather than forfeiting.
+* A closed run (the director stopped, or died on this machine: ``close_run``) ends its blocks
+  after their current game; each block closes its own engines (never another thread's).
 * A worker keeps the engines of its last games running between tasks (one ``Series`` per run
   and worker thread), as local workers do; the director's stop closes them on every worker.
 * A worker that dies mid-block: Dask gives the task to another worker, which plays its games
@@ -88,6 +91,62 @@ def _distributed():
     return distributed
 
 
+def _probe(address: str, seconds: float) -> None:
+    """Ask what listens at ``address`` before a ``Client`` goes there: the client waits for ever
+    for an answer from a service that accepts the connection but does not speak Dask's protocol
+    (a web server, say), whatever its timeout. First the TCP connection (tried again while
+    refused, for a scheduler still starting, up to ``seconds``), then Dask's ``identity``."""
+    import asyncio
+
+    from distributed.comm import connect
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    scheme, location = parse_address(address)
+    if scheme != "tcp":  # tls:// and others: their own handshakes; the client alone
+        return
+    host, port = parse_host_port(location, 8786)
+
+    async def reach() -> None:
+        deadline = time.monotonic() + seconds
+        while True:
+            try:
+                left = max(0.1, deadline - time.monotonic())
+                _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), left)
+                writer.close()
+                return
+            except ConnectionRefusedError:
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.25)
+
+    async def identity() -> Any:
+        comm = await connect(address, timeout=seconds)
+        try:
+            await comm.write({"op": "identity"})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    try:
+        asyncio.run(reach())
+    except (OSError, TimeoutError, asyncio.TimeoutError) as exc:
+        said = str(exc) or f"no connection within {seconds:.0f} s"
+        raise TournamentError(f"cannot reach the Dask scheduler at {address}: {said}") from exc
+    try:
+        reply = asyncio.run(asyncio.wait_for(identity(), seconds))
+    except (TimeoutError, asyncio.TimeoutError) as exc:
+        raise TournamentError(f"no Dask scheduler answered at {address} within {seconds:.0f} s: something else "
+                              f"listens there (a scheduler listens on port 8786 unless told otherwise; "
+                              f"ARBITER_CLUSTER_CONNECT_SECONDS waits longer)") from exc
+    except Exception as exc:  # noqa: BLE001 - whatever the other end sent, it is not a scheduler's answer
+        raise TournamentError(f"what listens at {address} is not a Dask scheduler "
+                              f"({type(exc).__name__}: {exc})") from exc
+    kind = reply.get("type") if isinstance(reply, dict) else None
+    if kind != "Scheduler":
+        raise TournamentError(f"what listens at {address} is not a Dask scheduler (it says it is "
+                              f"{kind or repr(reply)[:80]}): give --cluster the scheduler's address")
+
+
 def parse_cluster(text: str) -> str:
     """Check a ``--cluster`` / ``cluster =`` value: ``local:N`` or a scheduler address."""
     text = text.strip()
@@ -106,6 +165,12 @@ def parse_cluster(text: str) -> str:
 _series: dict[tuple[str, int], Any] = {}
 """This worker's open series, by (run id, thread): the engines of its last games."""
 _series_lock = threading.Lock()
+_busy: set[tuple[str, int]] = set()
+"""Series a block is playing with now: only its own thread may close them (ZeroMQ sockets are not
+thread-safe: closing them under a game aborts the whole worker process)."""
+_closed: set[str] = set()
+"""Runs closed on this worker (``close_run``): a block of one still playing stops after its game and
+closes its engines, rather than starting them again for games nobody will collect."""
 
 
 @functools.cache
@@ -210,6 +275,45 @@ def check_engines(setup: WorkerSetup, parent_python: str) -> list[str]:
     return problems
 
 
+def start_engines(setup: WorkerSetup, parent_python: str) -> list[tuple[str, str]]:
+    """Run on every worker whose programs and folders are there: start every engine once and shake
+    hands with it, as its games will, then stop it (a script or library missing on this machine,
+    a relative path from another working directory...). (engine name, fault) for each that cannot."""
+    from arbiter import games as arbiter_games
+    from arbiter.formats.match import Series
+
+    if setup.game_class is not None:
+        arbiter_games.register_game(setup.game, setup.game_class)
+    configs = _local_configs(setup, parent_python, "check")[:len(setup.engines)]
+    series = Series(arbiter_games.load_game(setup.game, **setup.game_options), configs, setup.time_control,
+                    run_dir=setup.run_dir, match_id="worker-check")
+    try:
+        failures = series.start_all()
+    finally:
+        series.close()
+    return [(configs[i].name, str(fault)) for i, fault in failures]
+
+
+@functools.cache
+def code_digest() -> str:
+    """What code this machine plays with: SHA-256 over the source of the packages a game runs
+    through (protocol, arbiter, tournaments). The director refuses workers whose code differs:
+    other rules or another referee would record other games, or fail on the director's tasks."""
+    import hashlib
+
+    import arbiter
+    import protocol
+
+    from . import __file__ as here
+
+    digest = hashlib.sha256()
+    for root in (Path(protocol.__file__).parent, Path(arbiter.__file__).parent, Path(here).parent):
+        for path in sorted(root.rglob("*.py")):
+            digest.update(f"{root.name}/{path.relative_to(root).as_posix()}\0".encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 _watched: set[str] = set()
 """Runs whose director this worker process watches (``_watch_director``)."""
 
@@ -249,12 +353,16 @@ class Block(msgspec.Struct, frozen=True):
 
 
 def play_block(setup: WorkerSetup, parent_python: str, jobs: list[GameJob],
-               director: tuple[str, int, float] | None = None) -> bytes:
+               director: tuple[str, int, float] | None = None, code: str | None = None) -> bytes:
     """One task: play ``jobs`` one after another with this worker's engines; the ``Block`` comes
     back as msgpack once all are played (a worker dying mid-block loses the whole task, which
     Dask hands to another worker: every game of it is played again, with the same seats and
     dice, and none was counted). ``director``: (host, pid, start time) of the director, whose
     death ends the run's engines here."""
+    if code is not None and code != code_digest():  # a worker that joined during the event
+        raise TournamentError(f"worker {socket.gethostname()} (pid {os.getpid()}) runs other code than the director "
+                              f"({code_digest()}, the director {code}): install the same version of the project "
+                              f"on every machine, then resume")
     if director is not None:
         _watch_director(setup, director)
     from arbiter import games as arbiter_games
@@ -263,6 +371,8 @@ def play_block(setup: WorkerSetup, parent_python: str, jobs: list[GameJob],
 
     key = (setup.run_id, threading.get_ident())
     with _series_lock:
+        if setup.run_id in _closed:
+            return msgspec.msgpack.encode(Block(machine(), []))
         series = _series.get(key)
     if series is None:
         try:  # a session of its own, as local workers (tournaments.worker): a fair CPU share beside engines
@@ -283,30 +393,52 @@ def play_block(setup: WorkerSetup, parent_python: str, jobs: list[GameJob],
         series.tc_scale, series.feed = factor, feed
         with _series_lock:
             _series[key] = series
+    with _series_lock:
+        _busy.add(key)
     host = machine()
     finished: list[FinishedGame] = []
-    for job in jobs:
-        seating = list(job.seating)
-        try:
-            series.retire_idle(max(series.game.num_seats, setup.keep_engines), seating)
-            opening = setup.openings[job.opening] if job.opening is not None else None
-            record = series.play_game(job.number, seating, job.stream, match_id=job.match_id, opening=opening)
-        except Exception:
-            return msgspec.msgpack.encode(Block(host, finished, WorkerError(0, job, traceback.format_exc())))
-        if series.feed is not None:
-            series.feed.finished(record)
-        record.played_on = host
-        if setup.speed_reference > 0:
-            record.tc_scale = series.tc_scale
-        finished.append(FinishedGame(0, job, pack(record), tuple(series.running())))
-    return msgspec.msgpack.encode(Block(host, finished))
+    try:
+        for job in jobs:
+            if setup.run_id in _closed:  # the director stopped or died: nobody will collect the rest
+                break
+            seating = list(job.seating)
+            try:
+                series.retire_idle(max(series.game.num_seats, setup.keep_engines), seating)
+                opening = setup.openings[job.opening] if job.opening is not None else None
+                record = series.play_game(job.number, seating, job.stream, match_id=job.match_id, opening=opening)
+            except Exception:
+                return msgspec.msgpack.encode(Block(host, finished, WorkerError(0, job, traceback.format_exc())))
+            if series.feed is not None:
+                series.feed.finished(record)
+            record.played_on = host
+            if setup.speed_reference > 0:
+                record.tc_scale = series.tc_scale
+            finished.append(FinishedGame(0, job, pack(record), tuple(series.running())))
+        return msgspec.msgpack.encode(Block(host, finished))
+    finally:
+        with _series_lock:
+            _busy.discard(key)
+            closed = setup.run_id in _closed
+            if closed and _series.get(key) is series:
+                del _series[key]
+        if closed:  # closed while this block played: close_run left this series to it (and its
+            try:    # engines started since would outlive the run)
+                series.close()
+                if series.feed is not None:
+                    series.feed.close()
+            finally:
+                kill_marked(RUN_ENV, setup.run_id)
 
 
 def close_run(run_id: str) -> int:
     """Run on every worker when the director stops: close this run's engines, then kill whatever
     of the run is left on the machine (engines of a worker that was killed). Returns how many series."""
     with _series_lock:
-        closing = [_series.pop(k) for k in [k for k in _series if k[0] == run_id]]
+        _closed.add(run_id)
+        mine = [k for k in _series if k[0] == run_id]
+        closing = [_series.pop(k) for k in mine if k not in _busy]  # a busy one: its block closes it
+        for k in mine:
+            _series.pop(k, None)
     try:
         for series in closing:
             series.close()
@@ -349,6 +481,7 @@ class DaskBackend:
                     dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
                 self.client = distributed.Client(self._cluster, timeout=CONNECT_TIMEOUT)
             else:
+                _probe(address, CONNECT_TIMEOUT)
                 self.client = distributed.Client(address, timeout=CONNECT_TIMEOUT)
         except (OSError, TimeoutError) as exc:
             self._close_cluster()
@@ -365,6 +498,8 @@ class DaskBackend:
             except TimeoutError:
                 raise TournamentError(f"no worker joined the Dask cluster at {address} within "
                                       f"{CONNECT_TIMEOUT:.0f} s (start some: dask worker {address})") from None
+            self._code = code_digest()
+            self._check_code(address)
             if setup.speed_reference < 0:  # asked for: the director measures its own machine as the reference
                 setup = msgspec.structs.replace(setup, speed_reference=speed_probe(setup) or 0.0)
                 speeds = self.client.run(speed_probe, setup)
@@ -405,11 +540,30 @@ class DaskBackend:
             self._thread_count = sum(w.get("nthreads", 1) for w in (workers or {}).values())
         return self._thread_count
 
+    def _check_code(self, address: str) -> None:
+        """Every worker must run the director's code (``code_digest``); one whose code lacks the
+        function is another version too."""
+        found = self.client.run(code_digest, on_error="return")
+        other = {w: d for w, d in sorted(found.items()) if d != self._code}
+        if other:
+            said = "; ".join(f"worker {w}: " + (d if isinstance(d, str) else f"cannot tell ({type(d).__name__}: {d})")
+                             for w, d in other.items())
+            raise TournamentError(f"workers of the Dask cluster at {address} run other code than this director "
+                                  f"(source digest {self._code}): {said}; install the same version of the project "
+                                  f"on every machine (no game was played)")
+
     def _check(self, setup: WorkerSetup) -> None:
         found = self.client.run(check_engines, setup, self._python)
         if not found:
             raise TournamentError(f"the Dask cluster at {self.address} has no workers")
         bad = [f"worker {worker}: {problem}" for worker, problems in sorted(found.items()) for problem in problems]
+        if not bad:  # every program is there: start each engine once on every worker
+            started = self.client.run(start_engines, setup, self._python)
+            failing = {name for faults in started.values() for name, _ in faults}
+            if failing:  # one that cannot start here either is the runner's pre-flight's business
+                here = {name for name, _ in start_engines(setup, self._python)}  # (on_start_failure)
+                bad = [f"worker {worker}: engine {name} cannot start there (it starts here): {fault}"
+                       for worker, faults in sorted(started.items()) for name, fault in faults if name not in here]
         if bad:
             raise TournamentError("an engine cannot start on the cluster (no game was played):\n  "
                                   + "\n  ".join(bad))
@@ -429,7 +583,8 @@ class DaskBackend:
         self._jobs[worker] = jobs
         self._started[worker] = time.monotonic()
         first = jobs[0]
-        future = self.client.submit(play_block, self._setup_future, self._python, jobs, self._director, pure=False,
+        future = self.client.submit(play_block, self._setup_future, self._python, jobs, self._director, self._code,
+                                    pure=False,
                                     key=f"games-{self._setup.run_id}-{first.match_id}-{first.number}-{len(jobs)}-"
                                         f"{time.monotonic_ns()}")
         self._running[worker] = future
@@ -492,6 +647,8 @@ class DaskBackend:
                 continue
             self._started.pop(slot, None)
             exc = future.exception()
+            if isinstance(exc, TournamentError):  # said by play_block itself (a worker of other code)
+                raise TournamentError(str(exc))
             if isinstance(exc, distributed.KilledWorker):
                 raise TournamentError(f"{jobs[0].match_id} game {jobs[0].number} (a task of {len(jobs)} game(s)) "
                                       f"killed every worker that tried it ({exc}); fix the cause, then resume")
@@ -515,6 +672,10 @@ class DaskBackend:
                 self.log("cluster: the scheduler is back")
                 self._setup_future = self.client.scatter(self._setup, broadcast=True)
                 return
+        if self.client.status == "running":  # workers lose their scheduler and stop: they must be started again
+            raise TournamentError(f"the Dask scheduler at {self.address} went away and came back, but no worker "
+                                  f"joined it within {RECONNECT_WAIT:.0f} s; every finished game is saved: start "
+                                  f"the workers again, then resume")
         raise TournamentError(f"the Dask scheduler at {self.address} went away and did not come back within "
                               f"{RECONNECT_WAIT:.0f} s; every finished game is saved: start the cluster again, "
                               f"then resume")
