@@ -1714,7 +1714,8 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
         return args.func(args)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # outside a match's own handling (which says what it saved): say so
+        print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as exc:  # OSError or zmq.ZMQError (zmq is loaded only by commands that play)
         if not out_of_files(exc):

@@ -543,6 +543,56 @@ def test_sigterm_marks_the_match_interrupted_and_resume_finishes_it(tmp_path):
                    f"games; `arbiter show {db} --list`", "is finished (")
 
 
+def test_sigterm_before_the_first_game_says_so_and_leaves_no_engine(tmp_path):
+    """SIGTERM while the pre-flight waits for an engine's hello: before, the run ended 130 without
+    a word (the interrupt came before the run's own handling), after waiting 1-2 s per killed
+    sandbox for the machine's init to reap its inner processes."""
+    import psutil
+
+    tag = f"{os.getpid()}.{time.monotonic_ns() % 10**6}"  # names this test's engine among all processes
+    mute = f"{PY} {ROOT / 'tests' / 'engines' / 'misbehave.py'} no_hello --delay {tag}"
+    path = tournament_file(tmp_path, ghost=mute)
+    proc = subprocess.Popen([PY, "-m", "tournaments", "run", str(path), "-q"], cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def mine() -> list[psutil.Process]:
+        found = []
+        for p in psutil.process_iter(["cmdline"]):
+            if tag in " ".join(p.info["cmdline"] or ()) and p.status() != psutil.STATUS_ZOMBIE:
+                found.append(p)
+        return found
+
+    deadline = time.monotonic() + 60
+    while not mine() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert mine(), "the mute engine never started"
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, out + err
+    assert "interrupted" in err and f"arbiter-tournament resume {path}" in err, err
+    assert "Traceback" not in out + err
+    assert not mine()
+    assert not (tmp_path / "t.sqlite").exists()
+
+
+def test_a_killed_process_is_dead_once_a_zombie():
+    """Waiting for killed engine processes ends when they are zombies: an orphan of a killed
+    sandbox is reaped by the machine's init, at its own pace, not by the referee."""
+    import psutil
+
+    from arbiter.hosting.process import _wait_dead
+
+    child = subprocess.Popen(["sleep", "600"])
+    try:
+        child.kill()
+        started = time.monotonic()
+        _wait_dead([psutil.Process(child.pid)], timeout=60)  # not reaped: a zombie until child.wait()
+        assert time.monotonic() - started < 30
+        assert psutil.Process(child.pid).status() == psutil.STATUS_ZOMBIE
+    finally:
+        child.wait()
+
+
 def test_make_tournament_can_run_twice():
     """`make tournament` resumes (which starts a tournament not begun yet, and plays nothing more
     in a finished one) rather than `run`, which refuses an existing database."""

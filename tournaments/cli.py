@@ -607,7 +607,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "serve":
             return cmd_serve(args)
         return cmd_check(args)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # before the games or after them (the run's own message covers those between)
+        resume = f"; `arbiter-tournament resume {args.target if args.command == 'resume' else args.file}` " \
+                 f"continues" if args.command in ("run", "resume") else ""
+        print(f"interrupted: every game finished before is saved{resume}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # `report ... | head`: the reader left; not an error
         import os

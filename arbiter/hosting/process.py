@@ -19,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -592,8 +593,26 @@ def _kill_and_reap(victims) -> list[psutil.Process]:
                 killed.append(proc)
             except OSError:
                 pass
-    try:
-        psutil.wait_procs(victims, timeout=2)
-    except OSError:
-        pass
+    _wait_dead(killed, timeout=2)
     return killed
+
+
+def _wait_dead(procs: list[psutil.Process], timeout: float) -> None:
+    """Wait until each process has died: gone, or a zombie. A killed sandbox's inner processes are
+    orphans that only the machine's init can reap (psutil's ``wait_procs`` waits for that): under
+    an init that reaps lazily (a container's or a VM's agent) every kill of an engine took 1-2 s,
+    which a forfeit, a restart or Ctrl-C spent waiting. A zombie runs nothing and holds nothing
+    but its pid; our own child among them is reaped by ``EngineProcess.wait``."""
+    deadline = time.monotonic() + timeout
+    while procs:
+        still = []
+        for proc in procs:
+            try:
+                if proc.status() != psutil.STATUS_ZOMBIE:
+                    still.append(proc)
+            except (psutil.Error, OSError):  # gone (or unreadable: nothing left to wait for)
+                pass
+        procs = still
+        if not procs or time.monotonic() >= deadline:
+            return
+        time.sleep(0.002)
