@@ -12,10 +12,12 @@ real Dask worker processes, real engine subprocesses, the director's real SQLite
   also one whose program is there but whose script is not (a worker in another folder);
 * the director SIGKILLed while running workers play its blocks: no engine stays, no worker dies;
 * a web server at the --cluster address, and a worker running other code: a clear error, fast.
+* the code digest a worker must match covers the games' data files too, not bytecode caches.
 """
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -458,3 +460,27 @@ def test_a_task_plays_about_four_seconds_of_games_and_longer_on_a_big_cluster():
     assert block(2, 10.0) == 1           # a slow game goes alone
     assert block(3200, 1.0) == 31        # 3,200 threads at 100 tasks/s: tasks of 32 s
     assert block(3200, 10.0) == 3
+
+
+def test_the_code_digest_covers_the_packages_data_files_but_not_their_bytecode(tmp_path):
+    """A worker whose game data differ (an edition's numbers, a board, a map) plays other games as
+    surely as one with other rules, so the digest must see them; bytecode caches differ by Python
+    version and whether any were written, and must not count. A copy of the three packages, run
+    as a worker would run it."""
+    for package in ("protocol", "arbiter", "tournaments"):
+        shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+
+    def digest(bytecode: bool = False) -> str:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env.update(PYTHONPATH=str(tmp_path), **({} if bytecode else {"PYTHONDONTWRITEBYTECODE": "1"}))
+        proc = subprocess.run([sys.executable, "-c", "from tournaments.cluster import code_digest; print(code_digest())"],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.strip()
+
+    before = digest()
+    assert not list(tmp_path.rglob("__pycache__"))
+    assert digest(bytecode=True) == before and list(tmp_path.rglob("*.pyc"))  # now beside the caches it wrote
+    edition = tmp_path / "arbiter" / "games" / "stalingrad" / "edition.toml"
+    edition.write_text(edition.read_text() + "\n")
+    assert digest() != before

@@ -384,3 +384,15 @@ def test_unknown_and_bad_options_are_named(name: str) -> None:
         with pytest.raises(OptionError) as caught:
             load_game(name, **{f.name: bad})
         assert f"option {f.name}" in str(caught.value) and repr(bad) in str(caught.value)
+
+
+@pytest.mark.parametrize("name", GAMES)
+def test_from_text_refuses_what_is_not_a_string_with_a_value_error(name: str) -> None:
+    """Callers catch ``ValueError`` for a bad position (an opening file, a record's opening), so a
+    number or bytes where the text should be must be one too, not a TypeError from deep inside."""
+    game = load_game(name, **VARIANTS.get(name, [{}])[0])
+    text = game.new_initial_state().to_text()
+    for bad in (12345, None, ["a"], text.encode()):
+        with pytest.raises(ValueError, match=f"{name} position text must be a string, not {type(bad).__name__}"):
+            game.from_text(bad)
+    assert game.from_text(text).to_text() == text

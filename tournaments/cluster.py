@@ -296,8 +296,10 @@ def start_engines(setup: WorkerSetup, parent_python: str) -> list[tuple[str, str
 
 @functools.cache
 def code_digest() -> str:
-    """What code this machine plays with: SHA-256 over the source of the packages a game runs
-    through (protocol, arbiter, tournaments). The director refuses workers whose code differs:
+    """What code this machine plays with: SHA-256 over every file of the packages a game runs
+    through (protocol, arbiter, tournaments), their data too: an edition's numbers, a board or a
+    map change games as surely as the rules' code. Bytecode caches are left out (they depend on
+    the Python and on whether any were written). The director refuses workers whose code differs:
     other rules or another referee would record other games, or fail on the director's tasks."""
     import hashlib
 
@@ -308,7 +310,9 @@ def code_digest() -> str:
 
     digest = hashlib.sha256()
     for root in (Path(protocol.__file__).parent, Path(arbiter.__file__).parent, Path(here).parent):
-        for path in sorted(root.rglob("*.py")):
+        for path in sorted(root.rglob("*")):
+            if not path.is_file() or path.suffix == ".pyc" or "__pycache__" in path.relative_to(root).parts:
+                continue
             digest.update(f"{root.name}/{path.relative_to(root).as_posix()}\0".encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()[:16]

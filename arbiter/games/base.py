@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import abc
 import enum
+import functools
 import typing
 from dataclasses import dataclass
 from typing import Any, ClassVar, Sequence
@@ -265,6 +266,8 @@ class Game(abc.ABC):
         super().__init_subclass__(**kwargs)
         if "game_type" in cls.__dict__:
             cls.name = cls.game_type.name
+        if "from_text" in cls.__dict__:
+            cls.from_text = _text_only(cls.__dict__["from_text"])
 
     def __init__(self, **options: Any):
         self.settings = decode_options(self.name, self.game_type.options, options)
@@ -304,4 +307,20 @@ class Game(abc.ABC):
 
     @abc.abstractmethod
     def from_text(self, text: str) -> State:
-        """Parse a position written by ``State.to_text``."""
+        """Parse a position written by ``State.to_text``; ``ValueError`` saying what is wrong.
+        Every game's parser gets only strings: anything else is refused before it (``_text_only``)."""
+
+
+def _text_only(from_text: Any) -> Any:
+    """``from_text`` refusing anything but a string with a ``ValueError``, as for any bad
+    position: a game's parser would trip over it with a TypeError or AttributeError of its own
+    (or take bytes as JSON), which callers catching ``ValueError`` let through. Wrapped once
+    here (``Game.__init_subclass__``) rather than checked in every game."""
+
+    @functools.wraps(from_text)
+    def checked(self: Game, text: str) -> State:
+        if not isinstance(text, str):
+            raise ValueError(f"{self.name} position text must be a string, not {type(text).__name__}")
+        return from_text(self, text)
+
+    return checked

@@ -865,8 +865,6 @@ class SmessGame(Game):
         game's options. The end field is optional when the board shows the end (a missing
         Brain, two Brains, a side that cannot move, the no-capture limit reached) and required
         for ``repetition``. Raises ``ValueError`` saying what is wrong."""
-        if not isinstance(text, str):
-            raise ValueError(f"a smess position is a string, not {type(text).__name__}")
         fields = text.split()
         if len(fields) not in (5, 6):
             raise ValueError(f"smess position needs 5 or 6 fields '<board> <side> <seat0> <quiet> <move> "
