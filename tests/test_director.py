@@ -163,18 +163,44 @@ def test_a_table_both_alliances_forfeited_is_lost_by_all_not_drawn(tmp_path):
 def test_every_engine_that_could_not_start_a_table_game_is_counted_as_forfeiting_it(tmp_path):
     """The report counted only the lowest of several forfeiting seats (the returns cannot tell
     which of a losing alliance failed): each broken engine forfeited all three games, and ends by
-    reason say so ('own' for each of them, 'opponent' for the engine that did start)."""
+    reason say so ('own' for each of them; for the engine that did start, 'partner' where its own
+    alliance had a broken engine and it lost, 'opponent' where only the other had and it won)."""
     data = broken_table(tmp_path)
     forfeits = {row["engine"]: row["forfeits"] for row in data["engine_stats"]}
     assert forfeits == {"ghost": {"not_started": 3}, "wraith": {"not_started": 3}, "random": {}}
     ends = {(r["engine"], r["reason"]): (r["W"], r["D"], r["L"]) for r in data["terminations"]}
     assert ends == {("ghost", "not_started (own)"): (0, 0, 3), ("wraith", "not_started (own)"): (0, 0, 3),
-                    ("random", "not_started (opponent)"): (1, 0, 2)}
+                    ("random", "not_started (opponent)"): (1, 0, 0), ("random", "not_started (partner)"): (0, 0, 2)}
     from arbiter.records.store import game_lines
     from arbiter.web.app import engine_page
     pages = {e: engine_page(game_lines(tmp_path / "t.sqlite"), e) for e in ("ghost", "wraith", "random")}
     assert {e: (p["forfeit_count"], p["W"], p["D"], p["L"]) for e, p in pages.items()} == \
         {"ghost": (3, 0, 0, 3), "wraith": (3, 0, 0, 3), "random": (0, 1, 0, 2)}  # the web view's engine pages
+
+
+def test_ends_by_reason_name_the_engine_whose_copy_forfeited_and_the_partner_of_one(tmp_path):
+    """Cooperative teams: a forfeit by an engine's copy in a self-pair is its own (the report said
+    'opponent' whenever the copy in the second seat forfeited), and a team mate's forfeit is the
+    partner's, not an opponent's."""
+    bad = f"{{python}} {ROOT / 'tests' / 'engines' / 'misbehave.py'} illegal --after 0 --seat 1"
+    path = tmp_path / "t.toml"
+    path.write_text(f'game = "catalonia"\ngames = 2\nself_pairs = true\ntime_control = "10"\nseed = 1\n'
+                    f'output = "{tmp_path / "t.sqlite"}"\n'
+                    f'[[engines]]\nname = "bad"\ncommand = "{bad}"\n'
+                    f'[[engines]]\nname = "random"\ncommand = "{{python}} -m sample_engines.random_engine"\n')
+    proc = run("tournaments", "run", str(path), "-q", "--no-report")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    conn = sqlite3.connect(tmp_path / "t.sqlite")
+    rows = conn.execute("SELECT players, reason, forfeit_seat FROM games").fetchall()
+    conn.close()
+    forfeits = sorted((json.loads(p), seat) for p, reason, seat in rows if reason == "illegal_move")
+    assert forfeits == [(["bad", "bad"], 1), (["bad", "bad"], 1), (["random", "bad"], 1)], rows
+    report = run("tournaments", "report", str(tmp_path / "t.sqlite"), "--json", "-")
+    assert report.returncode == 0, report.stderr
+    ends = {(r["engine"], r["reason"]): r["W"] + r["D"] + r["L"] for r in json.loads(report.stdout)["terminations"]}
+    assert ends[("bad", "illegal_move (own)")] == 3  # two with its copy, one with random
+    assert ends[("random", "illegal_move (partner)")] == 1
+    assert not any(reason.endswith("(opponent)") for _, reason in ends)
 
 
 def test_an_alliance_win_is_a_win_in_ends_by_reason_and_on_the_web_as_in_the_standings(tmp_path):
@@ -194,8 +220,12 @@ def test_an_alliance_win_is_a_win_in_ends_by_reason_and_on_the_web_as_in_the_sta
     data = json.loads(report.stdout)
     assert {r["engine"]: (r["wins"], r["draws"]) for r in data["standings"]} == \
         {"r1": (2, 0), "r2": (2, 0), "ghost": (0, 0)}
-    assert {r["engine"]: (r["W"], r["D"], r["L"]) for r in data["terminations"]} == \
-        {"r1": (2, 0, 1), "r2": (2, 0, 1), "ghost": (0, 0, 3)}
+    ends = {e: [sum(r[k] for r in data["terminations"] if r["engine"] == e) for k in "WDL"] for e in ("r1", "r2", "ghost")}
+    assert ends == {"r1": [2, 0, 1], "r2": [2, 0, 1], "ghost": [0, 0, 3]}
+    assert {(r["engine"], r["reason"]): (r["W"], r["D"], r["L"]) for r in data["terminations"]} == \
+        {("r1", "not_started (opponent)"): (2, 0, 0), ("r1", "not_started (partner)"): (0, 0, 1),
+         ("r2", "not_started (opponent)"): (2, 0, 0), ("r2", "not_started (partner)"): (0, 0, 1),
+         ("ghost", "not_started (own)"): (0, 0, 3)}
     from arbiter.records.store import game_lines
     from arbiter.web.app import engine_page, scores
     pages = {e: engine_page(game_lines(tmp_path / "t.sqlite"), e) for e in ("ghost", "r1", "r2")}

@@ -129,6 +129,17 @@ def _load(db_path: str | Path) -> tuple[TournamentConfig, dict, list[dict]]:
     return cfg, meta, games
 
 
+def _game_or_none(cfg: TournamentConfig) -> Any:
+    """The event's game with its options (which seats side with which), or None if this
+    version of the rules cannot make it."""
+    from arbiter.games import load_game
+
+    try:
+        return load_game(cfg.game, **cfg.game_options)
+    except Exception:  # noqa: BLE001 - a report is still worth having without the sides
+        return None
+
+
 def build_report(db_path: str | Path) -> dict[str, Any]:
     cfg, meta, games = _load(db_path)
     names = [e.name for e in cfg.engines]
@@ -164,7 +175,7 @@ def build_report(db_path: str | Path) -> dict[str, Any]:
             "sprt_configured": cfg.sprt_given,
             "sprt_stop": stop,
         },
-        "terminations": terminations(games, names),
+        "terminations": terminations(games, names, _game_or_none(cfg)),
         "engine_stats": engine_stats(games, names, meta.pop("_decisions", [])),
     }
     timeline = rating_timeline(cfg, names, games)
@@ -286,11 +297,23 @@ def _outcome(r: tuple | list, seat: int) -> str:
     return "D" if min(r) == best else "W"
 
 
-def terminations(games: list[dict], names: list[str]) -> list[dict]:
-    """Per engine and end reason: games won, drawn and lost (forfeits name who forfeited). An
+def terminations(games: list[dict], names: list[str], game: Any = None) -> list[dict]:
+    """Per engine and end reason: games won, drawn and lost (forfeits name who forfeited: the
+    engine itself in any of its seats, a partner — a cooperative team mate, an ally of the
+    same alliance, as the game's ``forfeit_returns`` groups the seats — or an opponent). An
     engine paired with its own copy (cooperative self-pairs) counts the game once."""
     table: dict[tuple[str, str], dict] = {}
     kinds = Counter((tuple(g["seating"]), tuple(g["returns"]), g["reason"], g["forfeit_seats"]) for g in games)
+    sides: dict[int, list[float]] = {}
+
+    def partner(seat: int, forfeiter: int) -> bool:
+        if game is None:
+            return False
+        if forfeiter not in sides:
+            sides[forfeiter] = game.forfeit_returns(forfeiter)
+        side = sides[forfeiter]
+        return 0 <= seat < len(side) and 0 <= forfeiter < len(side) and side[seat] == side[forfeiter]
+
     for (seating, returns, game_reason, forfeiters), count in kinds.items():
         counted: set[int] = set()
         for seat, e in enumerate(seating):
@@ -299,7 +322,10 @@ def terminations(games: list[dict], names: list[str]) -> list[dict]:
             counted.add(e)
             reason = game_reason
             if forfeiters:
-                reason = f"{reason} ({'own' if seat in forfeiters else 'opponent'})"
+                mine = [s for s, other in enumerate(seating) if other == e]
+                who = ("own" if any(s in forfeiters for s in mine)
+                       else "partner" if any(partner(seat, f) for f in forfeiters) else "opponent")
+                reason = f"{reason} ({who})"
             row = table.setdefault((names[e], reason), {"engine": names[e], "reason": reason, "W": 0, "D": 0, "L": 0})
             row[_outcome(returns, seat) if len(returns) > 1 else ("W" if returns[0] > 0 else "L")] += count
     return sorted(table.values(), key=lambda r: (names.index(r["engine"]), r["reason"] != "normal", r["reason"]))

@@ -1,9 +1,10 @@
 """A test engine that plays randomly until told to misbehave in one specific way.
 
-Usage: python tests/engines/misbehave.py MODE [--after N] [--delay SECONDS]
+Usage: python tests/engines/misbehave.py MODE [--after N] [--delay SECONDS] [--seat S]
 MODE: hang | crash | illegal | garbage | no_hello | double_fork | stale | wrong_type | oversize | wrong_game | huge_illegal | deep
       | exit_after_reply | close_after_reply | bad_hello | not_ready | game_over_for_ready | slow_ready | slow | old_protocol | chatty | hang_after_game
-The misbehaviour happens at the engine's (N+1)-th decision request (default N=2); ``bad_hello``
+The misbehaviour happens at the engine's (N+1)-th decision request (default N=2), with ``--seat S``
+at the first such request for seat S (a copy of the engine in another seat plays on); ``bad_hello``
 says hello with a field of the wrong type and logs the answer; ``not_ready``
 answers new_game with a pong, ``game_over_for_ready`` with a game_over; ``old_protocol`` says hello with another protocol version;
 ``slow_ready`` waits ``--delay`` before each ready; ``hang_after_game`` stops answering once told its first game is over; ``chatty`` sends an ``error`` message and a ping before every reply; ``slow`` plays legally but takes 0.3 s (``--delay``) per decision (an opponent that
@@ -41,6 +42,7 @@ def main() -> int:
     mode = sys.argv[1]
     after = int(sys.argv[sys.argv.index("--after") + 1]) if "--after" in sys.argv else 2
     delay = float(sys.argv[sys.argv.index("--delay") + 1]) if "--delay" in sys.argv else 0.3
+    only_seat = int(sys.argv[sys.argv.index("--seat") + 1]) if "--seat" in sys.argv else None
     if mode == "no_hello":
         time.sleep(3600)
     if mode == "double_fork":
@@ -77,7 +79,7 @@ def main() -> int:
         elif isinstance(msg, Request):
             decisions += 1
             move = rng.choice(msg.legal_moves)
-            if decisions > after:
+            if decisions > after and only_seat in (None, msg.seat):
                 if mode == "hang":
                     time.sleep(3600)
                 elif mode == "crash":
