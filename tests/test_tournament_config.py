@@ -191,6 +191,18 @@ def test_format_and_game_must_fit():
     assert "at most 3 swiss rounds" in err(text)
 
 
+@pytest.mark.parametrize("game, kind", [('"aachess"\ngame_options = { seats = 3 }', "table"),
+                                        ('"catalonia"', "team"), ('"stalingrad"', "solo")])
+def test_double_round_robin_is_refused_where_it_would_play_one_cycle(game, kind):
+    """A table event (3+ seats) took double_round_robin and played a single cycle, as round_robin
+    (each table's seat rotations already reverse the order): refused, as for teams and solo."""
+    engines = "".join(f'[[engines]]\nname = "{e}"\ncommand = "{{python}} -m sample_engines.random_engine"\n'
+                      for e in "abc")
+    message = err(f'game = {game}\nformat = "double_round_robin"\n{engines}')
+    assert "format: double_round_robin is for two-seat competitive games" in message, message
+    assert f"for {kind} games" in message
+
+
 def test_inline_engine_tables_and_candidates_have_lines():
     text = """\
 game = "einstein"

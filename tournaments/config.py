@@ -403,8 +403,9 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
     if fmt in TWO_SEAT_ONLY and kind != "match":
         raise c.error(("format",), f"{fmt} needs a two-seat competitive game; {game_name} is "
                                    f"{'cooperative' if kind == 'team' else f'{num_seats}-seat'}")
-    if fmt == "double_round_robin" and kind in ("solo", "team"):
-        raise c.error(("format",), f"double_round_robin is for competitive games; use 'games' for {kind} games")
+    if fmt == "double_round_robin" and kind != "match":
+        raise c.error(("format",), f"double_round_robin is for two-seat competitive games; use 'games' (or "
+                                   f"'rounds') for {kind} games")
 
     match_text = c.get(doc, "match", (), str, "games=2")
     match = None
