@@ -40,7 +40,7 @@ from .hosting.lag import LagPolicy
 from .hosting.sandbox import SandboxMode
 from .hosting.sandbox import support as sandbox_support
 from .records import GameRecord
-from .records.record import winner
+from .records.record import winners
 from .records.replay import replay, verify
 from .records.signing import KeyFileError, key_id, keygen, load_public_key, load_signer
 from .records.store import (STORAGE_ERRORS, DoneGames, GameLine, MatchInUse, ResultsStore, count_records, done_games,
@@ -735,14 +735,13 @@ def cmd_show(args: argparse.Namespace) -> int:
                     console.print(state.render(), highlight=False)
         except ValueError as exc:
             console.print(f"[red]record inconsistent:[/] {escape(str(exc))}")
-        w = record.winner()
         utility = game_class(record.game).game_type.utility if record.game in game_names() else None
         if utility is Utility.IDENTICAL and record.returns:
             outcome = f"shared score {record.returns[0]:g}"  # cooperative: one result for everyone
         elif len(record.returns) == 1:
             outcome = f"score {record.returns[0]:g}"
-        else:
-            outcome = record.players[w] if w is not None else "no winner"
+        else:  # an alliance wins together
+            outcome = ", ".join(record.players[w] for w in winners(record.returns)) or "no winner"
         console.print(f"result {record.returns} — {outcome} "
                       f"({record.reason}{': ' + record.detail if record.detail else ''})\n", markup=False)
     return EXIT_OK
@@ -755,8 +754,8 @@ def listing_lines(lines: Iterable[GameLine]) -> Iterator[str]:
     """``arbiter show FILE --list``: one line per game, led by the id ``show FILE ID`` takes
     (control characters shown as ``?``: a name or detail cannot drive the terminal)."""
     for r in lines:
-        w = winner(r.returns)
-        result = " ".join(f"{x:g}" for x in r.returns) + (f" → {r.players[w]}" if w is not None else "")
+        won = winners(r.returns)  # an alliance's seats together; a solo game only when won
+        result = " ".join(f"{x:g}" for x in r.returns) + (f" → {', '.join(r.players[w] for w in won)}" if won else "")
         text = (f"{r.game_id}  {r.game}  {' vs '.join(r.players)}  {result}  "
                 f"[{r.reason}{': ' + r.detail if r.detail else ''}]  {r.plies} events")
         yield text.translate(_UNPRINTABLE) + "\n"

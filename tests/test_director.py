@@ -686,6 +686,31 @@ def test_show_lists_games_and_takes_an_id(tmp_path):
     assert "[normal: red?[2J won]" in listed.stdout and "\x1b" not in listed.stdout, listed.stdout
 
 
+def test_show_names_every_winner_of_an_alliance_and_no_winner_of_a_lost_solo_game(tmp_path):
+    """``arbiter show`` said "no winner" of a game an alliance won (several seats share the best
+    return) and ``--list`` named nobody; it named the engine of a lost solo game as its winner."""
+    db = tmp_path / "m.sqlite"
+    crash = f"{PY} {ROOT / 'tests' / 'engines' / 'misbehave.py'} crash --after 0"
+    aa = "{python} -m sample_engines.aachess_random"
+    proc = run("arbiter", "match", "--game", "aachess", "--option", "seats=3", "--engine", aa, "--name", "ally1",
+               "--engine", crash, "--name", "axis", "--engine", aa, "--name", "ally2", "--seed", "ab",
+               "--tc", "10", "--quiet", "--db", str(db))  # game 1: axis (GE+JP) fails at once
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    listed = run("arbiter", "show", str(db), "--list")
+    first = next(line for line in listed.stdout.splitlines() if ".1." in line.split()[0])
+    assert "1 -1 1 → ally1, ally2  [crash" in first, listed.stdout
+    shown = run("arbiter", "show", str(db), first.split()[0])
+    assert "— ally1, ally2 (crash" in shown.stdout, shown.stdout
+
+    solo = tmp_path / "s.sqlite"
+    hang = f"{PY} {ROOT / 'tests' / 'engines' / 'misbehave.py'} hang --after 0"
+    proc = run("arbiter", "solo", "--game", "stalingrad", "--engine", hang, "--name", "idle", "--seeds", "1",
+               "--tc", "1", "--seed", "ab", "--quiet", "--db", str(solo))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    listed = run("arbiter", "show", str(solo), "--list")
+    assert "  idle  -1  [time" in listed.stdout and "→" not in listed.stdout, listed.stdout
+
+
 def test_a_relative_db_path_works_with_the_sandbox(tmp_path):
     """The engines' log folder is hidden from them by its path: a relative one (``--db x.sqlite``,
     a tournament's ``output = "runs/t.sqlite"``) made the sandbox fail to start every engine."""

@@ -134,6 +134,16 @@ def winner(returns: list[float]) -> int | None:
     return seats[0] if len(seats) == 1 else None
 
 
+def winners(returns: list[float]) -> list[int]:
+    """Every seat that won: those with the highest return when not all returns are equal (an
+    alliance wins together); in a one-seat game the seat, if its return is positive."""
+    if len(returns) == 1:
+        return [0] if returns[0] > 0 else []
+    if not returns or min(returns) == max(returns):
+        return []
+    return [s for s, r in enumerate(returns) if r == max(returns)]
+
+
 _json_encoder = msgspec.json.Encoder()
 _json_decoder = msgspec.json.Decoder(GameRecord)
 

@@ -78,7 +78,7 @@ def main() -> int:
             sock.send(Pong(game_id=msg.game_id, seq=msg.seq))
         elif isinstance(msg, Request):
             decisions += 1
-            move = rng.choice(msg.legal_moves)
+            move = rng.choice(msg.legal_moves) if msg.legal_moves else "?"  # a game that lists none: misbehave at once
             if decisions > after and only_seat in (None, msg.seat):
                 if mode == "hang":
                     time.sleep(3600)
