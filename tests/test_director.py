@@ -711,6 +711,29 @@ def test_show_names_every_winner_of_an_alliance_and_no_winner_of_a_lost_solo_gam
     assert "  idle  -1  [time" in listed.stdout and "→" not in listed.stdout, listed.stdout
 
 
+def test_tournament_progress_lines_name_no_winner_of_a_lost_solo_game_and_every_winner_of_an_alliance(tmp_path):
+    """The line per game (no terminal) named a solo engine that lost as the winner
+    ('idle -> idle (time)') and said 'no single winner' of an alliance's win."""
+    hang = f"{PY} {ROOT / 'tests' / 'engines' / 'misbehave.py'} hang --after 0"
+    path = tmp_path / "s.toml"
+    path.write_text(f'game = "stalingrad"\ngames = 1\ntime_control = "1"\nseed = 1\noutput = "{tmp_path / "s.sqlite"}"\n'
+                    f'[[engines]]\nname = "idle"\ncommand = "{hang}"\n')
+    proc = run("tournaments", "run", str(path), "--no-report")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "game 1: idle -> no winner (time) [-1.0]" in proc.stdout, proc.stdout
+
+    crash = f"{PY} {ROOT / 'tests' / 'engines' / 'misbehave.py'} crash --after 0"
+    path = tmp_path / "t.toml"
+    path.write_text(f'game = "aachess"\ngame_options = {{ seats = 3 }}\ngames = 3\ntime_control = "10"\nseed = 1\n'
+                    f'concurrency = 1\noutput = "{tmp_path / "t.sqlite"}"\n'
+                    f'[[engines]]\nname = "ally1"\ncommand = "{{python}} -m sample_engines.aachess_random"\n'
+                    f'[[engines]]\nname = "axis"\ncommand = "{crash}"\n'
+                    f'[[engines]]\nname = "ally2"\ncommand = "{{python}} -m sample_engines.aachess_random"\n')
+    proc = run("tournaments", "run", str(path), "--no-report")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "game 1: ally1 vs axis vs ally2 -> ally1, ally2 (crash) [1.0, -1.0, 1.0]" in proc.stdout, proc.stdout
+
+
 def test_a_relative_db_path_works_with_the_sandbox(tmp_path):
     """The engines' log folder is hidden from them by its path: a relative one (``--db x.sqlite``,
     a tournament's ``output = "runs/t.sqlite"``) made the sandbox fail to start every engine."""

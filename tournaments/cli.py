@@ -190,8 +190,10 @@ class Display:
 
     def game(self, runner, spec, record) -> None:
         if self.mode == "lines":
-            w = record.winner()
-            who = record.players[w] if w is not None else "no single winner"
+            from arbiter.records.record import winners
+
+            won = winners(record.returns)  # an alliance's seats together; a solo game only when won
+            who = ", ".join(record.players[w] for w in won) if won else "no winner"
             self.console.print(f"[{runner.played}/{runner.plan.played + runner.plan.max_remaining}] "
                                f"{spec.pairing} game {spec.number}: {' vs '.join(record.players)} -> {who} "
                                f"({record.reason}) {record.returns}", markup=False)
