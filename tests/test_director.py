@@ -734,6 +734,23 @@ def test_tournament_progress_lines_name_no_winner_of_a_lost_solo_game_and_every_
     assert "game 1: ally1 vs axis vs ally2 -> ally1, ally2 (crash) [1.0, -1.0, 1.0]" in proc.stdout, proc.stdout
 
 
+def test_the_rating_interval_block_counts_a_self_pair_game_once_as_the_report_does(tmp_path):
+    """A team event's console block counted a game of an engine with its own copy twice (its
+    games and its mean differed from the report's)."""
+    path = tmp_path / "t.toml"
+    path.write_text(f'game = "catalonia"\ngames = 2\nself_pairs = true\ntime_control = "10"\nseed = 3\n'
+                    f'rating_interval = 6\nconcurrency = 1\noutput = "{tmp_path / "t.sqlite"}"\n'
+                    + "".join(f'[[engines]]\nname = "{e}"\ncommand = "{{python}} -m sample_engines.random_engine '
+                              f'--seed {i}"\n' for i, e in enumerate("ab")))
+    proc = run("tournaments", "run", str(path), "--no-report")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = run("tournaments", "report", str(tmp_path / "t.sqlite"), "--json", "-")
+    assert report.returncode == 0, report.stderr
+    for row in json.loads(report.stdout)["standings"]:
+        assert row["games"] == 4  # two with its copy, two with the other engine
+        assert f"{row['engine']}  mean {row['mean']:.2f} over 4" in proc.stdout, proc.stdout
+
+
 def test_a_relative_db_path_works_with_the_sandbox(tmp_path):
     """The engines' log folder is hidden from them by its path: a relative one (``--db x.sqlite``,
     a tournament's ``output = "runs/t.sqlite"``) made the sandbox fail to start every engine."""

@@ -63,8 +63,12 @@ def live_standings(runner) -> list[tuple[str, int, float, str]]:
     for res in runner.results.values():
         r = res.returns
         best = max(r)
+        counted = set()  # an engine with its own copy (a cooperative self-pair) counts the game once, as reports do
         for seat, e in enumerate(res.seating):
             e %= n
+            if e in counted:
+                continue
+            counted.add(e)
             games[e] += 1
             if cfg.kind in ("match", "table"):
                 # a win counts whole (alone or with its alliance, as the report counts it); all equal: a draw
