@@ -203,6 +203,29 @@ def test_ends_by_reason_name_the_engine_whose_copy_forfeited_and_the_partner_of_
     assert not any(reason.endswith("(opponent)") for _, reason in ends)
 
 
+def test_a_self_pair_that_could_not_start_is_one_forfeit_of_its_engine_as_on_the_web(tmp_path):
+    """A cooperative engine that cannot start, paired with its own copy: both seats forfeit the
+    game, and the report's per-engine forfeits counted it twice (8 forfeits in 6 games), where
+    ends by reason and the web view's engine page count it once."""
+    path = tmp_path / "t.toml"
+    path.write_text(f'game = "catalonia"\ngames = 2\nself_pairs = true\ntime_control = "10"\nseed = 1\n'
+                    f'on_start_failure = "forfeit"\noutput = "{tmp_path / "t.sqlite"}"\n'
+                    f'[[engines]]\nname = "ghost"\ncommand = "/nonexistent/engine"\n'
+                    f'[[engines]]\nname = "random"\ncommand = "{{python}} -m sample_engines.random_engine"\n')
+    proc = run("tournaments", "run", str(path), "-q", "--no-report")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = run("tournaments", "report", str(tmp_path / "t.sqlite"), "--json", "-")
+    assert report.returncode == 0, report.stderr
+    data = json.loads(report.stdout)
+    forfeits = {row["engine"]: row["forfeits"] for row in data["engine_stats"]}
+    assert forfeits == {"ghost": {"not_started": 4}, "random": {}}  # 2 with random, 2 with its copy
+    ends = {(r["engine"], r["reason"]): r["L"] + r["D"] + r["W"] for r in data["terminations"]}
+    assert ends[("ghost", "not_started (own)")] == 4
+    from arbiter.records.store import game_lines
+    from arbiter.web.app import engine_page
+    assert engine_page(game_lines(tmp_path / "t.sqlite"), "ghost")["forfeit_count"] == 4
+
+
 def test_an_alliance_win_is_a_win_in_ends_by_reason_and_on_the_web_as_in_the_standings(tmp_path):
     """A 3-seat A&A table (RU+UK, GE+JP, US) with one engine that cannot start: the seats it
     leaves win, alone (Axis) or two together (Allies). The standings counted a shared alliance

@@ -407,9 +407,9 @@ own times are whole milliseconds, often 0), latency (measured minus
     engine name, ``_agg_summaries`` / ``_agg_decisions``."""
     forfeits: dict[str, dict[str, int]] = {n: defaultdict(int) for n in names}
     for g in games:
-        if g["reason"] != "normal":
-            for seat in g["forfeit_seats"]:
-                forfeits.setdefault(g["players"][seat], defaultdict(int))[g["reason"]] += 1
+        if g["reason"] != "normal":  # an engine with its own copy (a self-pair) forfeits the game once
+            for name in {g["players"][seat] for seat in g["forfeit_seats"]}:
+                forfeits.setdefault(name, defaultdict(int))[g["reason"]] += 1
 
     rows = []
     for n in names:
