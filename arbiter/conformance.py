@@ -1,9 +1,10 @@
 """``arbiter check-engine``: a conformance run for engine authors (as fastchess's ``--compliance``).
 
 It starts the engine as a match would (sandbox, clean environment, session secret) and checks,
-one by one: the handshake; ``ping``; that an ``error`` from the referee does not upset it; two
-games against a second copy of itself at a short clock (``new_game``/``ready``, ``request``/
-``reply``, ``game_over``; both seats; no time forfeit, no illegal move, no protocol error); a clean
+one by one: the handshake; ``ping``; that an ``error`` from the referee does not upset it; games
+against copies of itself at a short clock, one copy per seat (two games, seats swapped; a game of
+n > 2 seats: n games, seats rotated; a solo game: two games alone) (``new_game``/``ready``,
+``request``/``reply``, ``game_over``; every seat; no time forfeit, no illegal move, no protocol error); a clean
 ``quit``; a restart. Each check passes or fails with the reason; later checks still run where
 they can, so an author sees everything at once.
 """
@@ -17,7 +18,7 @@ from typing import Callable
 
 from protocol.messages import EndReason, Error, ErrorCode, TimeControl, declaration_problems
 
-from .formats.match import Match, MatchFormat
+from .formats.match import Series, rotation
 from .games.base import Game
 from .hosting import EngineConfig, EngineFault, open_session
 
@@ -71,18 +72,24 @@ def check_engine(config: EngineConfig, game: Game, tc: TimeControl, log_dir: Pat
         note("error message", False, f"after an error from the referee: {fault}")
     _quit(session, note, "quit")
 
-    twin = dataclasses.replace(config, name=f"{config.name}#2")
+    n = game.num_seats  # copies of the engine in every seat: two games, or one per seat rotation
+    copies = [config] + [dataclasses.replace(config, name=f"{config.name}#{i + 1}") for i in range(1, n)]
     try:
-        result = Match(game, (config, twin), tc, MatchFormat.parse("games=2"), run_dir=log_dir,
-                       match_id="check-engine").play()
-        bad = [r for r in result.records if r.reason != EndReason.NORMAL]
+        series = Series(game, copies, tc, run_dir=log_dir, match_id="check-engine")
+        records = []
+        try:
+            for number in range(1, max(2, n) + 1):
+                records.append(series.play_game(number, list(rotation(tuple(range(n)), number - 1))))
+        finally:
+            series.close()
+        bad = [r for r in records if r.reason != EndReason.NORMAL]
         note(f"games at {tc.text}", not bad,
-             f"{len(result.records)} games against itself, every one to its normal end "
-             f"({sum(len(r.events) for r in result.records)} events)" if not bad else
+             f"{len(records)} games{' against itself' if n > 1 else ''}, every one to its normal end "
+             f"({sum(len(r.events) for r in records)} events)" if not bad else
              "; ".join(f"game {r.game_number}: {r.reason} by {r.players[r.forfeit_seat]}: {r.detail}"
                        if r.forfeit_seat is not None else f"game {r.game_number}: {r.reason}: {r.detail}"
                        for r in bad))
-        illegal = [r for r in result.records if r.reason == EndReason.ILLEGAL_MOVE]
+        illegal = [r for r in records if r.reason == EndReason.ILLEGAL_MOVE]
         note("no illegal move", not illegal, "the referee refused no decision" if not illegal else
              "; ".join(f"game {r.game_number}: {r.detail}" for r in illegal))
     except Exception as exc:  # a broken game must be reported, not crash the check

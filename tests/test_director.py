@@ -948,6 +948,21 @@ def test_check_engine_passes_a_good_engine_and_names_what_a_bad_one_breaks(tmp_p
                        str(tmp_path)), 3, "FAIL handshake", "/nonexistent/engine")
 
 
+@pytest.mark.parametrize("engine, game", [
+    ("{python} -m sample_engines.aachess_random", ["--game", "aachess", "--option", "seats=3", "--option", "max_rounds=2"]),
+    ("{python} -m sample_engines.stalingrad_random", ["--game", "stalingrad"]),
+])
+def test_check_engine_plays_games_of_three_seats_and_solo_games(tmp_path, engine, game):
+    """check-engine's games failed for every engine of a game without exactly two seats ('FAIL
+    games at 10+0.1: ValueError: a match is for two-seat games'), and skipped the illegal-move
+    check: now copies of the engine fill every seat (n games, seats rotated; solo: two games)."""
+    proc = run("arbiter", "check-engine", engine, *game, "--logs", str(tmp_path))
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(("PASS", "FAIL"))]
+    assert proc.returncode == 0 and len(lines) == 9 and all(line.startswith("PASS") for line in lines), proc.stdout
+    played = "3 games against itself" if "aachess" in game else "2 games, every one"
+    assert any(line.startswith(f"PASS games at 10+0.1: {played}") for line in lines), proc.stdout
+
+
 # --- per-engine statistics in reports --------------------------------------------------------------
 
 def test_report_has_per_engine_time_search_and_forfeit_statistics(tmp_path):
