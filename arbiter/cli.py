@@ -1741,7 +1741,9 @@ def _match_engines(args: argparse.Namespace) -> tuple:
             raise ValueError(f"--engine {cmd}: {engines_file.unknown(cmd)}")
         else:
             configs.append(_engine_config(cmd, names[i] or f"{'ABCDE'[i]}:{_guess_name(cmd)}", args, args.restart, i))
-    return tuple(configs)
+    given = [c.name for c in configs]  # one name per engine, or records, standings and pages would merge them
+    return tuple(dataclasses.replace(c, name=f"{n}#{i + 1}") if given.count(n) > 1 else c
+                 for i, (c, n) in enumerate(zip(configs, given)))
 
 
 def _load_engines_file(path: str):

@@ -774,6 +774,21 @@ def test_the_rating_interval_block_counts_a_self_pair_game_once_as_the_report_do
         assert f"{row['engine']}  mean {row['mean']:.2f} over 4" in proc.stdout, proc.stdout
 
 
+def test_a_table_of_engines_given_the_same_name_keeps_them_apart(tmp_path):
+    """``arbiter match`` took --name X for two engines of a table and recorded both as 'X' (their
+    results summed under one name in records, pages and reports): numbered now, as solo and coop do."""
+    db = tmp_path / "m.sqlite"
+    aa = "{python} -m sample_engines.aachess_random"
+    proc = run("arbiter", "match", "--game", "aachess", "--option", "seats=3", "--option", "max_rounds=1",
+               "--engine", aa, "--name", "X", "--engine", aa + " --seed 2", "--name", "X", "--engine", aa, "--name", "Y",
+               "--seed", "ab", "--tc", "10", "--quiet", "--db", str(db))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    conn = sqlite3.connect(db)
+    seatings = [json.loads(p) for (p,) in conn.execute("SELECT players FROM games ORDER BY game_number")]
+    conn.close()
+    assert seatings == [["X#1", "X#2", "Y"], ["X#2", "Y", "X#1"], ["Y", "X#1", "X#2"]]
+
+
 def test_a_relative_db_path_works_with_the_sandbox(tmp_path):
     """The engines' log folder is hidden from them by its path: a relative one (``--db x.sqlite``,
     a tournament's ``output = "runs/t.sqlite"``) made the sandbox fail to start every engine."""
