@@ -209,6 +209,35 @@ def test_a_forfeit_without_a_seat_is_named(results_db):
     assert verify(normal) == ["reason 'time' without a forfeiting seat"]
 
 
+def test_a_forfeit_with_the_winner_and_loser_swapped_is_named(results_db, tmp_path):
+    """The returns of a game one seat forfeited were not checked against the forfeit: the
+    forfeiter could be recorded as the winner and the record passed (only a chain caught it).
+    Also at an A&A table, where the forfeiting seat's whole alliance loses."""
+    (record,) = records(results_db, "forfeit")
+    true_returns = list(record.returns)
+    record.returns = true_returns[::-1]
+    assert verify(record) == [f"recorded returns {record.returns} differ from the {true_returns} of a forfeit by "
+                              f"seat {record.forfeit_seat}"]
+
+    from arbiter.formats.match import TableMatch
+
+    db = tmp_path / "table.sqlite"
+    store = ResultsStore(db)
+    aa = f"{sys.executable} -m sample_engines.aachess_random"
+    configs = [EngineConfig(cmd, name=name, cwd=str(ROOT)) for cmd, name in
+               ((aa, "ally1"), (MISBEHAVE + " crash --after 0", "axis"), (aa, "ally2"))]
+    try:
+        TableMatch(load_game("aachess", seats=3, max_rounds=1), configs, parse_time_control("60"), 3, store=store,
+                   run_dir=tmp_path, seed=b"tamper-tests", match_id="table").play()
+    finally:
+        store.close()
+    table = load_records(db)[0]
+    assert (table.reason, table.forfeit_seat, table.returns) == ("crash", 1, [1.0, -1.0, 1.0])
+    assert verify(table) == []
+    table.returns = [-1.0, 1.0, -1.0]  # the crashed alliance credited with the win
+    assert verify(table) == ["recorded returns [-1.0, 1.0, -1.0] differ from the [1.0, -1.0, 1.0] of a forfeit by seat 1"]
+
+
 def test_a_changed_final_position_is_named(results_db):
     for record in (one(results_db), records(results_db, "forfeit")[0]):
         assert record.final_position

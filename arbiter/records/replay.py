@@ -116,6 +116,10 @@ def verify(record: GameRecord) -> list[str]:
                         f"'{record.reason}' the record says")
     elif record.forfeit_seat is None:
         problems.append(f"reason '{record.reason}' without a forfeiting seat")
+    elif not record.forfeit_seats and 0 <= record.forfeit_seat < len(record.players) \
+            and list(record.returns) != game.forfeit_returns(record.forfeit_seat):
+        problems.append(f"recorded returns {record.returns} differ from the "
+                        f"{game.forfeit_returns(record.forfeit_seat)} of a forfeit by seat {record.forfeit_seat}")
     if record.forfeit_seats:
         seats = record.forfeit_seats
         if seats != sorted(set(seats)) or len(seats) < 2 or seats[0] != record.forfeit_seat \
