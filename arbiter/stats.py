@@ -172,7 +172,8 @@ def paired_comparison(a: Mapping[object, float], b: Mapping[object, float], *, t
 def paired_rows(scores: Mapping[str, Mapping[object, float]]) -> list[dict]:
     """Every pair of engines (A before B in ``scores``' order) compared on the seeds both have
     played, A − B: what a solo event's report and its web page show. NaN where nothing is paired
-    yet (no common seed)."""
+    yet (no common seed), and interval bounds NaN below ``MIN_INTERVAL_GAMES`` common seeds (as
+    for every other interval of a report)."""
     names, rows = list(scores), []
     for i, a in enumerate(names):
         for b in names[i + 1:]:
@@ -180,7 +181,9 @@ def paired_rows(scores: Mapping[str, Mapping[object, float]]) -> list[dict]:
                    "A_better": 0, "ties": 0, "B_better": 0, "p_value": 1.0}
             if set(scores[a]) & set(scores[b]):
                 c = paired_comparison(scores[a], scores[b])
-                row.update(seeds=c.n, mean_diff=c.mean_diff, lo=c.ci_low, hi=c.ci_high, A_better=c.a_better,
+                interval = c.n >= MIN_INTERVAL_GAMES
+                row.update(seeds=c.n, mean_diff=c.mean_diff, lo=c.ci_low if interval else math.nan,
+                           hi=c.ci_high if interval else math.nan, A_better=c.a_better,
                            ties=c.ties, B_better=c.b_better, p_value=c.p_value)
             rows.append(row)
     return rows

@@ -789,6 +789,23 @@ def test_a_table_of_engines_given_the_same_name_keeps_them_apart(tmp_path):
     assert seatings == [["X#1", "X#2", "Y"], ["X#2", "Y", "X#1"], ["Y", "X#1", "X#2"]]
 
 
+def test_a_solo_report_gives_no_paired_interval_below_five_seeds_as_for_its_other_intervals(tmp_path):
+    """A solo event's paired comparison gave a t interval on 4 common seeds (e.g. [2.00, 2.00])
+    where the same report (and docs/tournaments.md) give none below 5 games."""
+    path = tmp_path / "s.toml"
+    path.write_text(f'game = "stalingrad"\ngames = 4\ntime_control = "10"\nseed = 1\noutput = "{tmp_path / "s.sqlite"}"\n'
+                    + "".join(f'[[engines]]\nname = "r{i}"\ncommand = "{{python}} -m sample_engines.stalingrad_random '
+                              f'--seed {i}"\n' for i in (1, 2)))
+    proc = run("tournaments", "run", str(path), "-q", "--no-report")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = run("tournaments", "report", str(tmp_path / "s.sqlite"), "--json", "-")
+    assert report.returncode == 0, report.stderr
+    data = json.loads(report.stdout)
+    (pair,) = data["paired"]
+    assert pair["seeds"] == 4 and pair["lo"] is None and pair["hi"] is None, pair
+    assert all(row["lo"] is None for row in data["standings"])  # the mean score's interval, likewise
+
+
 def test_a_relative_db_path_works_with_the_sandbox(tmp_path):
     """The engines' log folder is hidden from them by its path: a relative one (``--db x.sqlite``,
     a tournament's ``output = "runs/t.sqlite"``) made the sandbox fail to start every engine."""
