@@ -352,6 +352,18 @@ def test_an_engine_cannot_fill_the_referees_disk(tmp_path):
     assert_honest(result.records)
 
 
+@needs_sandbox
+def test_an_engine_cannot_write_into_the_folder_of_its_socket(tmp_path):
+    """The one folder of the referee's machine an engine sees besides its own in-memory ones is
+    the folder of its ipc socket: shown read-only (connecting to a socket needs no write access),
+    else 600 MB written there land on the referee's disk, past ``disk_mb`` and ``memory_mb``."""
+    result = run_match(tmp_path, hostile_cmd("sockdir"), fmt="games=1", limits=Limits(memory_mb=256, disk_mb=100))
+    found = reports(tmp_path)
+    assert found["disk_mb"] == ["0"] and found["disk_error"] == ["Read-only file system"], found
+    assert result.records[0].reason == "normal", result.records[0].detail
+    assert_honest(result.records)
+
+
 @needs_cgroup
 @hostile
 def test_filling_the_work_folder_counts_against_the_memory_limit(tmp_path):

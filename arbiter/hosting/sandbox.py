@@ -367,8 +367,8 @@ def bwrap_argv(argv: list[str], *, work_dir: Path, endpoint_dir: Path | None, cw
     for extra in os.environ.get("ARBITER_SANDBOX_WRITABLE", "").split(","):  # the operator's own choice
         if extra.strip() and Path(extra.strip()).is_dir():
             cmd += ["--bind", extra.strip(), extra.strip()]
-    if endpoint_dir is not None:
-        cmd += ["--bind", str(endpoint_dir), str(endpoint_dir)]
+    if endpoint_dir is not None:  # read-only: connecting needs no write access, and it lies on the referee's disk
+        cmd += ["--ro-bind", str(endpoint_dir), str(endpoint_dir)]
     cmd += ["--chdir", cwd or str(work_dir), "--"]
     return cmd + argv
 

@@ -18,6 +18,7 @@ that re-forks every 5 ms), ``fdflood`` (~20k connections to its own endpoint bef
 spinning for ever), ``readfiles`` (read the operator's signing key, seed file and other root-only
 files: ``--files A,B``), ``cgroup`` (leave its control group, lift its memory limit, then spin
 like ``busy``), ``disk`` (write 600 MB into its work folder), ``tmpfs`` (600 MB into /dev/shm, memory),
+``sockdir`` (600 MB into the folder of its own socket, a folder of the referee's),
 ``forkbomb`` (fork until refused). Protocol abuse: ``no_hello``, ``hello_exit``, ``crash``, ``hang``,
 ``garbage``, ``oversize``, ``flood``, ``illegal``, ``stale``, ``reply_twice``, ``multi_frame``,
 ``after_game_over``, ``reconnect``, ``children``. Everything happens at the (N+1)-th decision
@@ -373,6 +374,8 @@ def main() -> int:
                 fill_disk(600, os.environ.get("HOME", "/tmp"))
             elif mode == "tmpfs":
                 fill_disk(600, "/dev/shm")
+            elif mode == "sockdir":
+                fill_disk(600, os.path.dirname(own[len("ipc://"):]))
             elif mode == "forkbomb":
                 forks = 0
                 try:
