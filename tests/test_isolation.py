@@ -325,6 +325,22 @@ def test_an_engine_cannot_fill_the_disk(tmp_path):
     assert out.count("No space left on device") == 2, out
 
 
+@needs_sandbox
+def test_the_sandboxs_other_folders_take_no_writes(tmp_path):
+    """Besides its size-limited folders (work folder, /tmp, /var/tmp, /run, /dev/shm) the sandbox
+    makes in-memory folders of its own: /dev, the covered homes and the referee's hidden folders.
+    Unbounded and writable, they were room past ``disk_mb`` (without a control group, past any
+    memory limit: tmpfs is not in a process's address space). Now read-only."""
+    hidden = tmp_path / "results"
+    hidden.mkdir()
+    script = "; ".join(f"dd if=/dev/zero of={folder}/big bs=1M count=8 2>&1 | grep -o 'Read-only file system' | head -1"
+                       for folder in ("/dev", "/home", "/root", "/etc/ssh", hidden))
+    out = run_shell(tmp_path, script + "; echo x > /dev/null && echo devnull-ok; ls /dev/shm >/dev/null && echo shm-ok",
+                    limits=Limits(disk_mb=2), hide=(str(hidden),))
+    assert out.count("Read-only file system") == 5, out
+    assert "devnull-ok" in out and "shm-ok" in out, out
+
+
 REFEREE_THEN_WAIT = """
 import sys, time
 from arbiter.hosting import EngineConfig, EngineSession

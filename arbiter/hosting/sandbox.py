@@ -350,8 +350,9 @@ def bwrap_argv(argv: list[str], *, work_dir: Path, endpoint_dir: Path | None, cw
     for secret in SECRET_FILES:
         if Path(secret).exists():
             cmd += ["--ro-bind", "/dev/null", secret]
-    if uid is None and s.root:  # root of its namespace passes the host's owner checks: show only what others see
-        for path, folder in owner_only_paths():
+    masked = owner_only_paths() if uid is None and s.root else ()
+    if masked:  # root of its namespace passes the host's owner checks: show only what others see
+        for path, folder in masked:
             cmd += ["--tmpfs", path] if folder else ["--ro-bind", "/dev/null", path]
     for path in dict.fromkeys(visible):
         if path.is_dir() and any(path.is_relative_to(f) and path != Path(f) for f in FRESH + PRIVATE):
@@ -369,6 +370,13 @@ def bwrap_argv(argv: list[str], *, work_dir: Path, endpoint_dir: Path | None, cw
             cmd += ["--bind", extra.strip(), extra.strip()]
     if endpoint_dir is not None:  # read-only: connecting needs no write access, and it lies on the referee's disk
         cmd += ["--ro-bind", str(endpoint_dir), str(endpoint_dir)]
+    # The in-memory folders made above without a size (/dev, the covered homes and referee's folders)
+    # take no writes: last, once every mount point inside them exists (not recursive: /dev/shm,
+    # /dev/null... and what is shown inside keep their own flags; a child namespace cannot undo it).
+    covers = [p for p in PRIVATE if Path(p).is_dir()] + [str(p) for p in hide if p.is_dir()]
+    covers += [path for path, folder in masked if folder]
+    for cover in ["/dev", *dict.fromkeys(covers)]:
+        cmd += ["--remount-ro", cover]
     cmd += ["--chdir", cwd or str(work_dir), "--"]
     return cmd + argv
 
