@@ -331,7 +331,7 @@ class Referee:
                 arrived = time.monotonic()  # the replies were there; reading them and freezing is the referee's time
                 if not ready and timeout_ms:  # a long think: are the others idle, as they should be?
                     for other, engine in enumerate(self.engines):
-                        if other not in sent and engine is not None:
+                        if other not in waiting and engine is not None:  # seats that answered included
                             engine.watch()
                     if self._deferred:  # a reply that comes meanwhile is taken to have come now
                         idle_since = time.monotonic()
@@ -346,6 +346,8 @@ class Referee:
                         if reply is not None:
                             replies[seat] = (reply, arrived - sent[seat])
                             waiting.remove(seat)
+                            if waiting:  # a simultaneous decision: it rests while the others think
+                                engine.rest(watch=True)
                     elif not ready:
                         engine.check_alive()
                 except EngineFault as fault:

@@ -491,6 +491,24 @@ def test_busy_threads_are_frozen_off_turn(tmp_path, sandbox):
     assert sum(counted) < 0.15 * others, (counted, others)
 
 
+@pytest.mark.parametrize("sandbox", ["auto", "none"])
+def test_an_engine_that_answered_a_simultaneous_decision_is_idle_while_the_others_think(tmp_path, sandbox):
+    """EinStein's set-up asks both seats at once. The engine that answers first rests from its
+    answer on, as after any reply: watched and frozen once it uses the CPU (at once without a
+    control group), not left to spin on the second's time until the next request went out."""
+    slow_setup = f"{PY} {ROOT / 'tests' / 'engines' / 'misbehave.py'} slow_setup --delay 1.0"
+    result = run_match(tmp_path, hostile_cmd("busy"), slow_setup, fmt="games=1", sandbox=sandbox)
+    record = result.records[0]
+    assert record.reason == "normal", record.detail
+    setup = [e for e in record.events if e.kind == "setup"]
+    assert [record.players[e.seat] for e in setup if e.measured_ms > 900] == ["O"], setup  # O took its time
+    # From its set-up answer to its first move's request, as the engine measured it: unfrozen, a
+    # core's worth or more (its 4 threads spin). (Frozen at once, before it took the time of its
+    # answer, it measures a short period instead: nothing spent either way.)
+    cpu, wall = _offturn_periods(tmp_path)[0]
+    assert cpu < 300, (cpu, wall)
+
+
 @needs_cgroup
 @pytest.mark.serial  # counts milliseconds of CPU between moves: other tests' load would count too
 def test_an_engine_seen_pondering_is_frozen_between_its_moves_from_then_on(tmp_path):
