@@ -5,7 +5,8 @@ runs in its own process group and session with a private token in its environmen
 SIGKILL from the kernel if the referee dies (``PR_SET_PDEATHSIG``). By default it also runs in a
 sandbox (``sandbox.py``: namespaces, its own uid, a control group with limits) with a clean
 environment. ``kill`` kills the sandbox, the tree, the group, and every process still carrying the
-token, so even an engine that double-forks and calls setsid leaves nothing behind. Its
+token, so even an engine that double-forks and calls setsid leaves nothing behind (without a sandbox
+or a control group, a child that also execs with an empty environment escapes: SECURITY.md). Its
 stdout/stderr go through a pipe the referee drains into a log capped at ``Limits.log_mb``.
 """
 from __future__ import annotations
