@@ -166,6 +166,27 @@ def test_hello_on_the_opponents_endpoint_does_not_take_its_seat(tmp_path, parall
 
 
 @needs_sandbox
+def test_a_referee_temporary_folder_outside_tmp_shows_no_engine_the_others_secrets(tmp_path, operator_folder):
+    """The referee keeps each engine's session secret and socket in its temporary folder. With
+    TMPDIR outside /tmp (a scratch disk) that folder was in every sandbox's view: an engine
+    running with the referee's uid (an unprivileged referee, or root's Python) read the opponent's
+    secret and said hello on its socket before the opponent did, taking its seat. Now the
+    referee's temporary folder is covered like /tmp wherever it is."""
+    scratch = operator_folder / "scratch"
+    scratch.mkdir()
+    late = (f"{PY} -c \"import runpy, sys, time; time.sleep(1.5); sys.argv = ['random']; "
+            f"runpy.run_module('sample_engines.random_engine', run_name='__main__')\"")
+    proc = cli_match(tmp_path / "m", hostile_cmd("steal"), late, fmt="games=1", env={"TMPDIR": str(scratch)})
+    assert_referee_finished(proc)
+    found = reports(tmp_path / "m")
+    assert found["stolen_secrets"] == ["0"] and found["steal_targets"] == ["0"], found
+    assert "hijacker" not in proc.output, proc.output
+    records = load_records(tmp_path / "m" / "results.sqlite")
+    assert [r.reason for r in records] == ["normal"], [(r.reason, r.detail) for r in records]
+    assert_honest(records)
+
+
+@needs_sandbox
 @pytest.mark.parametrize("mode", ["kill", pytest.param("stop", marks=hostile)])
 def test_signalling_other_engines_reaches_none(tmp_path, parallel, mode):
     proc = cli_match(tmp_path / "m", hostile_cmd(mode))

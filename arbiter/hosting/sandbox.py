@@ -32,6 +32,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -281,6 +282,16 @@ and folder inside them are shown again, read-only)."""
 SECRET_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-")
 
 
+def covered_folders() -> tuple[str, ...]:
+    """PRIVATE, and the referee's own temporary folder (``TMPDIR``) where it lies outside the
+    fresh and private ones: every engine's session secret and socket are made there, so an engine
+    that could look into it would find its opponent's and take its seat before it says hello."""
+    temp = os.path.realpath(tempfile.gettempdir())
+    if temp == "/" or any(Path(temp).is_relative_to(f) for f in FRESH + PRIVATE):
+        return PRIVATE
+    return (*PRIVATE, temp)
+
+
 SYSTEM_FOLDERS = ("/etc", "/var", "/opt", "/srv", "/usr/local", "/mnt", "/media", "/lost+found")
 """Where a machine keeps what only root may read (keys, database files, private logs): searched
 for such files when an engine must run as root of its own namespace (see ``owner_only_paths``)."""
@@ -344,7 +355,8 @@ def bwrap_argv(argv: list[str], *, work_dir: Path, endpoint_dir: Path | None, cw
         cmd += ["--cap-drop", "ALL"]  # root in its own user namespace, with no capability at all
     if not network:
         cmd.append("--unshare-net")
-    for private in PRIVATE:
+    private_folders = covered_folders()
+    for private in private_folders:
         if Path(private).is_dir():
             cmd += ["--tmpfs", private]
     for secret in SECRET_FILES:
@@ -355,7 +367,7 @@ def bwrap_argv(argv: list[str], *, work_dir: Path, endpoint_dir: Path | None, cw
         for path, folder in masked:
             cmd += ["--tmpfs", path] if folder else ["--ro-bind", "/dev/null", path]
     for path in dict.fromkeys(visible):
-        if path.is_dir() and any(path.is_relative_to(f) and path != Path(f) for f in FRESH + PRIVATE):
+        if path.is_dir() and any(path.is_relative_to(f) and path != Path(f) for f in FRESH + private_folders):
             cmd += ["--ro-bind", str(path), str(path)]
     for path in hide:  # the referee's own folders and files: results, logs, keys, seeds
         if path.is_dir():
@@ -373,7 +385,7 @@ def bwrap_argv(argv: list[str], *, work_dir: Path, endpoint_dir: Path | None, cw
     # The in-memory folders made above without a size (/dev, the covered homes and referee's folders)
     # take no writes: last, once every mount point inside them exists (not recursive: /dev/shm,
     # /dev/null... and what is shown inside keep their own flags; a child namespace cannot undo it).
-    covers = [p for p in PRIVATE if Path(p).is_dir()] + [str(p) for p in hide if p.is_dir()]
+    covers = [p for p in private_folders if Path(p).is_dir()] + [str(p) for p in hide if p.is_dir()]
     covers += [path for path, folder in masked if folder]
     for cover in ["/dev", *dict.fromkeys(covers)]:
         cmd += ["--remount-ro", cover]

@@ -8,7 +8,8 @@ control test runs some modes without a sandbox, where they must find their targe
 
 Attacks on others (see issue 11): ``recon`` (look for the referee, read its command line,
 environment and memory for the dice seed), ``hijack`` (say hello on every other ipc endpoint it
-can find, before its own hello), ``kill``/``stop`` (SIGKILL/SIGSTOP every other engine it can
+can find, before its own hello), ``steal`` (the same with the other engines' session secrets, looked
+for in the referee's temporary folder), ``kill``/``stop`` (SIGKILL/SIGSTOP every other engine it can
 see), ``db`` (delete rows from every results database it can find, before every game),
 ``escape`` (double fork + setsid + closed fds + exec with an empty environment, and a grandchild
 that re-forks every 5 ms), ``fdflood`` (~20k connections to its own endpoint before hello),
@@ -136,6 +137,36 @@ def hijack(own: str) -> list:
             s.send(encode(Hello(name="hijacker", wants_legal_moves=True, secret=secret)))
         sockets.append(s)
     report("hijack_targets", len(targets))
+    return sockets
+
+
+def steal(own: str) -> list:
+    """Look for the other engines' session secrets and sockets in the referee's temporary folder
+    (where its own lie: it knows the path from its environment) for 3 s, and say hello on every
+    other socket with every secret found, taking the first seat it can."""
+    import zmq
+
+    base = os.path.dirname(os.path.dirname(os.environ.get("ARBITER_SECRET_FILE", "/nonexistent/x/y")))
+    secrets, targets, sockets = set(), set(), []
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline and not (secrets and targets):
+        for path in glob.glob(os.path.join(base, "arb-engine-*", "session-secret")):
+            try:
+                with open(path) as f:
+                    secrets.add(f.read().strip())
+            except OSError:
+                pass
+        secrets.discard(session_secret())
+        targets = {"ipc://" + p for p in glob.glob(os.path.join(base, "arb-*", "*", "s"))} - {own}
+        time.sleep(0.005)
+    for endpoint in targets:
+        s = zmq.Context.instance().socket(zmq.DEALER)
+        s.connect(endpoint)
+        for secret in secrets:
+            s.send(encode(Hello(name="hijacker", wants_legal_moves=True, secret=secret)))
+        sockets.append(s)
+    report("stolen_secrets", len(secrets))
+    report("steal_targets", len(targets))
     return sockets
 
 
@@ -308,6 +339,8 @@ def main() -> int:
         time.sleep(3600)
     if mode == "hijack":
         keep = hijack(own)
+    if mode == "steal":
+        keep = steal(own)
     if mode in ("fdflood", "tcpflood"):
         fd_flood(own, 20_000 if mode == "fdflood" else 1100)
     if mode == "stranger":
