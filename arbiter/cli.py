@@ -1477,7 +1477,7 @@ def _hosting_arguments(p: argparse.ArgumentParser) -> None:
                    help="confine each engine (auto: when the machine can, saying so loudly when it cannot; "
                         "required: refuse to start without it, exit 3; none: trust the engines)")
     p.add_argument("--limit", action="append", default=[], metavar="KEY=VALUE",
-                   help="an engine limit: memory_mb (4096), processes (256), open_files (1024), log_mb (10), "
+                   help="an engine limit: memory_mb (4096), processes (256), open_files (1024), log_mb (10), log_total_mb (100), "
                         "info_chars (2000), disk_mb (1024)")
     p.add_argument("--ponder", action="store_true",
                    help="let engines think on the opponent's time (default: stopped while it is not their turn; "

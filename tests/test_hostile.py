@@ -425,6 +425,21 @@ def test_allocating_3_gb_forfeits_memory(tmp_path):
     assert verify(record) == []
 
 
+def test_an_engine_restarted_every_game_cannot_fill_the_disk_with_logs(tmp_path):
+    """Each start of an engine has its own log, cut at ``log_mb``; an engine restarted every game
+    (``restart``, or after each crash) started a fresh one every time, so 10 MB a game filled the
+    disk in a long event. Its logs in one folder together stop at ``log_total_mb``."""
+    result = run_match(tmp_path, hostile_cmd("stderr"), fmt="games=4", restart_each_game=True,
+                       limits=Limits(log_mb=1, log_total_mb=2.5))
+    assert [r.reason for r in result.records] == ["normal"] * 4, [(r.reason, r.detail) for r in result.records]
+    logs = sorted(tmp_path.rglob("engine-H-*.log"))
+    assert len(logs) == 4, logs
+    total = sum(log.stat().st_size for log in logs)
+    assert 2.5 * (1 << 20) <= total < 2.5 * (1 << 20) + 4 * 4096, total
+    assert "log_total_mb" in logs[-1].read_text(errors="replace")[-300:]  # the last one says why it is empty
+    assert_honest(result.records)
+
+
 @hostile
 def test_200_mb_on_stderr_is_cut_at_the_log_cap(tmp_path):
     result = run_match(tmp_path, hostile_cmd("stderr"), fmt="games=1", limits=Limits(log_mb=1))
