@@ -341,6 +341,15 @@ def test_the_sandboxs_other_folders_take_no_writes(tmp_path):
     assert "devnull-ok" in out and "shm-ok" in out, out
 
 
+@needs_sandbox
+def test_results_right_in_tmp_leave_the_engine_a_writable_tmp(tmp_path):
+    """``--db /tmp/results.sqlite`` hides /tmp, the results' folder: the engine's /tmp is fresh
+    and empty already, and must stay writable (its TMPDIR) and size-limited."""
+    out = run_shell(tmp_path, "dd if=/dev/zero of=/tmp/big bs=1M count=8 2>&1 | grep -o 'No space left on device'",
+                    limits=Limits(disk_mb=2), hide=("/tmp",))
+    assert out.strip() == "No space left on device", out
+
+
 REFEREE_THEN_WAIT = """
 import sys, time
 from arbiter.hosting import EngineConfig, EngineSession

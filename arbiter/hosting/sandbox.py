@@ -369,6 +369,7 @@ def bwrap_argv(argv: list[str], *, work_dir: Path, endpoint_dir: Path | None, cw
     for path in dict.fromkeys(visible):
         if path.is_dir() and any(path.is_relative_to(f) and path != Path(f) for f in FRESH + private_folders):
             cmd += ["--ro-bind", str(path), str(path)]
+    hide = [p for p in hide if str(p) not in FRESH]  # (results right in /tmp: it is fresh and empty already)
     for path in hide:  # the referee's own folders and files: results, logs, keys, seeds
         if path.is_dir():
             cmd += ["--tmpfs", str(path)]
