@@ -413,8 +413,10 @@ def hello_text(hello) -> str:
     """How an engine introduced itself: its hello's name, version and author."""
     if hello is None:
         return "(no hello)"
-    return f"{hello.name}" + (f" {hello.version}" if hello.version else "") + \
-        (f" by {hello.author}" if hello.author else "")
+    from protocol.codec import printable  # the engine's own words: no terminal escapes, no megabytes
+
+    return printable(f"{hello.name}" + (f" {hello.version}" if hello.version else "") +
+                     (f" by {hello.author}" if hello.author else ""), 300)
 
 
 def logs_dir(db: str | Path) -> Path:

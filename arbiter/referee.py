@@ -11,7 +11,7 @@ import time
 import uuid
 from typing import Callable
 
-from protocol.codec import clip
+from protocol.codec import clip, printable
 from protocol.messages import EndReason, GameOver, Info, NewGame, Reply, Request, TimeControl
 
 from .adjudication import Adjudication, Judge
@@ -63,6 +63,7 @@ class _Forfeit(Exception):
     fault while failing itself."""
 
     def __init__(self, seat: int, reason: EndReason, detail: str, others: tuple[int, ...] = ()):
+        detail = printable(detail)  # it may quote the engine's move (a rule's message): shown on terminals
         super().__init__(f"seat {seat}: {reason}: {detail}")
         self.seat, self.reason, self.detail = seat, reason, detail
         self.seats = (seat, *others)

@@ -672,6 +672,33 @@ def test_protocol_abuse_gets_its_exact_reason(tmp_path, mode, tc, expected):
     cli_verify(tmp_path / "results.sqlite")
 
 
+def test_an_engines_own_words_reach_the_operators_terminal_harmless(tmp_path):
+    """Its hello's name, author and version are printed when the match starts: escape sequences
+    in them reached the terminal raw (a cleared screen, a fake result line in red)."""
+    proc = cli_match(tmp_path / "m", hostile_cmd("loud_hello"), fmt="games=1")
+    assert_referee_finished(proc)
+    assert "\x1b" not in proc.output, proc.output[:2000]
+    assert "H: hostile" in proc.output
+
+
+def test_a_megabyte_in_a_refused_hello_is_refused_at_once(tmp_path):
+    """A hello naming a 1 MB game is refused (not this game), and the refusal quotes what it named:
+    unclipped, printing it kept the referee busy for minutes (the terminal's highlighting of one
+    1 MB word) before it said that no game was played."""
+    folder = tmp_path / "m"
+    proc = cli_match(folder, hostile_cmd("huge_games"), wait=False)
+    try:
+        proc.output = proc.communicate(timeout=60)[0]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        engines_gone()
+        raise AssertionError("the referee was still busy after 60 s")
+    assert proc.returncode == 3, proc.output[-2000:]
+    assert "does not play einstein" in proc.output and len(proc.output) < 20_000, len(proc.output)
+    assert "\x1b" not in proc.output
+
+
 @hostile
 def test_an_engine_that_never_connects_loses_unstarted(tmp_path):
     result = run_match(tmp_path, hostile_cmd("no_hello"), fmt="games=1", handshake_timeout=1.0)

@@ -21,7 +21,8 @@ files: ``--files A,B``), ``cgroup`` (leave its control group, lift its memory li
 like ``busy``), ``disk`` (write 600 MB into its work folder), ``tmpfs`` (600 MB into /dev/shm, memory),
 ``sockdir`` (600 MB into the folder of its own socket, a folder of the referee's),
 ``forkbomb`` (fork until refused). Protocol abuse: ``no_hello``, ``hello_exit``, ``crash``, ``hang``,
-``garbage``, ``oversize``, ``flood``, ``illegal``, ``stale``, ``reply_twice``, ``multi_frame``,
+``garbage``, ``oversize``, ``flood``, ``loud_hello`` (terminal escapes in its name), ``huge_games`` (a 1 MB
+game name in its hello), ``illegal``, ``stale``, ``reply_twice``, ``multi_frame``,
 ``after_game_over``, ``reconnect``, ``children``. Everything happens at the (N+1)-th decision
 of every game (default N=0) unless the mode must act before its hello.
 """
@@ -348,7 +349,14 @@ def main() -> int:
     if mode == "recon":
         recon(own)
     sock = EngineSocket(own)
-    sock.send(Hello(name=f"hostile-{mode}", wants_legal_moves=True, secret=session_secret()))
+    if mode == "loud_hello":  # terminal escapes: set the title, clear the screen, print a fake line in red
+        loud = "hostile\x1b]0;PWNED\x07\x1b[2J\x1b[31mFAKE: H wins everything\x1b[0m"
+        sock.send(Hello(name=loud, author=loud, version="1\x1b[5m", wants_legal_moves=True, secret=session_secret()))
+    elif mode == "huge_games":  # a hello naming one 1 MB "game": a refusal that quotes it
+        sock.send(Hello(name="hostile-huge_games", games=["x" * 1_000_000 + "\x1b[2J"], wants_legal_moves=True,
+                        secret=session_secret()))
+    else:
+        sock.send(Hello(name=f"hostile-{mode}", wants_legal_moves=True, secret=session_secret()))
     if mode == "hello_exit":
         time.sleep(0.2)
         os._exit(0)
