@@ -342,6 +342,20 @@ def test_the_sandboxs_other_folders_take_no_writes(tmp_path):
 
 
 @needs_sandbox
+@pytest.mark.parametrize("child_first", [True, False])
+def test_hidden_folders_inside_each_other_in_any_order_start_and_take_no_writes(tmp_path, child_first):
+    """A hidden folder inside another (the logs inside the results folder) given first is covered
+    by the second: it is out of sight, and remounting it read-only found no such folder, so the
+    engine could not start at all."""
+    outer = tmp_path / "outer"
+    (outer / "inner").mkdir(parents=True)
+    hide = (str(outer / "inner"), str(outer)) if child_first else (str(outer), str(outer / "inner"))
+    out = run_shell(tmp_path, f"echo started; touch {outer}/x {outer}/inner/y 2>&1 | grep -c 'cannot touch'",
+                    hide=hide)
+    assert out.split() == ["started", "2"], out
+
+
+@needs_sandbox
 def test_results_right_in_tmp_leave_the_engine_a_writable_tmp(tmp_path):
     """``--db /tmp/results.sqlite`` hides /tmp, the results' folder: the engine's /tmp is fresh
     and empty already, and must stay writable (its TMPDIR) and size-limited."""
