@@ -413,8 +413,10 @@ def hello_text(hello) -> str:
     """How an engine introduced itself: its hello's name, version and author."""
     if hello is None:
         return "(no hello)"
-    return f"{hello.name}" + (f" {hello.version}" if hello.version else "") + \
-        (f" by {hello.author}" if hello.author else "")
+    from protocol.codec import printable  # the engine's own words: no terminal escapes, no megabytes
+
+    return printable(f"{hello.name}" + (f" {hello.version}" if hello.version else "") +
+                     (f" by {hello.author}" if hello.author else ""), 300)
 
 
 def logs_dir(db: str | Path) -> Path:
@@ -1476,7 +1478,7 @@ def _hosting_arguments(p: argparse.ArgumentParser) -> None:
                    help="confine each engine (auto: when the machine can, saying so loudly when it cannot; "
                         "required: refuse to start without it, exit 3; none: trust the engines)")
     p.add_argument("--limit", action="append", default=[], metavar="KEY=VALUE",
-                   help="an engine limit: memory_mb (4096), processes (256), open_files (1024), log_mb (10), "
+                   help="an engine limit: memory_mb (4096), processes (256), open_files (1024), log_mb (10), log_total_mb (100), "
                         "info_chars (2000), disk_mb (1024)")
     p.add_argument("--ponder", action="store_true",
                    help="let engines think on the opponent's time (default: stopped while it is not their turn; "

@@ -35,7 +35,7 @@ ENGINE_KEYS = {
     "sandbox": "auto | required | none",
     "ponder": "may it think on the opponent's time",
     "cpus": "pin it to CPU cores: \"1\", \"0,2-3\" or [0, 2] (keep engines on disjoint cores)",
-    "limits": "table: memory_mb, processes, open_files, log_mb, info_chars, disk_mb (over the event's defaults)",
+    "limits": "table: memory_mb, processes, open_files, log_mb, log_total_mb, info_chars, disk_mb (over the event's defaults)",
 }
 ALIASES = {"cmd": "command", "exe": "command", "program": "command", "setoption": "options", "option": "options",
            "flags": "args", "dir": "cwd",

@@ -11,7 +11,7 @@ import time
 import uuid
 from typing import Callable
 
-from protocol.codec import clip
+from protocol.codec import clip, printable
 from protocol.messages import EndReason, GameOver, Info, NewGame, Reply, Request, TimeControl
 
 from .adjudication import Adjudication, Judge
@@ -63,6 +63,7 @@ class _Forfeit(Exception):
     fault while failing itself."""
 
     def __init__(self, seat: int, reason: EndReason, detail: str, others: tuple[int, ...] = ()):
+        detail = printable(detail)  # it may quote the engine's move (a rule's message): shown on terminals
         super().__init__(f"seat {seat}: {reason}: {detail}")
         self.seat, self.reason, self.detail = seat, reason, detail
         self.seats = (seat, *others)
@@ -331,7 +332,7 @@ class Referee:
                 arrived = time.monotonic()  # the replies were there; reading them and freezing is the referee's time
                 if not ready and timeout_ms:  # a long think: are the others idle, as they should be?
                     for other, engine in enumerate(self.engines):
-                        if other not in sent and engine is not None:
+                        if other not in waiting and engine is not None:  # seats that answered included
                             engine.watch()
                     if self._deferred:  # a reply that comes meanwhile is taken to have come now
                         idle_since = time.monotonic()
@@ -346,6 +347,8 @@ class Referee:
                         if reply is not None:
                             replies[seat] = (reply, arrived - sent[seat])
                             waiting.remove(seat)
+                            if waiting:  # a simultaneous decision: it rests while the others think
+                                engine.rest(watch=True)
                     elif not ready:
                         engine.check_alive()
                 except EngineFault as fault:

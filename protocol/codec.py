@@ -24,6 +24,15 @@ def clip(text: str, limit: int = DETAIL_LIMIT) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
+def printable(text: str, limit: int = DETAIL_LIMIT) -> str:
+    """``text`` clipped, with every character a terminal would act on (escape sequences, control
+    characters) shown as ``?`` and line breaks as spaces: an engine's own words, safe to print."""
+    text = clip(text, limit)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else " " if c in "\n\r\t" else "?" for c in text)
+
+
 class ProtocolError(Exception):
     """A peer sent bytes that are not a valid protocol message."""
 

@@ -166,6 +166,27 @@ def test_hello_on_the_opponents_endpoint_does_not_take_its_seat(tmp_path, parall
 
 
 @needs_sandbox
+def test_a_referee_temporary_folder_outside_tmp_shows_no_engine_the_others_secrets(tmp_path, operator_folder):
+    """The referee keeps each engine's session secret and socket in its temporary folder. With
+    TMPDIR outside /tmp (a scratch disk) that folder was in every sandbox's view: an engine
+    running with the referee's uid (an unprivileged referee, or root's Python) read the opponent's
+    secret and said hello on its socket before the opponent did, taking its seat. Now the
+    referee's temporary folder is covered like /tmp wherever it is."""
+    scratch = operator_folder / "scratch"
+    scratch.mkdir()
+    late = (f"{PY} -c \"import runpy, sys, time; time.sleep(1.5); sys.argv = ['random']; "
+            f"runpy.run_module('sample_engines.random_engine', run_name='__main__')\"")
+    proc = cli_match(tmp_path / "m", hostile_cmd("steal"), late, fmt="games=1", env={"TMPDIR": str(scratch)})
+    assert_referee_finished(proc)
+    found = reports(tmp_path / "m")
+    assert found["stolen_secrets"] == ["0"] and found["steal_targets"] == ["0"], found
+    assert "hijacker" not in proc.output, proc.output
+    records = load_records(tmp_path / "m" / "results.sqlite")
+    assert [r.reason for r in records] == ["normal"], [(r.reason, r.detail) for r in records]
+    assert_honest(records)
+
+
+@needs_sandbox
 @pytest.mark.parametrize("mode", ["kill", pytest.param("stop", marks=hostile)])
 def test_signalling_other_engines_reaches_none(tmp_path, parallel, mode):
     proc = cli_match(tmp_path / "m", hostile_cmd(mode))
@@ -352,6 +373,18 @@ def test_an_engine_cannot_fill_the_referees_disk(tmp_path):
     assert_honest(result.records)
 
 
+@needs_sandbox
+def test_an_engine_cannot_write_into_the_folder_of_its_socket(tmp_path):
+    """The one folder of the referee's machine an engine sees besides its own in-memory ones is
+    the folder of its ipc socket: shown read-only (connecting to a socket needs no write access),
+    else 600 MB written there land on the referee's disk, past ``disk_mb`` and ``memory_mb``."""
+    result = run_match(tmp_path, hostile_cmd("sockdir"), fmt="games=1", limits=Limits(memory_mb=256, disk_mb=100))
+    found = reports(tmp_path)
+    assert found["disk_mb"] == ["0"] and found["disk_error"] == ["Read-only file system"], found
+    assert result.records[0].reason == "normal", result.records[0].detail
+    assert_honest(result.records)
+
+
 @needs_cgroup
 @hostile
 def test_filling_the_work_folder_counts_against_the_memory_limit(tmp_path):
@@ -390,6 +423,22 @@ def test_allocating_3_gb_forfeits_memory(tmp_path):
     assert "256 MB" in record.detail
     assert record.returns[record.forfeit_seat] == -1.0
     assert verify(record) == []
+
+
+def test_an_engine_restarted_every_game_cannot_fill_the_disk_with_logs(tmp_path):
+    """Each start of an engine has its own log, cut at ``log_mb``; an engine restarted every game
+    (``restart``, or after each crash) started a fresh one every time, so 10 MB a game filled the
+    disk in a long event. Its logs in one folder together stop at ``log_total_mb``."""
+    result = run_match(tmp_path, hostile_cmd("stderr"), fmt="games=4", restart_each_game=True,
+                       limits=Limits(log_mb=1, log_total_mb=2.5))
+    assert [r.reason for r in result.records] == ["normal"] * 4, [(r.reason, r.detail) for r in result.records]
+    logs = sorted(tmp_path.rglob("engine-H-*.log"))
+    assert len(logs) == 4, logs
+    total = sum(log.stat().st_size for log in logs)
+    assert 2.5 * (1 << 20) <= total < 2.5 * (1 << 20) + 4 * 4096, total
+    said = [log.read_text(errors="replace")[-300:] for log in logs]
+    assert sum("log_total_mb" in text for text in said) == 2, said  # the cut third one, the empty fourth
+    assert_honest(result.records)
 
 
 @hostile
@@ -477,6 +526,24 @@ def test_busy_threads_are_frozen_off_turn(tmp_path, sandbox):
     counted = [e.offturn_cpu_ms for e in record.events if e.seat == seat and e.offturn_cpu_ms is not None]
     others = sum(e.measured_ms for e in record.events if e.seat >= 0 and e.seat != seat)
     assert sum(counted) < 0.15 * others, (counted, others)
+
+
+@pytest.mark.parametrize("sandbox", ["auto", "none"])
+def test_an_engine_that_answered_a_simultaneous_decision_is_idle_while_the_others_think(tmp_path, sandbox):
+    """EinStein's set-up asks both seats at once. The engine that answers first rests from its
+    answer on, as after any reply: watched and frozen once it uses the CPU (at once without a
+    control group), not left to spin on the second's time until the next request went out."""
+    slow_setup = f"{PY} {ROOT / 'tests' / 'engines' / 'misbehave.py'} slow_setup --delay 1.0"
+    result = run_match(tmp_path, hostile_cmd("busy"), slow_setup, fmt="games=1", sandbox=sandbox)
+    record = result.records[0]
+    assert record.reason == "normal", record.detail
+    setup = [e for e in record.events if e.kind == "setup"]
+    assert [record.players[e.seat] for e in setup if e.measured_ms > 900] == ["O"], setup  # O took its time
+    # From its set-up answer to its first move's request, as the engine measured it: unfrozen, a
+    # core's worth or more (its 4 threads spin). (Frozen at once, before it took the time of its
+    # answer, it measures a short period instead: nothing spent either way.)
+    cpu, wall = _offturn_periods(tmp_path)[0]
+    assert cpu < 300, (cpu, wall)
 
 
 @needs_cgroup
@@ -604,6 +671,33 @@ def test_protocol_abuse_gets_its_exact_reason(tmp_path, mode, tc, expected):
         assert verify(record) == []
     assert_honest(result.records)
     cli_verify(tmp_path / "results.sqlite")
+
+
+def test_an_engines_own_words_reach_the_operators_terminal_harmless(tmp_path):
+    """Its hello's name, author and version are printed when the match starts: escape sequences
+    in them reached the terminal raw (a cleared screen, a fake result line in red)."""
+    proc = cli_match(tmp_path / "m", hostile_cmd("loud_hello"), fmt="games=1")
+    assert_referee_finished(proc)
+    assert "\x1b" not in proc.output, proc.output[:2000]
+    assert "H: hostile" in proc.output
+
+
+def test_a_megabyte_in_a_refused_hello_is_refused_at_once(tmp_path):
+    """A hello naming a 1 MB game is refused (not this game), and the refusal quotes what it named:
+    unclipped, printing it kept the referee busy for minutes (the terminal's highlighting of one
+    1 MB word) before it said that no game was played."""
+    folder = tmp_path / "m"
+    proc = cli_match(folder, hostile_cmd("huge_games"), wait=False)
+    try:
+        proc.output = proc.communicate(timeout=60)[0]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        engines_gone()
+        raise AssertionError("the referee was still busy after 60 s")
+    assert proc.returncode == 3, proc.output[-2000:]
+    assert "does not play einstein" in proc.output and len(proc.output) < 20_000, len(proc.output)
+    assert "\x1b" not in proc.output
 
 
 @hostile

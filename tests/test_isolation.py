@@ -325,6 +325,45 @@ def test_an_engine_cannot_fill_the_disk(tmp_path):
     assert out.count("No space left on device") == 2, out
 
 
+@needs_sandbox
+def test_the_sandboxs_other_folders_take_no_writes(tmp_path):
+    """Besides its size-limited folders (work folder, /tmp, /var/tmp, /run, /dev/shm) the sandbox
+    makes in-memory folders of its own: /dev, the covered homes and the referee's hidden folders.
+    Unbounded and writable, they were room past ``disk_mb`` (without a control group, past any
+    memory limit: tmpfs is not in a process's address space). Now read-only."""
+    hidden = tmp_path / "results"
+    hidden.mkdir()
+    script = "; ".join(f"dd if=/dev/zero of={folder}/big bs=1M count=8 2>&1 | grep -o 'Read-only file system' | head -1"
+                       for folder in ("/dev", "/home", "/root", "/etc/ssh", hidden))
+    out = run_shell(tmp_path, script + "; echo x > /dev/null && echo devnull-ok; ls /dev/shm >/dev/null && echo shm-ok",
+                    limits=Limits(disk_mb=2), hide=(str(hidden),))
+    assert out.count("Read-only file system") == 5, out
+    assert "devnull-ok" in out and "shm-ok" in out, out
+
+
+@needs_sandbox
+@pytest.mark.parametrize("child_first", [True, False])
+def test_hidden_folders_inside_each_other_in_any_order_start_and_take_no_writes(tmp_path, child_first):
+    """A hidden folder inside another (the logs inside the results folder) given first is covered
+    by the second: it is out of sight, and remounting it read-only found no such folder, so the
+    engine could not start at all."""
+    outer = tmp_path / "outer"
+    (outer / "inner").mkdir(parents=True)
+    hide = (str(outer / "inner"), str(outer)) if child_first else (str(outer), str(outer / "inner"))
+    out = run_shell(tmp_path, f"echo started; touch {outer}/x {outer}/inner/y 2>&1 | grep -c 'cannot touch'",
+                    hide=hide)
+    assert out.split() == ["started", "2"], out
+
+
+@needs_sandbox
+def test_results_right_in_tmp_leave_the_engine_a_writable_tmp(tmp_path):
+    """``--db /tmp/results.sqlite`` hides /tmp, the results' folder: the engine's /tmp is fresh
+    and empty already, and must stay writable (its TMPDIR) and size-limited."""
+    out = run_shell(tmp_path, "dd if=/dev/zero of=/tmp/big bs=1M count=8 2>&1 | grep -o 'No space left on device'",
+                    limits=Limits(disk_mb=2), hide=("/tmp",))
+    assert out.strip() == "No space left on device", out
+
+
 REFEREE_THEN_WAIT = """
 import sys, time
 from arbiter.hosting import EngineConfig, EngineSession

@@ -66,7 +66,7 @@ TOP_KEYS = {
     "on_start_failure": "stop (default: every engine is started once before the first game; one that cannot "
                         "start stops the event, exit 3) | forfeit (its games are lost, 'not_started')",
     "ponder": "default for engines: may they think on the opponent's time (default false: stopped)",
-    "limits": "default engine limits: memory_mb, processes, open_files, log_mb, info_chars, disk_mb",
+    "limits": "default engine limits: memory_mb, processes, open_files, log_mb, log_total_mb, info_chars, disk_mb",
     "anchor": "rating anchor: 'engine name' or {engine = 'name', elo = 1500}",
     "sprt": "table: elo0, elo1, alpha, beta (logistic Elo)",
     "adjudication": "table: max_plies, resign_moves, resign_score (end games early; docs/tournaments.md)",

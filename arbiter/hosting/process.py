@@ -5,7 +5,8 @@ runs in its own process group and session with a private token in its environmen
 SIGKILL from the kernel if the referee dies (``PR_SET_PDEATHSIG``). By default it also runs in a
 sandbox (``sandbox.py``: namespaces, its own uid, a control group with limits) with a clean
 environment. ``kill`` kills the sandbox, the tree, the group, and every process still carrying the
-token, so even an engine that double-forks and calls setsid leaves nothing behind. Its
+token, so even an engine that double-forks and calls setsid leaves nothing behind (without a sandbox
+or a control group, a child that also execs with an empty environment escapes: SECURITY.md). Its
 stdout/stderr go through a pipe the referee drains into a log capped at ``Limits.log_mb``.
 """
 from __future__ import annotations
@@ -50,6 +51,10 @@ class Limits:
     """Open files per process (RLIMIT_NOFILE)."""
     log_mb: float = 10.0
     """The engine's stdout/stderr log is cut here, with a marker; the rest is read and dropped."""
+    log_total_mb: float = 100.0
+    """All of an engine's logs in one log folder (a match's, a tournament's) together: an engine
+    restarted every game (``restart``, or after each crash) starts a new log each time; past this
+    the later ones keep only a marker."""
     info_chars: int = 2000
     """Longer ``info.pv``/``info.comment`` texts are truncated in records (marked as truncated)."""
     disk_mb: int = 1024
@@ -65,8 +70,9 @@ class Limits:
                 raise ValueError(f"{name} = {getattr(self, name)}: must be at least 1")
         if self.open_files < 16:
             raise ValueError(f"open_files = {self.open_files}: an engine needs at least 16")
-        if self.log_mb < 0:
-            raise ValueError(f"log_mb = {self.log_mb}: must not be negative")
+        for name in ("log_mb", "log_total_mb"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} = {getattr(self, name)}: must not be negative")
 
     @classmethod
     def from_mapping(cls, values: dict[str, object], base: "Limits | None" = None) -> "Limits":
@@ -79,7 +85,7 @@ class Limits:
         for key, value in values.items():
             if key not in fields:
                 raise ValueError(f"unknown limit {key!r}; known: {', '.join(fields)}")
-            kind = float if key == "log_mb" else int
+            kind = float if key in ("log_mb", "log_total_mb") else int
             if isinstance(value, str):
                 try:
                     value = kind(value)
@@ -312,7 +318,8 @@ class EngineProcess:
                 if exc.errno in (errno.EMFILE, errno.ENFILE):
                     raise  # short of files now: the engine is not started rather than started unconfined
                 warn_once(f"no control group for engines ({exc}): memory falls back to an address-space limit")
-        self.log = LogPump(log_path, int(config.limits.log_mb * 1024 * 1024))
+        self.log = LogPump(log_path, int(config.limits.log_mb * 1024 * 1024),
+                           int(config.limits.log_total_mb * 1024 * 1024))
         cwd = None if self.sandboxed else config.cwd
         join_fds = self.cgroup.join_fds() if self.cgroup is not None else []
         hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
@@ -452,14 +459,46 @@ def _closed(file) -> None:
         pass
 
 
-class LogPump:
-    """Drains an engine's stdout/stderr into its log file, keeping at most ``cap`` bytes: an
-    engine that writes without end fills neither the disk nor its pipe (it never blocks). When the
-    log cannot be written (a full disk, a file-size limit) the pump goes on draining and drops the
-    rest: the referee's disk is never the engine's loss."""
+_log_totals: dict[tuple[str, str], int] = {}
+"""(log folder, ``engine-NAME-``) -> bytes this process knows that engine's logs there hold."""
+_log_totals_lock = threading.Lock()
 
-    def __init__(self, path: Path, cap: int):
-        self.path, self.cap = path, cap
+
+def _log_room(path: Path, total: int) -> int:
+    """Bytes the logs of ``path``'s engine (``engine-NAME-XXXXXX.log``) may still take in its
+    folder, out of ``total``: the folder is read once per process, then its pumps keep count."""
+    prefix = path.name[:-len("-000000.log")] + "-"
+    key = (str(path.parent), prefix)
+    with _log_totals_lock:
+        if key not in _log_totals:
+            used = 0
+            try:
+                with os.scandir(path.parent) as entries:
+                    for entry in entries:
+                        if entry.name.startswith(prefix) and len(entry.name) == len(path.name) \
+                                and entry.name.endswith(".log"):
+                            used += entry.stat().st_size
+            except OSError:
+                pass
+            _log_totals[key] = used
+        return max(0, total - _log_totals[key])
+
+
+def _log_written(path: Path, size: int) -> None:
+    key = (str(path.parent), path.name[:-len("-000000.log")] + "-")
+    with _log_totals_lock:
+        _log_totals[key] = _log_totals.get(key, 0) + size
+
+
+class LogPump:
+    """Drains an engine's stdout/stderr into its log file, keeping at most ``cap`` bytes (and, with
+    ``total``, at most that much for all of the engine's logs in the folder, an engine restarted
+    every game starting a new one each time): an engine that writes without end fills neither the
+    disk nor its pipe (it never blocks). When the log cannot be written (a full disk, a file-size
+    limit) the pump goes on draining and drops the rest: the referee's disk is never the engine's loss."""
+
+    def __init__(self, path: Path, cap: int, total: int | None = None):
+        self.path, self.cap, self.total = path, cap, total
         read_fd, self.write_end = os.pipe()
         self._read = os.fdopen(read_fd, "rb", buffering=0)
         self.dropped = 0
@@ -480,6 +519,10 @@ class LogPump:
         except OSError:
             log = None
         room = self.cap
+        if self.total is not None:
+            room = min(room, _log_room(self.path, self.total))
+        cut = f"\n[arbiter: log cut at {self.cap} bytes; the rest is dropped]\n" if room == self.cap else \
+            f"\n[arbiter: this engine's logs here reached log_total_mb ({self.total} bytes); the rest is dropped]\n"
         try:
             while True:
                 try:
@@ -488,13 +531,16 @@ class LogPump:
                     break
                 if not chunk:
                     break
-                if log is not None and room > 0:
+                if log is not None and cut:
                     try:
-                        written = log.write(chunk[:room])
+                        written = log.write(chunk[:room]) if room > 0 else 0
                         room -= written
                         chunk = chunk[written:]
+                        if self.total is not None:
+                            _log_written(self.path, written)
                         if room <= 0:
-                            log.write(f"\n[arbiter: log cut at {self.cap} bytes; the rest is dropped]\n".encode())
+                            log.write(cut.encode())
+                            cut = ""
                     except OSError:  # nowhere to write: drain on, dropping
                         log = _closed(log)
                 self.dropped += len(chunk)

@@ -32,6 +32,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -281,6 +282,16 @@ and folder inside them are shown again, read-only)."""
 SECRET_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-")
 
 
+def covered_folders() -> tuple[str, ...]:
+    """PRIVATE, and the referee's own temporary folder (``TMPDIR``) where it lies outside the
+    fresh and private ones: every engine's session secret and socket are made there, so an engine
+    that could look into it would find its opponent's and take its seat before it says hello."""
+    temp = os.path.realpath(tempfile.gettempdir())
+    if temp == "/" or any(Path(temp).is_relative_to(f) for f in FRESH + PRIVATE):
+        return PRIVATE
+    return (*PRIVATE, temp)
+
+
 SYSTEM_FOLDERS = ("/etc", "/var", "/opt", "/srv", "/usr/local", "/mnt", "/media", "/lost+found")
 """Where a machine keeps what only root may read (keys, database files, private logs): searched
 for such files when an engine must run as root of its own namespace (see ``owner_only_paths``)."""
@@ -344,31 +355,56 @@ def bwrap_argv(argv: list[str], *, work_dir: Path, endpoint_dir: Path | None, cw
         cmd += ["--cap-drop", "ALL"]  # root in its own user namespace, with no capability at all
     if not network:
         cmd.append("--unshare-net")
-    for private in PRIVATE:
+    mounts: list[str] = []
+    """Where each folder mount below goes, in order: a remount must find its folder still on top."""
+
+    def mount(*args: str) -> None:
+        cmd.extend(args)
+        mounts.append(args[-1])
+
+    private_folders = covered_folders()
+    for private in private_folders:
         if Path(private).is_dir():
-            cmd += ["--tmpfs", private]
+            mount("--tmpfs", private)
     for secret in SECRET_FILES:
         if Path(secret).exists():
             cmd += ["--ro-bind", "/dev/null", secret]
-    if uid is None and s.root:  # root of its namespace passes the host's owner checks: show only what others see
-        for path, folder in owner_only_paths():
-            cmd += ["--tmpfs", path] if folder else ["--ro-bind", "/dev/null", path]
+    masked = owner_only_paths() if uid is None and s.root else ()
+    if masked:  # root of its namespace passes the host's owner checks: show only what others see
+        for path, folder in masked:
+            if folder:
+                mount("--tmpfs", path)
+            else:
+                cmd += ["--ro-bind", "/dev/null", path]
     for path in dict.fromkeys(visible):
-        if path.is_dir() and any(path.is_relative_to(f) and path != Path(f) for f in FRESH + PRIVATE):
-            cmd += ["--ro-bind", str(path), str(path)]
+        if path.is_dir() and any(path.is_relative_to(f) and path != Path(f) for f in FRESH + private_folders):
+            mount("--ro-bind", str(path), str(path))
+    hide = [p for p in hide if str(p) not in FRESH]  # (results right in /tmp: it is fresh and empty already)
     for path in hide:  # the referee's own folders and files: results, logs, keys, seeds
         if path.is_dir():
-            cmd += ["--tmpfs", str(path)]
+            mount("--tmpfs", str(path))
         elif path.exists():
             cmd += ["--ro-bind", "/dev/null", str(path)]
-    cmd += [*size, "--tmpfs", str(work_dir)]  # its own folder: in memory (charged to it), never the referee's disk
+    cmd += size
+    mount("--tmpfs", str(work_dir))  # its own folder: in memory (charged to it), never the referee's disk
     for keep in sorted(work_dir.iterdir()):  # what the referee put there (the session secret), read-only
         cmd += ["--ro-bind", str(keep), str(keep)]
     for extra in os.environ.get("ARBITER_SANDBOX_WRITABLE", "").split(","):  # the operator's own choice
         if extra.strip() and Path(extra.strip()).is_dir():
-            cmd += ["--bind", extra.strip(), extra.strip()]
-    if endpoint_dir is not None:
-        cmd += ["--bind", str(endpoint_dir), str(endpoint_dir)]
+            mount("--bind", extra.strip(), extra.strip())
+    if endpoint_dir is not None:  # read-only: connecting needs no write access, and it lies on the referee's disk
+        mount("--ro-bind", str(endpoint_dir), str(endpoint_dir))
+    # The in-memory folders made above without a size (/dev, the covered homes and referee's folders)
+    # take no writes: last, once every mount point inside them exists (not recursive: /dev/shm,
+    # /dev/null... and what is shown inside keep their own flags; a child namespace cannot undo it).
+    # A folder that a later mount above it covers (a hidden folder inside a hidden one given
+    # after it) is out of sight already, and no longer there to remount.
+    covers = [p for p in private_folders if Path(p).is_dir()] + [str(p) for p in hide if p.is_dir()]
+    covers += [path for path, folder in masked if folder]
+    for cover in ["/dev", *dict.fromkeys(covers)]:
+        last = len(mounts) - 1 - mounts[::-1].index(cover) if cover in mounts else -1
+        if not any(Path(cover).is_relative_to(later) and cover != later for later in mounts[last + 1:]):
+            cmd += ["--remount-ro", cover]
     cmd += ["--chdir", cwd or str(work_dir), "--"]
     return cmd + argv
 

@@ -27,6 +27,7 @@ from typing import Protocol, Sequence
 import zmq
 
 from protocol import PROTOCOL_VERSION, ProtocolError
+from protocol.codec import printable
 from protocol.connection import Connection, wait_any as wait_any_connection
 from protocol.kit import Decide, as_reply
 from protocol.messages import (EndReason, Error, ErrorCode, Hello, Message, NewGame, Ping, Pong, Quit, Ready,
@@ -52,6 +53,7 @@ class EngineFault(Exception):
     """A player broke the rules of the protocol or the clock; ``reason`` says how."""
 
     def __init__(self, reason: EndReason, detail: str):
+        detail = printable(detail)  # it may quote the engine (its hello, its options): clipped, escapes shown as ?
         super().__init__(f"{reason}: {detail}")
         self.reason = reason
         self.detail = detail

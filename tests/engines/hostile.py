@@ -8,7 +8,8 @@ control test runs some modes without a sandbox, where they must find their targe
 
 Attacks on others (see issue 11): ``recon`` (look for the referee, read its command line,
 environment and memory for the dice seed), ``hijack`` (say hello on every other ipc endpoint it
-can find, before its own hello), ``kill``/``stop`` (SIGKILL/SIGSTOP every other engine it can
+can find, before its own hello), ``steal`` (the same with the other engines' session secrets, looked
+for in the referee's temporary folder), ``kill``/``stop`` (SIGKILL/SIGSTOP every other engine it can
 see), ``db`` (delete rows from every results database it can find, before every game),
 ``escape`` (double fork + setsid + closed fds + exec with an empty environment, and a grandchild
 that re-forks every 5 ms), ``fdflood`` (~20k connections to its own endpoint before hello),
@@ -18,8 +19,10 @@ that re-forks every 5 ms), ``fdflood`` (~20k connections to its own endpoint bef
 spinning for ever), ``readfiles`` (read the operator's signing key, seed file and other root-only
 files: ``--files A,B``), ``cgroup`` (leave its control group, lift its memory limit, then spin
 like ``busy``), ``disk`` (write 600 MB into its work folder), ``tmpfs`` (600 MB into /dev/shm, memory),
+``sockdir`` (600 MB into the folder of its own socket, a folder of the referee's),
 ``forkbomb`` (fork until refused). Protocol abuse: ``no_hello``, ``hello_exit``, ``crash``, ``hang``,
-``garbage``, ``oversize``, ``flood``, ``illegal``, ``stale``, ``reply_twice``, ``multi_frame``,
+``garbage``, ``oversize``, ``flood``, ``loud_hello`` (terminal escapes in its name), ``huge_games`` (a 1 MB
+game name in its hello), ``illegal``, ``stale``, ``reply_twice``, ``multi_frame``,
 ``after_game_over``, ``reconnect``, ``children``. Everything happens at the (N+1)-th decision
 of every game (default N=0) unless the mode must act before its hello.
 """
@@ -135,6 +138,36 @@ def hijack(own: str) -> list:
             s.send(encode(Hello(name="hijacker", wants_legal_moves=True, secret=secret)))
         sockets.append(s)
     report("hijack_targets", len(targets))
+    return sockets
+
+
+def steal(own: str) -> list:
+    """Look for the other engines' session secrets and sockets in the referee's temporary folder
+    (where its own lie: it knows the path from its environment) for 3 s, and say hello on every
+    other socket with every secret found, taking the first seat it can."""
+    import zmq
+
+    base = os.path.dirname(os.path.dirname(os.environ.get("ARBITER_SECRET_FILE", "/nonexistent/x/y")))
+    secrets, targets, sockets = set(), set(), []
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline and not (secrets and targets):
+        for path in glob.glob(os.path.join(base, "arb-engine-*", "session-secret")):
+            try:
+                with open(path) as f:
+                    secrets.add(f.read().strip())
+            except OSError:
+                pass
+        secrets.discard(session_secret())
+        targets = {"ipc://" + p for p in glob.glob(os.path.join(base, "arb-*", "*", "s"))} - {own}
+        time.sleep(0.005)
+    for endpoint in targets:
+        s = zmq.Context.instance().socket(zmq.DEALER)
+        s.connect(endpoint)
+        for secret in secrets:
+            s.send(encode(Hello(name="hijacker", wants_legal_moves=True, secret=secret)))
+        sockets.append(s)
+    report("stolen_secrets", len(secrets))
+    report("steal_targets", len(targets))
     return sockets
 
 
@@ -307,6 +340,8 @@ def main() -> int:
         time.sleep(3600)
     if mode == "hijack":
         keep = hijack(own)
+    if mode == "steal":
+        keep = steal(own)
     if mode in ("fdflood", "tcpflood"):
         fd_flood(own, 20_000 if mode == "fdflood" else 1100)
     if mode == "stranger":
@@ -314,7 +349,14 @@ def main() -> int:
     if mode == "recon":
         recon(own)
     sock = EngineSocket(own)
-    sock.send(Hello(name=f"hostile-{mode}", wants_legal_moves=True, secret=session_secret()))
+    if mode == "loud_hello":  # terminal escapes: set the title, clear the screen, print a fake line in red
+        loud = "hostile\x1b]0;PWNED\x07\x1b[2J\x1b[31mFAKE: H wins everything\x1b[0m"
+        sock.send(Hello(name=loud, author=loud, version="1\x1b[5m", wants_legal_moves=True, secret=session_secret()))
+    elif mode == "huge_games":  # a hello naming one 1 MB "game": a refusal that quotes it
+        sock.send(Hello(name="hostile-huge_games", games=["x" * 1_000_000 + "\x1b[2J"], wants_legal_moves=True,
+                        secret=session_secret()))
+    else:
+        sock.send(Hello(name=f"hostile-{mode}", wants_legal_moves=True, secret=session_secret()))
     if mode == "hello_exit":
         time.sleep(0.2)
         os._exit(0)
@@ -373,6 +415,8 @@ def main() -> int:
                 fill_disk(600, os.environ.get("HOME", "/tmp"))
             elif mode == "tmpfs":
                 fill_disk(600, "/dev/shm")
+            elif mode == "sockdir":
+                fill_disk(600, os.path.dirname(own[len("ipc://"):]))
             elif mode == "forkbomb":
                 forks = 0
                 try:

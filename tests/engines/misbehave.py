@@ -104,7 +104,7 @@ def main() -> int:
                 elif mode == "stale":
                     sock.send(Reply(game_id=msg.game_id, seq=msg.seq - 1, move="zz99"))
                     sock.send(Reply(game_id="other-game", seq=msg.seq, move="zz99"))
-            if mode == "slow":
+            if mode == "slow" or (mode == "slow_setup" and msg.kind == "setup"):
                 time.sleep(delay)
             if mode == "chatty":  # neither is an answer: the referee notes the error, answers the ping
                 sock.send(Error(code="unexpected", message="just saying"))
