@@ -34,6 +34,13 @@ def one_line_error(proc: subprocess.CompletedProcess, code: int, *words: str) ->
         assert w in out, (w, out)
 
 
+def json_report(db: Path) -> dict:
+    """``arbiter-tournament report DB --json -``, parsed (it must succeed)."""
+    report = run("tournaments", "report", str(db), "--json", "-")
+    assert report.returncode == 0, report.stderr
+    return json.loads(report.stdout)
+
+
 def tournament_file(tmp_path: Path, extra: str = "", ghost: str = "/nonexistent/engine", name: str = "t") -> Path:
     path = tmp_path / f"{name}.toml"
     path.write_text(f'game = "einstein"\nmatch = "games=2"\ntime_control = "10"\nseed = 1\n'
@@ -70,12 +77,17 @@ def run_with_two_broken_engines(tmp_path: Path, head: str, sample: str) -> None:
     """Run t.toml (``head``: the game and its format) with engines ghost (no such command) and
     wraith (exits at once), which cannot start, and random (``sample_engines.<sample>``), under
     ``on_start_failure = "forfeit"``: results in t.sqlite."""
+    run_event(tmp_path, f'{head}\non_start_failure = "forfeit"', {
+        "ghost": "/nonexistent/engine", "wraith": f"{sys.executable} -c 'import sys; sys.exit(5)'",
+        "random": f"{{python}} -m sample_engines.{sample}"})
+
+
+def run_event(tmp_path: Path, head: str, engines: dict[str, str]) -> None:
+    """Run t.toml (``head``: the game, its format, options) with these engines (name: command),
+    10 s a side, seed 1, into t.sqlite; it must end normally."""
     path = tmp_path / "t.toml"
-    path.write_text(f'{head}\ntime_control = "10"\nseed = 1\n'
-                    f'on_start_failure = "forfeit"\noutput = "{tmp_path / "t.sqlite"}"\n'
-                    f'[[engines]]\nname = "ghost"\ncommand = "/nonexistent/engine"\n'
-                    f'[[engines]]\nname = "wraith"\ncommand = "{sys.executable} -c \'import sys; sys.exit(5)\'"\n'
-                    f'[[engines]]\nname = "random"\ncommand = "{{python}} -m sample_engines.{sample}"\n')
+    path.write_text(f'{head}\ntime_control = "10"\nseed = 1\noutput = "{tmp_path / "t.sqlite"}"\n'
+                    + "".join(f'[[engines]]\nname = "{name}"\ncommand = "{command}"\n' for name, command in engines.items()))
     proc = run("tournaments", "run", str(path), "-q", "--no-report")
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -97,9 +109,7 @@ def test_two_engines_that_cannot_start_both_lose_their_game(tmp_path):
         assert all(f"seat {s} ({name})" in rec["detail"] for s, name in enumerate(json.loads(players)))
     assert all("forfeit_seats" not in json.loads(r[4]) for r in rows if "random" in r[0])
 
-    report = run("tournaments", "report", str(tmp_path / "t.sqlite"), "--json", "-")
-    assert report.returncode == 0, report.stderr
-    data = json.loads(report.stdout)
+    data = json_report(tmp_path / "t.sqlite")
     standings = {row["engine"]: row for row in data["standings"]}
     assert {e: (r["points"], r["W"], r["D"], r["L"]) for e, r in standings.items()} == \
         {"random": (4.0, 4, 0, 0), "ghost": (0.0, 0, 0, 4), "wraith": (0.0, 0, 0, 4)}
@@ -140,9 +150,7 @@ def broken_table(tmp_path: Path) -> dict:
     conn.close()
     assert [(n, json.loads(r), json.loads(f) if f else None) for n, r, f in rows] == \
         [(1, [-1.0] * 3, [0, 1]), (2, [-1.0, 1.0, -1.0], [0, 2]), (3, [-1.0] * 3, [1, 2])]
-    report = run("tournaments", "report", str(tmp_path / "t.sqlite"), "--json", "-")
-    assert report.returncode == 0, report.stderr
-    return json.loads(report.stdout)
+    return json_report(tmp_path / "t.sqlite")
 
 
 def test_a_table_both_alliances_forfeited_is_lost_by_all_not_drawn(tmp_path):
@@ -178,26 +186,26 @@ def test_every_engine_that_could_not_start_a_table_game_is_counted_as_forfeiting
         {"ghost": (3, 0, 0, 3), "wraith": (3, 0, 0, 3), "random": (0, 1, 0, 2)}  # the web view's engine pages
 
 
+def catalonia_teams_with_self_pairs(tmp_path: Path, name: str, command: str, extra: str = "") -> None:
+    """Run a Catalonia event (teams, self-pairs) of engine ``name`` and the random engine into
+    ``tmp_path / "t.sqlite"``; it must end normally."""
+    run_event(tmp_path, f'game = "catalonia"\ngames = 2\nself_pairs = true\n{extra}',
+              {name: command, "random": "{python} -m sample_engines.random_engine"})
+
+
 def test_ends_by_reason_name_the_engine_whose_copy_forfeited_and_the_partner_of_one(tmp_path):
     """Cooperative teams: a forfeit by an engine's copy in a self-pair is its own (the report said
     'opponent' whenever the copy in the second seat forfeited), and a team mate's forfeit is the
     partner's, not an opponent's."""
     bad = f"{{python}} {ROOT / 'tests' / 'engines' / 'misbehave.py'} illegal --after 0 --seat 1"
-    path = tmp_path / "t.toml"
-    path.write_text(f'game = "catalonia"\ngames = 2\nself_pairs = true\ntime_control = "10"\nseed = 1\n'
-                    f'output = "{tmp_path / "t.sqlite"}"\n'
-                    f'[[engines]]\nname = "bad"\ncommand = "{bad}"\n'
-                    f'[[engines]]\nname = "random"\ncommand = "{{python}} -m sample_engines.random_engine"\n')
-    proc = run("tournaments", "run", str(path), "-q", "--no-report")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    catalonia_teams_with_self_pairs(tmp_path, "bad", bad)
     conn = sqlite3.connect(tmp_path / "t.sqlite")
     rows = conn.execute("SELECT players, reason, forfeit_seat FROM games").fetchall()
     conn.close()
     forfeits = sorted((json.loads(p), seat) for p, reason, seat in rows if reason == "illegal_move")
     assert forfeits == [(["bad", "bad"], 1), (["bad", "bad"], 1), (["random", "bad"], 1)], rows
-    report = run("tournaments", "report", str(tmp_path / "t.sqlite"), "--json", "-")
-    assert report.returncode == 0, report.stderr
-    ends = {(r["engine"], r["reason"]): r["W"] + r["D"] + r["L"] for r in json.loads(report.stdout)["terminations"]}
+    data = json_report(tmp_path / "t.sqlite")
+    ends = {(r["engine"], r["reason"]): r["W"] + r["D"] + r["L"] for r in data["terminations"]}
     assert ends[("bad", "illegal_move (own)")] == 3  # two with its copy, one with random
     assert ends[("random", "illegal_move (partner)")] == 1
     assert not any(reason.endswith("(opponent)") for _, reason in ends)
@@ -207,16 +215,8 @@ def test_a_self_pair_that_could_not_start_is_one_forfeit_of_its_engine_as_on_the
     """A cooperative engine that cannot start, paired with its own copy: both seats forfeit the
     game, and the report's per-engine forfeits counted it twice (8 forfeits in 6 games), where
     ends by reason and the web view's engine page count it once."""
-    path = tmp_path / "t.toml"
-    path.write_text(f'game = "catalonia"\ngames = 2\nself_pairs = true\ntime_control = "10"\nseed = 1\n'
-                    f'on_start_failure = "forfeit"\noutput = "{tmp_path / "t.sqlite"}"\n'
-                    f'[[engines]]\nname = "ghost"\ncommand = "/nonexistent/engine"\n'
-                    f'[[engines]]\nname = "random"\ncommand = "{{python}} -m sample_engines.random_engine"\n')
-    proc = run("tournaments", "run", str(path), "-q", "--no-report")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    report = run("tournaments", "report", str(tmp_path / "t.sqlite"), "--json", "-")
-    assert report.returncode == 0, report.stderr
-    data = json.loads(report.stdout)
+    catalonia_teams_with_self_pairs(tmp_path, "ghost", "/nonexistent/engine", 'on_start_failure = "forfeit"\n')
+    data = json_report(tmp_path / "t.sqlite")
     forfeits = {row["engine"]: row["forfeits"] for row in data["engine_stats"]}
     assert forfeits == {"ghost": {"not_started": 4}, "random": {}}  # 2 with random, 2 with its copy
     ends = {(r["engine"], r["reason"]): r["L"] + r["D"] + r["W"] for r in data["terminations"]}
@@ -238,9 +238,7 @@ def test_an_alliance_win_is_a_win_in_ends_by_reason_and_on_the_web_as_in_the_sta
                               for i in (1, 2)))
     proc = run("tournaments", "run", str(path), "-q", "--no-report")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    report = run("tournaments", "report", str(tmp_path / "t.sqlite"), "--json", "-")
-    assert report.returncode == 0, report.stderr
-    data = json.loads(report.stdout)
+    data = json_report(tmp_path / "t.sqlite")
     assert {r["engine"]: (r["wins"], r["draws"]) for r in data["standings"]} == \
         {"r1": (2, 0), "r2": (2, 0), "ghost": (0, 0)}
     ends = {e: [sum(r[k] for r in data["terminations"] if r["engine"] == e) for k in "WDL"] for e in ("r1", "r2", "ghost")}
@@ -798,9 +796,7 @@ def test_a_solo_report_gives_no_paired_interval_below_five_seeds_as_for_its_othe
                               f'--seed {i}"\n' for i in (1, 2)))
     proc = run("tournaments", "run", str(path), "-q", "--no-report")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    report = run("tournaments", "report", str(tmp_path / "s.sqlite"), "--json", "-")
-    assert report.returncode == 0, report.stderr
-    data = json.loads(report.stdout)
+    data = json_report(tmp_path / "s.sqlite")
     (pair,) = data["paired"]
     assert pair["seeds"] == 4 and pair["lo"] is None and pair["hi"] is None, pair
     assert all(row["lo"] is None for row in data["standings"])  # the mean score's interval, likewise
