@@ -1028,8 +1028,10 @@ def cmd_engine_info(args: argparse.Namespace) -> int:
         errors.print(f"[red]error:[/] {escape(args.command_line)} cannot start: {escape(str(told))}"
                       + ("" if told is not fault else f" (log: {session.log_path})"))
         return EXIT_ENGINE
+    from protocol.codec import printable  # the engine's own words: no terminal escapes, no megabytes
+
     console.print(escape(hello_text(hello)), highlight=False)
-    console.print(f"games: {escape(', '.join(hello.games) or 'any')}", highlight=False)
+    console.print(f"games: {escape(printable(', '.join(hello.games)) or 'any')}", highlight=False)
     if not hello.options:
         console.print("options: none")
         return EXIT_OK
@@ -1039,7 +1041,8 @@ def cmd_engine_info(args: argparse.Namespace) -> int:
     for o in hello.options:
         span = (f"{'' if o.min is None else o.min} .. {'' if o.max is None else o.max}" if o.type == "spin"
                 else " | ".join(o.choices) if o.type == "combo" else "")
-        table.add_row(escape(o.name), str(o.type), escape(json.dumps(o.default)), escape(span), escape(o.description))
+        table.add_row(*(escape(printable(text, 300)) for text in (o.name, str(o.type), json.dumps(o.default), span,
+                                                                   o.description)))
     console.print(table)
     return EXIT_OK
 

@@ -700,6 +700,16 @@ def test_a_megabyte_in_a_refused_hello_is_refused_at_once(tmp_path):
     assert "\x1b" not in proc.output
 
 
+def test_engine_info_shows_an_engines_declarations_harmless(tmp_path):
+    """``arbiter engine-info`` printed the games a hello names raw: escape sequences reached the
+    terminal and a 1 MB name was printed whole."""
+    proc = subprocess.run([PY, "-m", "arbiter.cli", "engine-info", hostile_cmd("huge_games"), "--logs", str(tmp_path)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-2000:]
+    assert "games: xxx" in out and "\x1b" not in out and len(out) < 20_000, len(out)
+
+
 @hostile
 def test_an_engine_that_never_connects_loses_unstarted(tmp_path):
     result = run_match(tmp_path, hostile_cmd("no_hello"), fmt="games=1", handshake_timeout=1.0)
