@@ -282,14 +282,13 @@ and folder inside them are shown again, read-only)."""
 SECRET_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-")
 
 
-def covered_folders() -> tuple[str, ...]:
-    """PRIVATE, and the referee's own temporary folder (``TMPDIR``) where it lies outside the
-    fresh and private ones: every engine's session secret and socket are made there, so an engine
-    that could look into it would find its opponent's and take its seat before it says hello."""
+def referee_temp_folder() -> Path | None:
+    """The referee's own temporary folder (``TMPDIR``) where it is not a fresh folder itself:
+    every engine's session secret and socket are made there, so an engine that could look into
+    it would find its opponent's and take its seat before it says hello. Hidden like the
+    referee's results (after the folders shown again: it may lie inside an engine's checkout)."""
     temp = os.path.realpath(tempfile.gettempdir())
-    if temp == "/" or any(Path(temp).is_relative_to(f) for f in FRESH + PRIVATE):
-        return PRIVATE
-    return (*PRIVATE, temp)
+    return None if temp == "/" or temp in FRESH else Path(temp)
 
 
 SYSTEM_FOLDERS = ("/etc", "/var", "/opt", "/srv", "/usr/local", "/mnt", "/media", "/lost+found")
@@ -362,8 +361,7 @@ def bwrap_argv(argv: list[str], *, work_dir: Path, endpoint_dir: Path | None, cw
         cmd.extend(args)
         mounts.append(args[-1])
 
-    private_folders = covered_folders()
-    for private in private_folders:
+    for private in PRIVATE:
         if Path(private).is_dir():
             mount("--tmpfs", private)
     for secret in SECRET_FILES:
@@ -376,10 +374,17 @@ def bwrap_argv(argv: list[str], *, work_dir: Path, endpoint_dir: Path | None, cw
                 mount("--tmpfs", path)
             else:
                 cmd += ["--ro-bind", "/dev/null", path]
-    for path in dict.fromkeys(visible):
-        if path.is_dir() and any(path.is_relative_to(f) and path != Path(f) for f in FRESH + private_folders):
+    temp = referee_temp_folder()
+    covered = (*FRESH, *PRIVATE, *((str(temp),) if temp else ()))
+    shown = [p for p in dict.fromkeys(visible) if p.is_dir() and any(p.is_relative_to(f) and p != Path(f) for f in covered)]
+    # The referee's temporary folder and the engine's own folders shown again, outer ones first: a
+    # checkout in /tmp holding TMPDIR (CI's clone) stays covered there, an engine inside TMPDIR shown.
+    for path in sorted([*shown, *([temp] if temp else [])], key=lambda p: len(p.parts)):
+        if path == temp:
+            mount("--tmpfs", str(path))
+        else:
             mount("--ro-bind", str(path), str(path))
-    hide = [p for p in hide if str(p) not in FRESH]  # (results right in /tmp: it is fresh and empty already)
+    hide = [p for p in hide if str(p) not in FRESH and p != temp]  # (results right in /tmp: fresh already)
     for path in hide:  # the referee's own folders and files: results, logs, keys, seeds
         if path.is_dir():
             mount("--tmpfs", str(path))
@@ -399,7 +404,7 @@ def bwrap_argv(argv: list[str], *, work_dir: Path, endpoint_dir: Path | None, cw
     # /dev/null... and what is shown inside keep their own flags; a child namespace cannot undo it).
     # A folder that a later mount above it covers (a hidden folder inside a hidden one given
     # after it) is out of sight already, and no longer there to remount.
-    covers = [p for p in private_folders if Path(p).is_dir()] + [str(p) for p in hide if p.is_dir()]
+    covers = [p for p in PRIVATE if Path(p).is_dir()] + [str(p) for p in [*([temp] if temp else []), *hide] if p.is_dir()]
     covers += [path for path, folder in masked if folder]
     for cover in ["/dev", *dict.fromkeys(covers)]:
         last = len(mounts) - 1 - mounts[::-1].index(cover) if cover in mounts else -1
