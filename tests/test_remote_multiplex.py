@@ -72,7 +72,7 @@ remote = "bob"
         assert "reconnected" not in done.stderr  # each connected once and played everything on it
         with sqlite3.connect(tmp_path / "event.sqlite") as con:
             games = [json.loads(r[0]) for r in con.execute("SELECT record FROM games")]
-        assert len(games) == 12 and {g["reason"] for g in games} == {"normal"}, [g["reason"] for g in games]
+        assert len(games) == 12 and {g["reason"] for g in games} == {"normal"}, [(g["reason"], g["detail"], g["players"]) for g in games if g["reason"] != "normal"]
         spans = {who: [(g["started_at"], g["ended_at"]) for g in games if who in g["players"]]
                  for who in ("alice", "bob")}
         assert 2 <= overlap(spans["alice"]) <= 3, spans["alice"]

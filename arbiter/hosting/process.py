@@ -431,7 +431,7 @@ class EngineProcess:
         self.freeze(False)
         kill_engine_processes(self.popen.pid, self.token)
         self.wait(2)
-        if self.cgroup is not None:
+        if self.cgroup is not None and not self.cgroup.removed:  # a second kill (stop twice) counts nothing twice
             global _stopped_engines_cpu
             _stopped_engines_cpu = (_stopped_engines_cpu or 0.0) + self.cgroup.cpu_seconds()
             self.cgroup.remove()

@@ -243,8 +243,15 @@ class ControlGroup:
         except (OSError, ValueError):
             return []
 
+    removed = False
+    """``remove`` has run: its descriptors are closed (closing them again would close whatever
+    another thread has opened since under the same numbers)."""
+
     def remove(self) -> None:
-        """Kill whatever is left in the group and delete it. Never raises."""
+        """Kill whatever is left in the group and delete it, once. Never raises."""
+        if self.removed:
+            return
+        self.removed = True
         try:
             self.freeze(False)
         except OSError:
@@ -267,6 +274,7 @@ class ControlGroup:
                 os.close(fd)
             except OSError:
                 pass
+        self._procs_fd = self._cpu_fd = -1  # a read now fails (EBADF), as for a group that is gone
         for d in set(self.dirs.values()):
             try:
                 d.rmdir()
