@@ -473,3 +473,37 @@ def test_an_engine_kept_in_the_results_folder_is_refused_with_what_to_move(tmp_p
     assert check.returncode == 3, check.stdout + check.stderr
     assert f"its file {event / 'engine.py'} is inside {event}, which the sandbox hides from engines" in said
     assert 'keep the results in a folder of their own' in said
+
+
+FORKED_WORKER_STARTS_ENGINES = """
+import os, sys, threading, psutil
+sys.path.insert(0, sys.argv[1])
+from arbiter.hosting import guardian
+inherited_read, inherited_write = os.pipe()
+guardian._started_for, guardian._lifeline = -1, inherited_write  # as a forked worker inherits them
+start = threading.Barrier(8)
+def lane():
+    start.wait()
+    guardian.ensure_guardian()
+lanes = [threading.Thread(target=lane) for _ in range(8)]
+[t.start() for t in lanes]
+[t.join() for t in lanes]
+me = str(os.getpid())
+mine = [p for p in psutil.process_iter(["cmdline"]) if (p.info["cmdline"] or [])[1:4] == ["-m", "arbiter.hosting.guardian", me]]
+print(len(mine))
+"""
+
+
+def test_lanes_starting_engines_at_once_start_one_guardian_and_close_the_inherited_lifeline_once():
+    """A forked tournament worker's lanes spawn their first engines at the same moment: each used to
+    see no guardian yet, close the lifeline inherited from the director (the second close hit
+    whatever had taken that number meanwhile: an engine's control group, later a ZeroMQ socket's
+    signal, 'Address already in use' and once a libzmq abort) and start a guardian of its own."""
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    for _ in range(5):  # the race needs the lanes to interleave; five tries made it certain before the fix
+        done = subprocess.run([sys.executable, "-c", FORKED_WORKER_STARTS_ENGINES, str(root)], cwd=root,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == ["1"], done.stdout + done.stderr

@@ -22,17 +22,28 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 _started_for: int | None = None
 """The process id whose guardian runs (a forked worker starts its own)."""
 _lifeline: int | None = None
+_lock = threading.Lock()
+"""A forked worker's lanes start their first engines at once: unguarded, each closed the inherited
+lifeline (the second close hit whatever had taken its number meanwhile: another engine's control
+group, a ZeroMQ socket's signal) and started a guardian of its own."""
+os.register_at_fork(after_in_child=lambda: globals().update(_lock=threading.Lock()))  # never inherited held
 
 
 def ensure_guardian() -> None:
     """Start this process's guardian unless it runs already. Never raises: without a guardian
     the engines still die with the referee in all but the rare race above."""
+    with _lock:
+        _ensure_guardian()
+
+
+def _ensure_guardian() -> None:
     global _started_for, _lifeline
     me = os.getpid()
     if _started_for == me:
