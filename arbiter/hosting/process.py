@@ -546,14 +546,17 @@ class LogPump:
                 self.dropped += len(chunk)
         finally:
             _closed(log)
+            _closed(self._read)
 
     def stop(self) -> None:
-        """Wait briefly for the engine's last words, then stop reading."""
-        self._thread.join(1.0) if self._thread.is_alive() else None
-        try:
+        """Wait briefly for the engine's last words. The reading thread closes the pipe itself when
+        it ends: closed from here while it still reads, the descriptor's number would be free for
+        another thread's next file (ZeroMQ's signal of a new socket, in a worker playing games in
+        threads) and the pending read would take from that."""
+        if self._thread.is_alive():
+            self._thread.join(1.0)
+        elif self._thread.ident is None:  # never started (the engine could not be spawned)
             self._read.close()
-        except OSError:
-            pass
 
 
 def _load_prctl():
