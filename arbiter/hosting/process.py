@@ -433,7 +433,9 @@ class EngineProcess:
         self.wait(2)
         if self.cgroup is not None and not self.cgroup.removed:  # a second kill (stop twice) counts nothing twice
             global _stopped_engines_cpu
-            _stopped_engines_cpu = (_stopped_engines_cpu or 0.0) + self.cgroup.cpu_seconds()
+            used = self.cgroup.cpu_seconds()  # read first: the read lets other lanes run, and add theirs
+            with _stopped_engines_lock:
+                _stopped_engines_cpu = (_stopped_engines_cpu or 0.0) + used
             self.cgroup.remove()
         self.log.stop()
 
@@ -441,6 +443,7 @@ class EngineProcess:
 _stopped_engines_cpu: float | None = None
 """CPU seconds of every engine this process started with a control group and has stopped (the
 groups count everything an engine ran, however it ended); None while there was none."""
+_stopped_engines_lock = threading.Lock()
 
 
 def stopped_engines_cpu() -> float | None:
