@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -78,8 +79,25 @@ def spectator_view(record: GameRecord, state: State, events: list[Event], clocks
     }
 
 
+class _Referee(threading.local):
+    """What a ``Feed`` keeps of the game of the referee calling it, one per thread: shared by the
+    threads of a worker playing several games at once, one referee's ``draw`` published another
+    thread's game (mid-move) and the views of the other games were lost."""
+
+    game: str = ""
+    on = False
+    """A viewer may be there (``Feed.listening``, once per game)."""
+    current: tuple | None = None
+    """The newest view, not drawn yet: (record, state, clocks, when)."""
+    last = 0.0
+    """When it last drew (monotonic)."""
+
+
 class Feed:
-    """Publishes a referee's games to ``endpoint`` (see the module doc). One per process.
+    """Publishes a referee's games to ``endpoint`` (see the module doc). One per process, shared by
+    the referees it runs at once, each in a thread of its own (the games of a tournament worker's
+    lanes): each thread's game, newest view and interval are its own, and sends take turns on the
+    socket (a ZeroMQ socket must not be used by two threads at once).
 
     The hook itself only notes the game (a few microseconds on the referee's path between a reply
     and the next request) and hands the referee ``draw`` as deferred work: the referee runs it
@@ -91,13 +109,13 @@ class Feed:
     def __init__(self, endpoint: str, interval: float = 0.05, events: int = 40):
         self.endpoint, self.interval, self.events = endpoint, interval, events
         self._hidden: dict[str, bool] = {}
-        self._game, self._on = "", False
         self._sock = zmq.Context.instance().socket(zmq.PUB)
         self._sock.setsockopt(zmq.SNDHWM, HIGH_WATER)
         self._sock.setsockopt(zmq.LINGER, 0)
         self._sock.connect(endpoint)
-        self._current: tuple | None = None
-        self._last = 0.0
+        self._sending = threading.Lock()
+        """Held for every use of the socket (and its counts)."""
+        self._mine = _Referee()
         self.dropped = 0
         self.sent = 0
 
@@ -110,23 +128,25 @@ class Feed:
 
     def hook(self, record: GameRecord, state: State, event: Event, clocks: list[Clock]):
         """The referee's ``on_event``: the game's view is to be published (``draw``, deferred)."""
-        if record.game_id != self._game:
-            self._game, self._on = record.game_id, self.listening()
-        if not self._on:
+        mine = self._mine
+        if record.game_id != mine.game:
+            mine.game, mine.on = record.game_id, self.listening()
+        if not mine.on:
             return None
-        self._current = (record, state, clocks, time.time())
+        mine.current = (record, state, clocks, time.time())
         return self.draw
 
     def draw(self) -> bool:
-        """Publish the newest view, unless the last one is younger than the interval (False: the
-        referee calls again at its next idle moment)."""
+        """Publish the newest view of the calling referee's game, unless its last one is younger
+        than the interval (False: the referee calls again at its next idle moment)."""
+        mine = self._mine
         now = time.monotonic()
-        if self._current is None:
+        if mine.current is None:
             return True
-        if now - self._last < self.interval:
+        if now - mine.last < self.interval:
             return False
-        record, state, clocks, event_at = self._current
-        self._current, self._last = None, now
+        record, state, clocks, event_at = mine.current
+        mine.current, mine.last = None, now
         hidden = self._hidden.get(record.game)
         if hidden is None:
             hidden = self._hidden[record.game] = state.game.game_type.hidden_information
@@ -136,22 +156,25 @@ class Feed:
         return True
 
     def _send(self, message: dict[str, Any]) -> None:
-        try:
-            self._sock.send(msgspec.msgpack.encode(message), zmq.NOBLOCK)
-            self.sent += 1
-        except zmq.Again:
-            self.dropped += 1
+        data = msgspec.msgpack.encode(message)
+        with self._sending:
+            try:
+                self._sock.send(data, zmq.NOBLOCK)
+                self.sent += 1
+            except zmq.Again:
+                self.dropped += 1
 
     def finished(self, record: GameRecord) -> None:
         """The game is over: everything may be shown now, the dice seed included."""
         from .records import to_json
 
-        self._current = None
+        self._mine.current = None
         if self.listening():
             self._send({"type": "end", "game_id": record.game_id, "record": msgspec.json.decode(to_json(record))})
 
     def close(self) -> None:
-        self._sock.close(0)
+        with self._sending:
+            self._sock.close(0)
 
 
 def chain(*hooks):

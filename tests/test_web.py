@@ -829,3 +829,77 @@ def test_a_web_view_that_cannot_start_is_one_clear_error(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="exited at its start \\(exit status 3"):
         live.LiveView("broken", 0)
     assert not list(tmp_path.iterdir())
+
+
+def test_referees_playing_at_once_in_threads_each_publish_their_own_game(tmp_path):
+    """The worker of an event with remote participants plays several games at once, a referee per
+    thread, through its one feed. The feed kept a single newest view for all of them: a referee
+    drew whichever game had moved last (another thread's, its state changing under the drawing),
+    the views of the others were lost, and the threads sent on one ZeroMQ socket at once (which
+    ZeroMQ does not allow). Here every game's first drawn view must reach the viewer."""
+    import os
+    import random
+
+    import msgspec
+    import zmq
+
+    from arbiter.dice import Dice
+    from arbiter.hosting.session import InProcessPlayer, InProcessSession
+    from arbiter.referee import Referee
+
+    endpoint = f"ipc://{tmp_path}/feed"
+    viewer = zmq.Context.instance().socket(zmq.SUB)  # what the web view binds (arbiter.web.app)
+    viewer.setsockopt(zmq.SUBSCRIBE, b"")
+    viewer.setsockopt(zmq.RCVHWM, 100_000)
+    viewer.setsockopt(zmq.LINGER, 0)
+    viewer.bind(endpoint)
+    feed = Feed(endpoint, interval=0)  # a view at every idle moment of each referee
+    lanes = 8
+    lined_up = threading.Barrier(lanes)
+    first_view: dict[int, int] = {}  # game number -> the ply of the first view its referee draws
+    records: dict[int, object] = {}
+    errors: list[str] = []
+
+    def lane(number: int) -> None:
+        rng = random.Random(number)
+        sessions = [InProcessSession(InProcessPlayer(decide=lambda request, game: rng.choice(request.legal_moves),
+                                                     wants_legal_moves=True, wants_state=False)) for _ in range(2)]
+        for session in sessions:
+            session.handshake()
+
+        def hook(record, state, event, clocks):
+            work = feed.hook(record, state, event, clocks)
+            if event.kind == "chance" and number not in first_view:  # next: a request, then the drawing
+                first_view[number] = len(record.events)
+                lined_up.wait(10)  # every game has moved before any referee draws
+            return work
+
+        try:
+            record = Referee(load_game("einstein"), sessions, parse_time_control("60"),
+                             Dice(os.urandom(32), f"lanes|{number}"), match_id="lanes", game_number=number,
+                             on_event=hook).play()
+            feed.finished(record)
+            records[number] = record
+        except Exception as exc:
+            errors.append(f"game {number}: {type(exc).__name__}: {exc}")
+
+    try:
+        while not viewer.poll(50):  # the feed is connected once a message gets through
+            feed._send({"type": "probe"})
+        threads = [threading.Thread(target=lane, args=(n,)) for n in range(1, lanes + 1)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert not errors, errors
+        assert len(records) == lanes
+        got = []
+        while viewer.poll(500):
+            got.append(msgspec.msgpack.decode(viewer.recv()))
+    finally:
+        feed.close()
+        viewer.close(0)
+    plies = {n: {m["ply"] for m in got if m["type"] == "live" and m["game_id"] == r.game_id} for n, r in records.items()}
+    lost = sorted(n for n in records if first_view[n] not in plies[n])
+    assert not lost, f"games {lost} of {lanes}: their first view was not published"
+    assert all(any(m["type"] == "end" and m["game_id"] == r.game_id for m in got) for r in records.values())
