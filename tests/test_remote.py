@@ -570,6 +570,56 @@ def test_lag_compensation_is_capped_per_move_and_per_game():
     assert account.quota_left == 250
 
 
+def test_sessions_of_one_participant_ping_and_stop_at_once_in_threads(tmp_path, keys):
+    """A participant playing several games at once has a session per game, in the threads of a
+    tournament worker: one pings it between games (its seq noted for the pong's way back) while
+    another stops (its own seqs forgotten, walking the participant's list). The note was made
+    without the lock the walk held: "dictionary changed size during iteration" in the stopping
+    game's thread (a worker error, stopping the event). Here alice is not connected, so her pings
+    stay noted, and the list is long."""
+    import sys
+
+    folder, roster = keys
+    hub = hub_for(folder, roster)
+    stop, errors = threading.Event(), []
+
+    def pinging() -> None:
+        connection = hub.connection("alice")
+        try:
+            for _ in range(60_000):  # (bounded: every one stays noted)
+                if stop.is_set():
+                    break
+                connection.send(Ping(seq=hub.next_seq()))
+        except Exception as exc:
+            errors.append(f"ping: {type(exc).__name__}: {exc}")
+
+    def stopping() -> None:
+        try:
+            deadline = time.monotonic() + 3
+            while time.monotonic() < deadline:
+                connection = hub.connection("alice")
+                for _ in range(20):
+                    connection.send(Ping(seq=hub.next_seq()))
+                connection.close()
+        except Exception as exc:
+            errors.append(f"stop: {type(exc).__name__}: {exc}")
+        finally:
+            stop.set()
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # threads take turns often: the window shows
+    try:
+        threads = [threading.Thread(target=pinging) for _ in range(3)] + [threading.Thread(target=stopping)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+    finally:
+        sys.setswitchinterval(interval)
+        hub.close()
+    assert not errors, errors[0]
+
+
 # --- disconnect and reconnect ---------------------------------------------------------------------
 
 

@@ -245,7 +245,8 @@ class _Peer:
     connections: tuple["RemoteConnection", ...] = ()
     """The referee's sessions with it, one per game it may be playing (``max_games``)."""
     pings: dict[int, "RemoteConnection"] = field(default_factory=dict)
-    """Seq of each ping in flight outside a game -> the session that sent it (its pong goes there)."""
+    """Seq of each ping in flight outside a game -> the session that sent it (its pong goes there).
+    Changed under ``ARRIVALS`` only: the participant's sessions ping and stop in several threads."""
     playing: int = 0
     """Games of it in play (``RemoteHub.claim``)."""
     welcomed: bytes | None = None
@@ -642,7 +643,8 @@ class RemoteConnection:
         elif isinstance(message, GameOver):
             self.game, self.pending = None, None  # game_id kept: late replies still come here, to be dropped
         elif isinstance(message, Ping) and not message.game_id:
-            self.peer.pings[message.seq] = self
+            with ARRIVALS:  # another game's session may be walking the list (``close``)
+                self.peer.pings[message.seq] = self
         if not self.hub.send(self.peer, message) and self.disconnected:
             raise ConnectionError(f"{self.peer.participant.name} is disconnected")
 
