@@ -570,6 +570,48 @@ def test_lag_compensation_is_capped_per_move_and_per_game():
     assert account.quota_left == 250
 
 
+def test_the_lag_bound_is_read_while_the_hub_thread_adds_a_round_trip():
+    """The hub's I/O thread adds an in-game ping's round trip to a session's samples
+    (``RemoteSession._pong``) while the game's thread reads the bound from them (``slack``,
+    ``compensate``): the median was taken of the samples sorted at an index from their number
+    counted again after, one more by then (IndexError: the lane's game ended as a worker error,
+    stopping the event). Here the samples go from one to two and back under a reading thread."""
+    import sys
+
+    from arbiter.hosting.remote import LagAccount
+
+    account = LagAccount(LagPolicy())
+    account.rtts.append(30.0)
+    stop, errors = threading.Event(), []
+
+    def hub_thread() -> None:  # a second sample comes; another account's would start at one again
+        while not stop.is_set():
+            account.rtts.append(31.0)
+            account.rtts.pop()
+
+    def game_thread() -> None:
+        try:
+            deadline = time.monotonic() + 3
+            while time.monotonic() < deadline:
+                assert account.bound_ms() in (70.0, 72.0)
+        except Exception as exc:
+            errors.append(f"{type(exc).__name__}: {exc}")
+        finally:
+            stop.set()
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads take turns as often as they can: the window shows
+    try:
+        threads = [threading.Thread(target=hub_thread), threading.Thread(target=game_thread)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors, errors[0]
+
+
 def test_sessions_of_one_participant_ping_and_stop_at_once_in_threads(tmp_path, keys):
     """A participant playing several games at once has a session per game, in the threads of a
     tournament worker: one pings it between games (its seq noted for the pong's way back) while

@@ -33,7 +33,10 @@ class LagAccount:
         self.quota_left = self.policy.quota_ms
 
     def bound_ms(self) -> float:
-        rtt = sorted(self.rtts)[len(self.rtts) // 2] if self.rtts else None
+        """The most lag one decision may have compensated now. The samples are read once: the hub's
+        I/O thread adds one (an in-game ping's pong) whenever it comes."""
+        rtts = sorted(self.rtts)
+        rtt = rtts[len(rtts) // 2] if rtts else None
         bound = self.policy.move_ms if rtt is None else rtt * self.policy.rtt_factor + self.policy.rtt_slack_ms
         return max(0.0, min(bound, self.policy.move_ms, self.quota_left))
 
