@@ -274,6 +274,40 @@ def test_time_controls_scale_by_each_workers_measured_speed(tmp_path):
     assert scales and all(0.25 <= s <= 4 for s in scales), scales  # one machine: near 1, noise aside
 
 
+def test_the_threads_of_a_worker_starting_their_first_blocks_at_once_measure_its_speed_once(tmp_path):
+    """A Dask worker with several threads starts a block in each at once, and each thread's first
+    block measured the machine's speed (``scaled_time_control``): the probes ran together and
+    shared the interpreter, so each saw a fraction of the speed, and the worker's games got up to
+    four times the time control (recorded as ``tc_scale``). One probe at a time now, alone."""
+    import threading
+
+    from arbiter.clock import parse_time_control
+    from tournaments import cluster
+    from tournaments.jobs import WorkerSetup
+
+    setup = WorkerSetup(run_id="r", game="einstein", game_options={}, game_class=None, engines=[],
+                        time_control=parse_time_control("60+1"), margin=0.05, master_seed=b"x", tid="t",
+                        run_dir=tmp_path, db_marker="m")
+    setup = msgspec.structs.replace(setup, speed_reference=cluster.speed_probe(setup))  # this machine, alone
+    threads, at_once = 4, threading.Barrier(4)
+    factors: list[float] = []
+
+    def first_block() -> None:
+        at_once.wait(10)
+        factors.append(cluster.scaled_time_control(setup)[1])
+
+    cluster._speed.clear()
+    try:
+        started = [threading.Thread(target=first_block) for _ in range(threads)]
+        for t in started:
+            t.start()
+        for t in started:
+            t.join(60)
+    finally:
+        cluster._speed.clear()
+    assert len(factors) == threads and max(factors) < 2, factors  # one machine, measured alone: near 1
+
+
 def _free_port() -> int:
     import socket
 

@@ -240,6 +240,10 @@ def speed_probe(setup: WorkerSetup, seconds: float = 0.3) -> float:
 
 _speed: dict[str, float] = {}
 """This worker's probe result per game (measured once)."""
+_speed_lock = threading.Lock()
+"""One probe at a time: the threads of a worker start their first blocks at once, and probes run
+together shared the interpreter, each measuring a fraction of the speed (up to four times the
+time control for the worker's games)."""
 
 
 def scaled_time_control(setup: WorkerSetup) -> tuple[Any, float]:
@@ -247,9 +251,10 @@ def scaled_time_control(setup: WorkerSetup) -> tuple[Any, float]:
     half as fast as the director's machine gives twice the time (bounded to 0.25-4)."""
     if setup.speed_reference <= 0:
         return setup.time_control, 1.0
-    if setup.game not in _speed:
-        _speed[setup.game] = speed_probe(setup)
-    mine = _speed[setup.game]
+    with _speed_lock:
+        if setup.game not in _speed:
+            _speed[setup.game] = speed_probe(setup)
+        mine = _speed[setup.game]
     if not mine:
         return setup.time_control, 1.0
     factor = round(min(4.0, max(0.25, setup.speed_reference / mine)), 3)
