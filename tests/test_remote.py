@@ -570,14 +570,27 @@ def test_lag_compensation_is_capped_per_move_and_per_game():
     assert account.quota_left == 250
 
 
+def interleaved(targets, switch: float) -> None:
+    """Run ``targets`` in threads at once, taking turns every ``switch`` seconds (as often as they
+    can): a race's window between two steps of one thread shows."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(switch)
+    try:
+        threads = [threading.Thread(target=t) for t in targets]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+    finally:
+        sys.setswitchinterval(interval)
+
+
 def test_the_lag_bound_is_read_while_the_hub_thread_adds_a_round_trip():
     """The hub's I/O thread adds an in-game ping's round trip to a session's samples
     (``RemoteSession._pong``) while the game's thread reads the bound from them (``slack``,
     ``compensate``): the median was taken of the samples sorted at an index from their number
     counted again after, one more by then (IndexError: the lane's game ended as a worker error,
     stopping the event). Here the samples go from one to two and back under a reading thread."""
-    import sys
-
     from arbiter.hosting.remote import LagAccount
 
     account = LagAccount(LagPolicy())
@@ -599,16 +612,7 @@ def test_the_lag_bound_is_read_while_the_hub_thread_adds_a_round_trip():
         finally:
             stop.set()
 
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)  # threads take turns as often as they can: the window shows
-    try:
-        threads = [threading.Thread(target=hub_thread), threading.Thread(target=game_thread)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(30)
-    finally:
-        sys.setswitchinterval(interval)
+    interleaved([hub_thread, game_thread], 1e-6)
     assert not errors, errors[0]
 
 
@@ -619,8 +623,6 @@ def test_sessions_of_one_participant_ping_and_stop_at_once_in_threads(tmp_path, 
     without the lock the walk held: "dictionary changed size during iteration" in the stopping
     game's thread (a worker error, stopping the event). Here alice is not connected, so her pings
     stay noted, and the list is long."""
-    import sys
-
     folder, roster = keys
     hub = hub_for(folder, roster)
     stop, errors = threading.Event(), []
@@ -648,16 +650,9 @@ def test_sessions_of_one_participant_ping_and_stop_at_once_in_threads(tmp_path, 
         finally:
             stop.set()
 
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-5)  # threads take turns often: the window shows
     try:
-        threads = [threading.Thread(target=pinging) for _ in range(3)] + [threading.Thread(target=stopping)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(30)
+        interleaved([pinging] * 3 + [stopping], 1e-5)
     finally:
-        sys.setswitchinterval(interval)
         hub.close()
     assert not errors, errors[0]
 
