@@ -71,3 +71,35 @@ def test_two_seat_game_with_weapons_development(tmp_path):
     text = "\n".join(st.render() for _, st in replay(record))
     assert "research di" in text
     assert isinstance(state.to_data()["tech"], dict)
+
+
+def test_a_resumed_table_counts_each_game_by_the_seating_it_was_played_with(tmp_path):
+    """A table match resumed with games played under another seating (an earlier version's
+    rotation) credits each game's returns to the engines that sat in its seats, from the record,
+    not to those today's rotation would have seated there. The crashing engine's alliance loses
+    every game, so a wrong attribution changes the totals."""
+    from arbiter.formats.match import TableMatch
+    from arbiter.records.store import ResultsStore, load_records
+
+    misbehave = f"{sys.executable} {ROOT / 'tests' / 'engines' / 'misbehave.py'} crash --after 0"
+    configs = [EngineConfig(c, name=f"e{i}", cwd=str(ROOT))
+               for i, c in enumerate([RANDOM + " --seed 1", RANDOM + " --seed 2", RANDOM + " --seed 3", misbehave])]
+    game = AAChessGame(seats=4, max_rounds=1)
+
+    class Earlier(TableMatch):
+        def seating(self, number):
+            return super().seating(number)[::-1]
+
+    store = ResultsStore(tmp_path / "t.sqlite")
+    try:
+        Earlier(game, configs, parse_time_control("60"), 4, store=store, run_dir=tmp_path, seed=b"t",
+                match_id="table").play()
+    finally:
+        store.close()
+    done = load_records(tmp_path / "t.sqlite")
+    assert [r.players for r in done][0] == ["e3", "e2", "e1", "e0"]
+    result = TableMatch(game, configs, parse_time_control("60"), 4, run_dir=tmp_path, seed=b"t",
+                        match_id="table").play(done=done)
+    expected = [sum(r.returns[r.players.index(f"e{i}")] for r in done) for i in range(4)]
+    assert all(r.reason == "crash" for r in done) and expected[3] == -4.0
+    assert result.returns == expected

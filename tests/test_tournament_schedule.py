@@ -254,6 +254,38 @@ def test_rotation_alternates_direction_between_blocks():
         (0, 1, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0), (1, 0, 2), (0, 2, 1)]
 
 
+@pytest.mark.parametrize("seats, blocks", [(4, 3), (5, 2)])
+def test_aachess_tables_rotate_partners_so_every_pair_is_allied_equally_often(seats, blocks):
+    """A&A with 4 seats allies seats 0 and 2 (Russia, UK+US) and 1 and 3 (Germany, Japan); with 5,
+    Germany and Japan sit at 1 and 3. One order's rotations kept the same engines allies in every
+    game (4 seats: 0 with 2 and 1 with 3 forever; 5: neighbours never Axis partners)."""
+    from arbiter.games.aachess.rules import SEATINGS
+
+    axis = [any(p in ("GE", "JP") for p in powers) for powers in SEATINGS[seats]]
+    members = (10, 11, 12, 13, 14)[:seats]
+    games = [rotation(members, g) for g in range(seats * blocks)]
+    allied = Counter(frozenset((a, b)) for seating in games for (i, a), (j, b) in combinations(enumerate(seating), 2)
+                     if axis[i] == axis[j])
+    axis_pairs = Counter(frozenset(e for e, x in zip(seating, axis) if x) for seating in games)
+    assert set(allied) == {frozenset(pair) for pair in combinations(members, 2)}
+    assert len(set(allied.values())) == 1, allied
+    assert len(set(axis_pairs.values())) == 1 and len(axis_pairs) == len(list(combinations(members, 2))), axis_pairs
+    assert sorted(Counter((e, s) for seating in games for s, e in enumerate(seating)).values()) == [blocks] * seats ** 2
+
+
+@pytest.mark.parametrize("k", [3, 4, 5, 7])
+def test_rotation_puts_every_pair_at_every_distance_equally_often(k):
+    orders = {3: 1, 4: 3, 5: 2, 7: 3}[k]
+    games = [rotation(tuple(range(k)), g) for g in range(2 * k * orders)]
+    distance = Counter((frozenset((seating[i], seating[(i + d) % k])), min(d, k - d))
+                       for seating in games for i in range(k) for d in range(1, k))
+    for d in range(1, k // 2 + 1):  # at each distance, every pair as often as any other
+        at_d = [n for (pair, dist), n in distance.items() if dist == d]
+        assert len(at_d) == k * (k - 1) // 2 and len(set(at_d)) == 1, (d, distance)
+    after = Counter((seating[i], seating[(i + 1) % k]) for seating in games for i in range(k))  # who follows whom
+    assert len(set(after.values())) == 1 and len(after) == k * (k - 1), after
+
+
 def test_cooperative_partner_rotation_and_common_suite():
     spec = ScheduleSpec(tid="t", n=4, kind="team", num_seats=2, format="round_robin", games=4, seed="x",
                         self_pairs=True)

@@ -68,15 +68,36 @@ class MatchFormat:
         raise ValueError(f"format {text!r}: expected 'olympiad', 'boN', 'boN:ABBA...' or 'games=N'")
 
 
+def _seat_orders(k: int) -> list[tuple[int, ...]]:
+    """Orders of a table's k members whose cyclic rotations, taken together, put every pair of
+    members at every distance round the table equally often. Which seats are partners depends on
+    the distance between them (A&A with 4 seats: seats 0 and 2 are allies, 1 and 3; with 5: 1
+    and 3), so with one order the same engines would be partners in every game. k = 4: three
+    orders; k prime: i -> i*m mod k for m = 1 .. (k-1)/2 (multiplying by m maps distance d to
+    d*m); other k: the one order (no game has 6 or more seats)."""
+    if k == 4:
+        return [(0, 1, 2, 3), (0, 1, 3, 2), (0, 2, 1, 3)]
+    if k >= 3 and all(k % d for d in range(2, int(k ** 0.5) + 1)):
+        return [tuple(i * m % k for i in range(k)) for m in range(1, (k - 1) // 2 + 1)]
+    return [tuple(range(k))]
+
+
 def rotation(members: tuple[int, ...], game: int) -> tuple[int, ...]:
-    """Seating of game ``game`` (0-based) of a table: the k cyclic rotations of the members, then
-    the k rotations of the reversed order, and so on; each block of k games puts every member in
-    every seat once, and alternate blocks (of three or more seats) change who sits after whom.
+    """Seating of game ``game`` (0-based) of a table: blocks of k games, each the k cyclic
+    rotations of one order of the members, so every block puts every member in every seat once.
+    The blocks go through ``_seat_orders`` (partners change: with 4 seats every 3 blocks, with 5
+    every 2, each pair has been partners equally often), then through the same orders reversed
+    (who sits after whom changes). Three seats: the rotations, then those of the reversed order.
     Two seats simply alternate."""
     k = len(members)
     block, rot = divmod(game, k)
-    base = members if block % 2 == 0 or k <= 2 else tuple(reversed(members))
-    return tuple(base[(s + rot) % k] for s in range(k))
+    if k <= 2:
+        return tuple(members[(s + rot) % k] for s in range(k))
+    orders = _seat_orders(k)
+    order = orders[block % len(orders)]
+    if (block // len(orders)) % 2:
+        order = order[::-1]
+    return tuple(members[order[(s + rot) % k]] for s in range(k))
 
 
 def paired_opening(openings: list[Opening], match_id: str, number: int, block: int) -> tuple[Opening | None, str | None]:
@@ -485,6 +506,9 @@ class TableMatch:
 
     def _count(self, result: TableResult, record: GameRecord) -> None:
         seating, returns = self.seating(record.game_number), record.returns
+        index = {name: i for i, name in enumerate(self.names)}
+        if len(index) == len(self.names) and sorted(record.players) == sorted(index):
+            seating = [index[name] for name in record.players]  # as played (a game of an earlier version)
         for seat, engine in enumerate(seating):
             result.returns[engine] += returns[seat]
             result.wins[engine] += returns[seat] == max(returns) and min(returns) < max(returns)
