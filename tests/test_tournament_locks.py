@@ -105,11 +105,11 @@ def forked_children(pid: int) -> list[psutil.Process]:
     return found
 
 
-def running(toml: Path, db: Path) -> tuple[subprocess.Popen, list[psutil.Process]]:
+def running(toml: Path, db: Path, env: dict | None = None) -> tuple[subprocess.Popen, list[psutil.Process]]:
     """``run`` started, its database locked and its workers forked: (the process, its workers)."""
     with open(toml.with_suffix(".out"), "w") as out:  # a file, not a pipe its workers would hold open
         proc = subprocess.Popen([PY, "-m", "tournaments", "run", str(toml), "--quiet", "--no-report"], cwd=ROOT,
-                                stdout=out, stderr=subprocess.STDOUT)
+                                stdout=out, stderr=subprocess.STDOUT, env=env)
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline and proc.poll() is None:
         workers = forked_children(proc.pid)
@@ -198,3 +198,23 @@ def test_a_second_run_of_a_running_tournament_is_refused_before_any_engine_start
         assert proc.poll() is None  # still playing, its database untouched by the refusals
     finally:
         stop(proc)
+
+
+def test_a_tournament_stopped_by_sigterm_leaves_no_temporary_folder(tmp_path):
+    """Before: the workers' engines were killed, but a worker ends with ``os._exit`` and left each
+    running engine's folder (its session secret) and its socket's folder in the temporary
+    directory: thousands of them on a machine that runs events all day."""
+    toml, db = event(tmp_path)
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    proc, workers = running(toml, db, env={**os.environ, "TMPDIR": str(temp)})
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not list(temp.glob("arb-engine-*")):
+            time.sleep(0.05)
+        assert list(temp.glob("arb-engine-*")), "no engine started"
+        time.sleep(0.5)
+    finally:
+        stop(proc)
+    assert psutil.wait_procs(workers, timeout=10)[1] == []
+    assert sorted(p.name for p in temp.iterdir()) == []

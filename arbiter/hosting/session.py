@@ -151,6 +151,7 @@ class EngineSession:
         self._answered_at = float("-inf")
         """When it last answered a request (monotonic): ``ping`` trusts a recent answer."""
         self.work_dir: Path | None = None
+        self._socket_dir: Path | None = None
         self.offturn_cpu_ms: float | None = None
         """CPU time the engine used since its previous reply (measured when it may ponder)."""
         self._cpu_at_rest: float | None = None
@@ -209,6 +210,7 @@ class EngineSession:
         self.connection = ZmqConnection(config.endpoint or new_ipc_endpoint(own_folder=True), secret=secret)
         endpoint = self.connection.endpoint
         endpoint_dir = Path(endpoint[len("ipc://"):]).parent if endpoint.startswith("ipc://") else None
+        self._socket_dir = None if config.endpoint else endpoint_dir  # made for it (removed by kill_now)
         env = engine_environment(config, {ENDPOINT_ENV: endpoint, SECRET_ENV: str(secret_file),
                                           "HOME": str(self.work_dir), "TMPDIR": "/tmp"})
         hidden = dataclasses.replace(config, hide=(*config.hide, str(self.log_path.parent.resolve())),
@@ -322,8 +324,13 @@ class EngineSession:
             self.work_dir = None
 
     def kill_now(self) -> None:
+        """Also removes the folders made for it (its session secret, its socket's folder): a host
+        leaving this instant ends with ``os._exit``, and nothing else would."""
         if self.process is not None:
             self.process.kill_group_now()
+        for folder in (self.work_dir, self._socket_dir):
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
 
     def ping(self, timeout: float = 5.0) -> None:
         if time.monotonic() - self._answered_at < RECENT_ANSWER and self.alive() and self.connection is not None \
