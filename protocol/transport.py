@@ -117,14 +117,14 @@ class ZmqConnection:
         self.endpoint: str = self.socket.getsockopt(zmq.LAST_ENDPOINT).decode()
         self.accepted = 0
         """Connections ever accepted: an engine needs one; ``MAX_CONNECTIONS`` makes it a flood."""
+        self.peer: bytes | None = None
+        self._disconnected = False  # before the watcher starts: it may set it at once
+        self.strangers = 0
         monitor = self.socket.get_monitor_socket(zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED
                                                  | zmq.EVENT_MONITOR_STOPPED)
         self._watcher = threading.Thread(target=self._watch, args=(monitor, secret is not None),
                                          name="zmq-monitor", daemon=True)
         self._watcher.start()
-        self.peer: bytes | None = None
-        self._disconnected = False
-        self.strangers = 0
         self.poller = zmq.Poller()  # one poller for the socket's life: Socket.poll builds one per call
         self.poller.register(self.socket, zmq.POLLIN)
 

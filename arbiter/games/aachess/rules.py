@@ -1792,13 +1792,14 @@ class AAChessGame(Game):
         return st
 
 
-_LAYOUTS: dict[int, list[tuple[float, float]]] = {}
+_LAYOUTS: dict[tuple, list[tuple[float, float]]] = {}
 
 
 def _layout(board) -> list[tuple[float, float]]:
     """Where each space goes on the schematic: a force-directed layout of the adjacency graph
-    (deterministic: it starts from a circle), made once per board."""
-    key = id(board)
+    (deterministic: it starts from a circle), made once per map (keyed by what it is made of: a
+    board's id could be another board's once the first is gone)."""
+    key = (board.names, board.adjacent)
     if key not in _LAYOUTS:
         import numpy as np
 
