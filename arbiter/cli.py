@@ -444,12 +444,18 @@ def _check_match_game(game, engines: int) -> None:
                      f"(got {engines})")
 
 
-def _check_per_engine(args: argparse.Namespace) -> None:
+def _check_per_engine(args: argparse.Namespace, processes: int | None = None) -> None:
     """``--name`` and ``--cpus`` go with the ``--engine`` commands in order: more of them than
-    engines is a mistake to say, not extra values to drop."""
+    engines is a mistake to say, not extra values to drop. ``processes``: engine processes when
+    one command runs more than once (``coop`` with one --engine: a copy per seat, each placed by
+    its own ``--cpus``)."""
     from .enginefile import name_problem
 
-    for flag, given in (("--name", args.name or []), ("--cpus", getattr(args, "cpus", None) or [])):
+    cpus = getattr(args, "cpus", None) or []
+    if processes is not None and len(cpus) > processes:
+        raise ValueError(f"--cpus given {len(cpus)} times for {processes} engine processes: at most one per "
+                         f"process, in seat order")
+    for flag, given in (("--name", args.name or []), ("--cpus", cpus if processes is None else [])):
         if len(given) > len(args.engine):
             raise ValueError(f"{flag} given {len(given)} times for {len(args.engine)} --engine(s): at most one per "
                              f"engine, in the order of the --engine options")
@@ -1196,7 +1202,7 @@ def cmd_coop(args: argparse.Namespace) -> int:
                              f"(use 'arbiter match')")
         if len(args.engine) not in (1, 2):
             raise ValueError(f"give one --engine (it plays both seats) or two (a pair), not {len(args.engine)}")
-        _check_per_engine(args)
+        _check_per_engine(args, processes=2)  # one --engine runs twice: a --cpus per copy
         if args.count < 1:
             raise ValueError(f"--games must be at least 1, not {args.count}")
         master, source, kept = _run_master(args, setup, played)

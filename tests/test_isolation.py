@@ -507,3 +507,27 @@ def test_lanes_starting_engines_at_once_start_one_guardian_and_close_the_inherit
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
         assert done.stdout.split() == ["1"], done.stdout + done.stderr
+
+
+def test_coop_with_one_engine_places_each_copy_by_its_own_cpus(tmp_path):
+    """One --engine plays both seats of a cooperative game as two processes; before, a second
+    --cpus was refused ("given 2 times for 1 --engine(s)"), so the copies could not be placed apart."""
+    import json
+    import sqlite3
+    import subprocess
+
+    usable = sorted(os.sched_getaffinity(0))
+    first, second = usable[0], usable[-1]
+    engine = f"{{python}} {Path(__file__).parent / 'engines' / 'where.py'}"
+    base = [sys.executable, "-m", "arbiter.cli", "coop", "--game", "catalonia", "--quiet", "--tc", "60", "--games", "1",
+            "--engine", engine]
+    proc = subprocess.run([*base, "--db", str(tmp_path / "r.sqlite"), "--cpus", str(first), "--cpus", str(second)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (text,), = sqlite3.connect(tmp_path / "r.sqlite").execute("SELECT record FROM games").fetchall()
+    record = json.loads(text)
+    cores = {seat: {e["info"]["comment"] for e in record["events"] if e["seat"] == seat} for seat in (0, 1)}
+    assert cores == {0: {str(first)}, 1: {str(second)}}, cores
+    refused = subprocess.run([*base, "--db", str(tmp_path / "x.sqlite"), *["--cpus", "0"] * 3],
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "--cpus given 3 times for 2 engine processes" in refused.stderr, refused.stderr
