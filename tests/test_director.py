@@ -1019,3 +1019,22 @@ def test_report_has_per_engine_time_search_and_forfeit_statistics(tmp_path):
         one_line_error(run("tournaments", "report", str(tmp_path / "e.sqlite"), option, str(tmp_path / target)), 2,
                        "name another file")
     assert (tmp_path / "e.sqlite").read_bytes() == before
+
+
+def test_a_match_database_with_a_second_name_is_refused(tmp_path):
+    """Before: ``arbiter match --resume --db LINK`` (a hard link) claimed ``LINK.matches.lock``, not
+    the running match's, and SQLite wrote a -wal of LINK's own: the match's games were played a
+    second time into a database the first process could not see. Now refused, naming why."""
+    db = tmp_path / "m.sqlite"
+    first = run("arbiter", "match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM, "--seed", "ab",
+                "--format", "games=1", "--tc", "10", "--quiet", "--db", str(db))
+    assert first.returncode == 0, first.stdout + first.stderr
+    os.link(db, tmp_path / "link.sqlite")
+    for name in ("m.sqlite", "link.sqlite"):
+        refused = run("arbiter", "match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM, "--seed", "ab",
+                      "--format", "games=1", "--tc", "10", "--quiet", "--db", str(tmp_path / name))
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert "has 2 names (hard links)" in " ".join(refused.stderr.split()), refused.stderr
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT count(*) FROM games").fetchone() == (1,)
+    conn.close()

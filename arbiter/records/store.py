@@ -265,6 +265,11 @@ class ResultsStore:
             raise OSError(f"{self.path}: a results database named .jsonl would be its own export "
                           f"(written beside it as .jsonl); name it e.g. {self.path.with_suffix('.sqlite')}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists() and (names := os.stat(self.path).st_nlink) > 1:
+            raise OSError(f"{self.path} has {names} names (hard links): SQLite keeps its latest commits in a -wal "
+                          f"file beside the name that wrote them, which another name does not see, and a match is "
+                          f"locked by name (a resume under another name would play its games again); remove the "
+                          f"other names (or copy the database) first")
         if not self.path.exists():  # results (and a tournament's seed) readable by the operator only
             os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
         self.db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
