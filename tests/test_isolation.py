@@ -52,6 +52,26 @@ def test_a_sandboxed_engine_sees_only_its_own_processes_and_no_referee_folder(tm
 
 
 @needs_sandbox
+@pytest.mark.skipif(not sandbox_module.support().cgroup, reason="no control group for engines here")
+def test_an_engine_sees_its_own_control_group_and_no_other(tmp_path):
+    """Before: the host's whole /sys/fs/cgroup was in view, every other engine's group included (its
+    CPU use move by move, its processes), while its own limits were not where a program looks
+    (a runtime sizing its heap saw the machine's memory). Now its group is /sys/fs/cgroup."""
+    other = sandbox_module.ControlGroup(sandbox_module.support().cgroup, 64, 10)  # another engine's group
+    try:
+        out = run_shell(tmp_path, "ls -R /sys/fs/cgroup | grep -c arbiter-; "
+                                  "cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/memory.max 2>/dev/null; "
+                                  "(echo 0 > /sys/fs/cgroup/cgroup.procs) 2>/dev/null && echo MOVED || echo stayed",
+                        limits=Limits(memory_mb=300))
+    finally:
+        other.remove()
+    visible, limit, moved = out.split()
+    assert visible == "0", out  # no group of the referee's, its own or the other's, by name
+    assert int(limit) == 300 * 1024 * 1024, out
+    assert moved == "stayed", out
+
+
+@needs_sandbox
 @pytest.mark.skipif(os.geteuid() != 0 or not sandbox_module.support().setpriv, reason="needs root and setpriv")
 def test_as_root_an_engine_whose_program_is_reachable_runs_under_its_own_uid(tmp_path):
     out = run_shell(tmp_path, "id -u; cat /proc/self/status | grep CapEff")
@@ -476,7 +496,7 @@ def test_an_engine_kept_in_the_results_folder_is_refused_with_what_to_move(tmp_p
 
 
 FORKED_WORKER_STARTS_ENGINES = """
-import os, sys, threading, psutil
+import os, sys, threading, time, psutil
 sys.path.insert(0, sys.argv[1])
 from arbiter.hosting import guardian
 inherited_read, inherited_write = os.pipe()
@@ -489,6 +509,10 @@ lanes = [threading.Thread(target=lane) for _ in range(8)]
 [t.start() for t in lanes]
 [t.join() for t in lanes]
 me = str(os.getpid())
+for _ in range(500):  # a child's command line reads empty until its exec has finished setting it up
+    if all(child.cmdline() for child in psutil.Process().children()):
+        break
+    time.sleep(0.01)
 mine = [p for p in psutil.process_iter(["cmdline"]) if (p.info["cmdline"] or [])[1:4] == ["-m", "arbiter.hosting.guardian", me]]
 print(len(mine))
 """

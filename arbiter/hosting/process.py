@@ -288,28 +288,6 @@ class EngineProcess:
             if mode == SandboxMode.REQUIRED:
                 raise SandboxUnavailable(f"engine {config.name or argv[0]!r} requires a sandbox: {s.problem}")
             warn_once(f"engines run WITHOUT a sandbox: {s.problem}")
-        if mode != SandboxMode.NONE and s.sandbox:
-            self.sandboxed = True
-            program = shutil.which(argv[0], path=env.get("PATH")) or argv[0]
-            _refuse_hidden_program(config, argv, program)
-            needed = (program, os.path.realpath(program), config.cwd or str(work_dir))
-            if s.root and reachable_unprivileged(needed):
-                self.uid = next_engine_uid()
-                for path in filter(None, (work_dir, endpoint_dir)):
-                    os.chown(path, self.uid, self.uid)
-                    for child in path.iterdir():
-                        os.chown(child, self.uid, self.uid)
-            elif s.root:
-                warn_once(f"engines run as root without capabilities in their namespaces, not under a uid of "
-                          f"their own: {' or '.join(needed[:2])} is not reachable by unprivileged users "
-                          f"(e.g. a Python in root's home); the referee's folders are hidden from them")
-            visible = [Path(config.cwd or os.getcwd()).resolve(), Path(program).parent, Path(program).parent.parent,
-                       Path(os.path.realpath(program)).parent, Path(os.path.realpath(program)).parent.parent]
-            if os.path.realpath(program) == os.path.realpath(sys.executable):
-                visible += own_python_paths()
-            argv = bwrap_argv(argv, work_dir=work_dir, endpoint_dir=endpoint_dir, cwd=config.cwd,
-                              hide=[Path(h).resolve() for h in config.hide], network=config.network, uid=self.uid,
-                              visible=visible, disk_mb=config.limits.disk_mb)
         if s.cgroup and mode != SandboxMode.NONE:
             ensure_guardian()  # kills this group's processes should the referee be killed mid-start
             try:
@@ -318,47 +296,72 @@ class EngineProcess:
                 if exc.errno in (errno.EMFILE, errno.ENFILE):
                     raise  # short of files now: the engine is not started rather than started unconfined
                 warn_once(f"no control group for engines ({exc}): memory falls back to an address-space limit")
-        self.log = LogPump(log_path, int(config.limits.log_mb * 1024 * 1024),
-                           int(config.limits.log_total_mb * 1024 * 1024))
-        cwd = None if self.sandboxed else config.cwd
-        join_fds = self.cgroup.join_fds() if self.cgroup is not None else []
-        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-        nofile = config.limits.open_files if hard == resource.RLIM_INFINITY else min(config.limits.open_files, hard)
-        # (an unprivileged child cannot raise its hard limit: a referee run under a lower one gives what it has)
-        address_space = None if self.cgroup is not None else config.limits.memory_mb * 1024 * 1024
-        cpus = config.cpus
-        referee = os.getpid()
+        try:  # from here on, a failure must not leave the control group behind
+            if mode != SandboxMode.NONE and s.sandbox:
+                self.sandboxed = True
+                program = shutil.which(argv[0], path=env.get("PATH")) or argv[0]
+                _refuse_hidden_program(config, argv, program)
+                needed = (program, os.path.realpath(program), config.cwd or str(work_dir))
+                if s.root and reachable_unprivileged(needed):
+                    self.uid = next_engine_uid()
+                    for path in filter(None, (work_dir, endpoint_dir)):
+                        os.chown(path, self.uid, self.uid)
+                        for child in path.iterdir():
+                            os.chown(child, self.uid, self.uid)
+                elif s.root:
+                    warn_once(f"engines run as root without capabilities in their namespaces, not under a uid of "
+                              f"their own: {' or '.join(needed[:2])} is not reachable by unprivileged users "
+                              f"(e.g. a Python in root's home); the referee's folders are hidden from them")
+                visible = [Path(config.cwd or os.getcwd()).resolve(), Path(program).parent, Path(program).parent.parent,
+                           Path(os.path.realpath(program)).parent, Path(os.path.realpath(program)).parent.parent]
+                if os.path.realpath(program) == os.path.realpath(sys.executable):
+                    visible += own_python_paths()
+                argv = bwrap_argv(argv, work_dir=work_dir, endpoint_dir=endpoint_dir, cwd=config.cwd,
+                                  hide=[Path(h).resolve() for h in config.hide], network=config.network, uid=self.uid,
+                                  visible=visible, disk_mb=config.limits.disk_mb, cgroup=self.cgroup)
+            self.log = LogPump(log_path, int(config.limits.log_mb * 1024 * 1024),
+                               int(config.limits.log_total_mb * 1024 * 1024))
+            cwd = None if self.sandboxed else config.cwd
+            join_fds = self.cgroup.join_fds() if self.cgroup is not None else []
+            hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+            nofile = config.limits.open_files if hard == resource.RLIM_INFINITY else min(config.limits.open_files, hard)
+            # (an unprivileged child cannot raise its hard limit: a referee run under a lower one gives what it has)
+            address_space = None if self.cgroup is not None else config.limits.memory_mb * 1024 * 1024
+            cpus = config.cpus
+            referee = os.getpid()
 
-        def in_child() -> None:
-            """Before exec (async-signal-safe steps only): die with the referee, join the control
-            group, set the rlimits (address space only where no control group bounds memory)."""
-            if _prctl is not None:
-                _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: even a kill -9'd referee takes us along
-                if os.getppid() != referee:  # ... unless it died before that line: then go now
-                    os._exit(1)
-            for fd in join_fds:
-                os.write(fd, b"0")
-            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
-            if address_space is not None:
-                resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
-            if cpus:
-                os.sched_setaffinity(0, cpus)
+            def in_child() -> None:
+                """Before exec (async-signal-safe steps only): die with the referee, join the control
+                group, set the rlimits (address space only where no control group bounds memory)."""
+                if _prctl is not None:
+                    _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: even a kill -9'd referee takes us along
+                    if os.getppid() != referee:  # ... unless it died before that line: then go now
+                        os._exit(1)
+                for fd in join_fds:
+                    os.write(fd, b"0")
+                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+                if address_space is not None:
+                    resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+                if cpus:
+                    os.sched_setaffinity(0, cpus)
 
-        try:
-            self.popen = subprocess.Popen(argv, cwd=cwd, env={**env, TOKEN_ENV: token}, stdin=subprocess.DEVNULL,
-                                          stdout=self.log.write_end, stderr=subprocess.STDOUT, start_new_session=True,
-                                          preexec_fn=in_child, close_fds=True)
-        except BaseException:
+            try:
+                self.popen = subprocess.Popen(argv, cwd=cwd, env={**env, TOKEN_ENV: token}, stdin=subprocess.DEVNULL,
+                                              stdout=self.log.write_end, stderr=subprocess.STDOUT, start_new_session=True,
+                                              preexec_fn=in_child, close_fds=True)
+            except BaseException:
+                self.log.close_write_end()
+                self.log.stop()
+                raise
+            finally:
+                for fd in join_fds:
+                    os.close(fd)
             self.log.close_write_end()
-            self.log.stop()
+            self.log.start()
+        except BaseException:
             if self.cgroup is not None:
                 self.cgroup.remove()
             raise
-        finally:
-            for fd in join_fds:
-                os.close(fd)
-        self.log.close_write_end()
-        self.log.start()
 
     @property
     def pid(self) -> int:

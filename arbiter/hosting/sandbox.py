@@ -345,10 +345,14 @@ def _owner_only_scan() -> tuple[float, tuple[tuple[str, bool], ...]]:
 
 
 def bwrap_argv(argv: list[str], *, work_dir: Path, endpoint_dir: Path | None, cwd: str | None, hide: list[Path],
-               network: bool, uid: int | None, visible: list[Path] = (), disk_mb: int = 1024) -> list[str]:
+               network: bool, uid: int | None, visible: list[Path] = (), disk_mb: int = 1024,
+               cgroup: "ControlGroup | None" = None) -> list[str]:
     """The command line that runs ``argv`` inside a fresh sandbox (see the module docstring).
     ``visible``: folders the engine needs (its folder, its interpreter's) shown read-only even
-    where they lie under one of the fresh folders (a checkout in /tmp)."""
+    where they lie under one of the fresh folders (a checkout in /tmp). ``cgroup``: the engine's
+    control group, shown as the whole of ``/sys/fs/cgroup`` (as a container sees its own): the
+    engine reads its own limits there (runtimes size their heaps by them) and nothing of the
+    other engines' groups (their CPU use, their processes)."""
     s = support()
     cmd: list[str] = []
     if uid is not None and s.setpriv:
@@ -372,6 +376,14 @@ def bwrap_argv(argv: list[str], *, work_dir: Path, endpoint_dir: Path | None, cw
     for private in PRIVATE:
         if Path(private).is_dir():
             mount("--tmpfs", private)
+    cgroup_view = CGROUP_ROOT if cgroup is not None and CGROUP_ROOT.is_dir() else None
+    if cgroup_view is not None:
+        if cgroup.kind == "v1":  # a folder per controller, each showing the engine's own group
+            mount("--tmpfs", str(cgroup_view))
+            for controller, folder in sorted(cgroup.dirs.items()):
+                mount("--ro-bind", str(folder), str(cgroup_view / controller))
+        else:
+            mount("--ro-bind", str(cgroup.dirs["memory"]), str(cgroup_view))
     for secret in SECRET_FILES:
         if Path(secret).exists():
             cmd += ["--ro-bind", "/dev/null", secret]
@@ -412,7 +424,8 @@ def bwrap_argv(argv: list[str], *, work_dir: Path, endpoint_dir: Path | None, cw
     # /dev/null... and what is shown inside keep their own flags; a child namespace cannot undo it).
     # A folder that a later mount above it covers (a hidden folder inside a hidden one given
     # after it) is out of sight already, and no longer there to remount.
-    covers = [p for p in PRIVATE if Path(p).is_dir()] + [str(p) for p in [*([temp] if temp else []), *hide] if p.is_dir()]
+    covers = [str(cgroup_view)] if cgroup_view is not None and cgroup.kind == "v1" else []
+    covers += [p for p in PRIVATE if Path(p).is_dir()] + [str(p) for p in [*([temp] if temp else []), *hide] if p.is_dir()]
     covers += [path for path, folder in masked if folder]
     for cover in ["/dev", *dict.fromkeys(covers)]:
         last = len(mounts) - 1 - mounts[::-1].index(cover) if cover in mounts else -1
