@@ -85,6 +85,10 @@ def test_required_sandbox_on_a_machine_without_one_is_not_started(tmp_path, monk
     ({"processes": "many"}, "expected a number"),
     ({"open_files": 2.5}, "expected a whole number"),
     ({"log_mb": -1}, "must not be negative"),
+    # not finite: a traceback while checking (inf, from TOML's 1e400) or when the first engine started
+    ({"memory_mb": float("inf")}, "memory_mb = inf: expected a finite number"),
+    ({"log_mb": "nan"}, "log_mb = 'nan': expected a finite number"),
+    ({"log_total_mb": float("inf")}, "log_total_mb = inf: expected a finite number"),
 ])
 def test_impossible_limits_are_refused_naming_the_key(values, message):
     with pytest.raises(ValueError, match=message):

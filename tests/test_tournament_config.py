@@ -118,6 +118,8 @@ def test_example_olympiad_file_is_valid():
     ('seed = 42', 'seed = 42\nanchor = { engine = "a", elo = nan }', "anchor", "anchor.elo", "finite number"),
     ('seed = 42', 'seed = 42\nanchor = { engine = "a", elx = 1500 }', "anchor", "anchor.elx", "did you mean 'elo'"),
     ('seed = 42', 'seed = 42\nbye_points = nan', "bye_points", "bye_points", "finite number"),
+    ('seed = 42', 'seed = 42\nlimits = { memory_mb = 1e400 }', "limits", "limits.memory_mb", "finite number"),
+    ('restart = true', 'limits = { log_mb = nan }', "limits", "engines[1].limits.log_mb", "finite number"),
     ('restart = true', 'handshake_timeout = nan', "handshake_timeout", "engines[1].handshake_timeout",
      "finite number"),
     ('restart = true', 'handshake_timeout = -1', "handshake_timeout", "engines[1].handshake_timeout",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import math
 import os
 import resource
 import shlex
@@ -91,6 +92,8 @@ class Limits:
                     value = kind(value)
                 except ValueError:
                     raise ValueError(f"limit {key} = {value!r}: expected a number") from None
+            if isinstance(value, float) and not math.isfinite(value):  # TOML's inf and nan, --limit log_mb=nan
+                raise ValueError(f"limit {key} = {values[key]!r}: expected a finite number")
             if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and value != int(value)):
                 raise ValueError(f"limit {key} = {value!r}: expected {'a number' if kind is float else 'a whole number'}")
             changes[key] = kind(value)
