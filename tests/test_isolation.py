@@ -102,9 +102,13 @@ def test_cpu_lists_are_parsed_and_impossible_cores_refused():
     assert parse_cpus(f"{usable[0]}-{usable[-1]}") == tuple(usable)
     assert parse_cpus([usable[-1], usable[0]]) == tuple(sorted({usable[0], usable[-1]}))
     for bad, words in (("a", "expected core numbers"), ([True], "expected core numbers"),
-                       ("4096", "core(s) 4096 not available"), ("3-1", "none not available")):
+                       ("4096", "core(s) 4096 not available"), ("3-1", "range 3-1 runs backwards (write 1-3)")):
         with pytest.raises(ValueError, match=re.escape(words)):
             parse_cpus(bad)
+    # a range of every core there could be: a MemoryError (a list of them all) before it was checked
+    top = usable[-1]
+    with pytest.raises(ValueError, match=re.escape(f"core(s) {top + 1}, {top + 2}, {top + 3}, ... not available")):
+        parse_cpus(f"{usable[0]}-99999999999")
 
 
 def test_a_pinned_engine_runs_on_its_cores_only(tmp_path):
