@@ -99,8 +99,10 @@ def read_seed(args: argparse.Namespace) -> tuple[bytes | None, str]:
     instead: ``--seed-file - < FILE``). Raises ValueError with the reason."""
     seed_file, seed_hex = getattr(args, "seed_file", None), getattr(args, "seed", None)
     env_hex = os.environ.pop(SEED_ENV, None)  # never passed on to anything started later
-    if seed_file and seed_hex:
+    if seed_file is not None and seed_hex is not None:
         raise ValueError("give --seed or --seed-file, not both")
+    if seed_file == "":  # --seed-file "$FILE" with FILE unset: not fresh randomness
+        raise ValueError("--seed-file: an empty argument, not a file")
     if seed_file == "-":
         text, source = sys.stdin.read(), "stdin"
     elif seed_file:
@@ -113,7 +115,7 @@ def read_seed(args: argparse.Namespace) -> tuple[bytes | None, str]:
         except OSError as exc:
             raise ValueError(f"--seed-file {seed_file}: {exc.strerror or exc}") from None
         source = seed_file
-    elif seed_hex:
+    elif seed_hex is not None:  # "" too: refused below as empty, not taken for no --seed
         errors.print("[bold yellow]warning:[/] --seed puts the master seed on the command line, where every "
                       "process on this machine can read it (/proc/PID/cmdline): use it only for "
                       "non-competitive runs; use --seed-file or the ARBITER_SEED variable otherwise")

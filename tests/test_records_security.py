@@ -344,6 +344,16 @@ def test_a_seed_file_readable_by_others_is_refused(tmp_path):
     assert out.returncode == cli.EXIT_USAGE and "not both" in out.stderr
 
 
+def test_an_empty_seed_argument_is_refused_not_replaced_by_fresh_randomness(tmp_path):
+    """``--seed "$SEED"`` with SEED unset: before, the match was played on fresh randomness, exit 0,
+    as if no seed had been asked for (its games not the ones the operator meant to reproduce)."""
+    for args, words in ((["--seed", ""], "the seed from --seed is empty"),
+                        (["--seed-file", ""], "--seed-file: an empty argument, not a file")):
+        out, seeds = arbiter(tmp_path, *args)
+        assert out.returncode == cli.EXIT_USAGE and words in out.stderr, out.stdout + out.stderr
+        assert seeds == [] and not list(tmp_path.glob("*.sqlite")), args
+
+
 # --- storage errors ---------------------------------------------------------------------------------
 
 @pytest.fixture
