@@ -123,6 +123,9 @@ class Roster:
         keys: dict[str, str] = {}
         for i, entry in enumerate(entries):
             where = f"{path}:{headers[i] if i < len(headers) else '?'}"
+            if not isinstance(entry, dict):
+                raise RosterError(f"{path}: participant {i + 1} is {entry!r}: each participant is a [[participant]] "
+                                  f"table (name, public, engines)")
             name, public = entry.get("name"), entry.get("public", "")
             engines = entry.get("engines", [])
             extra = set(entry) - {"name", "public", "engines"}
