@@ -155,6 +155,21 @@ def test_a_file_that_is_not_utf8_names_the_line(tmp_path):
     assert str(info.value) == f"{path}:{line}: not UTF-8 text (byte 0xe9); a tournament file is UTF-8"
 
 
+def test_a_file_saved_with_a_byte_order_mark_says_so(tmp_path):
+    """Before: 'TOML syntax error: Invalid statement (column 1)' for a file that looks right in any
+    editor (a UTF-8 file saved by Notepad starts with U+FEFF); an engines file too."""
+    path = tmp_path / "t.toml"
+    path.write_text("\ufeff" + GOOD, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value).startswith(f"{path}:1: starts with a byte order mark (U+FEFF"), str(info.value)
+    shared = tmp_path / "engines.toml"
+    shared.write_text('\ufeff[[engines]]\nname = "x"\ncommand = "x"\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        parse_config(GOOD.replace("seed = 42", f'seed = 42\nengines_file = "{shared}"'), "t.toml")
+    assert str(info.value).startswith(f"{shared}:1: starts with a byte order mark"), str(info.value)
+
+
 def test_an_infinite_time_control_may_be_a_bare_toml_inf():
     assert parse_config(replace_line('time_control = "60+1"', "time_control = inf"), "t.toml").time_control.text == "inf"
 

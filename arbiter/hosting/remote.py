@@ -103,6 +103,9 @@ class Roster:
         path = Path(path)
         try:
             text = path.read_text()
+            if text.startswith("\ufeff"):  # tomllib: "Invalid statement (at line 1, column 1)"
+                raise RosterError(f"{path}:1: starts with a byte order mark (U+FEFF: some Windows editors begin "
+                                  f"UTF-8 files with it), which TOML does not allow; save it as UTF-8 without BOM")
             data = tomllib.loads(text)
         except OSError as exc:
             raise RosterError(f"{path}: cannot read the roster: {exc.strerror or exc}") from None
