@@ -1093,6 +1093,12 @@ def cmd_games(args: argparse.Namespace) -> int:
 def cmd_keygen(args: argparse.Namespace) -> int:
     from protocol import curve
 
+    if args.name is not None and not args.name.strip():  # keygen "$NAME", NAME unset: not the signing key
+        errors.print("[red]error:[/] an empty key NAME (leave it out for the referee's signing key)")
+        return EXIT_USAGE
+    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
+        errors.print(f"[red]error:[/] --out {escape(args.out)}: a file, not a folder for the key files")
+        return EXIT_USAGE
     if args.name:  # a CURVE key pair: a remote participant's, or the referee's tcp endpoint's
         try:
             secret, public = curve.keygen(args.name, args.out or ".")
