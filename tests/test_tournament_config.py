@@ -170,6 +170,29 @@ def test_a_file_saved_with_a_byte_order_mark_says_so(tmp_path):
     assert str(info.value).startswith(f"{shared}:1: starts with a byte order mark"), str(info.value)
 
 
+def test_a_database_or_an_export_given_for_the_tournament_file_says_what_it_is(tmp_path):
+    """``run runs/x.sqlite`` (meant: ``resume``) said "not UTF-8 text (byte 0xf8)"; ``resume x.jsonl``
+    (the export, not the database) "TOML syntax error: Invalid statement"."""
+    import sqlite3
+    import subprocess
+
+    db = tmp_path / "event.sqlite"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE t (x)")
+    export = tmp_path / "event.jsonl"
+    export.write_text('{"game_id": "x.1.abcdef", "game": "einstein"}\n')
+    before = db.read_bytes(), export.read_bytes()
+    for path, words in ((db, "a SQLite database, not a tournament file (TOML)"),
+                        (export, "a JSON file (records of an export?), not a tournament file (TOML)")):
+        with pytest.raises(ConfigError) as info:
+            load_config(path)
+        assert str(info.value).startswith(f"{path}: {words}"), str(info.value)
+    out = subprocess.run([sys.executable, "-m", "tournaments", "run", str(db)], capture_output=True, text=True,
+                         timeout=60, cwd=Path(__file__).resolve().parent.parent)
+    assert out.returncode == 2 and out.stderr.startswith(f"error: {db}: a SQLite database"), out.stderr
+    assert "resume" in out.stderr and (db.read_bytes(), export.read_bytes()) == before
+
+
 def test_an_infinite_time_control_may_be_a_bare_toml_inf():
     assert parse_config(replace_line('time_control = "60+1"', "time_control = inf"), "t.toml").time_control.text == "inf"
 
