@@ -14,6 +14,8 @@ in the record, so ``arbiter verify`` re-judges the recorded events and scores.
 """
 from __future__ import annotations
 
+import math
+
 import msgspec
 
 from .games.base import Game, State, Utility
@@ -38,6 +40,8 @@ class Adjudication(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True
             return "max_plies", f"must be at least 1 (0: no limit), not {self.max_plies}"
         if self.resign_moves < 0:
             return "resign_moves", f"must be at least 1 (0: no resign rule), not {self.resign_moves}"
+        if not math.isfinite(self.resign_score):  # nan never compares; both are stored as null (unverifiable)
+            return "resign_score", f"must be a finite number, not {self.resign_score}"
         if self.resign_score < 0 or bool(self.resign_moves) != bool(self.resign_score):
             key = "resign_score" if self.resign_moves else "resign_moves"
             return key, "the resign rule needs both resign_moves (at least 1) and resign_score (above 0)"

@@ -99,8 +99,10 @@ def read_seed(args: argparse.Namespace) -> tuple[bytes | None, str]:
     instead: ``--seed-file - < FILE``). Raises ValueError with the reason."""
     seed_file, seed_hex = getattr(args, "seed_file", None), getattr(args, "seed", None)
     env_hex = os.environ.pop(SEED_ENV, None)  # never passed on to anything started later
-    if seed_file and seed_hex:
+    if seed_file is not None and seed_hex is not None:
         raise ValueError("give --seed or --seed-file, not both")
+    if seed_file == "":  # --seed-file "$FILE" with FILE unset: not fresh randomness
+        raise ValueError("--seed-file: an empty argument, not a file")
     if seed_file == "-":
         text, source = sys.stdin.read(), "stdin"
     elif seed_file:
@@ -113,7 +115,7 @@ def read_seed(args: argparse.Namespace) -> tuple[bytes | None, str]:
         except OSError as exc:
             raise ValueError(f"--seed-file {seed_file}: {exc.strerror or exc}") from None
         source = seed_file
-    elif seed_hex:
+    elif seed_hex is not None:  # "" too: refused below as empty, not taken for no --seed
         errors.print("[bold yellow]warning:[/] --seed puts the master seed on the command line, where every "
                       "process on this machine can read it (/proc/PID/cmdline): use it only for "
                       "non-competitive runs; use --seed-file or the ARBITER_SEED variable otherwise")
@@ -1091,6 +1093,12 @@ def cmd_games(args: argparse.Namespace) -> int:
 def cmd_keygen(args: argparse.Namespace) -> int:
     from protocol import curve
 
+    if args.name is not None and not args.name.strip():  # keygen "$NAME", NAME unset: not the signing key
+        errors.print("[red]error:[/] an empty key NAME (leave it out for the referee's signing key)")
+        return EXIT_USAGE
+    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
+        errors.print(f"[red]error:[/] --out {escape(args.out)}: a file, not a folder for the key files")
+        return EXIT_USAGE
     if args.name:  # a CURVE key pair: a remote participant's, or the referee's tcp endpoint's
         try:
             secret, public = curve.keygen(args.name, args.out or ".")

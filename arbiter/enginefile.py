@@ -44,6 +44,10 @@ ALIASES = {"cmd": "command", "exe": "command", "program": "command", "setoption"
 """Names other tools use for our keys: suggested before spelling neighbours (``cmd`` is nearer to ``cwd``)."""
 
 
+BOM_PROBLEM = ("starts with a byte order mark (U+FEFF: some Windows editors begin UTF-8 files with it), which "
+               "TOML does not allow; save the file as UTF-8 without BOM")
+
+
 class ConfigError(ValueError):
     """A problem in a tournament or engines file; the message names the file, line and key."""
 
@@ -267,6 +271,8 @@ def engine_spec(c: Checker, e: dict, p: tuple, defaults: EngineDefaults, check_p
 
 def toml_document(text: str, source: str) -> dict:
     """``text`` parsed, or ConfigError naming ``source`` and the line of the syntax error."""
+    if text.startswith("\ufeff"):  # tomllib: "Invalid statement (column 1)", for a file that looks right
+        raise ConfigError(f"{source}:1: {BOM_PROBLEM}")
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

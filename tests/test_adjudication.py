@@ -128,6 +128,9 @@ def test_ply_limit_in_a_cooperative_game_keeps_the_points_so_far(tmp_path):
     (["--resign-moves", "3", "--resign-score", "-5"], "--resign-score"),
     (["--max-plies", "-1"], "--max-plies: must be at least 1"),
     (["--max-plies", "many"], "--max-plies: invalid int value"),
+    # not finite: a rule that never fires, stored as null: every record then failed verify ("not a game record")
+    (["--resign-moves", "3", "--resign-score", "nan"], "--resign-score: must be a finite number, not nan"),
+    (["--resign-moves", "3", "--resign-score", "inf"], "--resign-score: must be a finite number, not inf"),
 ])
 def test_bad_adjudication_flags_exit_2_naming_the_flag(tmp_path, flags, words):
     run = subprocess.run([PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", RANDOM,

@@ -105,6 +105,10 @@ def test_required_sandbox_on_a_machine_without_one_is_not_started(tmp_path, monk
     ({"processes": "many"}, "expected a number"),
     ({"open_files": 2.5}, "expected a whole number"),
     ({"log_mb": -1}, "must not be negative"),
+    # not finite: a traceback while checking (inf, from TOML's 1e400) or when the first engine started
+    ({"memory_mb": float("inf")}, "memory_mb = inf: expected a finite number"),
+    ({"log_mb": "nan"}, "log_mb = 'nan': expected a finite number"),
+    ({"log_total_mb": float("inf")}, "log_total_mb = inf: expected a finite number"),
 ])
 def test_impossible_limits_are_refused_naming_the_key(values, message):
     with pytest.raises(ValueError, match=message):
@@ -118,9 +122,13 @@ def test_cpu_lists_are_parsed_and_impossible_cores_refused():
     assert parse_cpus(f"{usable[0]}-{usable[-1]}") == tuple(usable)
     assert parse_cpus([usable[-1], usable[0]]) == tuple(sorted({usable[0], usable[-1]}))
     for bad, words in (("a", "expected core numbers"), ([True], "expected core numbers"),
-                       ("4096", "core(s) 4096 not available"), ("3-1", "none not available")):
+                       ("4096", "core(s) 4096 not available"), ("3-1", "range 3-1 runs backwards (write 1-3)")):
         with pytest.raises(ValueError, match=re.escape(words)):
             parse_cpus(bad)
+    # a range of every core there could be: a MemoryError (a list of them all) before it was checked
+    top = usable[-1]
+    with pytest.raises(ValueError, match=re.escape(f"core(s) {top + 1}, {top + 2}, {top + 3}, ... not available")):
+        parse_cpus(f"{usable[0]}-99999999999")
 
 
 def test_a_pinned_engine_runs_on_its_cores_only(tmp_path):

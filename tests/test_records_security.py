@@ -293,6 +293,22 @@ def test_keys_secret_file_is_0600_and_a_readable_one_is_refused(tmp_path):
         load_signer(secret)
 
 
+def test_keygen_with_an_empty_name_or_a_file_for_out_is_refused(tmp_path):
+    """``arbiter keygen "$NAME"`` with NAME unset made the referee's signing key instead of a CURVE
+    pair (exit 0); ``--out`` naming a file said only ``[Errno 17] File exists``."""
+    (tmp_path / "file").write_text("kept")
+
+    def keygen_cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([PY, "-m", "arbiter.cli", "keygen", *args], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=60, env={**os.environ, "COLUMNS": "300", "PYTHONPATH": str(ROOT)})
+    for args, words in (([""], "error: an empty key NAME (leave it out for the referee's signing key)"),
+                        (["alice", "--out", "file"], "error: --out file: a file, not a folder for the key files"),
+                        (["--out", "file"], "error: --out file: a file, not a folder for the key files")):
+        out = keygen_cli(*args)
+        assert out.returncode == 2 and out.stderr.startswith(words), (args, out.stdout + out.stderr)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"] and (tmp_path / "file").read_text() == "kept"
+
+
 # --- dice secrecy ----------------------------------------------------------------------------------
 
 def arbiter(tmp_path: Path, *args: str, stdin: str | None = None, env: dict | None = None):
@@ -342,6 +358,16 @@ def test_a_seed_file_readable_by_others_is_refused(tmp_path):
     assert out.returncode == cli.EXIT_USAGE and "chmod 600" in out.stderr, out.stderr
     out, _ = arbiter(tmp_path, "--seed-file", str(seed_file), "--seed", "abcd")
     assert out.returncode == cli.EXIT_USAGE and "not both" in out.stderr
+
+
+def test_an_empty_seed_argument_is_refused_not_replaced_by_fresh_randomness(tmp_path):
+    """``--seed "$SEED"`` with SEED unset: before, the match was played on fresh randomness, exit 0,
+    as if no seed had been asked for (its games not the ones the operator meant to reproduce)."""
+    for args, words in ((["--seed", ""], "the seed from --seed is empty"),
+                        (["--seed-file", ""], "--seed-file: an empty argument, not a file")):
+        out, seeds = arbiter(tmp_path, *args)
+        assert out.returncode == cli.EXIT_USAGE and words in out.stderr, out.stdout + out.stderr
+        assert seeds == [] and not list(tmp_path.glob("*.sqlite")), args
 
 
 # --- storage errors ---------------------------------------------------------------------------------

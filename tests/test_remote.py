@@ -146,6 +146,9 @@ def test_a_key_readable_by_others_is_refused(tmp_path):
      ":4: participant 'b' has the same key as 'a'"),
     ('[[participant]]\nname = "a"\npublic = "{k}"\ncolour = 1\n', ":1: unknown key 'colour'"),
     ('[[participant]\n', "line 1"),
+    # an array of names, not of tables: an AttributeError traceback
+    ('\ufeff[[participant]]\nname = "a"\npublic = "{k}"\n', ":1: starts with a byte order mark (U+FEFF"),
+    ('participant = ["alice", "bob"]\n', ": participant 1 is 'alice': each participant is a [[participant]] table"),
 ])
 def test_a_bad_roster_names_file_and_line(tmp_path, text, problem):
     path = tmp_path / "r.toml"

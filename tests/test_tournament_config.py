@@ -118,6 +118,8 @@ def test_example_olympiad_file_is_valid():
     ('seed = 42', 'seed = 42\nanchor = { engine = "a", elo = nan }', "anchor", "anchor.elo", "finite number"),
     ('seed = 42', 'seed = 42\nanchor = { engine = "a", elx = 1500 }', "anchor", "anchor.elx", "did you mean 'elo'"),
     ('seed = 42', 'seed = 42\nbye_points = nan', "bye_points", "bye_points", "finite number"),
+    ('seed = 42', 'seed = 42\nlimits = { memory_mb = 1e400 }', "limits", "limits.memory_mb", "finite number"),
+    ('restart = true', 'limits = { log_mb = nan }', "limits", "engines[1].limits.log_mb", "finite number"),
     ('restart = true', 'handshake_timeout = nan', "handshake_timeout", "engines[1].handshake_timeout",
      "finite number"),
     ('restart = true', 'handshake_timeout = -1', "handshake_timeout", "engines[1].handshake_timeout",
@@ -151,6 +153,44 @@ def test_a_file_that_is_not_utf8_names_the_line(tmp_path):
         load_config(path)
     line = line_of(GOOD, 'name = "c"')
     assert str(info.value) == f"{path}:{line}: not UTF-8 text (byte 0xe9); a tournament file is UTF-8"
+
+
+def test_a_file_saved_with_a_byte_order_mark_says_so(tmp_path):
+    """Before: 'TOML syntax error: Invalid statement (column 1)' for a file that looks right in any
+    editor (a UTF-8 file saved by Notepad starts with U+FEFF); an engines file too."""
+    path = tmp_path / "t.toml"
+    path.write_text("\ufeff" + GOOD, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value).startswith(f"{path}:1: starts with a byte order mark (U+FEFF"), str(info.value)
+    shared = tmp_path / "engines.toml"
+    shared.write_text('\ufeff[[engines]]\nname = "x"\ncommand = "x"\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        parse_config(GOOD.replace("seed = 42", f'seed = 42\nengines_file = "{shared}"'), "t.toml")
+    assert str(info.value).startswith(f"{shared}:1: starts with a byte order mark"), str(info.value)
+
+
+def test_a_database_or_an_export_given_for_the_tournament_file_says_what_it_is(tmp_path):
+    """``run runs/x.sqlite`` (meant: ``resume``) said "not UTF-8 text (byte 0xf8)"; ``resume x.jsonl``
+    (the export, not the database) "TOML syntax error: Invalid statement"."""
+    import sqlite3
+    import subprocess
+
+    db = tmp_path / "event.sqlite"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE t (x)")
+    export = tmp_path / "event.jsonl"
+    export.write_text('{"game_id": "x.1.abcdef", "game": "einstein"}\n')
+    before = db.read_bytes(), export.read_bytes()
+    for path, words in ((db, "a SQLite database, not a tournament file (TOML)"),
+                        (export, "a JSON file (records of an export?), not a tournament file (TOML)")):
+        with pytest.raises(ConfigError) as info:
+            load_config(path)
+        assert str(info.value).startswith(f"{path}: {words}"), str(info.value)
+    out = subprocess.run([sys.executable, "-m", "tournaments", "run", str(db)], capture_output=True, text=True,
+                         timeout=60, cwd=Path(__file__).resolve().parent.parent)
+    assert out.returncode == 2 and out.stderr.startswith(f"error: {db}: a SQLite database"), out.stderr
+    assert "resume" in out.stderr and (db.read_bytes(), export.read_bytes()) == before
 
 
 def test_an_infinite_time_control_may_be_a_bare_toml_inf():

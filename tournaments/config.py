@@ -299,6 +299,12 @@ def load_config(path: str | Path, text: str | None = None, check_paths: bool = T
             raw = path.read_bytes()
         except OSError as exc:
             raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        if raw.startswith(b"SQLite format 3\0"):  # `run DB` meant as `resume DB`: not "not UTF-8 text"
+            raise ConfigError(f"{path}: a SQLite database, not a tournament file (TOML); `resume {path}` continues "
+                              f"a tournament from its database, `report {path}` reports it")
+        if raw.lstrip()[:1] == b"{":  # no TOML document starts so: an export's line ("TOML syntax error")
+            raise ConfigError(f"{path}: a JSON file (records of an export?), not a tournament file (TOML); `resume` "
+                              f"takes the tournament's file or its .sqlite database")
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:  # TOML is UTF-8: say where it is not

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import errno
 import functools
+import itertools
+import math
 import os
 import resource
 import shlex
@@ -91,6 +93,8 @@ class Limits:
                     value = kind(value)
                 except ValueError:
                     raise ValueError(f"limit {key} = {value!r}: expected a number") from None
+            if isinstance(value, float) and not math.isfinite(value):  # TOML's inf and nan, --limit log_mb=nan
+                raise ValueError(f"limit {key} = {values[key]!r}: expected a finite number")
             if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and value != int(value)):
                 raise ValueError(f"limit {key} = {value!r}: expected {'a number' if kind is float else 'a whole number'}")
             changes[key] = kind(value)
@@ -115,24 +119,32 @@ def parse_cpus(value: object) -> tuple[int, ...] | None:
     not a limit an engine cannot lift (freezing is what stops off-turn use)."""
     if value is None or value == "" or value == []:
         return None
-    cores: list[int] = []
+    ranges: list[tuple[int, int]] = []  # (first, last) core: "0-99999999999" is not made a list of cores
     try:
         if isinstance(value, str):
             for part in value.split(","):
-                lo, _, hi = part.strip().partition("-")
-                cores += range(int(lo), int(hi or lo) + 1)
+                lo, dash, hi = part.strip().partition("-")
+                ranges.append((int(lo), int(hi) if dash else int(lo)))
         elif isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-            cores = list(value)
+            ranges = [(v, v) for v in value]
         else:
             raise ValueError
     except ValueError:
         raise ValueError(f"cpus = {value!r}: expected core numbers like \"1\", \"0,2-3\" or [0, 2]") from None
+    if backwards := next(((lo, hi) for lo, hi in ranges if hi < lo), None):
+        lo, hi = backwards
+        raise ValueError(f"cpus = {value!r}: range {lo}-{hi} runs backwards (write {hi}-{lo})")
     usable = _unpinned or os.sched_getaffinity(0)
-    bad = sorted(set(cores) - usable)
-    if bad or not cores:
-        raise ValueError(f"cpus = {value!r}: core(s) {', '.join(map(str, bad)) or 'none'} not available here "
+    cores = {c for c in usable for lo, hi in ranges if lo <= c <= hi}
+    bad: set[int] = set()
+    for lo, hi in ranges:  # at most len(usable) of a range are usable: the first few that are not
+        bad.update(c for c in itertools.islice(range(lo, hi + 1), len(usable) + 3) if c not in usable)
+    if bad:
+        shown = sorted(bad)[:3]
+        more = ", ..." if len(bad) > 3 or any(hi - lo + 1 > len(usable) + 3 for lo, hi in ranges) else ""
+        raise ValueError(f"cpus = {value!r}: core(s) {', '.join(map(str, shown))}{more} not available here "
                          f"(usable: {', '.join(map(str, sorted(usable)))})")
-    return tuple(sorted(set(cores)))
+    return tuple(sorted(cores))
 
 
 _unpinned: set[int] | None = None

@@ -103,6 +103,9 @@ class Roster:
         path = Path(path)
         try:
             text = path.read_text()
+            if text.startswith("\ufeff"):  # tomllib: "Invalid statement (at line 1, column 1)"
+                raise RosterError(f"{path}:1: starts with a byte order mark (U+FEFF: some Windows editors begin "
+                                  f"UTF-8 files with it), which TOML does not allow; save it as UTF-8 without BOM")
             data = tomllib.loads(text)
         except OSError as exc:
             raise RosterError(f"{path}: cannot read the roster: {exc.strerror or exc}") from None
@@ -123,6 +126,9 @@ class Roster:
         keys: dict[str, str] = {}
         for i, entry in enumerate(entries):
             where = f"{path}:{headers[i] if i < len(headers) else '?'}"
+            if not isinstance(entry, dict):
+                raise RosterError(f"{path}: participant {i + 1} is {entry!r}: each participant is a [[participant]] "
+                                  f"table (name, public, engines)")
             name, public = entry.get("name"), entry.get("public", "")
             engines = entry.get("engines", [])
             extra = set(entry) - {"name", "public", "engines"}
