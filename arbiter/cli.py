@@ -167,6 +167,11 @@ def _prepare(args: argparse.Namespace, configs, group_window: float = 0.0) -> tu
         errors.print(f"[red]error:[/] --db {escape(str(args.db))}: cannot open the results database: "
                       f"{escape(str(exc))}")
         return None, EXIT_USAGE
+    if event := store.db.execute("SELECT event_id FROM events LIMIT 1").fetchone():
+        store.close()  # a tournament's: its games, its export and its report are the event's alone
+        errors.print(f"[red]error:[/] --db {escape(str(args.db))} holds a tournament's games (event {escape(event[0])}): "
+                     f"give this run a results database of its own")
+        return None, EXIT_USAGE
     cut, appended = store.repair_export()  # after a crash (kill -9, power): from the export's tail
     if cut or appended:
         console.print(f"export {escape(str(store.export_path))} repaired: "

@@ -571,3 +571,21 @@ def test_a_save_stopped_by_ctrl_c_is_mended_at_close_not_repeated(tmp_path, play
         check = subprocess.run([sys.executable, "-m", "arbiter.cli", "verify", str(target)], cwd=ROOT,
                                capture_output=True, text=True, timeout=120)
         assert check.returncode == 0 and "0 tamper problem(s)" in check.stdout, check.stdout + check.stderr
+
+
+def test_a_match_given_a_tournaments_database_is_refused_and_changes_nothing(tmp_path, played):
+    """Before: ``arbiter match --db EVENT.sqlite`` added its games to the tournament's database and
+    export (the event's report ignored them; its export and database then held games of no event)."""
+    db = copy_of(played, tmp_path)
+    before = (db.read_bytes(), db.with_suffix(".jsonl").read_bytes())
+    engine = f"{sys.executable} -m sample_engines.random_engine"
+    for command in (["match", "--game", "einstein"], ["coop", "--game", "catalonia"]):
+        done = subprocess.run([sys.executable, "-m", "arbiter.cli", *command, "--engine", engine, "--engine", engine,
+                               "--tc", "10", "--quiet", "--db", str(db)], cwd=ROOT, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "holds a tournament's games (event" in " ".join(done.stderr.split()), done.stderr
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT count(*) FROM games").fetchone() == (6,)
+    conn.close()
+    assert db.with_suffix(".jsonl").read_bytes() == before[1]
