@@ -496,7 +496,7 @@ def _engine_config(command: str, name: str, args: argparse.Namespace, restart: b
 
 def _remote_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--roster", help="TOML roster of remote participants (for --engine remote:NAME)")
-    p.add_argument("--server-key", help="the referee's CURVE key file (arbiter keygen referee): encrypts and "
+    p.add_argument("--server-key", help="the referee's CURVE key file (arbiter keygen referee-curve): encrypts and "
                                         "authenticates the --listen endpoint")
     p.add_argument("--listen", default="tcp://0.0.0.0:7340", help="where remote participants connect "
                                                                   "(default tcp://0.0.0.0:7340)")
@@ -527,7 +527,7 @@ def _open_hub(args: argparse.Namespace, configs) -> RemoteHub | None:
     insecure = args.insecure or roster.insecure
     if not insecure and not args.server_key:
         raise ValueError("remote participants need the referee's CURVE key: --server-key FILE "
-                         "(make one with: arbiter keygen referee), or --insecure")
+                         "(make one with: arbiter keygen referee-curve), or --insecure")
     for name in wanted:
         if roster.find(name) is None:
             raise ValueError(f"--engine remote:{name}: {name!r} is not in the roster {args.roster}")
@@ -1669,7 +1669,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     k = sub.add_parser("keygen", help="without NAME: the referee's Ed25519 key pair for signing records; "
                                       "with NAME: a CURVE key pair NAME.key/NAME.pub for tcp")
-    k.add_argument("name", nargs="?", help="make a CURVE key pair (a remote participant's, or 'referee' for the "
+    k.add_argument("name", nargs="?", help="make a CURVE key pair (a remote participant's, or 'referee-curve' for the "
                                            "referee's tcp endpoint)")
     k.add_argument("--out", default=None, help="folder for the key files (default: keys for the signing key, "
                                                "the current folder for NAME)")
