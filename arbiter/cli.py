@@ -196,9 +196,25 @@ def _claimed(store: ResultsStore, match_ids) -> bool:
     return True
 
 
+def _refuse_stored_settings(args: argparse.Namespace, keys: tuple[str, ...], what: str) -> None:
+    """A resumed run takes its settings (``keys`` of ``args``) from the database: one given on the
+    command line as well would be silently replaced, so it is refused (ValueError naming it)."""
+    defaults = vars(build_parser().parse_args([args.command]))
+    flags = {"count": "--games" if args.command == "coop" else "--seeds"}
+    given = [flags.get(k, "--" + k.replace("_", "-")) for k in keys if getattr(args, k, None) != defaults.get(k)]
+    if given:
+        raise ValueError(f"{', '.join(given)}: a resumed {what} keeps the settings it was started with "
+                         f"(game, options, time control, engines...: stored in {args.db}); leave "
+                         f"{'them' if len(given) > 1 else 'it'} out with --resume")
+
+
 def _resume_match(args: argparse.Namespace) -> tuple[str, list[GameRecord], bool]:
     """``--resume [ID]``: the match's id and games so far from ``--db``; its game, options, time
-    control, format, margin and engines are taken from the stored setup (ValueError if none)."""
+    control, format, margin and engines are taken from the stored setup (ValueError if none, or if
+    the command line gives one of them too)."""
+    _refuse_stored_settings(args, ("game", "option", "tc", "format", "margin", "engine", "name", "engine_option",
+                                   "sprt", "max_plies", "resign_moves", "resign_score", "engines_file", "openings",
+                                   "openings_order"), "match")
     match_id, status, setup, done = match_setup(args.db, args.resume or None)
     if status == "finished":
         raise ValueError(f"match {match_id} in {args.db} is finished; nothing to resume")
@@ -503,7 +519,7 @@ def _engine_config(command: str, name: str, args: argparse.Namespace, restart: b
 
 def _remote_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--roster", help="TOML roster of remote participants (for --engine remote:NAME)")
-    p.add_argument("--server-key", help="the referee's CURVE key file (arbiter keygen referee): encrypts and "
+    p.add_argument("--server-key", help="the referee's CURVE key file (arbiter keygen referee-curve): encrypts and "
                                         "authenticates the --listen endpoint")
     p.add_argument("--listen", default="tcp://0.0.0.0:7340", help="where remote participants connect "
                                                                   "(default tcp://0.0.0.0:7340)")
@@ -534,7 +550,7 @@ def _open_hub(args: argparse.Namespace, configs) -> RemoteHub | None:
     insecure = args.insecure or roster.insecure
     if not insecure and not args.server_key:
         raise ValueError("remote participants need the referee's CURVE key: --server-key FILE "
-                         "(make one with: arbiter keygen referee), or --insecure")
+                         "(make one with: arbiter keygen referee-curve), or --insecure")
     for name in wanted:
         if roster.find(name) is None:
             raise ValueError(f"--engine remote:{name}: {name!r} is not in the roster {args.roster}")
@@ -1146,7 +1162,9 @@ def _web_arguments(p: argparse.ArgumentParser) -> None:
 def _resume_run(args: argparse.Namespace, command: str) -> tuple[str, dict, DoneGames]:
     """``arbiter coop|solo --resume [ID]``: the run's match id, its stored setup (game, options, time
     control, count, margin, engines, names, engine options are taken from it) and its games so
-    far. ValueError when there is nothing to resume."""
+    far. ValueError when there is nothing to resume, or when the command line gives one of them too."""
+    _refuse_stored_settings(args, ("game", "option", "tc", "count", "margin", "engine", "name", "engine_option"),
+                            "coop series" if command == "coop" else "solo run")
     match_id, status, setup, done = match_setup(args.db, args.resume or None, command)
     if status == "finished" and command == "coop":
         raise ValueError(f"coop series {match_id} in {args.db} is finished; nothing to resume")
@@ -1682,7 +1700,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     k = sub.add_parser("keygen", help="without NAME: the referee's Ed25519 key pair for signing records; "
                                       "with NAME: a CURVE key pair NAME.key/NAME.pub for tcp")
-    k.add_argument("name", nargs="?", help="make a CURVE key pair (a remote participant's, or 'referee' for the "
+    k.add_argument("name", nargs="?", help="make a CURVE key pair (a remote participant's, or 'referee-curve' for the "
                                            "referee's tcp endpoint)")
     k.add_argument("--out", default=None, help="folder for the key files (default: keys for the signing key, "
                                                "the current folder for NAME)")

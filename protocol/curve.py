@@ -81,10 +81,13 @@ def load_keypair(path: str | Path) -> tuple[bytes, bytes]:
         mode = path.stat().st_mode
     except OSError as exc:
         raise KeyFileError(f"{path}: cannot read the key: {exc.strerror or exc}") from None
+    data = _read(path)
+    if "secret" not in data and valid_key(data.get("public")):  # NAME.pub for NAME.key: not "chmod 600 it"
+        raise KeyFileError(f"{path}: a public key (NAME.pub), not a key pair: give the .key file made with it "
+                           f"(arbiter keygen NAME)")
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
         raise KeyFileError(f"{path}: the secret key is accessible by group or others "
                            f"(mode {stat.S_IMODE(mode):o}); chmod 600 {path}")
-    data = _read(path)
     for field in ("public", "secret"):
         if not valid_key(data.get(field)):
             raise KeyFileError(f"{path}: '{field}' must be a 40-character Z85 key")

@@ -292,6 +292,21 @@ def test_usage_errors(results_db, tmp_path):
     assert "Traceback" not in run.stdout + run.stderr
 
 
+@pytest.mark.parametrize("fmt", ["text", "csv"])
+def test_an_export_given_where_records_are_read_is_named_an_export(results_db, tmp_path, fmt):
+    """`arbiter verify games.txt` (or show, export) said "not a game record: Expected `object`, got
+    `array`" (a CSV: "JSON is malformed: invalid character"), and `show --list` first counted its
+    lines as games; each now says it is an export and how to rebuild its records."""
+    path = exported(results_db, tmp_path, fmt)
+    kind = "a text export" if fmt == "text" else "a CSV export"
+    for argv in (("verify", path), ("show", path), ("show", path, "--list"), ("show", path, "einstein"),
+                 ("export", path, "--format", "csv")):
+        run = arbiter(*argv)
+        assert run.returncode == 2 and run.stdout == "", (argv, run.stdout, run.stderr)
+        assert run.stderr == (f"error: {path}: {kind} (arbiter export), not game records: `arbiter import {path} "
+                              f"--db NEW.sqlite` rebuilds them\n"), (argv, run.stderr)
+
+
 def test_text_format_quotes_moves_with_blanks(results_db):
     """A move with blanks or brackets is a JSON string; a bare word stays bare."""
     record = next(iter(load_records(results_db)))

@@ -131,6 +131,36 @@ def test_a_signing_key_and_a_curve_key_mixed_up_are_named_as_such(tmp_path):
                                      "(arbiter keygen NAME)"), lines
 
 
+def test_a_public_key_where_the_secret_key_belongs_is_named_as_such(tmp_path):
+    """A .pub given for a .key (the likely slip: they sit side by side) is called a public key;
+    each command said "the secret key is accessible by group or others; chmod 600" the .pub."""
+    subprocess.run([PY, "-m", "arbiter.cli", "keygen", "--out", str(tmp_path / "sign")], check=True, capture_output=True)
+    subprocess.run([PY, "-m", "arbiter.cli", "keygen", "referee-curve", "--out", str(tmp_path / "curve")], check=True,
+                   capture_output=True)
+    alice, alice_pub = curve.keygen("alice", tmp_path)
+    (tmp_path / "roster.toml").write_text(f'[[participant]]\nname = "alice"\npublic = "{curve.load_public(alice).decode()}"\n')
+    server_pub = tmp_path / "curve" / "referee-curve.pub"
+    runs = {
+        "server key": ([PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", "remote:alice",
+                        "--engine", RANDOM, "--roster", str(tmp_path / "roster.toml"), "--server-key", str(server_pub),
+                        "--listen", f"tcp://127.0.0.1:{free_port()}", "--db", str(tmp_path / "r.sqlite")], 2,
+                       f"{server_pub}: a public key (NAME.pub), not a key pair"),
+        "engine": ([PY, "-m", "sample_engines.random_engine", "--connect", f"tcp://127.0.0.1:{free_port()}",
+                    "--server-key", str(server_pub), "--key", str(alice_pub)], 1,
+                   f"{alice_pub}: a public key (NAME.pub), not a key pair"),
+        "signing key": ([PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM,
+                         "--key", str(tmp_path / "sign" / "referee.pub"), "--db", str(tmp_path / "s.sqlite"), "--quiet"],
+                        2, f"{tmp_path / 'sign' / 'referee.pub'}: the referee's public key (for verify --public-key), "
+                           f"not its secret key"),
+    }
+    for what, (argv, code, text) in runs.items():
+        run = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=60)
+        lines = [line for line in run.stderr.splitlines() if not line.startswith("WARNING")]
+        assert run.returncode == code and len(lines) == 1, (what, run.stderr)
+        assert text in lines[0] and "chmod" not in lines[0], (what, lines)
+    assert not (tmp_path / "r.sqlite").exists() and not (tmp_path / "s.sqlite").exists()
+
+
 def test_a_key_readable_by_others_is_refused(tmp_path):
     secret, _ = curve.keygen("alice", tmp_path)
     secret.chmod(0o644)

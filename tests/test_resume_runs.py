@@ -181,3 +181,27 @@ def test_a_match_resumed_with_another_master_seed_is_refused(tmp_path):
     assert right.returncode == 0, right.stderr
     assert games_in(db) == 400 and status(db) == ["finished"]
     assert all(verify(r) == [] for r in load_records(db))
+
+
+def test_a_setting_given_again_with_resume_is_refused_not_silently_replaced(tmp_path):
+    """Before: `arbiter match --resume --tc 10 --format games=5` (coop and solo alike) played on
+    with the stored time control and format, exit 0, saying nothing of the flags it dropped."""
+    db = tmp_path / "m.sqlite"
+    cut = interrupted("match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM, "--tc", "60",
+                      "--format", "games=400", "--db", str(db), "--quiet", after=3)
+    assert cut.returncode == 130, cut.stderr
+    before = games_in(db)
+    refused = arbiter("match", "--resume", "--db", str(db), "--quiet", "--tc", "10", "--format", "games=5")
+    assert refused.returncode == 2 and refused.stderr.startswith("error: --tc, --format: a resumed match keeps the "
+                                                                 "settings it was started with"), refused.stderr
+    assert games_in(db) == before and status(db) == ["interrupted"]  # nothing played, nothing marked
+    coop_db = tmp_path / "c.sqlite"
+    cut = interrupted("coop", "--game", "catalonia", "--engine", RANDOM, "--games", "300", "--tc", "60",
+                      "--db", str(coop_db), "--quiet", after=2)
+    assert cut.returncode == 130, cut.stderr
+    refused = arbiter("coop", "--resume", "--db", str(coop_db), "--quiet", "--game", "catalonia", "--games", "5")
+    assert refused.returncode == 2 and refused.stderr.startswith("error: --game, --games: a resumed coop series "
+                                                                 "keeps the settings"), refused.stderr
+    resumed = arbiter("match", "--resume", "--db", str(db), "--quiet", "--sandbox", "auto")  # hosting flags: as given
+    assert resumed.returncode == 0, resumed.stderr
+    assert games_in(db) == 400 and status(db) == ["finished"]

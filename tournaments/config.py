@@ -78,7 +78,7 @@ TOP_KEYS = {
 }
 REMOTE_KEYS = {
     "roster": "TOML roster of the remote participants (required with remote engines)",
-    "server_key": "the referee's CURVE key file (arbiter keygen referee); required unless insecure",
+    "server_key": "the referee's CURVE key file (arbiter keygen referee-curve); required unless insecure",
     "listen": "where participants connect (default tcp://0.0.0.0:7340)",
     "wait": "seconds from the start of a run that participants may take to connect; later: absent",
     "grace": "seconds a disconnected participant may take to come back (default 30)",
@@ -219,7 +219,8 @@ def _remote(c: "Checker", doc: dict, source: str, check_paths: bool):
     insecure = c.get(table, "insecure", p, bool, False)
     key = c.get(table, "server_key", p, str, None)
     if key is None and not insecure:
-        raise c.error(p, "missing required key 'server_key' in [remote] (arbiter keygen referee), or insecure = true")
+        raise c.error(p, "missing required key 'server_key' in [remote] (arbiter keygen referee-curve), "
+                         "or insecure = true")
     spec = RemoteSpec(roster=roster_path, server_key=Path(key) if key else None,
                       listen=c.get(table, "listen", p, str, RemoteSpec.listen),
                       wait=float(c.get(table, "wait", p, (int, float), RemoteSpec.wait)),

@@ -277,7 +277,7 @@ class RemoteHub:
                  insecure: bool = False, deadline: float = 300.0, grace: float = 30.0,
                  lag: "LagPolicy | None" = None, log=None):
         if not insecure and server_key is None:
-            raise KeyFileError("the referee's CURVE key is needed (--server-key FILE; arbiter keygen referee)")
+            raise KeyFileError("the referee's CURVE key is needed (--server-key FILE; arbiter keygen referee-curve)")
         self.roster, self.insecure, self.grace = roster, insecure, grace
         self.deadline = time.monotonic() + deadline
         """Participants not connected by then are absent."""

@@ -85,6 +85,9 @@ def load_signer(path: str | Path) -> Signer:
         data = path.read_bytes()
     except OSError as exc:
         raise KeyFileError(f"{path}: cannot read the key: {exc.strerror or exc}") from None
+    if data.lstrip().startswith(b"-----BEGIN PUBLIC KEY-----"):  # referee.pub for referee.key: not "chmod 600 it"
+        raise KeyFileError(f"{path}: the referee's public key (for verify --public-key), not its secret key: "
+                           f"sign with the .key file made with it (arbiter keygen)")
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
         raise KeyFileError(f"{path}: the secret key is accessible by group or others (mode {stat.S_IMODE(mode):o}); "
                         f"chmod 600 it")

@@ -804,6 +804,14 @@ def check_is_file(path: str | Path) -> None:
         raise FileNotFoundError(f"{path}: no such file")
 
 
+def refuse_text_export(path: str | Path, head: bytes) -> None:
+    """ValueError when ``head`` (a file's first bytes) begins a text or CSV export (``arbiter
+    export``), given where records are read: said as such, not as JSON the parser cannot read."""
+    if head.startswith((b"[Event ", b"Event,Match,")):
+        raise ValueError(f"{path}: a {'text' if head.startswith(b'[') else 'CSV'} export (arbiter export), not game "
+                         f"records: `arbiter import {path} --db NEW.sqlite` rebuilds them")
+
+
 def _is_sqlite(path: str | Path) -> bool:
     """True for a SQLite file, False for JSON Lines; ValueError/FileNotFoundError name the file."""
     path = Path(path)
@@ -812,6 +820,7 @@ def _is_sqlite(path: str | Path) -> bool:
         head = f.read(16)
     if not head:
         raise ValueError(f"{path}: empty file, not a results database or export")
+    refuse_text_export(path, head)
     return head.startswith(b"SQLite format 3")
 
 
