@@ -91,6 +91,8 @@ def test_options():
     ("8/8/8/8/8/8/8 1 white - 0 - -", "8 ranks"),
     ("9/8/8/8/8/8/8/8 1 white - 0 - -", "unexpected"),
     ("7/8/8/8/8/8/8/8 1 white - 0 - -", "7 squares"),
+    ("44/8/8/8/8/8/8/8 1 white - 0 - -", "one digit"),   # 4+4: to_text writes 8
+    ("8/8/8/8/8/8/8/1P11BN2 1 white - 0 - -", "one digit"),
     ("LL6/8/8/8/8/8/8/8 1 white - 0 - -", "Lady"),
     ("8/8/8/8/8/8/8/8 16 white - 0 - -", "turn"),
     ("8/8/8/8/8/8/8/8 1 dance - 0 - -", "step"),

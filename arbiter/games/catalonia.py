@@ -368,8 +368,11 @@ def parse_board(text: str) -> tuple[list[int], int]:
     for i, row in enumerate(rows):
         r = 7 - i
         f = 0
-        for ch in row:
+        for k, ch in enumerate(row):
             if ch in "12345678":
+                if k and row[k - 1] in "12345678":
+                    raise ValueError(f"rank {r + 1}: a run of empty squares is one digit, not "
+                                     f"{row[k - 1]}{ch} in {row!r}")
                 f += int(ch)
             elif ch == PIT_CHAR or ch in _LETTER_CODE:
                 if f < 8:
