@@ -57,6 +57,7 @@ def dests(state, frm) -> set[str]:
 
 # The "diamond": four pieces defending each other along diagonals and lines.
 DIAMOND = {"d2": "B", "f4": "b", "d6": "L", "b4": "l"}
+INITIAL = "1nblgbn1/1pppppp1/8/8/8/8/1PPPPPP1/1NBLGBN1"
 
 
 # --- notation, options -------------------------------------------------------------------------
@@ -90,6 +91,8 @@ def test_options():
     ("8/8/8/8/8/8/8 1 white - 0 - -", "8 ranks"),
     ("9/8/8/8/8/8/8/8 1 white - 0 - -", "unexpected"),
     ("7/8/8/8/8/8/8/8 1 white - 0 - -", "7 squares"),
+    ("44/8/8/8/8/8/8/8 1 white - 0 - -", "one digit"),   # 4+4: to_text writes 8
+    ("8/8/8/8/8/8/8/1P11BN2 1 white - 0 - -", "one digit"),
     ("LL6/8/8/8/8/8/8/8 1 white - 0 - -", "Lady"),
     ("8/8/8/8/8/8/8/8 16 white - 0 - -", "turn"),
     ("8/8/8/8/8/8/8/8 1 dance - 0 - -", "step"),
@@ -104,6 +107,27 @@ def test_options():
 def test_bad_position_texts_are_refused_with_reasons(text, why):
     with pytest.raises(ValueError, match=why):
         GAME.from_text(text)
+
+
+@pytest.mark.parametrize("turn, total, scores", [
+    ("\u0662", "0", "0"),       # an Arabic-Indic 2: int() reads it, the text must be ASCII
+    ("\u00b2", "0", "0"),       # a superscript 2: isdigit() says yes, int() says no
+    ("02", "0", "0"),            # a leading zero
+    ("2", "00", "0"),
+    ("2", "0", "+0"),            # int() takes a sign, an underscore, a leading zero
+    ("2", "0", "-0"),
+    ("2", "0", "0_0"),
+    ("2", "0", "\u0660"),
+    ("2", "16", "016"),
+])
+def test_numbers_in_the_position_text_are_plain_decimals(turn, total, scores):
+    """Turn, total and turn scores are written as plain ASCII decimals without leading zeros; the
+    parser took anything int() reads (another script's digits, a sign, '_', '016'), so a position
+    was accepted in a form that differs from the one to_text() gives back (and the one engines see)."""
+    text = f"{INITIAL} {turn} white - {total} {scores} -"
+    with pytest.raises(ValueError, match="must be"):
+        GAME.from_text(text)
+    assert GAME.from_text(f"{INITIAL} 2 white - 0 0 -").to_text() == f"{INITIAL} 2 white - 0 0 -"
 
 
 def test_a_turn_score_is_at_most_24_squared():

@@ -370,6 +370,8 @@ def test_options():
     ("R14/R14/5/5/4B1 r - r play", "red cube 1 appears twice"),
     ("R15/5/5/5/4B1 r - r play", "more than 5 squares"),
     ("R13/5/5/5/4B1 r - r play", "4 squares, not 5"),
+    ("R1211/5/5/5/4B1 r - r play", "one digit"),        # 2+1+1: to_text writes R14
+    ("R14/5/5/32/4B1 r - r play", "one digit"),
     ("R74/5/5/5/4B1 r - r play", "cube number 1-6"),
     ("X4/5/5/5/4B1 r - r play", "unexpected"),
     ("R14/5/5/5/4B1 x - r play", "side to move"),

@@ -546,6 +546,10 @@ def test_after_moves_the_counters_advance():
     ("1ssbss1/nnnnnnn/7/7/7/N6/NNNNNNN/1SSBSS1 b b 0 1", "blue has 13 pieces"),
     ("1sNbss1/nnnnnnn/7/7/7/7/NNNNNN1/1SSBSS1 b b 0 1", "a blue Ninny on c8 would have been promoted"),
     ("1ss1ss1/nnnnnnn/7/7/7/7/NNNNNNN/1SSBSS1 b b 0 1", "red has no Brain, but red made the last move"),
+    # Numbers as to_text writes them: no leading zero (the parser read 07, 00 and 01 as 7, 0, 1).
+    ("1ssbss1/nnnnnnn/07/7/7/7/NNNNNNN/1SSBSS1 b b 0 1", "rank 6: a run of empty squares is written"),
+    ("1ssbss1/nnnnnnn/7/7/7/7/NNNNNNN/1SSBSS1 b b 00 1", "plies without a capture must be an integer"),
+    ("1ssbss1/nnnnnnn/7/7/7/7/NNNNNNN/1SSBSS1 b b 0 01", "move number must be an integer >= 1"),
 ])
 def test_bad_position_text_is_refused_with_the_reason(text, message):
     with pytest.raises(ValueError, match=message):

@@ -352,6 +352,12 @@ def board_text(board: list[int], pits: int) -> str:
     return "/".join(rows)
 
 
+def _is_decimal(text: str) -> bool:
+    """A number as ``to_text`` writes it: ASCII digits, no sign, no leading zero (``int`` also
+    takes other scripts' digits, ``+``, ``_`` and ``016``; ``isdigit`` takes superscripts)."""
+    return text.isascii() and text.isdigit() and (text == "0" or text[0] != "0")
+
+
 def parse_board(text: str) -> tuple[list[int], int]:
     """The inverse of ``board_text``; raises ValueError saying what is wrong."""
     rows = text.split("/")
@@ -362,8 +368,11 @@ def parse_board(text: str) -> tuple[list[int], int]:
     for i, row in enumerate(rows):
         r = 7 - i
         f = 0
-        for ch in row:
+        for k, ch in enumerate(row):
             if ch in "12345678":
+                if k and row[k - 1] in "12345678":
+                    raise ValueError(f"rank {r + 1}: a run of empty squares is one digit, not "
+                                     f"{row[k - 1]}{ch} in {row!r}")
                 f += int(ch)
             elif ch == PIT_CHAR or ch in _LETTER_CODE:
                 if f < 8:
@@ -1057,7 +1066,7 @@ class CataloniaGame(Game):
                              f"chain), got {len(fields)}: {text!r}")
         board_f, turn_f, step_f, arg_f, total_f, scores_f, chain_f = fields
         board, pits = parse_board(board_f)
-        if not turn_f.isdigit() or not 1 <= int(turn_f) <= self.turns:
+        if not _is_decimal(turn_f) or not 1 <= int(turn_f) <= self.turns:
             raise ValueError(f"turn must be 1..{self.turns} (option turns), not {turn_f!r}")
         turn = int(turn_f)
         if step_f not in _STEP_INDEX:
@@ -1066,14 +1075,13 @@ class CataloniaGame(Game):
         if scores_f == "-":
             scores = []
         else:
-            try:
-                scores = [int(x) for x in scores_f.split(",")]
-            except ValueError:
-                raise ValueError(f"turn scores must be comma-separated integers or '-', not {scores_f!r}") from None
+            if not all(_is_decimal(x) for x in scores_f.split(",")):
+                raise ValueError(f"turn scores must be comma-separated integers or '-', not {scores_f!r}")
+            scores = [int(x) for x in scores_f.split(",")]
             for x in scores:
                 if x != 0 and not (MIN_CHAIN ** 2 <= x <= MAX_CHAIN ** 2 and int(x ** 0.5) ** 2 == x):
                     raise ValueError(f"turn score {x} is not 0 or a chain length (4..24) squared")
-        if not total_f.isdigit() or int(total_f) != sum(scores):
+        if not _is_decimal(total_f) or int(total_f) != sum(scores):
             raise ValueError(f"total {total_f!r} must be the sum of the turn scores ({sum(scores)})")
         expected = turn - 1 if step in _MOVEMENT_STEPS else turn
         if len(scores) != expected:

@@ -682,6 +682,9 @@ class EinsteinGame(Game):
                     c += 1
                     i += 2
                 elif ch in "12345":
+                    if i and row[i - 1] in "12345" and (i < 2 or row[i - 2] not in "RB"):
+                        raise ValueError(f"rank {SIZE - r}: a run of empty squares is one digit, "
+                                         f"not {row[i - 1]}{ch} in {row!r}")
                     c += int(ch)
                     i += 1
                 else:

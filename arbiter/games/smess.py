@@ -776,8 +776,9 @@ class SmessState(State):
 
 
 def _is_number(text: str) -> bool:
-    """Plain ASCII digits (``str.isdigit`` also accepts superscripts that ``int`` refuses)."""
-    return text.isascii() and text.isdigit()
+    """Plain ASCII digits without a leading zero, as ``to_text`` writes them (``str.isdigit``
+    also accepts superscripts that ``int`` refuses)."""
+    return text.isascii() and text.isdigit() and (text == "0" or text[0] != "0")
 
 
 def _sgn(x: int) -> int:
@@ -943,6 +944,9 @@ class SmessGame(Game):
                     run = int(row[j:k])
                     if run == 0:
                         raise ValueError(f"rank {rank}: an empty run of 0 squares in {row!r}")
+                    if ch == "0":
+                        raise ValueError(f"rank {rank}: a run of empty squares is written without a "
+                                         f"leading zero, not {row[j:k]!r} in {row!r}")
                     f += run
                     j = k
                 elif ch in _LETTER_PIECE:
