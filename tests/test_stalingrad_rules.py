@@ -155,6 +155,20 @@ def test_movement_allowances_and_adjacency():
     s.check_move("", 0)
 
 
+@pytest.mark.parametrize("plan", ["I1:3-٤", "I1:03-04", "I1:04", "I1:3-" + "4" * 5000, "A1:4-07", "A1:٤-7"])
+def test_an_area_is_written_as_its_number_in_ascii(plan):
+    """An engine's reply is adversarial: a Unicode digit or a leading zero is not the documented
+    notation (it was taken as the area), and a 5000-digit area crashed the referee with int()'s
+    ValueError instead of being an illegal move."""
+    assert "is not an area" in problems(pos(MOVE), plan) or "expected <counter>" in problems(pos(MOVE), plan)
+
+
+@pytest.mark.parametrize("area", ["٢", "02", "2" * 5000])
+def test_a_deployment_area_is_written_as_its_number_in_ascii(area):
+    good = "I1:2;I2:2;I3:3;I4:3;I5:4;I6:4;A1:5;A2:5;L1:5;L2:3"
+    problems(deployed_state(), good.replace("I1:2", f"I1:{area}"))
+
+
 def test_stop_on_entering_a_soviet_area():
     s = pos(MOVE)
     assert "A2 must stop on entering Soviet-occupied area 9; it cannot go on to 12" in problems(s, "A2:5-9-12")

@@ -50,7 +50,11 @@ DECISION_KIND = {DEPLOY: "deploy", MOVE: "movement_plan", AMBUSH: "deplete", AIR
                  DEPLETE: "deplete"}
 _DICE = (1, 2, 3, 4, 5, 6)
 
-_ENTRY_RE = re.compile(r"([A-Za-z]+\d+):(\d+(?:-\d+)*)(?:\+([A-Za-z]+\d+))?")
+_ENTRY_RE = re.compile(r"([A-Za-z]+[0-9]+):([0-9]+(?:-[0-9]+)*)(?:\+([A-Za-z]+[0-9]+))?")
+_AREA_TEXT = {str(a): a for a in AREA_NUMBERS}
+"""An area in a decision is written exactly as its number: ASCII digits, no leading zero (an engine's
+'02', '٢' or a 5000-digit number is not an area; int() would take the first two and crash on the
+last)."""
 _EMPTY_PLANS = ("", "-", "none", "pass")
 
 
@@ -352,20 +356,20 @@ class StalingradState(State):
         placements: list[tuple[int, int]] = []
         seen: set[int] = set()
         for entry in [e.strip() for e in text.split(";") if e.strip()]:
-            m = re.fullmatch(r"([A-Za-z]+\d+):(\d+)", entry)
+            m = re.fullmatch(r"([A-Za-z]+[0-9]+):([0-9]+)", entry)
             if not m:
                 problems.append(f"entry {entry!r}: expected <counter>:<entry area>, e.g. I1:2")
                 continue
             i = self._counter(m.group(1), problems)
             if i is None:
                 continue
-            area = int(m.group(2))
+            area = _AREA_TEXT.get(m.group(2), 0)
             if i in seen:
                 problems.append(f"{ed.german_ids[i]} is placed twice")
                 continue
             seen.add(i)
             if area not in ed.entry:
-                problems.append(f"{ed.german_ids[i]}: area {area} is not an entry area "
+                problems.append(f"{ed.german_ids[i]}: area {m.group(2)[:12]} is not an entry area "
                                 f"({', '.join(map(str, ed.entry))})")
                 continue
             placements.append((i, area))
@@ -408,13 +412,14 @@ class StalingradState(State):
                 problems.append(f"{name} is given twice ({moved[i]} and {entry!r})")
                 continue
             moved[i] = repr(entry)
-            path = [int(a) for a in m.group(2).split("-")]
+            written = m.group(2).split("-")
+            bad = [a for a in written if a not in _AREA_TEXT]
+            if bad:
+                problems.append(f"{name}: {bad[0][:12]!r} is not an area (areas are 2-12)")
+                continue
+            path = [_AREA_TEXT[a] for a in written]
             if path[0] == start:
                 path = path[1:]  # the start area may be written first
-            bad = [a for a in path if a not in AREA_NUMBERS]
-            if bad:
-                problems.append(f"{name}: {bad[0]} is not an area (areas are 2-12)")
-                continue
             if carried >= 0:
                 cname = ids[carried]
                 if carried in moved:
@@ -1006,13 +1011,13 @@ class StalingradGame(Game):
 
 
 def _number(text: str, what: str, minimum: int) -> int:
-    if not text.isdigit() or int(text) < minimum:
+    if not (text.isascii() and text.isdigit()) or int(text) < minimum:
         raise ValueError(f"stalingrad position: {what} {text!r} is not a whole number >= {minimum}")
     return int(text)
 
 
 def _area(text: str, what: str) -> int:
-    if not text.isdigit() or int(text) not in AREA_NUMBERS:
+    if text not in _AREA_TEXT:
         raise ValueError(f"stalingrad position: {what}: {text!r} is not an area 2-12")
     return int(text)
 
