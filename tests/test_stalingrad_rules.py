@@ -169,6 +169,17 @@ def test_a_deployment_area_is_written_as_its_number_in_ascii(area):
     problems(deployed_state(), good.replace("I1:2", f"I1:{area}"))
 
 
+def test_letters_in_either_case_and_surrounding_whitespace_are_read_as_documented():
+    """docs/games/stalingrad.md, Decisions: the page now says what the parser always took."""
+    s = pos("turn=1 ast=2 step=air:8 german=I1@8,A1@8d soviet=8:3,9:1")
+    s.check_move(" YES ", 0)
+    s = pos("turn=1 ast=2 step=deplete:8 combat=0:66:1 german=I1@8,A1@8d soviet=9:1")
+    s.check_move(" i1 ", 0)
+    s = pos("turn=1 step=move german=I1@8,A1@8d soviet=9:1")
+    s.check_move(" None ", 0)
+    s.check_move(" a1:8-7 ; i1:8-7 ", 0)
+
+
 def test_stop_on_entering_a_soviet_area():
     s = pos(MOVE)
     assert "A2 must stop on entering Soviet-occupied area 9; it cannot go on to 12" in problems(s, "A2:5-9-12")
