@@ -519,3 +519,15 @@ def test_random_games_round_trip_and_observations_hide_face_down_counters():
             else:
                 s.apply(rng.choice(s.legal_moves()))
         assert s.returns() in ([1.0], [-1.0]) and s.end_detail()
+
+
+def test_the_request_state_at_a_deplete_step_gives_the_dice_that_were_rolled():
+    """3 crosses against 3 + 1 stars: 1 German die against 2. The German win removes the Soviet
+    counter, after which the area's values alone would give 2 dice against 1."""
+    s = pos("turn=1 ast=0 step=roll:8 german=I1@8d,I2@8 soviet=8:3,9:1,10:1")
+    assert s.combat_dice() == (1, 2)
+    roll(s, 6, 1, 1)
+    assert s.step == "deplete" and s.s_type[8] < 0
+    combat = s.observation_data(0)["combat"]
+    assert (combat["german_dice"], combat["soviet_dice"], combat["result"]) == (1, 2, "german")
+    assert (combat["german_rolled"], combat["soviet_rolled"]) == ([6], [1, 1])

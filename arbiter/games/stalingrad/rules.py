@@ -804,6 +804,8 @@ class StalingradState(State):
         }
         if self.step in (ROLL, DEPLETE, AIR):
             g, s = self.combat_dice()
+            if self.step == DEPLETE and self.sdice:  # the roll is over: the Soviet counter may be
+                g, s = len(self.gdice), len(self.sdice)  # gone and leaders promoted since
             data["combat"] = {"area": self.area, "crosses": self.crosses_at(self.area),
                               "stars": self.stars_at(self.area), "air_strike": self.air,
                               "german_dice": g, "soviet_dice": s,
