@@ -399,6 +399,30 @@ def test_wrong_decisions_are_refused_with_reasons():
         s.check_move("1 inf : Germany > East Europe; 1 inf : Germany > East Europe")
 
 
+@pytest.mark.parametrize("count", ["٣", "03", "9" * 5000])
+def test_a_count_is_ascii_digits_without_a_leading_zero(count):
+    """An engine's reply is adversarial: int() read a Unicode digit ('٣ inf' bought 3 infantry)
+    and a 5000-digit count raised int()'s ValueError, not IllegalMove: the referee crashed."""
+    s = AAChessGame().new_initial_state()
+    with pytest.raises(IllegalMove, match="cannot read"):
+        s.check_move(f"{count} inf")
+    s = blank("GE")
+    put(s, "inf", "GE", "Germany")
+    with pytest.raises(IllegalMove, match="cannot read"):
+        s.check_move(f"{count} inf : Germany > East Europe")
+
+
+@pytest.mark.parametrize("name", ["Germ\u0430ny", "\u212Aarelia S.S.R.", "Ru\u00dfia"])
+def test_a_space_name_is_ascii(name):
+    """Names are case-insensitive (documented), but casefold() also took 'Rußia' for Russia and a
+    Kelvin sign for K: non-ASCII look-alikes are not names."""
+    s = blank("GE")
+    put(s, "inf", "GE", "Germany")
+    with pytest.raises(IllegalMove, match="unknown space"):
+        s.check_move(f"1 inf : Germany > {name}")
+    s.check_move("1 inf : GERMANY > east europe")
+
+
 def test_placement_at_complexes_and_unplaced_units_are_lost():
     s = blank("GE", "place")
     put(s, "ic", "GE", "Germany")

@@ -62,9 +62,11 @@ DEVELOPMENTS = {
 """The developments a power may research (rules §7: the classic chart without industrial
 technology, which the project does not offer)."""
 ROCKET_RANGE = 3
-RESEARCH_PATTERN = re.compile(r"^(?:(\d+)\s*)?([a-z]+)$")
+RESEARCH_PATTERN = re.compile(r"^(?:(0|[1-9][0-9]{0,5})\s*)?([a-z]+)$")
 
-_SELECTOR = re.compile(r"^(?:(\d+)\s*)?([a-z]+)$")
+_SELECTOR = re.compile(r"^(?:(0|[1-9][0-9]{0,5})\s*)?([a-z]+)$")
+"""``N code``: N in ASCII digits without a leading zero, at most 6 of them (int() took '٣' for 3
+and raised its own ValueError, not IllegalMove, on a 5000-digit count: a crash of the referee)."""
 
 
 class Unit:
