@@ -57,6 +57,24 @@ def test_initial_position_and_text_round_trip():
         game.from_text("{}")
 
 
+@pytest.mark.parametrize("field, value", [("power", 5), ("owners", None), ("tech", 3), ("pending", [1]),
+                                          ("passes", []), ("casualties", {}), ("battle", {})])
+def test_a_position_with_a_field_of_the_wrong_shape_is_a_value_error(field, value):
+    """Game.from_text's contract: ValueError saying what is wrong. A field of the wrong JSON type
+    raised AttributeError (e.g. 'int' object has no attribute 'upper'), and an empty casualties or
+    battle object was read as a decision without fields (KeyError at the next step)."""
+    import json
+
+    game = AAChessGame()
+    d = json.loads(game.new_initial_state().to_text())
+    d[field] = value
+    try:
+        s = game.from_text(json.dumps(d))
+    except ValueError:
+        return
+    assert s.current_player() == 0 and s.decision_kind() == "purchase"
+
+
 def test_purchase_is_checked_against_the_treasury():
     s = AAChessGame().new_initial_state()
     with pytest.raises(IllegalMove, match="costs 27 PUs; RU has 24"):

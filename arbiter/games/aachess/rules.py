@@ -1750,7 +1750,7 @@ class AAChessGame(Game):
             return self._from_data(d)
         except KeyError as exc:
             raise ValueError(f"aachess position: missing field {exc}") from None
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, AttributeError, IndexError) as exc:  # a field of the wrong shape
             raise ValueError(f"aachess position: {exc}") from None
 
     def _from_data(self, d: dict) -> AAChessState:
@@ -1781,13 +1781,13 @@ class AAChessGame(Game):
         st.pending = [b.space(n) for n in d["pending"]]
         st.raids = {b.space(n): list(v) for n, v in d["raids"].items()}
         st.rockets = [[int(gun), b.space(n)] for gun, n in d.get("rockets", [])]
-        st.bt = d["battle"]
+        st.bt = d["battle"] or None  # an empty object is no battle (as null), not one without fields
         if st.bt:
             st.bt = {**st.bt, "at": b.space(st.bt["at"]), "def": b.power(st.bt["def"])}
-        st.cas = d["casualties"]
+        st.cas = d["casualties"] or None
         if st.cas:
             st.cas = {**st.cas, "power": b.power(st.cas["power"])}
-        st.chance = d["chance"]
+        st.chance = d["chance"] or None
         st.retreat_forced = bool(d["retreat_forced"])
         st.raid_die = d.get("raid_die")
         st.result, st.detail = d["result"], d["detail"]
