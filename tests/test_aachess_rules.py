@@ -355,6 +355,20 @@ def test_stalled_battle_forces_a_retreat_under_orthodox():
     assert s.units[2].at == s.board.space("Ukraine S.S.R.")
 
 
+@pytest.mark.parametrize("reply", ["retreatUkraine S.S.R.", "retreat-Ukraine S.S.R.", "retreats Ukraine S.S.R."])
+def test_retreat_is_a_word_then_the_space(reply):
+    """'retreat <space>': the space was read from the 8th character on, so 'retreatUkraine S.S.R.'
+    was taken as a retreat to Ukraine S.S.R. (and 'retreats ...' as one to 's ...')."""
+    s = blank("GE", variant="orthodox")
+    put(s, "inf", "RU", "Caucasus")
+    put(s, "arm", "GE", "Ukraine S.S.R.")
+    s.apply("1 arm : Ukraine S.S.R. > Caucasus")
+    assert s.decision_kind() == "retreat"
+    with pytest.raises(IllegalMove):
+        s.check_move(reply)
+    s.check_move("RETREAT  Ukraine S.S.R.")
+
+
 def test_the_stalled_battle_rule_covers_every_variant_that_carries_nothing():
     """Project rule (docs/games/aachess.md, rules §3 *Stalled battles*): under a variant with
     nothing carried from round to round (`orthodox`, `ryof` and `ryof6` alike), a round in which

@@ -1489,7 +1489,7 @@ class AAChessState(State):
             self.log.append(f"{self.board.powers[self.mover].code} continues the battle in {self.board.names[bt['at']]}")
             bt["step"] = "round"
             return
-        if not words.lower().startswith("retreat"):
+        if not (words.lower() == "retreat" or words.lower().startswith("retreat ")):  # not 'retreatRussia'
             raise IllegalMove("expected 'continue', 'retreat' or 'retreat <space>'")
         dest_text = words[7:].strip()
         options = self.retreat_options()
