@@ -531,3 +531,19 @@ def test_the_request_state_at_a_deplete_step_gives_the_dice_that_were_rolled():
     combat = s.observation_data(0)["combat"]
     assert (combat["german_dice"], combat["soviet_dice"], combat["result"]) == (1, 2, "german")
     assert (combat["german_rolled"], combat["soviet_rolled"]) == ([6], [1, 1])
+
+
+@pytest.mark.parametrize("text, why", [
+    ("turn=1 ast=9 step=air:8 german=I1@8,A1@8d soviet=8:3,9:1", "ast 9 is above 4"),
+    ("turn=21 step=move german=I1@8,A1@8d soviet=8:3,9:1", "beyond max_turns"),
+    ("turn=1 step=won german=I1@8 soviet=8:3", "step won with 1 Soviet"),
+    ("turn=3 step=lost german=I1@8,I2@8 soviet=8:3", "not outnumbering"),
+])
+def test_from_text_refuses_positions_the_rules_cannot_reach(text, why):
+    """A won position with Soviet counters on the map returned [1.0] ('all Soviet counters cleared'),
+    and an Air Strike Track above 4 gave more air strikes than the game has."""
+    with pytest.raises(ValueError, match=why):
+        GAME.from_text(text)
+    pos("turn=20 step=lost german=I1@8,I2@8 soviet=8:3")  # the turn limit
+    pos("turn=3 step=lost german=I1@8 soviet=8:3,9:1")    # outnumbered
+    pos("turn=3 step=won german=I1@8 soviet=-")

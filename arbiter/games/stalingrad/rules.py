@@ -912,6 +912,11 @@ class StalingradGame(Game):
         s.pool = []
         s.turn = _number(fields["turn"], "turn", 1)
         s.ast = _number(fields.get("ast", str(AIR_STRIKES)), "ast", 0)
+        if s.ast > AIR_STRIKES:
+            raise ValueError(f"stalingrad position: ast {s.ast} is above {AIR_STRIKES} (the Air Strike Track "
+                             f"starts on {AIR_STRIKES} and only goes down)")
+        if s.turn > self.max_turns:
+            raise ValueError(f"stalingrad position: turn {s.turn} is beyond max_turns {self.max_turns}")
         step, _, arg = fields["step"].partition(":")
         if step not in STEPS:
             raise ValueError(f"stalingrad position: step {step!r} is not one of {', '.join(STEPS)}")
@@ -999,6 +1004,12 @@ class StalingradGame(Game):
                              f"pool there is no infiltration)")
         if step == DRAW and (s.s_type[s.area] >= 0 or s.area in s.g_area):
             raise ValueError(f"stalingrad position: step draw:{s.area} needs an empty area {s.area}")
+        if step == WON and s.soviet_count():
+            raise ValueError(f"stalingrad position: step won with {s.soviet_count()} Soviet counter(s) on the "
+                             f"map (the player wins when none is left)")
+        if step == LOST and s.soviet_count() <= s.german_count() and s.turn < self.max_turns:
+            raise ValueError(f"stalingrad position: step lost on turn {s.turn} of {self.max_turns} with the Soviet "
+                             f"counters ({s.soviet_count()}) not outnumbering the German ({s.german_count()})")
         if step == SETUP:
             free = [a for a in ed.shields if s.s_type[a] < 0]
             if not free or len(s.pool) < len(free):
