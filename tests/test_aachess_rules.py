@@ -444,6 +444,16 @@ def test_a_count_is_ascii_digits_without_a_leading_zero(count):
         s.check_move(f"{count} inf : Germany > East Europe")
 
 
+@pytest.mark.parametrize("unit_id", ["#+{}", "# {}", "#0{}", "#{}_0", "#{}\u0660"])
+def test_a_unit_id_is_hash_and_its_number(unit_id):
+    """'#17' names unit 17; int() also read '#+17', '# 17', '#017' and '#1_7' (and '#1٠' as #10)."""
+    s = blank("GE")
+    inf = put(s, "inf", "GE", "Germany", 11)
+    s.check_move(f"#{inf[0].id} : Germany > East Europe")
+    with pytest.raises(IllegalMove, match="is not one of those"):
+        s.check_move(unit_id.format(inf[0].id) + " : Germany > East Europe")
+
+
 @pytest.mark.parametrize("name", ["Germ\u0430ny", "\u212Aarelia S.S.R.", "Ru\u00dfia"])
 def test_a_space_name_is_ascii(name):
     """Names are case-insensitive (documented), but casefold() also took 'Rußia' for Russia and a

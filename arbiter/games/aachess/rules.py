@@ -637,10 +637,10 @@ class AAChessState(State):
             if not item:
                 raise IllegalMove(f"empty unit item in {text!r}")
             if item.startswith("#"):
-                try:
-                    u = by_id[int(item[1:])]
-                except (KeyError, ValueError):
-                    raise IllegalMove(f"unit {item} is not one of those that can be chosen here") from None
+                digits = item[1:]  # ASCII digits, no leading zero: int() also read '٣', '+3', ' 3', '3_0'
+                u = by_id.get(int(digits)) if re.fullmatch(r"[1-9][0-9]{0,8}", digits) else None
+                if u is None:
+                    raise IllegalMove(f"unit {item[:20]} is not one of those that can be chosen here")
                 if u in chosen:
                     raise IllegalMove(f"unit {item} named twice")
                 chosen.append(u)
