@@ -57,6 +57,24 @@ def test_initial_position_and_text_round_trip():
         game.from_text("{}")
 
 
+@pytest.mark.parametrize("field, value", [("power", 5), ("owners", None), ("tech", 3), ("pending", [1]),
+                                          ("passes", []), ("casualties", {}), ("battle", {})])
+def test_a_position_with_a_field_of_the_wrong_shape_is_a_value_error(field, value):
+    """Game.from_text's contract: ValueError saying what is wrong. A field of the wrong JSON type
+    raised AttributeError (e.g. 'int' object has no attribute 'upper'), and an empty casualties or
+    battle object was read as a decision without fields (KeyError at the next step)."""
+    import json
+
+    game = AAChessGame()
+    d = json.loads(game.new_initial_state().to_text())
+    d[field] = value
+    try:
+        s = game.from_text(json.dumps(d))
+    except ValueError:
+        return
+    assert s.current_player() == 0 and s.decision_kind() == "purchase"
+
+
 def test_purchase_is_checked_against_the_treasury():
     s = AAChessGame().new_initial_state()
     with pytest.raises(IllegalMove, match="costs 27 PUs; RU has 24"):
@@ -337,6 +355,20 @@ def test_stalled_battle_forces_a_retreat_under_orthodox():
     assert s.units[2].at == s.board.space("Ukraine S.S.R.")
 
 
+@pytest.mark.parametrize("reply", ["retreatUkraine S.S.R.", "retreat-Ukraine S.S.R.", "retreats Ukraine S.S.R."])
+def test_retreat_is_a_word_then_the_space(reply):
+    """'retreat <space>': the space was read from the 8th character on, so 'retreatUkraine S.S.R.'
+    was taken as a retreat to Ukraine S.S.R. (and 'retreats ...' as one to 's ...')."""
+    s = blank("GE", variant="orthodox")
+    put(s, "inf", "RU", "Caucasus")
+    put(s, "arm", "GE", "Ukraine S.S.R.")
+    s.apply("1 arm : Ukraine S.S.R. > Caucasus")
+    assert s.decision_kind() == "retreat"
+    with pytest.raises(IllegalMove):
+        s.check_move(reply)
+    s.check_move("RETREAT  Ukraine S.S.R.")
+
+
 def test_the_stalled_battle_rule_covers_every_variant_that_carries_nothing():
     """Project rule (docs/games/aachess.md, rules §3 *Stalled battles*): under a variant with
     nothing carried from round to round (`orthodox`, `ryof` and `ryof6` alike), a round in which
@@ -397,6 +429,40 @@ def test_wrong_decisions_are_refused_with_reasons():
             s.check_move(move)
     with pytest.raises(IllegalMove, match=r"move 2 \("):
         s.check_move("1 inf : Germany > East Europe; 1 inf : Germany > East Europe")
+
+
+@pytest.mark.parametrize("count", ["٣", "03", "9" * 5000])
+def test_a_count_is_ascii_digits_without_a_leading_zero(count):
+    """An engine's reply is adversarial: int() read a Unicode digit ('٣ inf' bought 3 infantry)
+    and a 5000-digit count raised int()'s ValueError, not IllegalMove: the referee crashed."""
+    s = AAChessGame().new_initial_state()
+    with pytest.raises(IllegalMove, match="cannot read"):
+        s.check_move(f"{count} inf")
+    s = blank("GE")
+    put(s, "inf", "GE", "Germany")
+    with pytest.raises(IllegalMove, match="cannot read"):
+        s.check_move(f"{count} inf : Germany > East Europe")
+
+
+@pytest.mark.parametrize("unit_id", ["#+{}", "# {}", "#0{}", "#{}_0", "#{}\u0660"])
+def test_a_unit_id_is_hash_and_its_number(unit_id):
+    """'#17' names unit 17; int() also read '#+17', '# 17', '#017' and '#1_7' (and '#1٠' as #10)."""
+    s = blank("GE")
+    inf = put(s, "inf", "GE", "Germany", 11)
+    s.check_move(f"#{inf[0].id} : Germany > East Europe")
+    with pytest.raises(IllegalMove, match="is not one of those"):
+        s.check_move(unit_id.format(inf[0].id) + " : Germany > East Europe")
+
+
+@pytest.mark.parametrize("name", ["Germ\u0430ny", "\u212Aarelia S.S.R.", "Ru\u00dfia"])
+def test_a_space_name_is_ascii(name):
+    """Names are case-insensitive (documented), but casefold() also took 'Rußia' for Russia and a
+    Kelvin sign for K: non-ASCII look-alikes are not names."""
+    s = blank("GE")
+    put(s, "inf", "GE", "Germany")
+    with pytest.raises(IllegalMove, match="unknown space"):
+        s.check_move(f"1 inf : Germany > {name}")
+    s.check_move("1 inf : GERMANY > east europe")
 
 
 def test_placement_at_complexes_and_unplaced_units_are_lost():

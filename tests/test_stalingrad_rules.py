@@ -155,6 +155,31 @@ def test_movement_allowances_and_adjacency():
     s.check_move("", 0)
 
 
+@pytest.mark.parametrize("plan", ["I1:3-٤", "I1:03-04", "I1:04", "I1:3-" + "4" * 5000, "A1:4-07", "A1:٤-7"])
+def test_an_area_is_written_as_its_number_in_ascii(plan):
+    """An engine's reply is adversarial: a Unicode digit or a leading zero is not the documented
+    notation (it was taken as the area), and a 5000-digit area crashed the referee with int()'s
+    ValueError instead of being an illegal move."""
+    assert "is not an area" in problems(pos(MOVE), plan) or "expected <counter>" in problems(pos(MOVE), plan)
+
+
+@pytest.mark.parametrize("area", ["٢", "02", "2" * 5000])
+def test_a_deployment_area_is_written_as_its_number_in_ascii(area):
+    good = "I1:2;I2:2;I3:3;I4:3;I5:4;I6:4;A1:5;A2:5;L1:5;L2:3"
+    problems(deployed_state(), good.replace("I1:2", f"I1:{area}"))
+
+
+def test_letters_in_either_case_and_surrounding_whitespace_are_read_as_documented():
+    """docs/games/stalingrad.md, Decisions: the page now says what the parser always took."""
+    s = pos("turn=1 ast=2 step=air:8 german=I1@8,A1@8d soviet=8:3,9:1")
+    s.check_move(" YES ", 0)
+    s = pos("turn=1 ast=2 step=deplete:8 combat=0:66:1 german=I1@8,A1@8d soviet=9:1")
+    s.check_move(" i1 ", 0)
+    s = pos("turn=1 step=move german=I1@8,A1@8d soviet=9:1")
+    s.check_move(" None ", 0)
+    s.check_move(" a1:8-7 ; i1:8-7 ", 0)
+
+
 def test_stop_on_entering_a_soviet_area():
     s = pos(MOVE)
     assert "A2 must stop on entering Soviet-occupied area 9; it cannot go on to 12" in problems(s, "A2:5-9-12")
@@ -494,3 +519,31 @@ def test_random_games_round_trip_and_observations_hide_face_down_counters():
             else:
                 s.apply(rng.choice(s.legal_moves()))
         assert s.returns() in ([1.0], [-1.0]) and s.end_detail()
+
+
+def test_the_request_state_at_a_deplete_step_gives_the_dice_that_were_rolled():
+    """3 crosses against 3 + 1 stars: 1 German die against 2. The German win removes the Soviet
+    counter, after which the area's values alone would give 2 dice against 1."""
+    s = pos("turn=1 ast=0 step=roll:8 german=I1@8d,I2@8 soviet=8:3,9:1,10:1")
+    assert s.combat_dice() == (1, 2)
+    roll(s, 6, 1, 1)
+    assert s.step == "deplete" and s.s_type[8] < 0
+    combat = s.observation_data(0)["combat"]
+    assert (combat["german_dice"], combat["soviet_dice"], combat["result"]) == (1, 2, "german")
+    assert (combat["german_rolled"], combat["soviet_rolled"]) == ([6], [1, 1])
+
+
+@pytest.mark.parametrize("text, why", [
+    ("turn=1 ast=9 step=air:8 german=I1@8,A1@8d soviet=8:3,9:1", "ast 9 is above 4"),
+    ("turn=21 step=move german=I1@8,A1@8d soviet=8:3,9:1", "beyond max_turns"),
+    ("turn=1 step=won german=I1@8 soviet=8:3", "step won with 1 Soviet"),
+    ("turn=3 step=lost german=I1@8,I2@8 soviet=8:3", "not outnumbering"),
+])
+def test_from_text_refuses_positions_the_rules_cannot_reach(text, why):
+    """A won position with Soviet counters on the map returned [1.0] ('all Soviet counters cleared'),
+    and an Air Strike Track above 4 gave more air strikes than the game has."""
+    with pytest.raises(ValueError, match=why):
+        GAME.from_text(text)
+    pos("turn=20 step=lost german=I1@8,I2@8 soviet=8:3")  # the turn limit
+    pos("turn=3 step=lost german=I1@8 soviet=8:3,9:1")    # outnumbered
+    pos("turn=3 step=won german=I1@8 soviet=-")

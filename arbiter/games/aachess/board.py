@@ -84,8 +84,10 @@ class Board:
         return _index(self.names)
 
     def space(self, name: str) -> int:
-        """Space index by name (case-insensitive); ValueError naming the unknown space."""
-        i = _folded(self.names).get(name.strip().casefold())
+        """Space index by name (ASCII, case-insensitive: 'Rußia' or a Kelvin sign for K is not a
+        name); ValueError naming the unknown space."""
+        key = name.strip()
+        i = _folded(self.names).get(key.lower()) if key.isascii() else None
         if i is None:
             raise ValueError(f"unknown space {name.strip()!r}")
         return i
@@ -110,7 +112,7 @@ def _index(names: tuple[str, ...]) -> dict[str, int]:
 
 @lru_cache(maxsize=8)
 def _folded(names: tuple[str, ...]) -> dict[str, int]:
-    return {n.casefold(): i for i, n in enumerate(names)}
+    return {n.lower(): i for i, n in enumerate(names)}
 
 
 def board_from_data(doc: dict, source: str = "<data>", expect_classic: bool = False) -> Board:

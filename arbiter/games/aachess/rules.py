@@ -62,9 +62,11 @@ DEVELOPMENTS = {
 """The developments a power may research (rules §7: the classic chart without industrial
 technology, which the project does not offer)."""
 ROCKET_RANGE = 3
-RESEARCH_PATTERN = re.compile(r"^(?:(\d+)\s*)?([a-z]+)$")
+RESEARCH_PATTERN = re.compile(r"^(?:(0|[1-9][0-9]{0,5})\s*)?([a-z]+)$")
 
-_SELECTOR = re.compile(r"^(?:(\d+)\s*)?([a-z]+)$")
+_SELECTOR = re.compile(r"^(?:(0|[1-9][0-9]{0,5})\s*)?([a-z]+)$")
+"""``N code``: N in ASCII digits without a leading zero, at most 6 of them (int() took '٣' for 3
+and raised its own ValueError, not IllegalMove, on a 5000-digit count: a crash of the referee)."""
 
 
 class Unit:
@@ -635,10 +637,10 @@ class AAChessState(State):
             if not item:
                 raise IllegalMove(f"empty unit item in {text!r}")
             if item.startswith("#"):
-                try:
-                    u = by_id[int(item[1:])]
-                except (KeyError, ValueError):
-                    raise IllegalMove(f"unit {item} is not one of those that can be chosen here") from None
+                digits = item[1:]  # ASCII digits, no leading zero: int() also read '٣', '+3', ' 3', '3_0'
+                u = by_id.get(int(digits)) if re.fullmatch(r"[1-9][0-9]{0,8}", digits) else None
+                if u is None:
+                    raise IllegalMove(f"unit {item[:20]} is not one of those that can be chosen here")
                 if u in chosen:
                     raise IllegalMove(f"unit {item} named twice")
                 chosen.append(u)
@@ -1487,7 +1489,7 @@ class AAChessState(State):
             self.log.append(f"{self.board.powers[self.mover].code} continues the battle in {self.board.names[bt['at']]}")
             bt["step"] = "round"
             return
-        if not words.lower().startswith("retreat"):
+        if not (words.lower() == "retreat" or words.lower().startswith("retreat ")):  # not 'retreatRussia'
             raise IllegalMove("expected 'continue', 'retreat' or 'retreat <space>'")
         dest_text = words[7:].strip()
         options = self.retreat_options()
@@ -1748,7 +1750,7 @@ class AAChessGame(Game):
             return self._from_data(d)
         except KeyError as exc:
             raise ValueError(f"aachess position: missing field {exc}") from None
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, AttributeError, IndexError) as exc:  # a field of the wrong shape
             raise ValueError(f"aachess position: {exc}") from None
 
     def _from_data(self, d: dict) -> AAChessState:
@@ -1779,13 +1781,13 @@ class AAChessGame(Game):
         st.pending = [b.space(n) for n in d["pending"]]
         st.raids = {b.space(n): list(v) for n, v in d["raids"].items()}
         st.rockets = [[int(gun), b.space(n)] for gun, n in d.get("rockets", [])]
-        st.bt = d["battle"]
+        st.bt = d["battle"] or None  # an empty object is no battle (as null), not one without fields
         if st.bt:
             st.bt = {**st.bt, "at": b.space(st.bt["at"]), "def": b.power(st.bt["def"])}
-        st.cas = d["casualties"]
+        st.cas = d["casualties"] or None
         if st.cas:
             st.cas = {**st.cas, "power": b.power(st.cas["power"])}
-        st.chance = d["chance"]
+        st.chance = d["chance"] or None
         st.retreat_forced = bool(d["retreat_forced"])
         st.raid_die = d.get("raid_die")
         st.result, st.detail = d["result"], d["detail"]

@@ -50,7 +50,11 @@ DECISION_KIND = {DEPLOY: "deploy", MOVE: "movement_plan", AMBUSH: "deplete", AIR
                  DEPLETE: "deplete"}
 _DICE = (1, 2, 3, 4, 5, 6)
 
-_ENTRY_RE = re.compile(r"([A-Za-z]+\d+):(\d+(?:-\d+)*)(?:\+([A-Za-z]+\d+))?")
+_ENTRY_RE = re.compile(r"([A-Za-z]+[0-9]+):([0-9]+(?:-[0-9]+)*)(?:\+([A-Za-z]+[0-9]+))?")
+_AREA_TEXT = {str(a): a for a in AREA_NUMBERS}
+"""An area in a decision is written exactly as its number: ASCII digits, no leading zero (an engine's
+'02', '٢' or a 5000-digit number is not an area; int() would take the first two and crash on the
+last)."""
 _EMPTY_PLANS = ("", "-", "none", "pass")
 
 
@@ -352,20 +356,20 @@ class StalingradState(State):
         placements: list[tuple[int, int]] = []
         seen: set[int] = set()
         for entry in [e.strip() for e in text.split(";") if e.strip()]:
-            m = re.fullmatch(r"([A-Za-z]+\d+):(\d+)", entry)
+            m = re.fullmatch(r"([A-Za-z]+[0-9]+):([0-9]+)", entry)
             if not m:
                 problems.append(f"entry {entry!r}: expected <counter>:<entry area>, e.g. I1:2")
                 continue
             i = self._counter(m.group(1), problems)
             if i is None:
                 continue
-            area = int(m.group(2))
+            area = _AREA_TEXT.get(m.group(2), 0)
             if i in seen:
                 problems.append(f"{ed.german_ids[i]} is placed twice")
                 continue
             seen.add(i)
             if area not in ed.entry:
-                problems.append(f"{ed.german_ids[i]}: area {area} is not an entry area "
+                problems.append(f"{ed.german_ids[i]}: area {m.group(2)[:12]} is not an entry area "
                                 f"({', '.join(map(str, ed.entry))})")
                 continue
             placements.append((i, area))
@@ -408,13 +412,14 @@ class StalingradState(State):
                 problems.append(f"{name} is given twice ({moved[i]} and {entry!r})")
                 continue
             moved[i] = repr(entry)
-            path = [int(a) for a in m.group(2).split("-")]
+            written = m.group(2).split("-")
+            bad = [a for a in written if a not in _AREA_TEXT]
+            if bad:
+                problems.append(f"{name}: {bad[0][:12]!r} is not an area (areas are 2-12)")
+                continue
+            path = [_AREA_TEXT[a] for a in written]
             if path[0] == start:
                 path = path[1:]  # the start area may be written first
-            bad = [a for a in path if a not in AREA_NUMBERS]
-            if bad:
-                problems.append(f"{name}: {bad[0]} is not an area (areas are 2-12)")
-                continue
             if carried >= 0:
                 cname = ids[carried]
                 if carried in moved:
@@ -799,6 +804,8 @@ class StalingradState(State):
         }
         if self.step in (ROLL, DEPLETE, AIR):
             g, s = self.combat_dice()
+            if self.step == DEPLETE and self.sdice:  # the roll is over: the Soviet counter may be
+                g, s = len(self.gdice), len(self.sdice)  # gone and leaders promoted since
             data["combat"] = {"area": self.area, "crosses": self.crosses_at(self.area),
                               "stars": self.stars_at(self.area), "air_strike": self.air,
                               "german_dice": g, "soviet_dice": s,
@@ -905,6 +912,11 @@ class StalingradGame(Game):
         s.pool = []
         s.turn = _number(fields["turn"], "turn", 1)
         s.ast = _number(fields.get("ast", str(AIR_STRIKES)), "ast", 0)
+        if s.ast > AIR_STRIKES:
+            raise ValueError(f"stalingrad position: ast {s.ast} is above {AIR_STRIKES} (the Air Strike Track "
+                             f"starts on {AIR_STRIKES} and only goes down)")
+        if s.turn > self.max_turns:
+            raise ValueError(f"stalingrad position: turn {s.turn} is beyond max_turns {self.max_turns}")
         step, _, arg = fields["step"].partition(":")
         if step not in STEPS:
             raise ValueError(f"stalingrad position: step {step!r} is not one of {', '.join(STEPS)}")
@@ -992,6 +1004,12 @@ class StalingradGame(Game):
                              f"pool there is no infiltration)")
         if step == DRAW and (s.s_type[s.area] >= 0 or s.area in s.g_area):
             raise ValueError(f"stalingrad position: step draw:{s.area} needs an empty area {s.area}")
+        if step == WON and s.soviet_count():
+            raise ValueError(f"stalingrad position: step won with {s.soviet_count()} Soviet counter(s) on the "
+                             f"map (the player wins when none is left)")
+        if step == LOST and s.soviet_count() <= s.german_count() and s.turn < self.max_turns:
+            raise ValueError(f"stalingrad position: step lost on turn {s.turn} of {self.max_turns} with the Soviet "
+                             f"counters ({s.soviet_count()}) not outnumbering the German ({s.german_count()})")
         if step == SETUP:
             free = [a for a in ed.shields if s.s_type[a] < 0]
             if not free or len(s.pool) < len(free):
@@ -1006,13 +1024,13 @@ class StalingradGame(Game):
 
 
 def _number(text: str, what: str, minimum: int) -> int:
-    if not text.isdigit() or int(text) < minimum:
+    if not (text.isascii() and text.isdigit()) or int(text) < minimum:
         raise ValueError(f"stalingrad position: {what} {text!r} is not a whole number >= {minimum}")
     return int(text)
 
 
 def _area(text: str, what: str) -> int:
-    if not text.isdigit() or int(text) not in AREA_NUMBERS:
+    if text not in _AREA_TEXT:
         raise ValueError(f"stalingrad position: {what}: {text!r} is not an area 2-12")
     return int(text)
 
