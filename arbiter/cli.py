@@ -1618,8 +1618,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.set_defaults(func=cmd_match)
 
     d = sub.add_parser("demo", help="an EinStein olympiad match between the sample engines")
-    d.add_argument("--db", default="runs/results.sqlite")
-    d.add_argument("--quiet", action="store_true")
+    d.add_argument("--db", default="runs/results.sqlite",
+                   help="SQLite results file (its <stem>.jsonl export and <stem>-logs/ engine logs beside it)")
+    d.add_argument("--quiet", action="store_true", help="no live display")
     d.set_defaults(func=cmd_demo)
 
     for name, func, text in (("show", cmd_show, "print a game move by move with boards"),
@@ -1659,12 +1660,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="ms an engine may overrun before losing on time")
         _seed_arguments(c)
         _hosting_arguments(c)
-        c.add_argument("--db", default="runs/results.sqlite")
+        c.add_argument("--db", default="runs/results.sqlite",
+                       help="SQLite results file (its <stem>.jsonl export and <stem>-logs/ engine logs beside it)")
         c.add_argument("--resume", nargs="?", const="", metavar="MATCH_ID",
                        help=f"continue the interrupted {'series' if name == 'coop' else 'run'} (the latest in --db, "
                             f"or MATCH_ID): its game, engines and settings come from --db; the hosting flags "
                             f"(--sandbox, --limit...) from this command line")
-        c.add_argument("--quiet", action="store_true")
+        c.add_argument("--quiet", action="store_true", help="no progress bar")
         _web_arguments(c)
         c.set_defaults(func=func)
 

@@ -430,3 +430,19 @@ def test_an_event_of_100000_games_is_still_checked(tmp_path):
     checked = check_under_limits(path)
     assert checked.returncode == 0, checked.stdout + checked.stderr[-2000:]
     assert "at most 100000 games" in checked.stdout and "every engine started and said hello" in checked.stdout
+
+
+@pytest.mark.parametrize("text, words", [
+    ("bo0", "a match is of at least one game (bo1"),
+    ("games=0", "a match is of at least one game (games=1"),
+    ("bo3:ab", "the schedule must have one letter (A/B) per game (3)"),
+    ("bo", "expected 'olympiad', 'boN'"),
+])
+def test_a_match_format_of_no_games_or_a_short_schedule_says_which(text, words):
+    """Before: bo0 said 'the schedule must have one letter (A/B) per game (0)' and games=0 only
+    listed the forms; neither said that a match needs a game."""
+    from arbiter.formats.match import MatchFormat
+
+    with pytest.raises(ValueError) as caught:
+        MatchFormat.parse(text)
+    assert words in str(caught.value)

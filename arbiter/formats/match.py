@@ -57,12 +57,16 @@ class MatchFormat:
         m = re.fullmatch(r"bo(\d+)(?::([ab]+))?", t)
         if m:
             n = int(m.group(1))
+            if n < 1:
+                raise ValueError(f"format {text!r}: a match is of at least one game (bo1, bo7...)")
             schedule = (m.group(2) or "ab" * n)[:n].upper()
-            if n < 1 or len(schedule) != n or (m.group(2) and len(m.group(2)) != n):
+            if len(schedule) != n or (m.group(2) and len(m.group(2)) != n):
                 raise ValueError(f"format {text!r}: the schedule must have one letter (A/B) per game ({n})")
             return cls(n, n // 2 + 1, schedule)
         m = re.fullmatch(r"games=(\d+)", t)
-        if m and int(m.group(1)) > 0:
+        if m and int(m.group(1)) < 1:
+            raise ValueError(f"format {text!r}: a match is of at least one game (games=1, games=100...)")
+        if m:
             n = int(m.group(1))
             return cls(n, None, ("AB" * n)[:n])
         raise ValueError(f"format {text!r}: expected 'olympiad', 'boN', 'boN:ABBA...' or 'games=N'")
