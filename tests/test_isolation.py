@@ -446,6 +446,33 @@ def test_a_referee_killed_with_9_leaves_nothing_in_its_engines_control_groups(tm
                 p.wait()
 
 
+@pytest.mark.skipif(not sandbox_module.support().cgroup, reason="no control groups for engines here")
+def test_a_referee_killed_with_9_leaves_no_temporary_folder(tmp_path):
+    """Before: each engine's folder (its session secret, what it wrote in its HOME) and its
+    socket's folder stayed in the temporary directory for ever after a ``kill -9`` of the referee
+    (nothing of the referee runs then); its guardian removes them."""
+    import signal
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    referee = subprocess.Popen([sys.executable, "-c", REFEREE_THEN_WAIT, str(root), str(tmp_path / "logs")], cwd=root,
+                               stdout=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(temp)})
+    try:
+        assert referee.stdout.readline().split(), "no engine started"
+        assert list(temp.glob("arb-engine-*")) and [p for p in temp.glob("arb-*/*") if p.is_dir()]
+        referee.send_signal(signal.SIGKILL)
+        referee.wait(10)
+        deadline = time.monotonic() + 10
+        while list(temp.iterdir()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sorted(p.name for p in temp.iterdir()) == []
+    finally:
+        if referee.poll() is None:
+            referee.kill()
+
+
 def test_the_process_tree_read_from_proc_is_the_tree_psutil_finds(tmp_path):
     """``freeze`` without a control group signals the tree ``process_tree`` reads from /proc's
     children lists (psutil's walk scans every process: ~2 ms a move); both must agree, grandchildren

@@ -15,10 +15,16 @@ gone, however it went; the guardian then kills every process in the control grou
 referee, removes the groups, and exits. It also removes the groups of referees that died before
 (left by an older version, or a guardian itself killed). A referee that ends normally has
 already stopped its engines: its guardian finds empty groups, or none.
+
+The same pipe tells the guardian which temporary folders to remove if the referee dies (an
+engine's folder with its session secret, its socket's folder): a line ``+PATH`` when one is
+made (``*PATH``: and its parent, if that is left empty: the folder of this process's sockets),
+``-PATH`` when the referee has removed it itself.
 """
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -67,7 +73,28 @@ def _ensure_guardian() -> None:
         return
     finally:
         os.close(read_end)
+    os.set_blocking(write_end, False)
     _lifeline = write_end
+
+
+def guard_folder(path: Path, parent_too: bool = False) -> None:
+    """Have the guardian remove ``path`` (and its parent if left empty) if this process dies
+    before ``release_folder(path)``. Best effort, never blocks: without a guardian (no control
+    groups) the folder stays."""
+    _tell(f"{'*' if parent_too else '+'}{path}\n")
+
+
+def release_folder(path: Path) -> None:
+    _tell(f"-{path}\n")
+
+
+def _tell(line: str) -> None:
+    if _started_for != os.getpid() or _lifeline is None or line.count("\n") != 1:
+        return  # no guardian of ours (a forked worker's first engine starts one), or a path with a newline
+    try:
+        os.write(_lifeline, line.encode())  # non-blocking: a stuck guardian never holds up a game
+    except OSError:
+        pass
 
 
 def _group_dirs(referee: int | None) -> list[Path]:
@@ -135,15 +162,32 @@ def main(argv: list[str]) -> int:
     os.setpriority(os.PRIO_PROCESS, 0, 10)
     stale = [g for g in _group_dirs(None) if (pid := _referee_of(g)) is not None and not _alive(pid)]
     sweep(stale, patience=0.5)
+    folders: dict[str, bool] = {}  # path -> its parent too
+    pending = b""
     while True:
         try:
-            if not os.read(lifeline, 4096):
-                break
+            data = os.read(lifeline, 4096)
         except InterruptedError:
             continue
         except OSError:
             break
-    sweep(_group_dirs(referee))
+        if not data:
+            break
+        *lines, pending = (pending + data).split(b"\n")
+        for line in lines:
+            path = os.fsdecode(line[1:])
+            if line[:1] in (b"+", b"*"):
+                folders[path] = line[:1] == b"*"
+            else:
+                folders.pop(path, None)
+    sweep(_group_dirs(referee))  # first: nothing of the engines writes in the folders any more
+    for path, parent_too in folders.items():
+        shutil.rmtree(path, ignore_errors=True)
+        try:
+            if parent_too:
+                os.rmdir(os.path.dirname(path))  # only if empty: another process's sockets keep it
+        except OSError:
+            pass
     return 0
 
 

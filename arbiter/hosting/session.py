@@ -34,6 +34,7 @@ from protocol.messages import (EndReason, Error, ErrorCode, Hello, Message, NewG
                                Reject, Reply, Request, Welcome, check_engine_options)
 from protocol.transport import ENDPOINT_ENV, SECRET_ENV, ZmqConnection, new_ipc_endpoint
 
+from .guardian import guard_folder, release_folder
 from .process import EngineConfig, EngineProcess, Limits, engine_environment
 from .sandbox import SandboxUnavailable
 
@@ -225,6 +226,9 @@ class EngineSession:
             if exc.errno in (errno.EMFILE, errno.ENFILE):
                 raise
             raise EngineFault(EndReason.CRASH, f"cannot start {config.command!r}: {exc}") from None
+        guard_folder(self.work_dir)  # a referee killed with -9 removes nothing: its guardian does
+        if self._socket_dir is not None:
+            guard_folder(self._socket_dir, parent_too=True)
 
     def handshake(self, game: str | None = None) -> None:
         """Wait for hello and answer welcome or reject (an engine whose hello lists only other
@@ -319,18 +323,21 @@ class EngineSession:
         if self.connection is not None:
             self.connection.close()
             self.connection = None
-        if self.work_dir is not None:
-            shutil.rmtree(self.work_dir, ignore_errors=True)
-            self.work_dir = None
+        self._remove_folders()
 
     def kill_now(self) -> None:
         """Also removes the folders made for it (its session secret, its socket's folder): a host
         leaving this instant ends with ``os._exit``, and nothing else would."""
         if self.process is not None:
             self.process.kill_group_now()
+        self._remove_folders()
+
+    def _remove_folders(self) -> None:
         for folder in (self.work_dir, self._socket_dir):
             if folder is not None:
                 shutil.rmtree(folder, ignore_errors=True)
+                release_folder(folder)
+        self.work_dir = self._socket_dir = None
 
     def ping(self, timeout: float = 5.0) -> None:
         if time.monotonic() - self._answered_at < RECENT_ANSWER and self.alive() and self.connection is not None \
