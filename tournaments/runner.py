@@ -38,7 +38,7 @@ from .config import TournamentConfig
 from .db import TournamentDB
 from .director import Director, GameResult, GameSpec, Plan, ScheduleSpec
 from .jobs import Backend, FinishedGame, GameJob, GameLost, TournamentError, WorkerError, WorkerSetup
-from .pool import LocalPool, db_marker
+from .pool import LocalPool, db_marker, start_method
 
 __all__ = ["Runner", "RunSummary", "TournamentError", "db_marker", "master_seed"]
 
@@ -214,7 +214,9 @@ class Runner:
     def _setup(self, lanes: int = 1) -> WorkerSetup:
         cfg = self.cfg
         lock = self.db._lock_file
-        return WorkerSetup(parent_pid=os.getpid(), run_id=self.run_id, lock_fds=list(lock.fds) if lock else [],
+        # a forked worker closes its copies of the lock; a spawned one has other files under those numbers
+        forked_lock_fds = list(lock.fds) if lock and start_method() == "fork" else []
+        return WorkerSetup(parent_pid=os.getpid(), run_id=self.run_id, lock_fds=forked_lock_fds,
                            db_marker=db_marker(self.db.path), game=cfg.game, game_options=cfg.game_options,
                            game_class=arbiter_games.game_class(cfg.game),
                            engines=[e.engine_config(hide=self._hidden()) for e in cfg.engines],

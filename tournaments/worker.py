@@ -136,7 +136,7 @@ def worker_main(conn: Any, setup: WorkerSetup) -> None:
         pass
     signal.signal(signal.SIGTERM, _on_term)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    for fd in setup.lock_fds:  # forked: the database lock must go with the parent alone
+    for fd in setup.lock_fds:  # forked (none when spawned): the database lock must go with the parent alone
         try:
             os.close(fd)
         except OSError:
