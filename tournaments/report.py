@@ -456,6 +456,14 @@ def match_sections(cfg: TournamentConfig, games: list[dict], names: list[str], p
         cross_games[a, b] += count
         cross_games[b, a] += count
     first, second, score, clusters = _elo_arrays(cfg, games)
+    # Each match's score from its committed games: the plan counts whole release blocks only (a
+    # games=N match is one block), so a match not played to its end would read 0-0.
+    scored: dict[str, tuple[dict, dict]] = defaultdict(lambda: (defaultdict(float), defaultdict(float)))
+    for (mid, tiebreak, seating, returns), count in Counter(
+            (g["match_id"], g["number"] > cfg.match.games, tuple(g["seating"]), tuple(g["returns"]))
+            for g in games).items():
+        for e, p in zip(seating, game_points(returns, 0, 1)):
+            scored[mid][tiebreak][e] += p * count
     matches = []
     for st in plan.pairings:
         p = st.pairing
@@ -467,8 +475,9 @@ def match_sections(cfg: TournamentConfig, games: list[dict], names: list[str], p
                             "done": True, "winner": names[p.engines[0]], "decided_by": "bye"})
             continue
         a, b = p.engines
-        row = {"round": p.round, "pairing": p.key, "A": names[a], "B": names[b], "points": st.points,
-               "tiebreak_points": st.tiebreak_points or None, "games": st.played, "done": st.done,
+        main, tiebreak = scored[p.match_id]
+        row = {"round": p.round, "pairing": p.key, "A": names[a], "B": names[b], "points": [main[a], main[b]],
+               "tiebreak_points": [tiebreak[a], tiebreak[b]] if tiebreak else None, "games": st.played, "done": st.done,
                "winner": names[st.winner] if st.winner is not None else None, "decided_by": st.decided_by}
         matches.append(row)
         if st.done:
