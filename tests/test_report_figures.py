@@ -73,3 +73,46 @@ def test_a_match_not_played_to_its_end_shows_the_points_of_its_games(tmp_path):
         points[1] += 1.0 if rb > ra else 0.5 if ra == rb else 0.0
     assert match["games"] == len(games) > 0
     assert match["points"] == points and sum(points) == len(games)
+
+
+NOT_STARTED = """
+name = "ghosts"
+game = "einstein"
+match = "games=2"
+time_control = "10"
+seed = 1
+output = "{db}"
+on_start_failure = "forfeit"
+[[engines]]
+name = "ghost"
+command = "/nonexistent/engine"
+[[engines]]
+name = "wraith"
+command = "{python} -c 'import sys; sys.exit(5)'"
+[[engines]]
+name = "random"
+command = "{{python}} -m sample_engines.random_engine"
+"""
+
+
+def test_a_match_both_engines_could_not_start_is_lost_by_both_not_drawn(tmp_path):
+    """Every game of it lost by both (0 points each, as the standings count the games): it was
+    a drawn match, half a match point each to two engines that never played a game."""
+    import sys
+
+    from tournaments.report import render_text
+
+    db = tmp_path / "ghosts.sqlite"
+    play(NOT_STARTED.format(db=db, python=sys.executable))
+    report = build_report(db)
+    standings = {row["engine"]: row for row in report["standings"]}
+    for name in ("ghost", "wraith"):
+        row = standings[name]
+        assert (row["W"], row["D"], row["L"], row["points"]) == (0, 0, 4, 0.0)
+        assert (row["match_W"], row["match_D"], row["match_L"], row["match_points"]) == (0, 0, 2, 0.0)
+    assert (standings["random"]["match_W"], standings["random"]["match_points"]) == (2, 2.0)
+    (both,) = [m for m in report["matches"] if {m["A"], m["B"]} == {"ghost", "wraith"}]
+    assert both["done"] and both["winner"] is None and both["decided_by"] == "lost by both"
+    matches_table = render_text(report).split("Matches")[1].split("Results by end reason")[0]
+    (line,) = [line for line in matches_table.splitlines() if "ghost" in line and "wraith" in line]
+    assert "draw" not in line and "lost by both" in line

@@ -459,11 +459,14 @@ def match_sections(cfg: TournamentConfig, games: list[dict], names: list[str], p
     # Each match's score from its committed games: the plan counts whole release blocks only (a
     # games=N match is one block), so a match not played to its end would read 0-0.
     scored: dict[str, tuple[dict, dict]] = defaultdict(lambda: (defaultdict(float), defaultdict(float)))
+    played_out: set[str] = set()  # matches with a game that was not lost by both
     for (mid, tiebreak, seating, returns), count in Counter(
             (g["match_id"], g["number"] > cfg.match.games, tuple(g["seating"]), tuple(g["returns"]))
             for g in games).items():
         for e, p in zip(seating, game_points(returns, 0, 1)):
             scored[mid][tiebreak][e] += p * count
+        if contested(returns):
+            played_out.add(mid)
     matches = []
     for st in plan.pairings:
         p = st.pairing
@@ -480,7 +483,14 @@ def match_sections(cfg: TournamentConfig, games: list[dict], names: list[str], p
                "tiebreak_points": [tiebreak[a], tiebreak[b]] if tiebreak else None, "games": st.played, "done": st.done,
                "winner": names[st.winner] if st.winner is not None else None, "decided_by": st.decided_by}
         matches.append(row)
-        if st.done:
+        if st.done and st.winner is None and p.match_id not in played_out and cfg.format != "swiss":
+            # every game lost by both (neither engine could start): a loss for each, as its games
+            # are, not a drawn match (Swiss pairs on the plan's match points, which draw it)
+            row["decided_by"] = "lost by both"
+            for e in (a, b):
+                stats[e]["matches"] += 1
+                stats[e]["match_L"] += 1
+        elif st.done:
             for e in (a, b):
                 stats[e]["matches"] += 1
             if st.winner is None:
@@ -805,7 +815,8 @@ def render_text(report: dict, width: int = 120) -> str:
                 tbp = m.get("tiebreak_points")
                 tb = f" +tb {_f(tbp[0])}-{_f(tbp[1])}" if tbp else ""
                 rows.append([str(m["round"]), m["A"], m["B"], f"{_f(m['points'][0])}-{_f(m['points'][1])}{tb}",
-                             m["winner"] or ("draw" if m["done"] else "…"),
+                             m["winner"] or ("none" if m["decided_by"] == "lost by both"
+                                             else "draw" if m["done"] else "…"),
                              m["decided_by"] if m["done"] else "playing"])
             table("Matches", ["round", "A", "B", "score", "winner", "decided by"], rows)
         if report.get("champion"):
