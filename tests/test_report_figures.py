@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tournaments import api
 from tournaments.config import parse_config
 from tournaments.report import build_report
@@ -116,3 +118,44 @@ def test_a_match_both_engines_could_not_start_is_lost_by_both_not_drawn(tmp_path
     matches_table = render_text(report).split("Matches")[1].split("Results by end reason")[0]
     (line,) = [line for line in matches_table.splitlines() if "ghost" in line and "wraith" in line]
     assert "draw" not in line and "lost by both" in line
+
+
+def decision_times(db: Path) -> list[float]:
+    from arbiter.records.store import load_records
+
+    return [e.measured_ms for r in load_records(db) for e in r.events if e.seat >= 0 and e.measured_ms is not None]
+
+
+def test_solo_and_coop_summaries_give_the_mean_time_per_decision(tmp_path):
+    """'avg ms/decision' of ``arbiter solo`` and ``arbiter coop`` was the mean of each game's
+    mean: a short game weighed as much as a long one, so it was not the mean per decision that
+    the tournament report (and the web page) gives for the same games."""
+    import sys
+
+    from arbiter.formats.coop import run_coop
+    from arbiter.formats.solo import run_suite
+    from arbiter.games import load_game
+    from arbiter.hosting import EngineConfig
+    from arbiter.records.store import ResultsStore
+    from arbiter.clock import parse_time_control
+
+    engine = f"{sys.executable} -m sample_engines.stalingrad_random"
+    store = ResultsStore(tmp_path / "solo.sqlite")
+    try:
+        suite = run_suite(load_game("stalingrad"), EngineConfig(engine, name="random", cwd=str(ROOT)),
+                          parse_time_control("60"), 4, b"solo", store=store, run_dir=tmp_path)
+    finally:
+        store.close()
+    times = decision_times(tmp_path / "solo.sqlite")
+    assert suite.mean_ms() == pytest.approx(sum(times) / len(times), rel=1e-12)
+
+    engine = f"{sys.executable} -m sample_engines.random_engine"
+    store = ResultsStore(tmp_path / "coop.sqlite")
+    try:
+        series = run_coop(load_game("catalonia"), [EngineConfig(engine, name="a", cwd=str(ROOT)),
+                                                   EngineConfig(engine, name="b", cwd=str(ROOT))],
+                          parse_time_control("60"), 3, master_seed=b"coop", store=store, run_dir=tmp_path)
+    finally:
+        store.close()
+    times = decision_times(tmp_path / "coop.sqlite")
+    assert series.mean_ms() == pytest.approx(sum(times) / len(times), rel=1e-12)
