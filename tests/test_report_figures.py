@@ -159,3 +159,36 @@ def test_solo_and_coop_summaries_give_the_mean_time_per_decision(tmp_path):
         store.close()
     times = decision_times(tmp_path / "coop.sqlite")
     assert series.mean_ms() == pytest.approx(sum(times) / len(times), rel=1e-12)
+
+
+def test_a_resumed_match_gives_the_pace_of_the_games_it_played(tmp_path):
+    """``arbiter match --resume`` divided every game of the match, those of the earlier run too,
+    by the time of the resumed run: its games/s was too high (3 games before, 1 now: 4 per the
+    new run's seconds)."""
+    import sys
+    import time
+
+    from arbiter.cli import match_lines
+    from arbiter.clock import parse_time_control
+    from arbiter.formats.match import Match, MatchFormat
+    from arbiter.games import load_game
+    from arbiter.hosting import EngineConfig
+    from arbiter.records.store import ResultsStore, load_records
+
+    engines = tuple(EngineConfig(f"{sys.executable} -m sample_engines.random_engine --seed {k}", name=f"r{k}",
+                                 cwd=str(ROOT)) for k in (1, 2))
+    fmt, game, tc = MatchFormat.parse("games=4"), load_game("einstein"), parse_time_control("10")
+    store = ResultsStore(tmp_path / "first.sqlite")
+    try:
+        first = Match(game, engines, tc, fmt, store=store, run_dir=tmp_path).play()
+    finally:
+        store.close()
+    done = sorted(load_records(tmp_path / "first.sqlite"), key=lambda r: r.game_number)[:3]
+    store = ResultsStore(tmp_path / "resumed.sqlite")
+    try:
+        resumed = Match(game, engines, tc, fmt, store=store, run_dir=tmp_path, match_id=first.match_id).play(done=done)
+    finally:
+        store.close()
+    assert resumed.games == 4
+    resumed.started = time.monotonic() - 10  # the resumed run took 10 s for its one game
+    assert " · 0.1 games/s" in match_lines(resumed)[0]
