@@ -57,12 +57,19 @@ command = "{{python}} {engine} b"
 """
 
 
-def test_a_match_not_played_to_its_end_shows_the_points_of_its_games(tmp_path):
+@pytest.fixture(scope="module")
+def stopped(tmp_path_factory) -> Path:
+    """An event of two engines that its SPRT stopped after a few games of a ``games=400`` match."""
+    db = tmp_path_factory.mktemp("stopped") / "stopped.sqlite"
+    play(SPRT_STOPPED.format(db=db, engine=DETERMINISTIC))
+    return db
+
+
+def test_a_match_not_played_to_its_end_shows_the_points_of_its_games(stopped):
     """A ``games=N`` match is released as one block: its score counted only whole blocks, so it
     read 0-0 until the last game was in (live, on the web page too), and for ever in an event the
     SPRT stopped."""
-    db = tmp_path / "stopped.sqlite"
-    play(SPRT_STOPPED.format(db=db, engine=DETERMINISTIC))
+    db = stopped
     report = build_report(db)
     assert report["tournament"]["sprt_stop"]["verdict"]
     games = games_of(db)
@@ -75,6 +82,19 @@ def test_a_match_not_played_to_its_end_shows_the_points_of_its_games(tmp_path):
         points[1] += 1.0 if rb > ra else 0.5 if ra == rb else 0.0
     assert match["games"] == len(games) > 0
     assert match["points"] == points and sum(points) == len(games)
+
+
+def test_an_event_its_sprt_stopped_is_finished_with_no_game_to_go(stopped):
+    """No game is started once the SPRT decided, yet the report (and the web page, which then
+    kept the seed hidden and counted down to 400 games with an ETA) called the event in progress
+    with hundreds of games to go."""
+    from tournaments.web import TournamentSource
+
+    report = build_report(stopped)
+    t = report["tournament"]
+    assert t["sprt_stop"]["verdict"] and t["games_played"] > 0
+    assert t["finished"] and t["games_max_remaining"] == 0
+    assert TournamentSource(stopped).summary()["tournament"]["seed"] == "9"
 
 
 NOT_STARTED = """

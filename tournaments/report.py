@@ -159,6 +159,7 @@ def build_report(db_path: str | Path) -> dict[str, Any]:
 
         stop = sprt_decision(cfg, results)
         stop["verdict"] = concluded(stop)
+    over = plan.finished or bool(stop and stop["verdict"])  # once the SPRT decided, no game is started
     pairing_of = {s.pairing.match_id: s for s in plan.pairings}
     for g in games:
         st = pairing_of.get(g["match_id"])
@@ -170,8 +171,8 @@ def build_report(db_path: str | Path) -> dict[str, Any]:
             "format": cfg.format, "match": cfg.match_text if cfg.kind == "match" else None,
             "games_per_pairing": cfg.games if cfg.kind != "match" else None, "rounds": plan.rounds,
             "time_control": cfg.time_control.text, "seed": meta.get("seed"), "duplicate_dice": cfg.duplicate_dice,
-            "engines": names, "games_played": len(games), "games_max_remaining": plan.max_remaining,
-            "finished": plan.finished, "round": plan.round, "notes": plan.notes,
+            "engines": names, "games_played": len(games), "games_max_remaining": 0 if over else plan.max_remaining,
+            "finished": over, "round": plan.round, "notes": plan.notes,
             "sprt_configured": cfg.sprt_given,
             "sprt_stop": stop,
         },
