@@ -212,3 +212,42 @@ def test_a_resumed_match_gives_the_pace_of_the_games_it_played(tmp_path):
     assert resumed.games == 4
     resumed.started = time.monotonic() - 10  # the resumed run took 10 s for its one game
     assert " · 0.1 games/s" in match_lines(resumed)[0]
+
+
+SELF_PAIR = """
+name = "selfpair"
+game = "catalonia"
+games = 2
+self_pairs = true
+time_control = "30+1"
+seed = 6
+output = "{db}"
+[[engines]]
+name = "random"
+command = "{{python}} -m sample_engines.random_engine"
+"""
+
+
+def test_an_engine_paired_with_itself_has_the_clock_of_both_its_seats(tmp_path):
+    """A cooperative self-pair plays both seats, each on its own clock: the report kept one clock
+    per game (the seat that decided last), so the other seat's clock never entered the mean and a
+    lower one never the minimum."""
+    import json
+    import sqlite3
+
+    db = tmp_path / "selfpair.sqlite"
+    play(SELF_PAIR.format(db=db))
+    conn = sqlite3.connect(db)
+    records = [json.loads(r) for (r,) in conn.execute("SELECT record FROM games")]
+    conn.close()
+    clocks = []
+    for record in records:
+        last = {}
+        for event in record["events"]:
+            if event["seat"] >= 0 and event.get("clock_ms") is not None:
+                last[event["seat"]] = event["clock_ms"]
+        clocks += last.values()
+    assert len(clocks) == 2 * len(records) == 4
+    (row,) = build_report(db)["engine_stats"]
+    assert row["clock_left_min_ms"] == min(clocks)
+    assert row["clock_left_mean_ms"] == pytest.approx(sum(clocks) / len(clocks))

@@ -95,7 +95,8 @@ def _load(db_path: str | Path) -> tuple[TournamentConfig, dict, list[dict]]:
                     " WHERE substr(match_id, 1, ?) = ? ORDER BY match_id, game_number", prefix).fetchall()
                 decisions = _agg_decisions(conn.execute(
                     "SELECT json_extract(g.players, '$[' || json_extract(e.value, '$.seat') || ']'), g.match_id,"
-                    " g.game_number, json_extract(e.value, '$.measured_ms'), json_extract(e.value, '$.reported_ms'),"
+                    " g.game_number, json_extract(e.value, '$.seat'), json_extract(e.value, '$.measured_ms'),"
+                    " json_extract(e.value, '$.reported_ms'),"
                     " json_extract(e.value, '$.clock_ms'), json_extract(e.value, '$.info.depth'),"
                     " json_extract(e.value, '$.info.nodes')"
                     " FROM games AS g, json_each(g.record, '$.events') AS e"
@@ -347,7 +348,7 @@ def _agg_summaries(rows) -> dict[str, dict]:
         if players is None:
             players = seatings[players_text] = _decode(players_text)
         start = 0
-        for name, seat in zip(players, _decode(seats)):
+        for index, (name, seat) in enumerate(zip(players, _decode(seats))):
             _, ms_n, _, _, lat_n, lat_sum, lat_max, depth_n, depth_sum, nodes_n, nodes_sum, tn, tms, cply, clock = seat
             d = per[name]
             times[name].append(ms[start:start + 8 * ms_n])
@@ -364,19 +365,17 @@ def _agg_summaries(rows) -> dict[str, dict]:
                 d["nodes_sum"] += nodes_sum
                 d["timed_nodes"] += tn
                 d["timed_ms"] += tms
-            if clock is not None:
-                key = (mid, number)
-                if key not in d["clock"] or d["clock"][key][0] < cply:
-                    d["clock"][key] = (cply, clock)
+            if clock is not None:  # per seat: an engine paired with its copy has a clock in each
+                d["clock"][(mid, number, index)] = (cply, clock)
     for name, chunks in times.items():
         per[name]["ms"] = [np.frombuffer(b"".join(chunks), dtype=np.float64)]
     return per
 
 
 def _agg_decisions(decisions) -> dict[str, dict]:
-    """The same from every decision (engine, match, number, measured, reported, clock, depth, nodes)."""
+    """The same from every decision (engine, match, number, seat, measured, reported, clock, depth, nodes)."""
     per: dict[str, dict] = defaultdict(_engine_agg)
-    for k, (engine, mid, number, measured, reported, clock, depth, nodes) in enumerate(decisions):
+    for k, (engine, mid, number, seat, measured, reported, clock, depth, nodes) in enumerate(decisions):
         d = per[engine]
         if measured is not None:
             d["ms"].append(np.array([measured], dtype=np.float64))
@@ -395,7 +394,7 @@ def _agg_decisions(decisions) -> dict[str, dict]:
             d["nodes_n"] += 1
             d["nodes_sum"] += nodes
         if clock is not None:
-            d["clock"][(mid, number)] = (k, clock)
+            d["clock"][(mid, number, seat)] = (k, clock)
     return per
 
 
