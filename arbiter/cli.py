@@ -623,7 +623,7 @@ def match_lines(result, total: int | None = None) -> list[str]:
     lines = [f"{a} {result.points[0]:g} – {result.points[1]:g} {b} · games {played} · "
              f"{a} W/D/L {wi}/{dr}/{lo}"
              + (f" (+{result.double_forfeits} lost by both)" if result.double_forfeits else "")
-             + f" · {result.games / elapsed:.1f} games/s"]
+             + f" · {(result.games - result.resumed) / elapsed:.1f} games/s"]
     if result.forfeits:
         lines.append("forfeits: " + ", ".join(f"{who} {reason} ×{n}" for (who, reason), n
                                               in sorted(result.forfeits.items())))

@@ -95,7 +95,8 @@ def _load(db_path: str | Path) -> tuple[TournamentConfig, dict, list[dict]]:
                     " WHERE substr(match_id, 1, ?) = ? ORDER BY match_id, game_number", prefix).fetchall()
                 decisions = _agg_decisions(conn.execute(
                     "SELECT json_extract(g.players, '$[' || json_extract(e.value, '$.seat') || ']'), g.match_id,"
-                    " g.game_number, json_extract(e.value, '$.measured_ms'), json_extract(e.value, '$.reported_ms'),"
+                    " g.game_number, json_extract(e.value, '$.seat'), json_extract(e.value, '$.measured_ms'),"
+                    " json_extract(e.value, '$.reported_ms'),"
                     " json_extract(e.value, '$.clock_ms'), json_extract(e.value, '$.info.depth'),"
                     " json_extract(e.value, '$.info.nodes')"
                     " FROM games AS g, json_each(g.record, '$.events') AS e"
@@ -159,6 +160,7 @@ def build_report(db_path: str | Path) -> dict[str, Any]:
 
         stop = sprt_decision(cfg, results)
         stop["verdict"] = concluded(stop)
+    over = plan.finished or bool(stop and stop["verdict"])  # once the SPRT decided, no game is started
     pairing_of = {s.pairing.match_id: s for s in plan.pairings}
     for g in games:
         st = pairing_of.get(g["match_id"])
@@ -170,8 +172,8 @@ def build_report(db_path: str | Path) -> dict[str, Any]:
             "format": cfg.format, "match": cfg.match_text if cfg.kind == "match" else None,
             "games_per_pairing": cfg.games if cfg.kind != "match" else None, "rounds": plan.rounds,
             "time_control": cfg.time_control.text, "seed": meta.get("seed"), "duplicate_dice": cfg.duplicate_dice,
-            "engines": names, "games_played": len(games), "games_max_remaining": plan.max_remaining,
-            "finished": plan.finished, "round": plan.round, "notes": plan.notes,
+            "engines": names, "games_played": len(games), "games_max_remaining": 0 if over else plan.max_remaining,
+            "finished": over, "round": plan.round, "notes": plan.notes,
             "sprt_configured": cfg.sprt_given,
             "sprt_stop": stop,
         },
@@ -346,7 +348,7 @@ def _agg_summaries(rows) -> dict[str, dict]:
         if players is None:
             players = seatings[players_text] = _decode(players_text)
         start = 0
-        for name, seat in zip(players, _decode(seats)):
+        for index, (name, seat) in enumerate(zip(players, _decode(seats))):
             _, ms_n, _, _, lat_n, lat_sum, lat_max, depth_n, depth_sum, nodes_n, nodes_sum, tn, tms, cply, clock = seat
             d = per[name]
             times[name].append(ms[start:start + 8 * ms_n])
@@ -363,19 +365,17 @@ def _agg_summaries(rows) -> dict[str, dict]:
                 d["nodes_sum"] += nodes_sum
                 d["timed_nodes"] += tn
                 d["timed_ms"] += tms
-            if clock is not None:
-                key = (mid, number)
-                if key not in d["clock"] or d["clock"][key][0] < cply:
-                    d["clock"][key] = (cply, clock)
+            if clock is not None:  # per seat: an engine paired with its copy has a clock in each
+                d["clock"][(mid, number, index)] = (cply, clock)
     for name, chunks in times.items():
         per[name]["ms"] = [np.frombuffer(b"".join(chunks), dtype=np.float64)]
     return per
 
 
 def _agg_decisions(decisions) -> dict[str, dict]:
-    """The same from every decision (engine, match, number, measured, reported, clock, depth, nodes)."""
+    """The same from every decision (engine, match, number, seat, measured, reported, clock, depth, nodes)."""
     per: dict[str, dict] = defaultdict(_engine_agg)
-    for k, (engine, mid, number, measured, reported, clock, depth, nodes) in enumerate(decisions):
+    for k, (engine, mid, number, seat, measured, reported, clock, depth, nodes) in enumerate(decisions):
         d = per[engine]
         if measured is not None:
             d["ms"].append(np.array([measured], dtype=np.float64))
@@ -394,7 +394,7 @@ def _agg_decisions(decisions) -> dict[str, dict]:
             d["nodes_n"] += 1
             d["nodes_sum"] += nodes
         if clock is not None:
-            d["clock"][(mid, number)] = (k, clock)
+            d["clock"][(mid, number, seat)] = (k, clock)
     return per
 
 
@@ -456,6 +456,17 @@ def match_sections(cfg: TournamentConfig, games: list[dict], names: list[str], p
         cross_games[a, b] += count
         cross_games[b, a] += count
     first, second, score, clusters = _elo_arrays(cfg, games)
+    # Each match's score from its committed games: the plan counts whole release blocks only (a
+    # games=N match is one block), so a match not played to its end would read 0-0.
+    scored: dict[str, tuple[dict, dict]] = defaultdict(lambda: (defaultdict(float), defaultdict(float)))
+    played_out: set[str] = set()  # matches with a game that was not lost by both
+    for (mid, tiebreak, seating, returns), count in Counter(
+            (g["match_id"], g["number"] > cfg.match.games, tuple(g["seating"]), tuple(g["returns"]))
+            for g in games).items():
+        for e, p in zip(seating, game_points(returns, 0, 1)):
+            scored[mid][tiebreak][e] += p * count
+        if contested(returns):
+            played_out.add(mid)
     matches = []
     for st in plan.pairings:
         p = st.pairing
@@ -467,11 +478,19 @@ def match_sections(cfg: TournamentConfig, games: list[dict], names: list[str], p
                             "done": True, "winner": names[p.engines[0]], "decided_by": "bye"})
             continue
         a, b = p.engines
-        row = {"round": p.round, "pairing": p.key, "A": names[a], "B": names[b], "points": st.points,
-               "tiebreak_points": st.tiebreak_points or None, "games": st.played, "done": st.done,
+        main, tiebreak = scored[p.match_id]
+        row = {"round": p.round, "pairing": p.key, "A": names[a], "B": names[b], "points": [main[a], main[b]],
+               "tiebreak_points": [tiebreak[a], tiebreak[b]] if tiebreak else None, "games": st.played, "done": st.done,
                "winner": names[st.winner] if st.winner is not None else None, "decided_by": st.decided_by}
         matches.append(row)
-        if st.done:
+        if st.done and st.winner is None and p.match_id not in played_out and cfg.format != "swiss":
+            # every game lost by both (neither engine could start): a loss for each, as its games
+            # are, not a drawn match (Swiss pairs on the plan's match points, which draw it)
+            row["decided_by"] = "lost by both"
+            for e in (a, b):
+                stats[e]["matches"] += 1
+                stats[e]["match_L"] += 1
+        elif st.done:
             for e in (a, b):
                 stats[e]["matches"] += 1
             if st.winner is None:
@@ -796,7 +815,8 @@ def render_text(report: dict, width: int = 120) -> str:
                 tbp = m.get("tiebreak_points")
                 tb = f" +tb {_f(tbp[0])}-{_f(tbp[1])}" if tbp else ""
                 rows.append([str(m["round"]), m["A"], m["B"], f"{_f(m['points'][0])}-{_f(m['points'][1])}{tb}",
-                             m["winner"] or ("draw" if m["done"] else "…"),
+                             m["winner"] or ("none" if m["decided_by"] == "lost by both"
+                                             else "draw" if m["done"] else "…"),
                              m["decided_by"] if m["done"] else "playing"])
             table("Matches", ["round", "A", "B", "score", "winner", "decided by"], rows)
         if report.get("champion"):

@@ -66,6 +66,9 @@ class CoopGame:
     forfeit_seat: int | None = None
     mean_ms: float | None = None
     """Mean referee-measured time per decision."""
+    decisions: int = 0
+    total_ms: float = 0.0
+    """Decisions with a measured time, and their sum (a series' mean per decision is its totals')."""
 
     @property
     def forfeited(self) -> bool:
@@ -144,8 +147,9 @@ class CoopResult:
         return sum(self.forfeits.values())
 
     def mean_ms(self) -> float | None:
-        times = [g.mean_ms for g in self.games if g.mean_ms is not None]
-        return sum(times) / len(times) if times else None
+        """Mean time per decision over the series (not per game: long games weigh more)."""
+        decisions = sum(g.decisions for g in self.games)
+        return sum(g.total_ms for g in self.games) / decisions if decisions else None
 
 
 def _rule_name(detail: str) -> str:
@@ -158,7 +162,7 @@ def _coop_game(record: GameRecord) -> CoopGame:
                     reason=record.reason, detail=record.detail, players=list(record.players),
                     roles=list(record.seat_roles),
                     game_id=record.game_id, events=len(record.events), forfeit_seat=record.forfeit_seat,
-                    mean_ms=sum(times) / len(times) if times else None)
+                    mean_ms=sum(times) / len(times) if times else None, decisions=len(times), total_ms=sum(times))
 
 
 def run_coop(game: Game, configs: list[PlayerSpec], tc: TimeControl, games: int, *,

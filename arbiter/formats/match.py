@@ -128,6 +128,8 @@ class MatchResult:
     points: list[float] = field(default_factory=lambda: [0.0, 0.0])
     records: list[GameRecord] = field(default_factory=list)
     games: int = 0
+    resumed: int = 0
+    """Games played before this run (a resumed match): counted, but not in this run's pace."""
     trinomial: list[int] = field(default_factory=lambda: [0, 0, 0])
     """A's losses, draws and wins: the SPRT's data."""
     double_forfeits: int = 0
@@ -427,6 +429,7 @@ class Match:
             self._count(result, record)
             if played is not result:
                 self._count(played, record, keep=False)
+        result.resumed = result.games
         series = self.series
         committed: deque[GameRecord] = deque()
         previous = None

@@ -40,6 +40,9 @@ class SeedResult:
     events: int
     game_id: str
     mean_ms: float | None = None
+    decisions: int = 0
+    total_ms: float = 0.0
+    """Decisions with a measured time, and their sum (a suite's mean per decision is its totals')."""
 
 
 @dataclass
@@ -75,8 +78,9 @@ class SuiteResult:
         return {k: r.returns for k, r in self.results.items()}
 
     def mean_ms(self) -> float | None:
-        times = [r.mean_ms for r in self.results.values() if r.mean_ms is not None]
-        return sum(times) / len(times) if times else None
+        """Mean time per decision over the suite (not per game: long games weigh more)."""
+        decisions = sum(r.decisions for r in self.results.values())
+        return sum(r.total_ms for r in self.results.values()) / decisions if decisions else None
 
 
 def compare(a: SuiteResult, b: SuiteResult) -> PairedComparison:
@@ -99,7 +103,7 @@ def _seed_result(record: GameRecord) -> SeedResult:
     times = [e.measured_ms for e in record.events if e.seat >= 0 and e.measured_ms is not None]
     return SeedResult(returns=record.returns[0] if record.returns else -1.0, reason=record.reason,
                       detail=record.detail, events=len(record.events), game_id=record.game_id,
-                      mean_ms=sum(times) / len(times) if times else None)
+                      mean_ms=sum(times) / len(times) if times else None, decisions=len(times), total_ms=sum(times))
 
 
 def run_suite(game: Game, config: PlayerSpec, tc: TimeControl, seeds: int | Iterable[int], master_seed: bytes,
