@@ -564,6 +564,18 @@ def test_an_engine_seen_pondering_is_frozen_between_its_moves_from_then_on(tmp_p
 
 
 @needs_cgroup
+@hostile
+def test_an_engine_that_resumes_itself_while_stopped_forfeits_on_time(tmp_path):
+    """Under control groups v1 a caught engine is stopped by a SIGSTOP to each of its processes in
+    turn, so 20 children that keep sending SIGCONT to their process group resume those stopped
+    first and think through most of the opponent's turns (a core's worth of it, 6 waits in 15 seen).
+    The control group's CPU counter shows it: the engine forfeits on time, never its opponent."""
+    record = run_match(tmp_path, hostile_cmd("unfreeze"), slow(0.15), fmt="games=1").records[0]
+    assert record.reason == "time" and record.players[record.forfeit_seat] == "H", (record.reason, record.detail)
+    assert "while stopped" in record.detail, record.detail
+
+
+@needs_cgroup
 def test_an_honest_engine_is_not_stopped_and_resumed_on_every_move(tmp_path, monkeypatch):
     """Freezing idle processes costs the referee a signal round per process per move; an engine
     that stays idle off-turn is never frozen while it plays (only when it is left out of a game)."""

@@ -44,6 +44,10 @@ _READ_BURST = 64
 OFFTURN_SLACK = 0.005
 """Seconds of CPU an engine that may not ponder may use between two of its moves before it is
 frozen between moves (honest engines measured: 0.5 ms at most, the work after sending a reply)."""
+STOPPED_SLACK = 0.03
+"""Seconds of CPU the control group of an engine that has just been stopped may still count (the
+work of its last moments, which the kernel accounts up to a scheduler tick late on each core: 6-7
+ms seen for four spinning threads on two cores); more means it resumed itself (see ``_resisted``)."""
 RECENT_ANSWER = 1.0
 """Seconds: an engine that answered a request this recently needs no ping before its next game
 (a ping round trip cost 13 % of a fast match)."""
@@ -159,6 +163,13 @@ class EngineSession:
         the start of its off-turn."""
         self.caught_pondering = False
         """Used more than OFFTURN_SLACK of CPU while it should have been idle: frozen from then on."""
+        self._cpu_at_freeze: float | None = None
+        """Its CPU counter when ``rest`` or ``watch`` froze it (caught pondering) while it waits in a
+        game: it must not grow until the thaw (see ``_resisted``)."""
+        self._resisted_ms: float | None = None
+        """CPU ms it used while it was frozen, once seen above STOPPED_SLACK: it resumed itself (control
+        groups v1 stop each process with SIGSTOP, and one process can SIGCONT another); its next
+        request in this game is then a time forfeit."""
         self.options: dict = {}
         """``config.options`` converted to the types the engine declared (set at the handshake)."""
         self.insecure = bool(config.remote and (config.endpoint or "").startswith("tcp://"))
@@ -263,15 +274,29 @@ class EngineSession:
                 self._cpu_at_rest = self.process.cpu_seconds()
             if self.config.ponder or not self.caught_pondering:
                 return
+            if self._cpu_at_freeze is None:
+                self.process.freeze(True)
+                self._cpu_at_freeze = self.process.cpu_seconds()  # once stopped: the count is settled then
+                return
         self.process.freeze(True)
 
     def watch(self) -> None:
-        if self.process is None or self.config.ponder or self.caught_pondering or self._cpu_at_rest is None \
-                or self.process.cgroup is None:
+        if self.process is None or self.config.ponder or self._cpu_at_rest is None or self.process.cgroup is None:
             return
-        if self.process.cpu_seconds() - self._cpu_at_rest > OFFTURN_SLACK:
+        if self.caught_pondering:
+            self._resisted()
+        elif self.process.cpu_seconds() - self._cpu_at_rest > OFFTURN_SLACK:
             self.caught_pondering = True
             self.process.freeze(True)
+            self._cpu_at_freeze = self.process.cpu_seconds()
+
+    def _resisted(self) -> None:
+        """A frozen engine whose CPU counter grew beyond STOPPED_SLACK resumed itself: noted for
+        its next request (one counter read, only for an engine caught pondering)."""
+        if self._cpu_at_freeze is not None and self._resisted_ms is None:
+            used = self.process.cpu_seconds() - self._cpu_at_freeze
+            if used > STOPPED_SLACK:
+                self._resisted_ms = round(used * 1000, 1)
 
     def alive(self) -> bool:
         """Running (or, for a remote engine, still connected)."""
@@ -344,6 +369,7 @@ class EngineSession:
     # --- a game -----------------------------------------------------------------------------
 
     def start_game(self, message: NewGame) -> None:
+        self._resisted_ms = None  # a game is forfeited only for what happened in it
         self._announce(message)
 
     def new_game(self, message: NewGame) -> None:
@@ -355,6 +381,11 @@ class EngineSession:
 
     def ask(self, request: Request) -> float:
         self.pending = (request.game_id, request.seq)
+        if self._cpu_at_freeze is not None:  # caught pondering and frozen: did it stay stopped?
+            self._resisted()
+        if self._resisted_ms is not None:
+            raise EngineFault(EndReason.TIME, f"used {self._resisted_ms:.0f} ms of CPU while stopped between its "
+                                              f"moves (it resumed itself; pondering is off)")
         sent = self._send(request)
         self.offturn_cpu_ms = self._end_rest()  # after sending: its turn's first microseconds are noise
         return sent
@@ -420,6 +451,7 @@ class EngineSession:
         """Send a message; return the monotonic time it left. Raises ``EngineFault`` if gone."""
         if self.process is not None:
             self.process.freeze(False)  # thawed before it is asked anything
+            self._cpu_at_freeze = None
         try:
             self.connection.send(message)
         except (ConnectionError, ProtocolError) as exc:

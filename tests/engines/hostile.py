@@ -20,7 +20,8 @@ spinning for ever), ``readfiles`` (read the operator's signing key, seed file an
 files: ``--files A,B``), ``cgroup`` (leave its control group, lift its memory limit, then spin
 like ``busy``), ``disk`` (write 600 MB into its work folder), ``tmpfs`` (600 MB into /dev/shm, memory),
 ``sockdir`` (600 MB into the folder of its own socket, a folder of the referee's),
-``forkbomb`` (fork until refused). Protocol abuse: ``no_hello``, ``hello_exit``, ``crash``, ``hang``,
+``forkbomb`` (fork until refused), ``unfreeze`` (20 child processes that spin and keep sending SIGCONT to
+their whole process group, so that those the referee stops first are resumed by the others). Protocol abuse: ``no_hello``, ``hello_exit``, ``crash``, ``hang``,
 ``garbage``, ``oversize``, ``flood``, ``loud_hello`` (terminal escapes in its name), ``huge_games`` (a 1 MB
 game name in its hello), ``illegal``, ``stale``, ``reply_twice``, ``multi_frame``,
 ``after_game_over``, ``reconnect``, ``children``. Everything happens at the (N+1)-th decision
@@ -330,6 +331,12 @@ def spin() -> None:
         pass
 
 
+def spin_and_resume() -> None:
+    """Spin, resuming every process of its group (itself, its sibling, the engine) between rounds."""
+    while True:
+        os.kill(0, signal.SIGCONT)
+
+
 def main() -> int:
     mode = sys.argv[1]
     after = int(sys.argv[sys.argv.index("--after") + 1]) if "--after" in sys.argv else 0
@@ -442,6 +449,10 @@ def main() -> int:
                 sys.setswitchinterval(0.0005)  # the main thread gets the GIL back soon after a thaw
                 for _ in range(4):
                     threading.Thread(target=spin, daemon=True).start()
+            elif mode == "unfreeze":
+                for _ in range(20):
+                    if os.fork() == 0:
+                        spin_and_resume()
             elif mode == "crash":
                 os._exit(7)
             elif mode == "hang":
