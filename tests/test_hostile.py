@@ -564,6 +564,30 @@ def test_an_engine_seen_pondering_is_frozen_between_its_moves_from_then_on(tmp_p
 
 
 @needs_cgroup
+def test_an_engine_stopped_between_its_moves_is_timed_from_its_resumption(tmp_path, monkeypatch):
+    """A caught engine is resumed just before its request is sent; whatever delays the send from
+    then on (here 80 ms, as when its spinning threads keep the referee off both cores) it spends
+    thinking, so its decision is timed from the resumption, not from the send."""
+    from arbiter.hosting.sandbox import ControlGroup
+
+    orig = ControlGroup.freeze
+
+    def slow_thaw(self, frozen):
+        orig(self, frozen)
+        if not frozen:
+            time.sleep(0.08)
+
+    monkeypatch.setattr(ControlGroup, "freeze", slow_thaw)
+    record = run_match(tmp_path, hostile_cmd("busy"), slow(0.1), fmt="games=1").records[0]
+    assert record.reason == "normal", record.detail
+    seat = record.players.index("H")
+    caught = [e for e in record.events[1:] if e.seat == seat and e.offturn_cpu_ms is not None
+              and e.offturn_cpu_ms > 5][0]  # the request after the one it was caught pondering in
+    later = [e.measured_ms for e in record.events[record.events.index(caught) + 2:] if e.seat == seat]
+    assert later and min(later) >= 80, later
+
+
+@needs_cgroup
 @hostile
 def test_an_engine_that_resumes_itself_while_stopped_forfeits_on_time(tmp_path):
     """Under control groups v1 a caught engine is stopped by a SIGSTOP to each of its processes in

@@ -448,15 +448,20 @@ class EngineSession:
     # --- messages ---------------------------------------------------------------------------
 
     def _send(self, message: Message) -> float:
-        """Send a message; return the monotonic time it left. Raises ``EngineFault`` if gone."""
+        """Send a message; return the monotonic time it left, or, for an engine that was frozen, the
+        time it was resumed: it may think from then on (its threads may even delay the send). Raises
+        ``EngineFault`` if gone."""
+        resumed = None
         if self.process is not None:
+            if self.process.frozen:
+                resumed = time.monotonic()
             self.process.freeze(False)  # thawed before it is asked anything
             self._cpu_at_freeze = None
         try:
             self.connection.send(message)
         except (ConnectionError, ProtocolError) as exc:
             raise self._lost_fault(str(exc)) from None
-        return time.monotonic()
+        return time.monotonic() if resumed is None else resumed
 
     def _send_quietly(self, message: Message) -> None:
         try:
