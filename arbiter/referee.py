@@ -307,7 +307,9 @@ class Referee:
         """Wait for every seat's reply; forfeit the first seat that overruns or misbehaves.
         ``busy_since``: the referee was busy with other work (freezing, deferred work) from then
         until now; a reply found waiting at the first look is taken to have come then (never
-        charge the referee's own time to an engine)."""
+        charge the referee's own time to an engine). So is one found after the referee read other
+        seats' messages (a simultaneous decision); but a reply behind other messages of its own
+        seat is dated when it is reached (an engine's junk costs its own clock, never another's)."""
         deadlines = {}
         for seat, t0 in sent.items():
             allowance = self.clocks[seat].allowance()
@@ -315,18 +317,22 @@ class Referee:
             deadlines[seat] = t0 + (UNLIMITED_STALL if allowance is None else allowance + self.margin + slack)
         replies: dict[int, tuple[Reply, float]] = {}
         waiting = sorted(sent)
+        behind: dict[int, float] = {}
+        """Seats whose messages were read without their reply among them -> when that reading ended:
+        their reply came behind them, so it is not dated earlier (their own messages cost them)."""
         while waiting:
             engines = [self.engines[s] for s in waiting]
             ready: set[int] = set()
             if busy_since is not None:  # first a look: were replies there already while we were busy?
                 ready, arrived, busy_since = wait_any(engines, 0), busy_since, None
-            if not ready:  # judge, then wait (a reply from now on is timed when it comes)
-                now = time.monotonic()
-                for seat in waiting:
-                    if now >= deadlines[seat]:
-                        reason = EndReason.STALL if self.clocks[seat].allowance() is None else EndReason.TIME
-                        raise _Forfeit(seat, reason, f"no reply within {(deadlines[seat] - sent[seat]) * 1000:.0f} "
-                                                     f"ms (allowance + {self.margin * 1000:.0f} ms margin)")
+            now = time.monotonic()
+            for i, seat in enumerate(waiting):  # judge: what waits now counts from when it can have come
+                came = max(arrived, behind.get(seat, arrived)) if i in ready else now
+                if came >= deadlines[seat]:
+                    reason = EndReason.STALL if self.clocks[seat].allowance() is None else EndReason.TIME
+                    raise _Forfeit(seat, reason, f"no reply within {(deadlines[seat] - sent[seat]) * 1000:.0f} "
+                                                 f"ms (allowance + {self.margin * 1000:.0f} ms margin)")
+            if not ready:  # then wait (a reply from now on is timed when it comes)
                 timeout_ms = max(0, min(50, int((min([deadlines[s] for s in waiting]) - now) * 1000) + 1))
                 ready = wait_any(engines, timeout_ms)
                 arrived = time.monotonic()  # the replies were there; reading them and freezing is the referee's time
@@ -344,15 +350,20 @@ class Referee:
                 try:
                     if i in ready:
                         reply = engine.poll_reply()
-                        if reply is not None:
-                            replies[seat] = (reply, arrived - sent[seat])
+                        if reply is not None:  # there at the wake-up, unless found behind others of its messages
+                            came = arrived if engine.read_at is None else engine.read_at
+                            replies[seat] = (reply, max(came, behind.get(seat, came)) - sent[seat])
                             waiting.remove(seat)
                             if waiting:  # a simultaneous decision: it rests while the others think
                                 engine.rest(watch=True)
+                        else:
+                            behind[seat] = time.monotonic()
                     elif not ready:
                         engine.check_alive()
                 except EngineFault as fault:
                     raise _Forfeit(seat, fault.reason, fault.detail) from None
+            if ready and waiting:  # reading took the referee's time: a reply that came meanwhile is dated to the wake-up
+                busy_since = arrived
         return replies
 
     def _add(self, event: Event) -> None:

@@ -563,6 +563,26 @@ def test_an_engine_seen_pondering_is_frozen_between_its_moves_from_then_on(tmp_p
     assert later[len(later) // 2] < 5, offturn  # frozen from then on
 
 
+def test_a_reply_behind_a_burst_of_junk_is_timed_when_it_is_read(tmp_path):
+    """The referee reads up to 64 waiting messages per wake-up. An engine that sends 63 stale replies
+    slow to decode (~15 ms each) and then thinks 300 ms: its reply comes while the referee still
+    decodes the junk, and must not be dated to the wake-up the junk caused (a free ~second a move)."""
+    record = run_match(tmp_path, hostile_cmd("junk", "--after", "1", "--delay", "0.3"), fmt="games=1",
+                       tc="st=0.2").records[0]
+    assert record.reason == "time" and record.players[record.forfeit_seat] == "H", (record.reason, record.detail)
+
+
+@hostile
+def test_junk_during_a_simultaneous_decision_costs_the_other_seat_nothing(tmp_path):
+    """EinStein's set-up asks both seats at once: while the referee decodes one seat's 64 messages
+    of junk (~1 s), the other's reply, sent after 100 ms, waits; it is timed as if read when it
+    came, so the junk's sender loses on time (its reply was behind its junk), not the seat that
+    answered in time, whichever seat each has."""
+    slow_setup = f"{PY} {ROOT / 'tests' / 'engines' / 'misbehave.py'} slow_setup --delay 0.1"
+    for record in run_match(tmp_path, hostile_cmd("junk"), slow_setup, tc="st=0.5").records:
+        assert record.reason == "time" and record.players[record.forfeit_seat] == "H", (record.reason, record.detail)
+
+
 @needs_cgroup
 def test_an_engine_stopped_between_its_moves_is_timed_from_its_resumption(tmp_path, monkeypatch):
     """A caught engine is resumed just before its request is sent; whatever delays the send from

@@ -78,6 +78,8 @@ class Session(Protocol):
     hello: Hello | None
     dropped: int
     """Late or stray answers recognised by game id / seq and dropped."""
+    read_at: float | None
+    """When ``poll_reply`` reached the reply it returned, if other messages came first (monotonic)."""
     limits: Limits
     offturn_cpu_ms: float | None
     """CPU time used while it waited for this request (engines that ponder or are watched), for the record."""
@@ -107,7 +109,8 @@ class Session(Protocol):
         """Send a decision request; return the monotonic time it left. Raises ``EngineFault``."""
 
     def poll_reply(self) -> Reply | None:
-        """The answer to the last ``ask`` if it has arrived; raises ``EngineFault``."""
+        """The answer to the last ``ask`` if it has arrived; raises ``EngineFault``. ``read_at`` then
+        says when it was found behind other messages of the player (None: it was the first)."""
 
     def rest(self, watch: bool = False) -> None:
         """The decision is over: the player must not use the CPU until it is asked again (unless
@@ -150,6 +153,7 @@ class EngineSession:
         self.pending: tuple[str, int] | None = None
         """(game_id, seq) of the request whose answer we wait for."""
         self.dropped = 0
+        self.read_at: float | None = None
         self._quit_sent = False
         self._pings = 0
         self._answered_at = float("-inf")
@@ -405,9 +409,12 @@ class EngineSession:
         return round((now - started) * 1000, 1)
 
     def poll_reply(self) -> Reply | None:
+        self.read_at = None
         for i in range(_READ_BURST):
-            if i and not self.connection.wait(0):  # the first read needs no poll: it does not block
-                return None
+            if i:
+                if not self.connection.wait(0):  # the first read needs no poll: it does not block
+                    return None
+                self.read_at = time.monotonic()  # behind its other messages: it may have come only now
             msg = self._read_one()
             if msg is None:
                 continue
@@ -556,6 +563,7 @@ class InProcessSession:
         self.name = player.name
         self.hello: Hello | None = None
         self.dropped = 0
+        self.read_at: float | None = None
         self.limits = Limits()
         self.offturn_cpu_ms: float | None = None
         self.options: dict = {}

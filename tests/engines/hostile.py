@@ -21,7 +21,9 @@ files: ``--files A,B``), ``cgroup`` (leave its control group, lift its memory li
 like ``busy``), ``disk`` (write 600 MB into its work folder), ``tmpfs`` (600 MB into /dev/shm, memory),
 ``sockdir`` (600 MB into the folder of its own socket, a folder of the referee's),
 ``forkbomb`` (fork until refused), ``unfreeze`` (20 child processes that spin and keep sending SIGCONT to
-their whole process group, so that those the referee stops first are resumed by the others). Protocol abuse: ``no_hello``, ``hello_exit``, ``crash``, ``hang``,
+their whole process group, so that those the referee stops first are resumed by the others),
+``junk`` (before its reply: 63 stale replies of ~0.75 MB that are slow to decode, then ``--delay`` seconds
+of thought; ``--for S``: keep sending them for S seconds instead). Protocol abuse: ``no_hello``, ``hello_exit``, ``crash``, ``hang``,
 ``garbage``, ``oversize``, ``flood``, ``loud_hello`` (terminal escapes in its name), ``huge_games`` (a 1 MB
 game name in its hello), ``illegal``, ``stale``, ``reply_twice``, ``multi_frame``,
 ``after_game_over``, ``reconnect``, ``children``. Everything happens at the (N+1)-th decision
@@ -468,6 +470,14 @@ def main() -> int:
             elif mode == "multi_frame":
                 sock.socket.send_multipart([encode(reply), encode(reply)])
                 continue
+        if mode == "junk" and decisions == after + 1:
+            heavy = encode(Reply(game_id=msg.game_id, seq=msg.seq - 1, move="zz99", info=Info(pv=["a1b2"] * 150_000)))
+            until = time.monotonic() + float(sys.argv[sys.argv.index("--for") + 1]) if "--for" in sys.argv else 0
+            for _ in range(63):
+                sock.socket.send(heavy)
+            while time.monotonic() < until:
+                sock.socket.send(heavy)
+            time.sleep(float(sys.argv[sys.argv.index("--delay") + 1]) if "--delay" in sys.argv else 0)
         if mode == "info":
             reply.info = Info(pv=["a1b2"] * 40_000, comment="c" * 600_000)  # ~0.8 MB: just under the frame limit
         if mode == "flood":
