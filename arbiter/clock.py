@@ -55,7 +55,7 @@ def _time_ms(part: str, text: str, what: str, *, zero_ok: bool = False) -> int:
     if m := _SECONDS.fullmatch(part):
         ms = Decimal(m[1]) * _UNIT_MS[m[2]]
     elif m := _MIN_SEC.fullmatch(part):
-        ms = (int(m[1]) * 60 + Decimal(m[2])) * 1000
+        ms = (Decimal(m[1]) * 60 + Decimal(m[2])) * 1000  # Decimal: int() refuses over 4300 digits
     else:
         raise _bad(text, f"{what} {part!r} is not a time; {_TIME_EXPECTED}")
     if ms != ms.to_integral_value():
@@ -72,7 +72,7 @@ def _count(part: str, text: str, what: str) -> int:
     """Parse a whole number >= 1 (a moves count, a number of periods)."""
     if not _COUNT.fullmatch(part):
         raise _bad(text, f"{what} {part!r} is not a whole number")
-    n = int(part)
+    n = int(part) if len(part.lstrip("0")) <= 7 else 10**7  # int() refuses over 4300 digits
     if n < 1:
         raise _bad(text, f"{what} {part!r} must be at least 1")
     if n > 10**6:

@@ -122,6 +122,19 @@ def test_parse_rejects_with_a_precise_message(text, message):
     assert message in text_msg
 
 
+@pytest.mark.parametrize("text, message", [
+    ("1" * 5000 + "/60", "moves count '111"),
+    ("60+" + "1" * 5000 + "x10", "number of byo-yomi periods '111"),
+    ("1" * 5000 + ":00", "main time '111"),
+])
+def test_parse_rejects_thousands_of_digits_naming_the_part(text, message):
+    """Python refuses to convert an int of more than 4300 digits: the message still names the part."""
+    with pytest.raises(ValueError) as info:
+        parse_time_control(text)
+    assert str(info.value).startswith(f"bad time control '{text[:10]}") and message in str(info.value)
+    assert "too large" in str(info.value) or "too long" in str(info.value), str(info.value)[-200:]
+
+
 def test_parse_error_says_what_was_expected():
     with pytest.raises(ValueError, match=r"expected seconds .*m:ss .*s, m or ms"):
         parse_time_control("3h")
