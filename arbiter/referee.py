@@ -258,22 +258,27 @@ class Referee:
         self._unrested = list(seats)
         moves: dict[int, str] = {}
         lags: dict[int, tuple[float, float]] = {}
+        faults: dict[int, tuple[EndReason, str]] = {}
         for seat in seats:
             reply, elapsed = replies[seat]
             kind = requests[seat].kind
             try:
                 self.state.check_move(reply.move, seat)
             except IllegalMove as exc:
-                raise _Forfeit(seat, EndReason.ILLEGAL_MOVE, clip(f"{kind} {reply.move!r}: {exc}")) from None
+                faults[seat] = (EndReason.ILLEGAL_MOVE, clip(f"{kind} {reply.move!r}: {exc}"))
+                continue
             allowed_ms = requests[seat].time_left_ms  # the clock's allowance, unchanged since the request
             lag = getattr(self.engines[seat], "lag", None)  # a remote engine: network lag not charged
             if lag is not None:
                 lags[seat] = lag.compensate(elapsed * 1000, reply.info.time_ms if reply.info else None)
                 elapsed = max(0.0, elapsed - lags[seat][1] / 1000)
             if not self.clocks[seat].charge(elapsed, self.margin):  # the watchdog's twin, for races
-                raise _Forfeit(seat, EndReason.TIME, f"took {elapsed * 1000:.0f} ms; allowed "
-                                           f"{allowed_ms} ms + {self.margin * 1000:.0f} ms margin")
+                faults[seat] = (EndReason.TIME, f"took {elapsed * 1000:.0f} ms; allowed "
+                                                f"{allowed_ms} ms + {self.margin * 1000:.0f} ms margin")
+                continue
             moves[seat] = reply.move
+        if faults:  # every seat at fault forfeits (a simultaneous decision): none wins while failing itself
+            raise _Forfeit.of(faults, self.record.players)
         if len(seats) == 1:
             self.state.apply(moves[seats[0]])
         else:
@@ -326,12 +331,15 @@ class Referee:
             if busy_since is not None:  # first a look: were replies there already while we were busy?
                 ready, arrived, busy_since = wait_any(engines, 0), busy_since, None
             now = time.monotonic()
+            late: dict[int, tuple[EndReason, str]] = {}
             for i, seat in enumerate(waiting):  # judge: what waits now counts from when it can have come
                 came = max(arrived, behind.get(seat, arrived)) if i in ready else now
                 if came >= deadlines[seat]:
                     reason = EndReason.STALL if self.clocks[seat].allowance() is None else EndReason.TIME
-                    raise _Forfeit(seat, reason, f"no reply within {(deadlines[seat] - sent[seat]) * 1000:.0f} "
-                                                 f"ms (allowance + {self.margin * 1000:.0f} ms margin)")
+                    late[seat] = (reason, f"no reply within {(deadlines[seat] - sent[seat]) * 1000:.0f} "
+                                          f"ms (allowance + {self.margin * 1000:.0f} ms margin)")
+            if late:  # every seat out of time forfeits: none wins by another's fault while failing itself
+                raise _Forfeit.of(late, self.record.players)
             if not ready:  # then wait (a reply from now on is timed when it comes)
                 timeout_ms = max(0, min(50, int((min([deadlines[s] for s in waiting]) - now) * 1000) + 1))
                 ready = wait_any(engines, timeout_ms)

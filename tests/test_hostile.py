@@ -563,6 +563,17 @@ def test_an_engine_seen_pondering_is_frozen_between_its_moves_from_then_on(tmp_p
     assert later[len(later) // 2] < 5, offturn  # frozen from then on
 
 
+def test_seats_silent_past_their_time_in_a_simultaneous_decision_all_forfeit(tmp_path):
+    """EinStein's set-up asks both seats at once; when neither answers in time both lose on time
+    (as with two engines that cannot start), rather than the lower seat alone, the other winning."""
+    record = run_match(tmp_path, hostile_cmd("hang"), hostile_cmd("hang"), fmt="games=1", tc="st=0.3").records[0]
+    assert record.reason == "time" and record.forfeit_seats == [0, 1], (record.reason, record.detail,
+                                                                         record.forfeit_seats)
+    assert record.returns[0] == record.returns[1] < 0, record.returns
+    assert "seat 0 (H): time: no reply within 350 ms" in record.detail, record.detail
+    assert "seat 1 (O): time: no reply within 350 ms" in record.detail, record.detail
+
+
 def test_a_reply_behind_a_burst_of_junk_is_timed_when_it_is_read(tmp_path):
     """The referee reads up to 64 waiting messages per wake-up. An engine that sends 63 stale replies
     slow to decode (~15 ms each) and then thinks 300 ms: its reply comes while the referee still
