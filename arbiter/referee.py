@@ -272,9 +272,9 @@ class Referee:
             if lag is not None:
                 lags[seat] = lag.compensate(elapsed * 1000, reply.info.time_ms if reply.info else None)
                 elapsed = max(0.0, elapsed - lags[seat][1] / 1000)
+            margin = self._margin_left(seat)  # read before the charge: what this decision had
             if not self.clocks[seat].charge(elapsed, self.margin):  # the watchdog's twin, for races
-                faults[seat] = (EndReason.TIME, f"took {elapsed * 1000:.0f} ms; allowed "
-                                                f"{allowed_ms} ms + {self.margin * 1000:.0f} ms margin")
+                faults[seat] = (EndReason.TIME, f"took {elapsed * 1000:.0f} ms; allowed {allowed_ms} ms + {margin}")
                 continue
             moves[seat] = reply.move
         if faults:  # every seat at fault forfeits (a simultaneous decision): none wins while failing itself
@@ -294,6 +294,15 @@ class Referee:
                             offturn_cpu_ms=engine.offturn_cpu_ms,
                             lag_ms=lags[seat][0] if seat in lags else None,
                             compensated_ms=lags[seat][1] if seat in lags else None))
+
+    def _margin_left(self, seat: int) -> str:
+        """The margin the seat's decision has, for a forfeit's detail: all of it, unless its clock
+        owes an earlier overrun."""
+        clock = self.clocks[seat]
+        limit = clock.limit(self.margin)
+        if limit is None or limit - clock.allowance() >= self.margin - 1e-9:
+            return f"{self.margin * 1000:.0f} ms margin"
+        return f"{(limit - clock.allowance()) * 1000:.0f} ms left of the {self.margin * 1000:.0f} ms margin"
 
     def _run_deferred(self) -> None:
         if self._deferred:
@@ -317,9 +326,9 @@ class Referee:
         seat is dated when it is reached (an engine's junk costs its own clock, never another's)."""
         deadlines = {}
         for seat, t0 in sent.items():
-            allowance = self.clocks[seat].allowance()
+            limit = self.clocks[seat].limit(self.margin)  # allowance + margin, less what the clock owes
             slack = self.engines[seat].slack() if hasattr(self.engines[seat], "slack") else 0.0  # lag allowance
-            deadlines[seat] = t0 + (UNLIMITED_STALL if allowance is None else allowance + self.margin + slack)
+            deadlines[seat] = t0 + (UNLIMITED_STALL if limit is None else limit + slack)
         replies: dict[int, tuple[Reply, float]] = {}
         waiting = sorted(sent)
         behind: dict[int, float] = {}
@@ -337,7 +346,7 @@ class Referee:
                 if came >= deadlines[seat]:
                     reason = EndReason.STALL if self.clocks[seat].allowance() is None else EndReason.TIME
                     late[seat] = (reason, f"no reply within {(deadlines[seat] - sent[seat]) * 1000:.0f} "
-                                          f"ms (allowance + {self.margin * 1000:.0f} ms margin)")
+                                          f"ms (allowance + {self._margin_left(seat)})")
             if late:  # every seat out of time forfeits: none wins by another's fault while failing itself
                 raise _Forfeit.of(late, self.record.players)
             if not ready:  # then wait (a reply from now on is timed when it comes)

@@ -563,6 +563,16 @@ def test_an_engine_seen_pondering_is_frozen_between_its_moves_from_then_on(tmp_p
     assert later[len(later) // 2] < 5, offturn  # frozen from then on
 
 
+def test_an_empty_sudden_death_clock_does_not_give_the_margin_on_every_move(tmp_path):
+    """An engine that answers every request 25 ms past its allowance, within the 50 ms margin: the
+    first overrun stands, but the margin is forgiven once, not on every move (it would play at 25 ms
+    a move for ever on an empty sudden-death clock)."""
+    record = run_match(tmp_path, hostile_cmd("overrun", "--after", "1"), fmt="games=1", tc="0.5").records[0]
+    assert record.reason == "time" and record.players[record.forfeit_seat] == "H", (record.reason, record.detail)
+    seat = record.players.index("H")
+    assert sum(1 for e in record.events if e.seat == seat and e.measured_ms > 500) == 1, record.events
+
+
 def test_seats_silent_past_their_time_in_a_simultaneous_decision_all_forfeit(tmp_path):
     """EinStein's set-up asks both seats at once; when neither answers in time both lose on time
     (as with two engines that cannot start), rather than the lower seat alone, the other winning."""

@@ -23,7 +23,8 @@ like ``busy``), ``disk`` (write 600 MB into its work folder), ``tmpfs`` (600 MB 
 ``forkbomb`` (fork until refused), ``unfreeze`` (20 child processes that spin and keep sending SIGCONT to
 their whole process group, so that those the referee stops first are resumed by the others),
 ``junk`` (before its reply: 63 stale replies of ~0.75 MB that are slow to decode, then ``--delay`` seconds
-of thought; ``--for S``: keep sending them for S seconds instead). Protocol abuse: ``no_hello``, ``hello_exit``, ``crash``, ``hang``,
+of thought; ``--for S``: keep sending them for S seconds instead), ``overrun`` (every reply 25 ms past its
+``time_left_ms``: within the referee's default margin). Protocol abuse: ``no_hello``, ``hello_exit``, ``crash``, ``hang``,
 ``garbage``, ``oversize``, ``flood``, ``loud_hello`` (terminal escapes in its name), ``huge_games`` (a 1 MB
 game name in its hello), ``illegal``, ``stale``, ``reply_twice``, ``multi_frame``,
 ``after_game_over``, ``reconnect``, ``children``. Everything happens at the (N+1)-th decision
@@ -478,6 +479,8 @@ def main() -> int:
             while time.monotonic() < until:
                 sock.socket.send(heavy)
             time.sleep(float(sys.argv[sys.argv.index("--delay") + 1]) if "--delay" in sys.argv else 0)
+        if mode == "overrun" and decisions > after:
+            time.sleep(msg.time_left_ms / 1000 + 0.025)
         if mode == "info":
             reply.info = Info(pv=["a1b2"] * 40_000, comment="c" * 600_000)  # ~0.8 MB: just under the frame limit
         if mode == "flood":
