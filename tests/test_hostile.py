@@ -633,11 +633,12 @@ def test_an_engine_stopped_between_its_moves_is_timed_from_its_resumption(tmp_pa
 def test_an_engine_that_resumes_itself_while_stopped_forfeits_on_time(tmp_path):
     """Under control groups v1 a caught engine is stopped by a SIGSTOP to each of its processes in
     turn, so 20 children that keep sending SIGCONT to their process group resume those stopped
-    first and think through most of the opponent's turns (a core's worth of it, 6 waits in 15 seen).
-    The control group's CPU counter shows it: the engine forfeits on time, never its opponent."""
-    record = run_match(tmp_path, hostile_cmd("unfreeze"), slow(0.15), fmt="games=1").records[0]
-    assert record.reason == "time" and record.players[record.forfeit_seat] == "H", (record.reason, record.detail)
-    assert "while stopped" in record.detail, record.detail
+    first and think through most of the opponent's turns (a core's worth of it, 6 waits in 15 seen;
+    none in a game in 6 or so). The control group's CPU counter shows it: the engine forfeits on
+    time, never its opponent."""
+    records = run_match(tmp_path, hostile_cmd("unfreeze"), slow(0.15), fmt="games=3").records
+    caught = [r for r in records if r.reason == "time" and r.players[r.forfeit_seat] == "H" and "while stopped" in r.detail]
+    assert caught and all(r in caught or r.reason == "normal" for r in records), [(r.reason, r.detail) for r in records]
 
 
 @needs_cgroup
