@@ -629,6 +629,18 @@ def test_an_engine_stopped_between_its_moves_is_timed_from_its_resumption(tmp_pa
 
 
 @needs_cgroup
+def test_thinking_while_the_referee_decodes_the_reply_counts_as_off_turn(tmp_path):
+    """The referee decodes a reply after timing it (~15 ms for a 0.75 MB list of moves), and the
+    next request goes out after that: an engine that uses the CPU meanwhile is off its turn, seen
+    and stopped like any other engine pondering (its off-turn CPU is counted from its reply)."""
+    record = run_match(tmp_path, hostile_cmd("after_reply", "--after", "1"), slow(0.1), fmt="games=1").records[0]
+    assert record.reason == "normal", record.detail
+    seat = record.players.index("H")
+    offturn = [e.offturn_cpu_ms for e in record.events if e.seat == seat and e.offturn_cpu_ms is not None]
+    assert max(offturn) > 10, offturn
+
+
+@needs_cgroup
 @hostile
 def test_an_engine_that_resumes_itself_while_stopped_forfeits_on_time(tmp_path):
     """Under control groups v1 a caught engine is stopped by a SIGSTOP to each of its processes in

@@ -410,10 +410,13 @@ class EngineSession:
 
     def poll_reply(self) -> Reply | None:
         self.read_at = None
+        watched = self._cpu_at_rest is None and self.process is not None and self.process.cgroup is not None
+        if watched:  # its off-turn starts with its reply, before the referee decodes and checks it
+            self._cpu_at_rest = self.process.cpu_seconds()
         for i in range(_READ_BURST):
             if i:
                 if not self.connection.wait(0):  # the first read needs no poll: it does not block
-                    return None
+                    break
                 self.read_at = time.monotonic()  # behind its other messages: it may have come only now
             msg = self._read_one()
             if msg is None:
@@ -423,6 +426,8 @@ class EngineSession:
             self.pending = None
             self._answered_at = time.monotonic()
             return msg
+        if watched:  # no reply yet: its turn goes on
+            self._cpu_at_rest = None
         return None
 
     def check_alive(self) -> None:

@@ -24,7 +24,8 @@ like ``busy``), ``disk`` (write 600 MB into its work folder), ``tmpfs`` (600 MB 
 their whole process group, so that those the referee stops first are resumed by the others),
 ``junk`` (before its reply: 63 stale replies of ~0.75 MB that are slow to decode, then ``--delay`` seconds
 of thought; ``--for S``: keep sending them for S seconds instead), ``overrun`` (every reply 25 ms past its
-``time_left_ms``: within the referee's default margin). Protocol abuse: ``no_hello``, ``hello_exit``, ``crash``, ``hang``,
+``time_left_ms``: within the referee's default margin), ``after_reply`` (a reply of ~0.75 MB that is slow
+to decode, then 20 ms of CPU while the referee decodes it). Protocol abuse: ``no_hello``, ``hello_exit``, ``crash``, ``hang``,
 ``garbage``, ``oversize``, ``flood``, ``loud_hello`` (terminal escapes in its name), ``huge_games`` (a 1 MB
 game name in its hello), ``illegal``, ``stale``, ``reply_twice``, ``multi_frame``,
 ``after_game_over``, ``reconnect``, ``children``. Everything happens at the (N+1)-th decision
@@ -489,7 +490,13 @@ def main() -> int:
         if mode == "stale":
             sock.send(Reply(game_id=msg.game_id, seq=msg.seq - 1, move="zz99"))
             sock.send(Reply(game_id="other-game", seq=msg.seq, move="zz99"))
+        if mode == "after_reply" and decisions > after:
+            reply.info = Info(pv=["a1b2"] * 150_000)
         sock.send(reply)
+        if mode == "after_reply" and decisions > after:
+            started = time.process_time()
+            while time.process_time() - started < 0.02:
+                pass
         if mode == "reply_twice":
             sock.send(Reply(game_id=msg.game_id, seq=msg.seq, move="zz99"))
         if mode == "reconnect" and decisions == after + 1:
