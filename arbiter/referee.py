@@ -272,7 +272,7 @@ class Referee:
             if lag is not None:
                 lags[seat] = lag.compensate(elapsed * 1000, reply.info.time_ms if reply.info else None)
                 elapsed = max(0.0, elapsed - lags[seat][1] / 1000)
-            margin = self._margin_left(seat)  # read before the charge: what this decision had
+            margin = self._margin_left(seat) if allowed_ms and elapsed * 1000 > allowed_ms else ""  # before the charge
             if not self.clocks[seat].charge(elapsed, self.margin):  # the watchdog's twin, for races
                 faults[seat] = (EndReason.TIME, f"took {elapsed * 1000:.0f} ms; allowed {allowed_ms} ms + {margin}")
                 continue
