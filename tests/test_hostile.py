@@ -641,6 +641,17 @@ def test_thinking_while_the_referee_decodes_the_reply_counts_as_off_turn(tmp_pat
 
 
 @needs_cgroup
+def test_an_engine_caught_pondering_is_stopped_as_soon_as_its_reply_is_read(tmp_path):
+    """Once caught, an engine is stopped from its reply on, not only once the next request is out:
+    the 20 ms it spends after each reply while the referee decodes it are not its any more."""
+    record = run_match(tmp_path, hostile_cmd("after_reply", "--after", "1"), slow(0.1), fmt="games=1").records[0]
+    assert record.reason == "normal", record.detail
+    seat = record.players.index("H")
+    offturn = [e.offturn_cpu_ms for e in record.events if e.seat == seat and e.offturn_cpu_ms is not None]
+    assert len(offturn) >= 6 and sorted(offturn[3:])[len(offturn[3:]) // 2] < 5, offturn
+
+
+@needs_cgroup
 @hostile
 def test_an_engine_that_resumes_itself_while_stopped_forfeits_on_time(tmp_path):
     """Under control groups v1 a caught engine is stopped by a SIGSTOP to each of its processes in

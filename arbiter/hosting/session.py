@@ -413,6 +413,9 @@ class EngineSession:
         watched = self._cpu_at_rest is None and self.process is not None and self.process.cgroup is not None
         if watched:  # its off-turn starts with its reply, before the referee decodes and checks it
             self._cpu_at_rest = self.process.cpu_seconds()
+        stopped = watched and self.caught_pondering and not self.config.ponder
+        if stopped:  # caught pondering: stopped from its reply on, while the referee decodes and checks it
+            self.process.freeze(True)
         for i in range(_READ_BURST):
             if i:
                 if not self.connection.wait(0):  # the first read needs no poll: it does not block
@@ -425,9 +428,13 @@ class EngineSession:
                 raise EngineFault(EndReason.PROTOCOL_ERROR, f"expected reply, got {_tag(msg)}")
             self.pending = None
             self._answered_at = time.monotonic()
+            if stopped:
+                self._cpu_at_freeze = self.process.cpu_seconds()
             return msg
         if watched:  # no reply yet: its turn goes on
             self._cpu_at_rest = None
+        if stopped:
+            self.process.freeze(False)
         return None
 
     def check_alive(self) -> None:
