@@ -55,7 +55,7 @@ def _time_ms(part: str, text: str, what: str, *, zero_ok: bool = False) -> int:
     if m := _SECONDS.fullmatch(part):
         ms = Decimal(m[1]) * _UNIT_MS[m[2]]
     elif m := _MIN_SEC.fullmatch(part):
-        ms = (int(m[1]) * 60 + Decimal(m[2])) * 1000
+        ms = (Decimal(m[1]) * 60 + Decimal(m[2])) * 1000  # Decimal: int() refuses over 4300 digits
     else:
         raise _bad(text, f"{what} {part!r} is not a time; {_TIME_EXPECTED}")
     if ms != ms.to_integral_value():
@@ -72,7 +72,7 @@ def _count(part: str, text: str, what: str) -> int:
     """Parse a whole number >= 1 (a moves count, a number of periods)."""
     if not _COUNT.fullmatch(part):
         raise _bad(text, f"{what} {part!r} is not a whole number")
-    n = int(part)
+    n = int(part) if len(part.lstrip("0")) <= 7 else 10**7  # int() refuses over 4300 digits
     if n < 1:
         raise _bad(text, f"{what} {part!r} must be at least 1")
     if n > 10**6:
@@ -131,8 +131,12 @@ class Clock:
     live games, replays and tests alike.
 
     A decision over its allowance by at most ``margin`` (transport latency the referee forgives)
-    is charged as if it took exactly the allowance: the move stands and the clock reaches 0,
-    never less. Beyond the margin the flag falls, and a fallen flag is final.
+    stands. Where the time is the game's (sudden death, Fischer, moves in time) the overrun is
+    owed all the same: the clock shows 0, the next decisions get only what is left of the margin,
+    and an increment or a refill pays it back first; so an empty clock is not ``margin`` more on
+    every move. Where the time is each move's (a fixed time per move, byo-yomi periods) every
+    decision has the whole margin and an overrun within it costs just the allowance. Beyond the
+    margin the flag falls, and a fallen flag is final.
     """
 
     def __init__(self, tc: TimeControl) -> None:
@@ -158,7 +162,7 @@ class Clock:
         (constant) move time for a fixed time per move."""
         if self.tc.kind == Kind.FIXED_PER_MOVE:
             return self._period
-        return self._remaining
+        return max(0.0, self._remaining)  # an overrun within the margin is owed, never shown
 
     @property
     def periods_left(self) -> int:
@@ -190,7 +194,7 @@ class Clock:
         """
         kind = self._kind
         if kind is Kind.SUDDEN_DEATH or kind is Kind.FISCHER or kind is Kind.MOVES_IN_TIME:
-            return 0.0 if self._flagged else self._remaining  # the common kinds first
+            return 0.0 if self._flagged else max(0.0, self._remaining)  # the common kinds first
         if kind == Kind.UNLIMITED:
             return None
         if self._flagged:
@@ -200,6 +204,17 @@ class Clock:
         if kind == Kind.BYO_YOMI:
             return self._remaining + self._periods_left * self._period
         return self._remaining
+
+    def limit(self, margin: float = 0.0) -> float | None:
+        """Seconds the next decision may take before the flag falls, ``margin`` included: the
+        allowance plus what the clock has not used of the margin yet; None when unlimited."""
+        allowance = self.allowance()
+        if allowance is None:
+            return None
+        kind = self._kind
+        if kind is Kind.SUDDEN_DEATH or kind is Kind.FISCHER or kind is Kind.MOVES_IN_TIME:
+            return allowance + margin + min(0.0, self._remaining)  # less what it owes
+        return allowance + margin
 
     def charge(self, elapsed: float, margin: float = 0.0) -> bool:
         """Account a finished decision that took ``elapsed`` seconds.
@@ -215,20 +230,20 @@ class Clock:
         if allowance is None:
             self._moves_made += 1
             return True
-        if elapsed > allowance + margin:
+        if elapsed > self.limit(margin):
             self._flagged = True
             self._remaining = 0.0
             self._periods_left = 0
             return False
-        if elapsed > allowance:
-            elapsed = allowance  # an overrun within the margin costs just the allowance
         self._moves_made += 1
         kind = self._kind
+        if kind is Kind.BYO_YOMI or kind is Kind.FIXED_PER_MOVE:
+            elapsed = min(elapsed, allowance)  # the time is the move's: an overrun within the margin costs just that
         if kind is Kind.BYO_YOMI and elapsed > self._remaining:
             self._use_periods(elapsed - self._remaining)
             self._remaining = 0.0
         elif kind is not Kind.FIXED_PER_MOVE:  # a fixed move time is never carried over
-            self._remaining = max(0.0, self._remaining - elapsed)
+            self._remaining -= elapsed  # below 0 (by at most the margin): owed, paid back by what is added
         if kind is Kind.FISCHER or kind is Kind.MOVES_IN_TIME:
             self._remaining += self._increment
         if kind is Kind.MOVES_IN_TIME and self._moves_made % self.tc.moves == 0:
@@ -248,7 +263,7 @@ class Clock:
         remaining = self._period if self._kind is Kind.FIXED_PER_MOVE else self._remaining
         if remaining == math.inf:
             return 0
-        return math.floor(remaining * 1000 + 1e-6)  # as _floor_ms
+        return max(0, math.floor(remaining * 1000 + 1e-6))  # as _floor_ms; an overrun owed shows as 0
 
     def allowance_ms(self) -> int:
         """``allowance`` in whole ms for the wire, 0 meaning unlimited. Rounded down, but never

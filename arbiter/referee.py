@@ -258,22 +258,27 @@ class Referee:
         self._unrested = list(seats)
         moves: dict[int, str] = {}
         lags: dict[int, tuple[float, float]] = {}
+        faults: dict[int, tuple[EndReason, str]] = {}
         for seat in seats:
             reply, elapsed = replies[seat]
             kind = requests[seat].kind
             try:
                 self.state.check_move(reply.move, seat)
             except IllegalMove as exc:
-                raise _Forfeit(seat, EndReason.ILLEGAL_MOVE, clip(f"{kind} {reply.move!r}: {exc}")) from None
+                faults[seat] = (EndReason.ILLEGAL_MOVE, clip(f"{kind} {reply.move!r}: {exc}"))
+                continue
             allowed_ms = requests[seat].time_left_ms  # the clock's allowance, unchanged since the request
             lag = getattr(self.engines[seat], "lag", None)  # a remote engine: network lag not charged
             if lag is not None:
                 lags[seat] = lag.compensate(elapsed * 1000, reply.info.time_ms if reply.info else None)
                 elapsed = max(0.0, elapsed - lags[seat][1] / 1000)
+            margin = self._margin_left(seat) if allowed_ms and elapsed * 1000 > allowed_ms else ""  # before the charge
             if not self.clocks[seat].charge(elapsed, self.margin):  # the watchdog's twin, for races
-                raise _Forfeit(seat, EndReason.TIME, f"took {elapsed * 1000:.0f} ms; allowed "
-                                           f"{allowed_ms} ms + {self.margin * 1000:.0f} ms margin")
+                faults[seat] = (EndReason.TIME, f"took {elapsed * 1000:.0f} ms; allowed {allowed_ms} ms + {margin}")
+                continue
             moves[seat] = reply.move
+        if faults:  # every seat at fault forfeits (a simultaneous decision): none wins while failing itself
+            raise _Forfeit.of(faults, self.record.players)
         if len(seats) == 1:
             self.state.apply(moves[seats[0]])
         else:
@@ -289,6 +294,15 @@ class Referee:
                             offturn_cpu_ms=engine.offturn_cpu_ms,
                             lag_ms=lags[seat][0] if seat in lags else None,
                             compensated_ms=lags[seat][1] if seat in lags else None))
+
+    def _margin_left(self, seat: int) -> str:
+        """The margin the seat's decision has, for a forfeit's detail: all of it, unless its clock
+        owes an earlier overrun."""
+        clock = self.clocks[seat]
+        limit = clock.limit(self.margin)
+        if limit is None or limit - clock.allowance() >= self.margin - 1e-9:
+            return f"{self.margin * 1000:.0f} ms margin"
+        return f"{(limit - clock.allowance()) * 1000:.0f} ms left of the {self.margin * 1000:.0f} ms margin"
 
     def _run_deferred(self) -> None:
         if self._deferred:
@@ -307,26 +321,35 @@ class Referee:
         """Wait for every seat's reply; forfeit the first seat that overruns or misbehaves.
         ``busy_since``: the referee was busy with other work (freezing, deferred work) from then
         until now; a reply found waiting at the first look is taken to have come then (never
-        charge the referee's own time to an engine)."""
+        charge the referee's own time to an engine). So is one found after the referee read other
+        seats' messages (a simultaneous decision); but a reply behind other messages of its own
+        seat is dated when it is reached (an engine's junk costs its own clock, never another's)."""
         deadlines = {}
         for seat, t0 in sent.items():
-            allowance = self.clocks[seat].allowance()
+            limit = self.clocks[seat].limit(self.margin)  # allowance + margin, less what the clock owes
             slack = self.engines[seat].slack() if hasattr(self.engines[seat], "slack") else 0.0  # lag allowance
-            deadlines[seat] = t0 + (UNLIMITED_STALL if allowance is None else allowance + self.margin + slack)
+            deadlines[seat] = t0 + (UNLIMITED_STALL if limit is None else limit + slack)
         replies: dict[int, tuple[Reply, float]] = {}
         waiting = sorted(sent)
+        behind: dict[int, float] = {}
+        """Seats whose messages were read without their reply among them -> when that reading ended:
+        their reply came behind them, so it is not dated earlier (their own messages cost them)."""
         while waiting:
             engines = [self.engines[s] for s in waiting]
             ready: set[int] = set()
             if busy_since is not None:  # first a look: were replies there already while we were busy?
                 ready, arrived, busy_since = wait_any(engines, 0), busy_since, None
-            if not ready:  # judge, then wait (a reply from now on is timed when it comes)
-                now = time.monotonic()
-                for seat in waiting:
-                    if now >= deadlines[seat]:
-                        reason = EndReason.STALL if self.clocks[seat].allowance() is None else EndReason.TIME
-                        raise _Forfeit(seat, reason, f"no reply within {(deadlines[seat] - sent[seat]) * 1000:.0f} "
-                                                     f"ms (allowance + {self.margin * 1000:.0f} ms margin)")
+            now = time.monotonic()
+            late: dict[int, tuple[EndReason, str]] = {}
+            for i, seat in enumerate(waiting):  # judge: what waits now counts from when it can have come
+                came = max(arrived, behind.get(seat, arrived)) if i in ready else now
+                if came >= deadlines[seat]:
+                    reason = EndReason.STALL if self.clocks[seat].allowance() is None else EndReason.TIME
+                    late[seat] = (reason, f"no reply within {(deadlines[seat] - sent[seat]) * 1000:.0f} "
+                                          f"ms (allowance + {self._margin_left(seat)})")
+            if late:  # every seat out of time forfeits: none wins by another's fault while failing itself
+                raise _Forfeit.of(late, self.record.players)
+            if not ready:  # then wait (a reply from now on is timed when it comes)
                 timeout_ms = max(0, min(50, int((min([deadlines[s] for s in waiting]) - now) * 1000) + 1))
                 ready = wait_any(engines, timeout_ms)
                 arrived = time.monotonic()  # the replies were there; reading them and freezing is the referee's time
@@ -344,15 +367,20 @@ class Referee:
                 try:
                     if i in ready:
                         reply = engine.poll_reply()
-                        if reply is not None:
-                            replies[seat] = (reply, arrived - sent[seat])
+                        if reply is not None:  # there at the wake-up, unless found behind others of its messages
+                            came = arrived if engine.read_at is None else engine.read_at
+                            replies[seat] = (reply, max(came, behind.get(seat, came)) - sent[seat])
                             waiting.remove(seat)
                             if waiting:  # a simultaneous decision: it rests while the others think
                                 engine.rest(watch=True)
+                        else:
+                            behind[seat] = time.monotonic()
                     elif not ready:
                         engine.check_alive()
                 except EngineFault as fault:
                     raise _Forfeit(seat, fault.reason, fault.detail) from None
+            if ready and waiting:  # reading took the referee's time: a reply that came meanwhile is dated to the wake-up
+                busy_since = arrived
         return replies
 
     def _add(self, event: Event) -> None:

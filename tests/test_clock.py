@@ -122,6 +122,19 @@ def test_parse_rejects_with_a_precise_message(text, message):
     assert message in text_msg
 
 
+@pytest.mark.parametrize("text, message", [
+    ("1" * 5000 + "/60", "moves count '111"),
+    ("60+" + "1" * 5000 + "x10", "number of byo-yomi periods '111"),
+    ("1" * 5000 + ":00", "main time '111"),
+])
+def test_parse_rejects_thousands_of_digits_naming_the_part(text, message):
+    """Python refuses to convert an int of more than 4300 digits: the message still names the part."""
+    with pytest.raises(ValueError) as info:
+        parse_time_control(text)
+    assert str(info.value).startswith(f"bad time control '{text[:10]}") and message in str(info.value)
+    assert "too large" in str(info.value) or "too long" in str(info.value), str(info.value)[-200:]
+
+
 def test_parse_error_says_what_was_expected():
     with pytest.raises(ValueError, match=r"expected seconds .*m:ss .*s, m or ms"):
         parse_time_control("3h")
@@ -177,7 +190,29 @@ def test_fischer_increment_cannot_save_a_flag():
 def test_fischer_margin_then_increment():
     c = clock("10+2")
     assert c.charge(10.05, margin=0.1)
-    assert c.remaining == pytest.approx(2.0)  # clamped to 0, then the increment
+    assert c.remaining == pytest.approx(1.95)  # the overrun is owed: the increment pays it back
+    assert c.limit(0.1) == pytest.approx(2.05)  # and the margin is whole again
+
+
+def test_an_empty_clock_forgives_the_margin_once():
+    """An overrun within the margin stands, but it is owed: the next decisions get what is left of
+    the margin, not the whole margin every move (an empty sudden-death clock would never flag)."""
+    c = clock("10")
+    assert c.charge(10.03, margin=0.05)
+    assert c.remaining == 0.0 and c.remaining_ms() == 0 and c.allowance() == 0.0 and c.allowance_ms() == 1
+    assert c.limit(0.05) == pytest.approx(0.02)
+    assert c.charge(0.015, margin=0.05)
+    assert c.limit(0.05) == pytest.approx(0.005)
+    assert not c.charge(0.01, margin=0.05)
+    assert c.flagged
+
+
+@pytest.mark.parametrize("text", ["st=5", "0+1x5"])
+def test_a_time_per_move_has_the_whole_margin_every_move(text):
+    c = clock(text)
+    for _ in range(10):
+        assert c.charge(5.04, margin=0.05)
+        assert c.limit(0.05) == pytest.approx(5.05)
 
 
 def test_moves_in_time_refill_after_every_nth_move():

@@ -563,6 +563,107 @@ def test_an_engine_seen_pondering_is_frozen_between_its_moves_from_then_on(tmp_p
     assert later[len(later) // 2] < 5, offturn  # frozen from then on
 
 
+def test_an_empty_sudden_death_clock_does_not_give_the_margin_on_every_move(tmp_path):
+    """An engine that answers every request 25 ms past its allowance, within the 50 ms margin: the
+    first overrun stands, but the margin is forgiven once, not on every move (it would play at 25 ms
+    a move for ever on an empty sudden-death clock)."""
+    record = run_match(tmp_path, hostile_cmd("overrun", "--after", "1"), fmt="games=1", tc="0.5").records[0]
+    assert record.reason == "time" and record.players[record.forfeit_seat] == "H", (record.reason, record.detail)
+    seat = record.players.index("H")
+    assert sum(1 for e in record.events if e.seat == seat and e.measured_ms > 500) == 1, record.events
+
+
+def test_seats_silent_past_their_time_in_a_simultaneous_decision_all_forfeit(tmp_path):
+    """EinStein's set-up asks both seats at once; when neither answers in time both lose on time
+    (as with two engines that cannot start), rather than the lower seat alone, the other winning."""
+    record = run_match(tmp_path, hostile_cmd("hang"), hostile_cmd("hang"), fmt="games=1", tc="st=0.3").records[0]
+    assert record.reason == "time" and record.forfeit_seats == [0, 1], (record.reason, record.detail,
+                                                                         record.forfeit_seats)
+    assert record.returns[0] == record.returns[1] < 0, record.returns
+    assert "seat 0 (H): time: no reply within 350 ms" in record.detail, record.detail
+    assert "seat 1 (O): time: no reply within 350 ms" in record.detail, record.detail
+
+
+def test_a_reply_behind_a_burst_of_junk_is_timed_when_it_is_read(tmp_path):
+    """The referee reads up to 64 waiting messages per wake-up. An engine that sends 63 stale replies
+    slow to decode (~15 ms each) and then thinks 300 ms: its reply comes while the referee still
+    decodes the junk, and must not be dated to the wake-up the junk caused (a free ~second a move)."""
+    record = run_match(tmp_path, hostile_cmd("junk", "--after", "1", "--delay", "0.3"), fmt="games=1",
+                       tc="st=0.2").records[0]
+    assert record.reason == "time" and record.players[record.forfeit_seat] == "H", (record.reason, record.detail)
+
+
+@hostile
+def test_junk_during_a_simultaneous_decision_costs_the_other_seat_nothing(tmp_path):
+    """EinStein's set-up asks both seats at once: while the referee decodes one seat's 64 messages
+    of junk (~1 s), the other's reply, sent after 100 ms, waits; it is timed as if read when it
+    came, so the junk's sender loses on time (its reply was behind its junk), not the seat that
+    answered in time, whichever seat each has."""
+    slow_setup = f"{PY} {ROOT / 'tests' / 'engines' / 'misbehave.py'} slow_setup --delay 0.1"
+    for record in run_match(tmp_path, hostile_cmd("junk"), slow_setup, tc="st=0.5").records:
+        assert record.reason == "time" and record.players[record.forfeit_seat] == "H", (record.reason, record.detail)
+
+
+@needs_cgroup
+def test_an_engine_stopped_between_its_moves_is_timed_from_its_resumption(tmp_path, monkeypatch):
+    """A caught engine is resumed just before its request is sent; whatever delays the send from
+    then on (here 80 ms, as when its spinning threads keep the referee off both cores) it spends
+    thinking, so its decision is timed from the resumption, not from the send."""
+    from arbiter.hosting.sandbox import ControlGroup
+
+    orig = ControlGroup.freeze
+
+    def slow_thaw(self, frozen):
+        orig(self, frozen)
+        if not frozen:
+            time.sleep(0.08)
+
+    monkeypatch.setattr(ControlGroup, "freeze", slow_thaw)
+    record = run_match(tmp_path, hostile_cmd("busy"), slow(0.1), fmt="games=1").records[0]
+    assert record.reason == "normal", record.detail
+    seat = record.players.index("H")
+    caught = [e for e in record.events[1:] if e.seat == seat and e.offturn_cpu_ms is not None
+              and e.offturn_cpu_ms > 5][0]  # the request after the one it was caught pondering in
+    later = [e.measured_ms for e in record.events[record.events.index(caught) + 2:] if e.seat == seat]
+    assert later and min(later) >= 80, later
+
+
+@needs_cgroup
+def test_thinking_while_the_referee_decodes_the_reply_counts_as_off_turn(tmp_path):
+    """The referee decodes a reply after timing it (~15 ms for a 0.75 MB list of moves), and the
+    next request goes out after that: an engine that uses the CPU meanwhile is off its turn, seen
+    and stopped like any other engine pondering (its off-turn CPU is counted from its reply)."""
+    record = run_match(tmp_path, hostile_cmd("after_reply", "--after", "1"), slow(0.1), fmt="games=1").records[0]
+    assert record.reason == "normal", record.detail
+    seat = record.players.index("H")
+    offturn = [e.offturn_cpu_ms for e in record.events if e.seat == seat and e.offturn_cpu_ms is not None]
+    assert max(offturn) > 10, offturn
+
+
+@needs_cgroup
+def test_an_engine_caught_pondering_is_stopped_as_soon_as_its_reply_is_read(tmp_path):
+    """Once caught, an engine is stopped from its reply on, not only once the next request is out:
+    the 20 ms it spends after each reply while the referee decodes it are not its any more."""
+    record = run_match(tmp_path, hostile_cmd("after_reply", "--after", "1"), slow(0.1), fmt="games=1").records[0]
+    assert record.reason == "normal", record.detail
+    seat = record.players.index("H")
+    offturn = [e.offturn_cpu_ms for e in record.events if e.seat == seat and e.offturn_cpu_ms is not None]
+    assert len(offturn) >= 6 and sorted(offturn[3:])[len(offturn[3:]) // 2] < 5, offturn
+
+
+@needs_cgroup
+@hostile
+def test_an_engine_that_resumes_itself_while_stopped_forfeits_on_time(tmp_path):
+    """Under control groups v1 a caught engine is stopped by a SIGSTOP to each of its processes in
+    turn, so 20 children that keep sending SIGCONT to their process group resume those stopped
+    first and think through most of the opponent's turns (a core's worth of it, 6 waits in 15 seen;
+    none in a game in 6 or so). The control group's CPU counter shows it: the engine forfeits on
+    time, never its opponent."""
+    records = run_match(tmp_path, hostile_cmd("unfreeze"), slow(0.15), fmt="games=3").records
+    caught = [r for r in records if r.reason == "time" and r.players[r.forfeit_seat] == "H" and "while stopped" in r.detail]
+    assert caught and all(r in caught or r.reason == "normal" for r in records), [(r.reason, r.detail) for r in records]
+
+
 @needs_cgroup
 def test_an_honest_engine_is_not_stopped_and_resumed_on_every_move(tmp_path, monkeypatch):
     """Freezing idle processes costs the referee a signal round per process per move; an engine

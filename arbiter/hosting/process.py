@@ -425,6 +425,11 @@ class EngineProcess:
         if not frozen:
             self._stopped = []
 
+    @property
+    def frozen(self) -> bool:
+        """Stopped by ``freeze`` (and not resumed since)."""
+        return self._frozen
+
     def wait(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for the main process to exit; True if it did."""
         try:

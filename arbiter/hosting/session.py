@@ -45,6 +45,10 @@ _READ_BURST = 64
 OFFTURN_SLACK = 0.005
 """Seconds of CPU an engine that may not ponder may use between two of its moves before it is
 frozen between moves (honest engines measured: 0.5 ms at most, the work after sending a reply)."""
+STOPPED_SLACK = 0.03
+"""Seconds of CPU the control group of an engine that has just been stopped may still count (the
+work of its last moments, which the kernel accounts up to a scheduler tick late on each core: 6-7
+ms seen for four spinning threads on two cores); more means it resumed itself (see ``_resisted``)."""
 RECENT_ANSWER = 1.0
 """Seconds: an engine that answered a request this recently needs no ping before its next game
 (a ping round trip cost 13 % of a fast match)."""
@@ -75,6 +79,8 @@ class Session(Protocol):
     hello: Hello | None
     dropped: int
     """Late or stray answers recognised by game id / seq and dropped."""
+    read_at: float | None
+    """When ``poll_reply`` reached the reply it returned, if other messages came first (monotonic)."""
     limits: Limits
     offturn_cpu_ms: float | None
     """CPU time used while it waited for this request (engines that ponder or are watched), for the record."""
@@ -104,7 +110,8 @@ class Session(Protocol):
         """Send a decision request; return the monotonic time it left. Raises ``EngineFault``."""
 
     def poll_reply(self) -> Reply | None:
-        """The answer to the last ``ask`` if it has arrived; raises ``EngineFault``."""
+        """The answer to the last ``ask`` if it has arrived; raises ``EngineFault``. ``read_at`` then
+        says when it was found behind other messages of the player (None: it was the first)."""
 
     def rest(self, watch: bool = False) -> None:
         """The decision is over: the player must not use the CPU until it is asked again (unless
@@ -147,6 +154,7 @@ class EngineSession:
         self.pending: tuple[str, int] | None = None
         """(game_id, seq) of the request whose answer we wait for."""
         self.dropped = 0
+        self.read_at: float | None = None
         self._quit_sent = False
         self._pings = 0
         self._answered_at = float("-inf")
@@ -160,6 +168,13 @@ class EngineSession:
         the start of its off-turn."""
         self.caught_pondering = False
         """Used more than OFFTURN_SLACK of CPU while it should have been idle: frozen from then on."""
+        self._cpu_at_freeze: float | None = None
+        """Its CPU counter when ``rest`` or ``watch`` froze it (caught pondering) while it waits in a
+        game: it must not grow until the thaw (see ``_resisted``)."""
+        self._resisted_ms: float | None = None
+        """CPU ms it used while it was frozen, once seen above STOPPED_SLACK: it resumed itself (control
+        groups v1 stop each process with SIGSTOP, and one process can SIGCONT another); its next
+        request in this game is then a time forfeit."""
         self.options: dict = {}
         """``config.options`` converted to the types the engine declared (set at the handshake)."""
         self.insecure = bool(config.remote and (config.endpoint or "").startswith("tcp://"))
@@ -267,15 +282,29 @@ class EngineSession:
                 self._cpu_at_rest = self.process.cpu_seconds()
             if self.config.ponder or not self.caught_pondering:
                 return
+            if self._cpu_at_freeze is None:
+                self.process.freeze(True)
+                self._cpu_at_freeze = self.process.cpu_seconds()  # once stopped: the count is settled then
+                return
         self.process.freeze(True)
 
     def watch(self) -> None:
-        if self.process is None or self.config.ponder or self.caught_pondering or self._cpu_at_rest is None \
-                or self.process.cgroup is None:
+        if self.process is None or self.config.ponder or self._cpu_at_rest is None or self.process.cgroup is None:
             return
-        if self.process.cpu_seconds() - self._cpu_at_rest > OFFTURN_SLACK:
+        if self.caught_pondering:
+            self._resisted()
+        elif self.process.cpu_seconds() - self._cpu_at_rest > OFFTURN_SLACK:
             self.caught_pondering = True
             self.process.freeze(True)
+            self._cpu_at_freeze = self.process.cpu_seconds()
+
+    def _resisted(self) -> None:
+        """A frozen engine whose CPU counter grew beyond STOPPED_SLACK resumed itself: noted for
+        its next request (one counter read, only for an engine caught pondering)."""
+        if self._cpu_at_freeze is not None and self._resisted_ms is None:
+            used = self.process.cpu_seconds() - self._cpu_at_freeze
+            if used > STOPPED_SLACK:
+                self._resisted_ms = round(used * 1000, 1)
 
     def alive(self) -> bool:
         """Running (or, for a remote engine, still connected)."""
@@ -351,6 +380,7 @@ class EngineSession:
     # --- a game -----------------------------------------------------------------------------
 
     def start_game(self, message: NewGame) -> None:
+        self._resisted_ms = None  # a game is forfeited only for what happened in it
         self._announce(message)
 
     def new_game(self, message: NewGame) -> None:
@@ -362,6 +392,11 @@ class EngineSession:
 
     def ask(self, request: Request) -> float:
         self.pending = (request.game_id, request.seq)
+        if self._cpu_at_freeze is not None:  # caught pondering and frozen: did it stay stopped?
+            self._resisted()
+        if self._resisted_ms is not None:
+            raise EngineFault(EndReason.TIME, f"used {self._resisted_ms:.0f} ms of CPU while stopped between its "
+                                              f"moves (it resumed itself; pondering is off)")
         sent = self._send(request)
         self.offturn_cpu_ms = self._end_rest()  # after sending: its turn's first microseconds are noise
         return sent
@@ -381,9 +416,18 @@ class EngineSession:
         return round((now - started) * 1000, 1)
 
     def poll_reply(self) -> Reply | None:
+        self.read_at = None
+        watched = self._cpu_at_rest is None and self.process is not None and self.process.cgroup is not None
+        if watched:  # its off-turn starts with its reply, before the referee decodes and checks it
+            self._cpu_at_rest = self.process.cpu_seconds()
+        stopped = watched and self.caught_pondering and not self.config.ponder
+        if stopped:  # caught pondering: stopped from its reply on, while the referee decodes and checks it
+            self.process.freeze(True)
         for i in range(_READ_BURST):
-            if i and not self.connection.wait(0):  # the first read needs no poll: it does not block
-                return None
+            if i:
+                if not self.connection.wait(0):  # the first read needs no poll: it does not block
+                    break
+                self.read_at = time.monotonic()  # behind its other messages: it may have come only now
             msg = self._read_one()
             if msg is None:
                 continue
@@ -391,7 +435,13 @@ class EngineSession:
                 raise EngineFault(EndReason.PROTOCOL_ERROR, f"expected reply, got {_tag(msg)}")
             self.pending = None
             self._answered_at = time.monotonic()
+            if stopped:
+                self._cpu_at_freeze = self.process.cpu_seconds()
             return msg
+        if watched:  # no reply yet: its turn goes on
+            self._cpu_at_rest = None
+        if stopped:
+            self.process.freeze(False)
         return None
 
     def check_alive(self) -> None:
@@ -424,14 +474,20 @@ class EngineSession:
     # --- messages ---------------------------------------------------------------------------
 
     def _send(self, message: Message) -> float:
-        """Send a message; return the monotonic time it left. Raises ``EngineFault`` if gone."""
+        """Send a message; return the monotonic time it left, or, for an engine that was frozen, the
+        time it was resumed: it may think from then on (its threads may even delay the send). Raises
+        ``EngineFault`` if gone."""
+        resumed = None
         if self.process is not None:
+            if self.process.frozen:
+                resumed = time.monotonic()
             self.process.freeze(False)  # thawed before it is asked anything
+            self._cpu_at_freeze = None
         try:
             self.connection.send(message)
         except (ConnectionError, ProtocolError) as exc:
             raise self._lost_fault(str(exc)) from None
-        return time.monotonic()
+        return time.monotonic() if resumed is None else resumed
 
     def _send_quietly(self, message: Message) -> None:
         try:
@@ -526,6 +582,7 @@ class InProcessSession:
         self.name = player.name
         self.hello: Hello | None = None
         self.dropped = 0
+        self.read_at: float | None = None
         self.limits = Limits()
         self.offturn_cpu_ms: float | None = None
         self.options: dict = {}

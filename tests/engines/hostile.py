@@ -20,7 +20,12 @@ spinning for ever), ``readfiles`` (read the operator's signing key, seed file an
 files: ``--files A,B``), ``cgroup`` (leave its control group, lift its memory limit, then spin
 like ``busy``), ``disk`` (write 600 MB into its work folder), ``tmpfs`` (600 MB into /dev/shm, memory),
 ``sockdir`` (600 MB into the folder of its own socket, a folder of the referee's),
-``forkbomb`` (fork until refused). Protocol abuse: ``no_hello``, ``hello_exit``, ``crash``, ``hang``,
+``forkbomb`` (fork until refused), ``unfreeze`` (20 child processes that spin and keep sending SIGCONT to
+their whole process group, so that those the referee stops first are resumed by the others),
+``junk`` (before its reply: 63 stale replies of ~0.75 MB that are slow to decode, then ``--delay`` seconds
+of thought; ``--for S``: keep sending them for S seconds instead), ``overrun`` (every reply 25 ms past its
+``time_left_ms``: within the referee's default margin), ``after_reply`` (a reply of ~0.75 MB that is slow
+to decode, then 20 ms of CPU while the referee decodes it). Protocol abuse: ``no_hello``, ``hello_exit``, ``crash``, ``hang``,
 ``garbage``, ``oversize``, ``flood``, ``loud_hello`` (terminal escapes in its name), ``huge_games`` (a 1 MB
 game name in its hello), ``illegal``, ``stale``, ``reply_twice``, ``multi_frame``,
 ``after_game_over``, ``reconnect``, ``children``. Everything happens at the (N+1)-th decision
@@ -330,6 +335,12 @@ def spin() -> None:
         pass
 
 
+def spin_and_resume() -> None:
+    """Spin, resuming every process of its group (itself, its sibling, the engine) between rounds."""
+    while True:
+        os.kill(0, signal.SIGCONT)
+
+
 def main() -> int:
     mode = sys.argv[1]
     after = int(sys.argv[sys.argv.index("--after") + 1]) if "--after" in sys.argv else 0
@@ -442,6 +453,10 @@ def main() -> int:
                 sys.setswitchinterval(0.0005)  # the main thread gets the GIL back soon after a thaw
                 for _ in range(4):
                     threading.Thread(target=spin, daemon=True).start()
+            elif mode == "unfreeze":
+                for _ in range(20):
+                    if os.fork() == 0:
+                        spin_and_resume()
             elif mode == "crash":
                 os._exit(7)
             elif mode == "hang":
@@ -457,6 +472,16 @@ def main() -> int:
             elif mode == "multi_frame":
                 sock.socket.send_multipart([encode(reply), encode(reply)])
                 continue
+        if mode == "junk" and decisions == after + 1:
+            heavy = encode(Reply(game_id=msg.game_id, seq=msg.seq - 1, move="zz99", info=Info(pv=["a1b2"] * 150_000)))
+            until = time.monotonic() + float(sys.argv[sys.argv.index("--for") + 1]) if "--for" in sys.argv else 0
+            for _ in range(63):
+                sock.socket.send(heavy)
+            while time.monotonic() < until:
+                sock.socket.send(heavy)
+            time.sleep(float(sys.argv[sys.argv.index("--delay") + 1]) if "--delay" in sys.argv else 0)
+        if mode == "overrun" and decisions > after:
+            time.sleep(msg.time_left_ms / 1000 + 0.025)
         if mode == "info":
             reply.info = Info(pv=["a1b2"] * 40_000, comment="c" * 600_000)  # ~0.8 MB: just under the frame limit
         if mode == "flood":
@@ -465,7 +490,13 @@ def main() -> int:
         if mode == "stale":
             sock.send(Reply(game_id=msg.game_id, seq=msg.seq - 1, move="zz99"))
             sock.send(Reply(game_id="other-game", seq=msg.seq, move="zz99"))
+        if mode == "after_reply" and decisions > after:
+            reply.info = Info(pv=["a1b2"] * 150_000)
         sock.send(reply)
+        if mode == "after_reply" and decisions > after:
+            started = time.process_time()
+            while time.process_time() - started < 0.02:
+                pass
         if mode == "reply_twice":
             sock.send(Reply(game_id=msg.game_id, seq=msg.seq, move="zz99"))
         if mode == "reconnect" and decisions == after + 1:
