@@ -24,6 +24,8 @@ import math
 import re
 from decimal import Decimal
 
+import msgspec
+
 from protocol.messages import TimeControl
 from protocol.messages import TimeControlKind as Kind
 
@@ -78,6 +80,16 @@ def _count(part: str, text: str, what: str) -> int:
     if n > 10**6:
         raise _bad(text, f"{what} {part!r} is too large (at most 1000000)")
     return n
+
+
+def scale_time_control(tc: TimeControl, factor: float) -> TimeControl:
+    """``tc`` with every time multiplied by ``factor`` (a cluster worker's speed), each still a
+    time the wire carries: at least 1 ms where there was one, at most the largest accepted."""
+    def scaled(ms: int) -> int:
+        return 0 if ms == 0 else min(_MAX_MS, max(1, round(ms * factor)))
+
+    return msgspec.structs.replace(tc, base_ms=scaled(tc.base_ms), increment_ms=scaled(tc.increment_ms),
+                                   period_ms=scaled(tc.period_ms))
 
 
 def parse_time_control(text: str) -> TimeControl:

@@ -469,3 +469,17 @@ def test_byo_yomi_allowance_is_what_the_referee_waits_for():
     assert (c.remaining, c.periods_left, c.allowance()) == (0.0, 1, 10.0)
     assert c.charge(10.0) and c.periods_left == 1
     assert not c.charge(10.0 + 1e-6)
+
+
+def test_a_scaled_time_control_keeps_every_time_positive_and_on_the_wire():
+    """A cluster worker's time control is scaled by its speed (0.25-4x): before, a 1 ms time
+    per move became 0 ms, and a time near the largest one the wire carries went past it."""
+    from arbiter.clock import scale_time_control
+
+    assert scale_time_control(parse_time_control("st=0.001"), 0.25).period_ms == 1
+    assert scale_time_control(parse_time_control("0+3x0.001"), 0.25).period_ms == 1
+    assert scale_time_control(parse_time_control("0+3x0.001"), 0.25).base_ms == 0  # none stays none
+    huge = scale_time_control(parse_time_control("2000000+1000000"), 4)
+    assert (huge.base_ms, huge.increment_ms) == (2**31 - 1, 2**31 - 1)
+    assert scale_time_control(parse_time_control("60+1"), 2) == \
+        msgspec.structs.replace(parse_time_control("60+1"), base_ms=120_000, increment_ms=2_000)

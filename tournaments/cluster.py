@@ -46,6 +46,7 @@ from typing import Any
 
 import msgspec
 
+from arbiter.clock import scale_time_control
 from arbiter.hosting import kill_marked
 
 from .jobs import FinishedGame, GameJob, GameLost, Slot, TournamentError, WorkerError, WorkerSetup
@@ -258,9 +259,7 @@ def scaled_time_control(setup: WorkerSetup) -> tuple[Any, float]:
     if not mine:
         return setup.time_control, 1.0
     factor = round(min(4.0, max(0.25, setup.speed_reference / mine)), 3)
-    tc = setup.time_control
-    return msgspec.structs.replace(tc, base_ms=round(tc.base_ms * factor), increment_ms=round(tc.increment_ms * factor),
-                                   period_ms=round(tc.period_ms * factor)), factor
+    return scale_time_control(setup.time_control, factor), factor
 
 
 def check_engines(setup: WorkerSetup, parent_python: str) -> list[str]:
