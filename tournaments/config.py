@@ -570,6 +570,8 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
     for j, cn in enumerate(cand_names):
         if cn not in names:
             raise c.error(("candidates", j), f"no engine named {cn!r}; engines: {', '.join(names)}")
+        if names.index(cn) in candidates:
+            raise c.error(("candidates", j), f"{cn!r} is listed twice")
         candidates.append(names.index(cn))
     if fmt == "gauntlet":
         candidates = candidates or [0]
