@@ -470,8 +470,10 @@ def cmd_check(args) -> int:
                   f"results → {cfg.output}"
                   + (f"; adjudication: {cfg.adjudication.describe()}" if cfg.adjudication else ""), markup=False)
     if cfg.openings:
-        console.print(f"  openings: {len(cfg.openings)} positions, {cfg.openings_order}, each played twice with "
-                      f"the seats swapped (tables: once per seat rotation)")
+        how = {"solo": "one per game of the suite, the same for every engine",
+               "table": f"each played by a block of {cfg.num_seats} games, every engine in every seat once"}
+        console.print(f"  openings: {len(cfg.openings)} positions, {cfg.openings_order}, "
+                      f"{how.get(cfg.kind, 'each played twice with the seats swapped')}")
     shown = [s for s in plan.pairings][:40]
     for st in shown:
         p = st.pairing
