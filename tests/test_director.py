@@ -263,6 +263,20 @@ def test_check_starts_every_engine(tmp_path):
     assert proc.returncode == 0 and "every engine started" in proc.stdout, proc.stdout + proc.stderr
 
 
+
+@pytest.mark.parametrize("fmt, decides", [("knockout", "the seeding"), ("swiss", "who is A on each board")])
+def test_check_without_a_seed_says_the_first_round_shown_is_not_the_one_run_plays(tmp_path, fmt, decides):
+    """With no seed in the file ``run`` draws one, and it decides a random seeding's bracket and a
+    Swiss round's colours: ``check`` printed the pairings of a seed of its own as the event's."""
+    path = tmp_path / "t.toml"
+    path.write_text(f'game = "einstein"\nformat = "{fmt}"\nseeding = "random"\ntime_control = "10"\n'
+                    + ('rounds = 2\n' if fmt == "swiss" else '')
+                    + "".join(f'[[engines]]\nname = "e{i}"\ncommand = "{RANDOM}"\n' for i in range(4)))
+    proc = run("tournaments", "check", str(path))
+    out = " ".join(proc.stdout.split())
+    assert proc.returncode == 0, out + proc.stderr
+    assert "no seed in the file: run draws one, which decides" in out and decides in out, out
+
 # --- 2. arbiter match: {python}, and no result when an engine cannot start ----------------------
 
 RANDOM = "{python} -m sample_engines.random_engine"

@@ -486,6 +486,11 @@ def cmd_check(args) -> int:
         console.print(f"  … {len(plan.pairings) - len(shown)} more pairings")
     if cfg.format in ("swiss", "knockout"):
         console.print("  (later rounds are paired from results)")
+        decided = (["the seeding" if cfg.format == "knockout" else "the initial ranking"] if cfg.seeding == "random"
+                   else []) + (["who is A on each board"] if cfg.format == "swiss" else [])
+        if cfg.seed is None and decided:
+            console.print(f"  (no seed in the file: run draws one, which decides {' and '.join(decided)}; the first "
+                          f"round shown is an example)")
     console.print("engines (started once and greeted, as before a run):")
     if code := _preflight(console, cfg, cfg.output, show=True):
         return code
