@@ -129,6 +129,18 @@ def test_swiss_bye_goes_to_the_lowest_ranked_engine_without_one():
     assert swiss_pairings(players, 3).bye == 3
 
 
+
+def test_a_second_bye_is_reported_like_any_rule_that_gives_way():
+    """Engine 0 is the only one without a bye, and giving it the bye leaves 1 and 2, who have met:
+    the bye goes to 2 (a second bye rather than a repeat pairing). That rule gave way without the
+    note every other relaxed rule gets."""
+    players = [SwissPlayer(0, score=2, opponents={2}), SwissPlayer(1, score=1, opponents={2}, had_bye=True),
+               SwissPlayer(2, score=1, opponents={0, 1}, had_bye=True)]
+    rnd = swiss_pairings(players, 3)
+    assert rnd.bye == 2 and {frozenset(p) for p in rnd.pairs} == {frozenset((0, 1))}
+    assert rnd.relaxed == "bye"
+
+
 # --- knockout -----------------------------------------------------------------------------------
 
 def test_bracket_order_keeps_top_seeds_apart():

@@ -490,7 +490,8 @@ class Director:
         coin = seeded_order(2, self.spec.seed, "swiss-colour")[0]
         rnd = swiss_pairings(ranked, r, coin)
         if rnd.relaxed:
-            self.notes.append(f"round {r}: the {rnd.relaxed} rule had to be relaxed to pair every engine")
+            rules = "rules" if " and " in rnd.relaxed else "rule"
+            self.notes.append(f"round {r}: the {rnd.relaxed} {rules} had to be relaxed to pair every engine")
         out = [Pairing(f"s{r}-{a}-{b}", r, (a, b), "match", self._mid(f"s{r}-{a}-{b}"), r - 1) for a, b in rnd.pairs]
         if rnd.bye is not None:
             out.append(Pairing(f"s{r}-bye-{rnd.bye}", r, (rnd.bye,), "bye", self._mid(f"s{r}-bye-{rnd.bye}")))
