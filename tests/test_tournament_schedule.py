@@ -443,3 +443,21 @@ def test_the_bound_on_an_events_games_is_what_its_longest_course_plays(spec):
             results[g.key] = GameResult(g.seating, tuple(0.0 for _ in g.seating))
     per, meetings, cycles = spec.most_games()
     assert per * meetings * cycles == len(results)
+
+
+
+def test_knockout_rounds_go_on_with_the_openings_after_the_tiebreaks_of_the_round_before():
+    """A meeting's openings are P consecutive entries of the play order, P its pairs of games with
+    the tie-break ones (docs/tournaments.md, *Openings*). With one game per tie-break block a
+    block is a pair of its own, but P was counted as (games + tie-break games) / 2: round 2 took
+    again the positions round 1's tie-breaks had played."""
+    spec = match_spec("knockout", 4, "games=2", tiebreak_games=1, tiebreak_blocks=3, duplicate=True,
+                      openings=tuple(range(20)))
+    director, results, by_round = Director(spec), {}, defaultdict(list)
+    while not (plan := director.plan(results)).finished:
+        for g in plan.ready:  # every game drawn: every tie-break block is played
+            results[g.key] = GameResult(g.seating, (0.0, 0.0))
+            by_round[g.round].append((g.match_id, g.number, g.opening))
+    first = sorted({o for _, _, o in by_round[1]})
+    assert first == [0, 1, 2, 3]  # one pair of main games, three tie-break games
+    assert sorted({o for _, _, o in by_round[2]}) == [4, 5, 6, 7]

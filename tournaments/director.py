@@ -323,9 +323,15 @@ class Director:
         order = self.spec.openings
         if not order:
             return None
-        size = 2 if p.kind == "match" else len(p.engines)
-        stride = -(-games // size)
+        stride = self._match_pairs() if p.kind == "match" else -(-games // len(p.engines))
         return order[(p.cycle * stride + block) % len(order)]
+
+    def _match_pairs(self) -> int:
+        """The pairs of games a match has at most (a pair's games share an opening), knockout
+        tie-breaks included: each tie-break block has its own pairs (a block of one game is one)."""
+        s = self.spec
+        tiebreaks = s.tiebreak_blocks * -(-s.tiebreak_games // 2) if s.format == "knockout" else 0
+        return -(-s.match.games // 2) + tiebreaks
 
     def _match_state(self, p: Pairing, results: Mapping, seed_rank: dict[int, int] | None) -> PairingState:
         s, fmt = self.spec, self.spec.match
