@@ -451,6 +451,16 @@ def test_match_usage_errors(tmp_path, args, words):
     assert not (tmp_path / "r.sqlite").exists()
 
 
+def test_a_table_match_given_the_olympiad_format_is_refused_as_any_best_of(tmp_path):
+    """``--format olympiad`` with a 3-seat game silently played ``games=3`` (one rotation), where
+    ``--format bo7`` is refused: the format given is now refused the same way."""
+    engine = "{python} -m sample_engines.aachess_random"
+    proc = run("arbiter", "match", "--game", "aachess", "--option", "seats=3", "--engine", engine, "--engine", engine,
+               "--engine", engine, "--format", "olympiad", "--quiet", "--db", str(tmp_path / "r.sqlite"))
+    one_line_error(proc, 2, "--format olympiad", "a 3-seat series plays games=N with N a multiple of 3")
+    assert not (tmp_path / "r.sqlite").exists()
+
+
 def test_tournament_output_that_cannot_be_written(tmp_path):
     path = tournament_file(tmp_path, ghost=RANDOM)
     path.write_text(path.read_text().replace(str(tmp_path / "t.sqlite"), "/proc/no/t.sqlite"))
