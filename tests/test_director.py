@@ -961,6 +961,27 @@ def test_an_sprt_stopped_event_ends_with_the_same_games_however_many_play_at_onc
     assert run("arbiter", "verify", str(tmp_path / "two.sqlite")).returncode == 0
 
 
+def test_an_sprt_event_of_ten_rounds_or_more_commits_its_games_in_schedule_order(tmp_path):
+    """With ``[sprt] stop = true`` games are committed in schedule order (the event is the first
+    games of the schedule on which the test decides); the order was that of the match ids as
+    text, so rounds 10, 11 and 12 came before round 2 (and round 2's games were held back until
+    they had been played)."""
+    path = tmp_path / "s.toml"
+    path.write_text(f'game = "einstein"\nmatch = "games=2"\nrounds = 12\ntime_control = "10"\nseed = 4\n'
+                    f'concurrency = 2\noutput = "{tmp_path / "s.sqlite"}"\n[sprt]\nelo0 = -5\nelo1 = 5\nstop = true\n'
+                    f'[[engines]]\nname = "a"\ncommand = "{RANDOM} --seed 1"\n'
+                    f'[[engines]]\nname = "b"\ncommand = "{RANDOM} --seed 2"\n')
+    proc = run("tournaments", "run", str(path), "-q", "--no-report")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    conn = sqlite3.connect(tmp_path / "s.sqlite")
+    try:
+        committed = conn.execute("SELECT match_id, game_number FROM games ORDER BY rowid").fetchall()
+    finally:
+        conn.close()
+    rounds = [int(match_id.split(":r")[1].split("-")[0]) for match_id, _ in committed]
+    assert rounds == sorted(rounds) and len(committed) == 24, committed  # (the test decides nothing in 24 games)
+
+
 @pytest.mark.slow
 def test_an_sprt_stopped_event_killed_with_kill_9_resumes_to_the_games_of_an_uninterrupted_run(tmp_path):
     reference = run("tournaments", "run", str(sprt_event(tmp_path, "ref", 1)), "-q", "--no-report")
