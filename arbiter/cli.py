@@ -242,7 +242,7 @@ def cmd_match(args: argparse.Namespace) -> int:
         sprt_bounds = parse_sprt(args.sprt) if getattr(args, "sprt", None) else None
         _check_match_game(game, len(args.engine))
         _check_per_engine(args)
-        if game.num_seats > 2 and args.format in (None, "olympiad"):
+        if game.num_seats > 2 and args.format is None:
             args.format = f"games={game.num_seats}"  # one rotation: every engine in every seat once
         if args.format is None:  # an SPRT runs until it decides: at most this many games
             args.format = "games=10000" if sprt_bounds else "olympiad"

@@ -263,6 +263,20 @@ def test_check_starts_every_engine(tmp_path):
     assert proc.returncode == 0 and "every engine started" in proc.stdout, proc.stdout + proc.stderr
 
 
+
+@pytest.mark.parametrize("fmt, decides", [("knockout", "the seeding"), ("swiss", "who is A on each board")])
+def test_check_without_a_seed_says_the_first_round_shown_is_not_the_one_run_plays(tmp_path, fmt, decides):
+    """With no seed in the file ``run`` draws one, and it decides a random seeding's bracket and a
+    Swiss round's colours: ``check`` printed the pairings of a seed of its own as the event's."""
+    path = tmp_path / "t.toml"
+    path.write_text(f'game = "einstein"\nformat = "{fmt}"\nseeding = "random"\ntime_control = "10"\n'
+                    + ('rounds = 2\n' if fmt == "swiss" else '')
+                    + "".join(f'[[engines]]\nname = "e{i}"\ncommand = "{RANDOM}"\n' for i in range(4)))
+    proc = run("tournaments", "check", str(path))
+    out = " ".join(proc.stdout.split())
+    assert proc.returncode == 0, out + proc.stderr
+    assert "no seed in the file: run draws one, which decides" in out and decides in out, out
+
 # --- 2. arbiter match: {python}, and no result when an engine cannot start ----------------------
 
 RANDOM = "{python} -m sample_engines.random_engine"
@@ -434,6 +448,16 @@ def test_match_usage_errors(tmp_path, args, words):
     proc = run("arbiter", "match", "--game", base["--game"], "--engine", RANDOM, "--engine", RANDOM, "--quiet",
                "--db", base["--db"], *rest)
     one_line_error(proc, 2, *words)
+    assert not (tmp_path / "r.sqlite").exists()
+
+
+def test_a_table_match_given_the_olympiad_format_is_refused_as_any_best_of(tmp_path):
+    """``--format olympiad`` with a 3-seat game silently played ``games=3`` (one rotation), where
+    ``--format bo7`` is refused: the format given is now refused the same way."""
+    engine = "{python} -m sample_engines.aachess_random"
+    proc = run("arbiter", "match", "--game", "aachess", "--option", "seats=3", "--engine", engine, "--engine", engine,
+               "--engine", engine, "--format", "olympiad", "--quiet", "--db", str(tmp_path / "r.sqlite"))
+    one_line_error(proc, 2, "--format olympiad", "a 3-seat series plays games=N with N a multiple of 3")
     assert not (tmp_path / "r.sqlite").exists()
 
 
@@ -935,6 +959,27 @@ def test_an_sprt_stopped_event_ends_with_the_same_games_however_many_play_at_onc
     again = run("tournaments", "resume", str(tmp_path / "two.sqlite"), "-q", "--no-report")
     assert again.returncode == 0 and "0 games played in this run" in again.stdout, again.stdout + again.stderr
     assert run("arbiter", "verify", str(tmp_path / "two.sqlite")).returncode == 0
+
+
+def test_an_sprt_event_of_ten_rounds_or_more_commits_its_games_in_schedule_order(tmp_path):
+    """With ``[sprt] stop = true`` games are committed in schedule order (the event is the first
+    games of the schedule on which the test decides); the order was that of the match ids as
+    text, so rounds 10, 11 and 12 came before round 2 (and round 2's games were held back until
+    they had been played)."""
+    path = tmp_path / "s.toml"
+    path.write_text(f'game = "einstein"\nmatch = "games=2"\nrounds = 12\ntime_control = "10"\nseed = 4\n'
+                    f'concurrency = 2\noutput = "{tmp_path / "s.sqlite"}"\n[sprt]\nelo0 = -5\nelo1 = 5\nstop = true\n'
+                    f'[[engines]]\nname = "a"\ncommand = "{RANDOM} --seed 1"\n'
+                    f'[[engines]]\nname = "b"\ncommand = "{RANDOM} --seed 2"\n')
+    proc = run("tournaments", "run", str(path), "-q", "--no-report")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    conn = sqlite3.connect(tmp_path / "s.sqlite")
+    try:
+        committed = conn.execute("SELECT match_id, game_number FROM games ORDER BY rowid").fetchall()
+    finally:
+        conn.close()
+    rounds = [int(match_id.split(":r")[1].split("-")[0]) for match_id, _ in committed]
+    assert rounds == sorted(rounds) and len(committed) == 24, committed  # (the test decides nothing in 24 games)
 
 
 @pytest.mark.slow

@@ -332,3 +332,44 @@ def test_match_sprt_with_openings_counts_pairs(tmp_path):
     assert played % 2 == 0 and 4 <= played < 200, out
     assert f"after {played} games (pentanomial: {played // 2} pairs); the match stopped" in out, out
     assert "SPRT: H1 accepted (elo1 = 150)" in out, out
+
+
+def test_match_with_openings_decided_mid_pair_plays_the_pairs_other_game(tmp_path):
+    """bo5 with openings: A leads 3-0 after game 3, the first game of opening 2's pair. The match
+    used to stop there, opening 2 played with one seating only; like a tournament's duplicate
+    pairs it now stops between pairs: game 4 plays opening 2 with the seats swapped."""
+    (tmp_path / "ein.txt").write_text(EINSTEIN)
+    db = tmp_path / "m.sqlite"
+    loser = f"{{python}} {ROOT / 'tests/engines/misbehave.py'} illegal --after 0"
+    run = arbiter("match", "--game", "einstein", "--engine", RANDOM, "--engine", loser, "--tc", "10",
+                  "--format", "bo5", "--openings", str(tmp_path / "ein.txt"), "--seed", "00ff", "--db", str(db),
+                  "--quiet")
+    assert run.returncode == 0, run.stdout + run.stderr
+    records = sorted(load_records(db), key=lambda r: r.game_number)
+    assert [r.game_number for r in records] == [1, 2, 3, 4]
+    assert [r.opening.index for r in records] == [1, 1, 2, 2]
+    assert records[3].players == records[2].players[::-1] and records[3].dice_stream == records[2].dice_stream
+
+
+def test_check_says_how_a_solo_suite_takes_the_openings(tmp_path):
+    """``check`` said every opening is "played twice with the seats swapped" whatever the game: a
+    solo suite has no seats to swap (every engine plays game g of the suite from the same opening)."""
+    (tmp_path / "op.txt").write_text("turn=1 ast=4 step=setup queue=- german=- soviet=- pool=1,1,1,2,2,3,1s,1s,2a "
+                                     "removed=-\n")
+    (tmp_path / "solo.toml").write_text(f"""
+name = "solo"
+game = "stalingrad"
+games = 2
+seed = 3
+openings = "{tmp_path / 'op.txt'}"
+output = "{tmp_path / 'solo.sqlite'}"
+[[engines]]
+name = "r"
+command = "{{python}} -m sample_engines.stalingrad_random"
+""")
+    run = subprocess.run([PY, "-m", "tournaments", "check", str(tmp_path / "solo.toml")], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    out = " ".join(run.stdout.split())
+    assert "seats swapped" not in out, out
+    assert "openings: 1 positions, sequential, one per game of the suite, the same for every engine" in out, out

@@ -260,6 +260,24 @@ engines = [
     assert message.startswith("t.toml:3: candidates[1]: no engine named 'zz'"), message
 
 
+
+def test_a_gauntlet_candidate_listed_twice_is_named():
+    """``candidates = ["a", "a", "b"]`` with engines a, b, c was refused as a gauntlet without an
+    engine that is not a candidate (c is one), and ``["a", "a"]`` counted a's opponents twice
+    in the event's size: the second mention is named instead."""
+    engines = "".join(f'[[engines]]\nname = "{e}"\ncommand = "x"\n' for e in "abc")
+    message = err(f'game = "einstein"\nformat = "gauntlet"\ncandidates = ["a", "a", "b"]\n{engines}')
+    assert message.startswith("t.toml:3: candidates[1]: 'a' is listed twice"), message
+
+
+def test_self_pairs_in_a_cooperative_gauntlet_is_refused_not_ignored():
+    """A cooperative gauntlet pairs the candidates with the others only: ``self_pairs = true``
+    was taken and no engine was ever paired with its copy. It is refused, naming the key."""
+    engines = "".join(f'[[engines]]\nname = "{e}"\ncommand = "x"\n' for e in "abc")
+    message = err(f'game = "catalonia"\nformat = "gauntlet"\nself_pairs = true\n{engines}')
+    assert message.startswith("t.toml:3: self_pairs: "), message
+    assert "gauntlet" in message, message
+
 def test_key_lines_scanner():
     text = GOOD + '\n[[engines]]\nname = "d"\ncommand = """multi\nline"""\n[engines.options]\ndepth = 3\n'
     lines = key_lines(text)

@@ -129,6 +129,18 @@ def test_swiss_bye_goes_to_the_lowest_ranked_engine_without_one():
     assert swiss_pairings(players, 3).bye == 3
 
 
+
+def test_a_second_bye_is_reported_like_any_rule_that_gives_way():
+    """Engine 0 is the only one without a bye, and giving it the bye leaves 1 and 2, who have met:
+    the bye goes to 2 (a second bye rather than a repeat pairing). That rule gave way without the
+    note every other relaxed rule gets."""
+    players = [SwissPlayer(0, score=2, opponents={2}), SwissPlayer(1, score=1, opponents={2}, had_bye=True),
+               SwissPlayer(2, score=1, opponents={0, 1}, had_bye=True)]
+    rnd = swiss_pairings(players, 3)
+    assert rnd.bye == 2 and {frozenset(p) for p in rnd.pairs} == {frozenset((0, 1))}
+    assert rnd.relaxed == "bye"
+
+
 # --- knockout -----------------------------------------------------------------------------------
 
 def test_bracket_order_keeps_top_seeds_apart():
@@ -431,3 +443,21 @@ def test_the_bound_on_an_events_games_is_what_its_longest_course_plays(spec):
             results[g.key] = GameResult(g.seating, tuple(0.0 for _ in g.seating))
     per, meetings, cycles = spec.most_games()
     assert per * meetings * cycles == len(results)
+
+
+
+def test_knockout_rounds_go_on_with_the_openings_after_the_tiebreaks_of_the_round_before():
+    """A meeting's openings are P consecutive entries of the play order, P its pairs of games with
+    the tie-break ones (docs/tournaments.md, *Openings*). With one game per tie-break block a
+    block is a pair of its own, but P was counted as (games + tie-break games) / 2: round 2 took
+    again the positions round 1's tie-breaks had played."""
+    spec = match_spec("knockout", 4, "games=2", tiebreak_games=1, tiebreak_blocks=3, duplicate=True,
+                      openings=tuple(range(20)))
+    director, results, by_round = Director(spec), {}, defaultdict(list)
+    while not (plan := director.plan(results)).finished:
+        for g in plan.ready:  # every game drawn: every tie-break block is played
+            results[g.key] = GameResult(g.seating, (0.0, 0.0))
+            by_round[g.round].append((g.match_id, g.number, g.opening))
+    first = sorted({o for _, _, o in by_round[1]})
+    assert first == [0, 1, 2, 3]  # one pair of main games, three tie-break games
+    assert sorted({o for _, _, o in by_round[2]}) == [4, 5, 6, 7]

@@ -470,8 +470,10 @@ def cmd_check(args) -> int:
                   f"results → {cfg.output}"
                   + (f"; adjudication: {cfg.adjudication.describe()}" if cfg.adjudication else ""), markup=False)
     if cfg.openings:
-        console.print(f"  openings: {len(cfg.openings)} positions, {cfg.openings_order}, each played twice with "
-                      f"the seats swapped (tables: once per seat rotation)")
+        how = {"solo": "one per game of the suite, the same for every engine",
+               "table": f"each played by a block of {cfg.num_seats} games, every engine in every seat once"}
+        console.print(f"  openings: {len(cfg.openings)} positions, {cfg.openings_order}, "
+                      f"{how.get(cfg.kind, 'each played twice with the seats swapped')}")
     shown = [s for s in plan.pairings][:40]
     for st in shown:
         p = st.pairing
@@ -484,6 +486,11 @@ def cmd_check(args) -> int:
         console.print(f"  … {len(plan.pairings) - len(shown)} more pairings")
     if cfg.format in ("swiss", "knockout"):
         console.print("  (later rounds are paired from results)")
+        decided = (["the seeding" if cfg.format == "knockout" else "the initial ranking"] if cfg.seeding == "random"
+                   else []) + (["who is A on each board"] if cfg.format == "swiss" else [])
+        if cfg.seed is None and decided:
+            console.print(f"  (no seed in the file: run draws one, which decides {' and '.join(decided)}; the first "
+                          f"round shown is an example)")
     console.print("engines (started once and greeted, as before a run):")
     if code := _preflight(console, cfg, cfg.output, show=True):
         return code

@@ -570,6 +570,8 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
     for j, cn in enumerate(cand_names):
         if cn not in names:
             raise c.error(("candidates", j), f"no engine named {cn!r}; engines: {', '.join(names)}")
+        if names.index(cn) in candidates:
+            raise c.error(("candidates", j), f"{cn!r} is listed twice")
         candidates.append(names.index(cn))
     if fmt == "gauntlet":
         candidates = candidates or [0]
@@ -579,6 +581,9 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
             raise c.error(("candidates",), "a gauntlet needs at least one engine that is not a candidate")
         if kind == "table" and n - len(candidates) < num_seats - 1:
             raise c.error(("candidates",), f"each gauntlet table needs {num_seats - 1} opponents")
+        if self_pairs:
+            raise c.error(("self_pairs",), "a gauntlet pairs each candidate with the other engines only; "
+                                           "self_pairs is for round_robin")
     elif cand_names:
         raise c.error(("candidates",), "candidates are for format = \"gauntlet\"")
     if fmt == "swiss":

@@ -323,9 +323,15 @@ class Director:
         order = self.spec.openings
         if not order:
             return None
-        size = 2 if p.kind == "match" else len(p.engines)
-        stride = -(-games // size)
+        stride = self._match_pairs() if p.kind == "match" else -(-games // len(p.engines))
         return order[(p.cycle * stride + block) % len(order)]
+
+    def _match_pairs(self) -> int:
+        """The pairs of games a match has at most (a pair's games share an opening), knockout
+        tie-breaks included: each tie-break block has its own pairs (a block of one game is one)."""
+        s = self.spec
+        tiebreaks = s.tiebreak_blocks * -(-s.tiebreak_games // 2) if s.format == "knockout" else 0
+        return -(-s.match.games // 2) + tiebreaks
 
     def _match_state(self, p: Pairing, results: Mapping, seed_rank: dict[int, int] | None) -> PairingState:
         s, fmt = self.spec, self.spec.match
@@ -490,7 +496,8 @@ class Director:
         coin = seeded_order(2, self.spec.seed, "swiss-colour")[0]
         rnd = swiss_pairings(ranked, r, coin)
         if rnd.relaxed:
-            self.notes.append(f"round {r}: the {rnd.relaxed} rule had to be relaxed to pair every engine")
+            rules = "rules" if " and " in rnd.relaxed else "rule"
+            self.notes.append(f"round {r}: the {rnd.relaxed} {rules} had to be relaxed to pair every engine")
         out = [Pairing(f"s{r}-{a}-{b}", r, (a, b), "match", self._mid(f"s{r}-{a}-{b}"), r - 1) for a, b in rnd.pairs]
         if rnd.bye is not None:
             out.append(Pairing(f"s{r}-bye-{rnd.bye}", r, (rnd.bye,), "bye", self._mid(f"s{r}-bye-{rnd.bye}")))

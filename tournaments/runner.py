@@ -194,10 +194,16 @@ class Runner:
             return []  # decided: games that were in play do not count
         for spec, game in done:
             self._held[spec.key] = (spec, game)
+        place = {state.pairing.match_id: i for i, state in enumerate(self.plan.pairings)}
+
+        def order(key: tuple[str, int]) -> tuple[int, int]:  # schedule order ("r10" comes after "r2")
+            return place.get(key[0], len(place)), key[1]
+
         waiting = [key for key in self.in_flight]
         waiting.extend(g.key for g in self.plan.iter_ready() if g.key not in self._held)
-        first_waiting = min(waiting, default=None)
-        ready = sorted(key for key in self._held if first_waiting is None or key < first_waiting)
+        first_waiting = min(waiting, key=order, default=None)
+        ready = sorted((key for key in self._held if first_waiting is None or order(key) < order(first_waiting)),
+                       key=order)
         trial = dict(self.results)
         out: list[tuple[GameSpec, PackedGame]] = []
         for key in ready:

@@ -84,7 +84,8 @@ class SwissRound:
     """(A, B) per board, top board first."""
     bye: int | None
     relaxed: str = ""
-    """Empty when every rule held; else which rule had to give way ('colour', 'repeat')."""
+    """Empty when every rule held; else which rule had to give way ('colour', 'repeat'; 'bye': an
+    engine that had one gets another, when every engine without one would need a repeat pairing)."""
 
 
 def swiss_pairings(ranked: list[SwissPlayer], round_number: int, coin: int = 0,
@@ -110,6 +111,8 @@ def swiss_pairings(ranked: list[SwissPlayer], round_number: int, coin: int = 0,
             if pairs is not None:
                 boards = [_allocate(by_index[x], by_index[y], board, round_number, coin)
                           for board, (x, y) in enumerate(pairs)]
+                if bye is not None and by_index[bye].had_bye:  # a second bye rather than a repeat pairing
+                    relaxed = f"{relaxed} and bye" if relaxed else "bye"
                 return SwissRound(boards, bye, relaxed)
     raise PairingError(f"cannot pair swiss round {round_number}")  # unreachable: 'repeat' always pairs
 

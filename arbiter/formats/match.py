@@ -411,6 +411,8 @@ class Match:
                 {**sprt(result.trinomial, *self.sprt), "test": "games"}
 
     def _over(self, result: MatchResult) -> bool:
+        if self.openings and result.games % 2:  # an opening's pair is finished first (both seatings)
+            return False
         return (self.fmt.first_to is not None and max(result.points) >= self.fmt.first_to) or \
             (result.sprt is not None and bool(concluded(result.sprt)))
 
