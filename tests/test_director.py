@@ -1083,3 +1083,29 @@ def test_a_match_database_with_a_second_name_is_refused(tmp_path):
     conn = sqlite3.connect(db)
     assert conn.execute("SELECT count(*) FROM games").fetchone() == (1,)
     conn.close()
+
+
+def test_table_ratings_take_the_games_in_schedule_order_with_eleven_engines_or_more():
+    """OpenSkill depends on the order of the games, and the report promises schedule order; it
+    sorted by pairing key as text, so with 11+ engines table ``c1-0-1-10`` came before
+    ``c1-0-1-2`` though the schedule plays (0, 1, 2) first."""
+    from tournaments.ratings import openskill_ratings
+    from tournaments.report import table_sections
+
+    cfg = type("Cfg", (), {"num_seats": 3})()
+    names = [f"e{i}" for i in range(11)]
+    tables = [("c1-0-1-2", (0, 1, 2)), ("c1-0-1-10", (0, 1, 10))]  # schedule order
+    games = [{"seating": list(members), "returns": r, "round": 1, "pairing": key, "match_id": f"m-{key}",
+              "number": k + 1}
+             for key, members in tables for k, r in enumerate([[1.0, 1.0, -1.0], [-1.0, -1.0, 1.0]])]
+    games[1]["returns"] = [1.0, 1.0, -1.0]
+    schedule = {f"m-{key}": i for i, (key, _) in enumerate(tables)}
+
+    def mus(order):
+        return {r["engine"]: r["mu"] for r in openskill_ratings([(tuple(g["seating"]), tuple(g["returns"]))
+                                                                  for g in order], names)}
+
+    expected, text_order = mus(games), mus(games[2:] + games[:2])
+    assert expected != text_order  # the order matters for these games
+    got = {s["engine"]: s["mu"] for s in table_sections(cfg, games[::-1], names, schedule)["standings"]}
+    assert got == expected

@@ -13,7 +13,7 @@ import math
 import sqlite3
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import msgspec
 import numpy as np
@@ -186,7 +186,8 @@ def build_report(db_path: str | Path) -> dict[str, Any]:
     if cfg.kind == "match":
         report.update(match_sections(cfg, games, names, plan, director))
     elif cfg.kind == "table":
-        report.update(table_sections(cfg, games, names))
+        report.update(table_sections(cfg, games, names,
+                                     {st.pairing.match_id: i for i, st in enumerate(plan.pairings)}))
     elif cfg.kind == "team":
         report.update(team_sections(cfg, games, names))
     else:
@@ -600,13 +601,18 @@ def head_to_head(cfg: TournamentConfig, games: list[dict], names: list[str]) -> 
 
 # --- multi-seat, cooperative, solo ------------------------------------------------------------
 
-def table_sections(cfg: TournamentConfig, games: list[dict], names: list[str]) -> dict:
+def table_sections(cfg: TournamentConfig, games: list[dict], names: list[str],
+                   schedule: Mapping[str, int] | None = None) -> dict:
+    """``schedule``: each match id's place in the plan. OpenSkill depends on the order of the games,
+    and they are taken in schedule order (their keys as text are not: ``c1-0-1-10`` < ``c1-0-1-2``)."""
     n, k = len(names), cfg.num_seats
     stats = [{"engine": names[i], "games": 0, "wins": 0, "draws": 0, "rank_sum": 0.0, "return_sum": 0.0}
              for i in range(n)]
     seat_returns = [[] for _ in range(k)]
     seat_wins = [0] * k
-    ordered = sorted(games, key=lambda g: (g["round"], g["pairing"], g["number"]))
+    place = schedule or {}
+    ordered = sorted(games, key=lambda g: (place.get(g.get("match_id"), len(place)), g["round"], g["pairing"],
+                                           g["number"]))
     for g in ordered:
         r = g["returns"]
         distinct = sorted(set(r), reverse=True)
