@@ -590,7 +590,7 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
         max_rounds = n - 1 if n % 2 == 0 else n
         if rounds > max_rounds:
             raise c.error(("rounds",), f"{n} engines can play at most {max_rounds} swiss rounds "
-                                       f"without repeat pairings")
+                                       f"(more would need repeat pairings)")
 
     _check_size(c, ScheduleSpec(tid="", n=n, kind=kind, num_seats=num_seats, format=fmt, match=match, games=games,
                                 rounds=rounds, candidates=tuple(candidates or (0,)), tiebreak_games=tb_games,
