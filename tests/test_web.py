@@ -675,6 +675,54 @@ def test_a_browser_that_stops_reading_is_dropped_and_one_that_leaves_is_forgotte
         server.stop()
 
 
+def test_a_stalled_browser_leaves_no_connection_and_no_backlog_behind(tmp_path, monkeypatch):
+    """A stranger who opens event streams and never reads them: once dropped, each held its
+    connection and its backlog (up to QUEUE messages) for ever, its stream stuck in a write that
+    never ended (memory and file descriptors without bound, one stream every ~13 s). Now the
+    backlog goes when it is dropped, and a connection that takes nothing for STALLED_SECONDS is
+    cut."""
+    from arbiter.web import app as web_app
+
+    monkeypatch.setattr(web_app, "STALLED_SECONDS", 1.0)
+    endpoint = f"ipc://{tmp_path}/feed"
+    server = WebServer(MemorySource("stalled"), endpoint, port=0, tick=0.005)
+    server.start()
+    hub = server.app.state.hub
+    dropped: list = []
+    monkeypatch.setattr(web_app.Viewer, "end", lambda self, end=web_app.Viewer.end: (dropped.append(self), end(self)))
+    stop = threading.Event()
+    publisher = threading.Thread(target=_publish_views, args=(endpoint, stop, "<svg>" + "x" * 60_000 + "</svg>"))
+    stalled = []
+    for _ in range(3):
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect((server.host, server.port))
+        s.sendall(b"GET /events HTTP/1.1\r\nHost: test\r\n\r\n")  # and never reads
+        stalled.append(s)
+    try:
+        deadline = time.monotonic() + 10
+        while len(hub.viewers) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        publisher.start()
+        deadline = time.monotonic() + 30
+        while (hub.viewers or server.server.server_state.connections) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not hub.viewers, "the stalled browsers were not dropped"
+        assert len(dropped) >= 3 and not any(v.pending for v in dropped), "a dropped browser kept its backlog"
+        assert not server.server.server_state.connections, "a stalled browser's connection is still open"
+        conn = http.client.HTTPConnection(server.host, server.port, timeout=10)  # the view still serves
+        conn.request("GET", "/api/state")
+        assert conn.getresponse().status == 200
+        conn.close()
+    finally:
+        stop.set()
+        if publisher.is_alive():
+            publisher.join(5)
+        for s in stalled:
+            s.close()
+        server.stop()
+
+
 def test_the_event_stream_answers_only_get(tmp_path):
     server = WebServer(MemorySource("methods"), f"ipc://{tmp_path}/feed", port=0)
     server.start()

@@ -322,6 +322,7 @@ class Viewer:
 
     def end(self) -> None:
         self.ended = True
+        self.pending = []  # never sent now: a dropped browser's backlog goes at once
         self.wake.set()
 
 
@@ -652,16 +653,23 @@ FIRST_REQUEST_SECONDS = 10.0
 """A connection must have sent a whole request head within this long of opening, or of its last
 response. uvicorn keeps a connection that sends nothing open for ever: ~20,000 of them (the
 process's file limit) and the view could accept nobody until they left."""
+STALLED_SECONDS = 30.0
+"""A connection whose reader has taken too little of what it was sent for this long (its writes
+paused the whole time) is cut: a browser that stops reading an event stream is dropped from the
+hub, but its stream waits in a write that would never end, holding the connection for ever."""
 
 
 def _guarded_protocol() -> type:
     """uvicorn's HTTP protocol (httptools where installed), closing a connection that has no
     request under way ``FIRST_REQUEST_SECONDS`` after it opened or after its last response (an idle
-    or trickling stranger); a request under way, such as an event stream, is never cut."""
+    or trickling stranger); a request under way, such as an event stream, is never cut, unless its
+    reader takes too little of it for ``STALLED_SECONDS`` (writes paused all that time: cut, its
+    buffer freed; a browser's EventSource reconnects for a snapshot)."""
     from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
     class Guarded(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
         _idle_timer = None
+        _stall_timer = None
 
         def _arm(self) -> None:
             if self._idle_timer is not None:
@@ -681,10 +689,22 @@ def _guarded_protocol() -> type:
             super().on_response_complete()
             self._arm()
 
+        def pause_writing(self) -> None:
+            super().pause_writing()
+            if self._stall_timer is None:
+                self._stall_timer = self.loop.call_later(STALLED_SECONDS, self.transport.abort)
+
+        def resume_writing(self) -> None:
+            if self._stall_timer is not None:
+                self._stall_timer.cancel()
+                self._stall_timer = None
+            super().resume_writing()
+
         def connection_lost(self, exc) -> None:
-            if self._idle_timer is not None:
-                self._idle_timer.cancel()
-                self._idle_timer = None
+            for timer in (self._idle_timer, self._stall_timer):
+                if timer is not None:
+                    timer.cancel()
+            self._idle_timer = self._stall_timer = None
             super().connection_lost(exc)
 
     return Guarded
