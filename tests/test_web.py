@@ -189,6 +189,61 @@ def test_stalingrad_spectators_see_no_hidden_counter_and_no_seed(tmp_path):
         server.stop()
 
 
+def test_a_finished_game_keeps_the_dice_secret_of_a_game_rolling_the_same_dice(tmp_path):
+    """``arbiter solo --engine A --engine B --web``: A plays every seed of the suite, then B plays
+    the same seeds. A's finished game's page showed its seed (sha256 = B's running game's
+    commitment: every roll of B's game), its counter draws and its revealed boards while B played
+    on the same dice. A game whose dice stream other games share keeps all that to itself until
+    the run (or event) is over; then its page shows everything."""
+    from arbiter.formats.solo import suite_stream
+
+    game = load_game("stalingrad")
+    endpoint = f"ipc://{tmp_path}/feed"
+    server = WebServer(MemorySource("suite", total=2), endpoint, port=0, tick=0.001)
+    server.start()
+    sse = SSE(server.host, server.port)
+    feed = Feed(endpoint, interval=0)
+    records = []
+    try:
+        sse.wait(lambda e: e[0] == "snapshot")
+        for name, seed in (("A", "3"), ("B", "4")):
+            series = Series(game, [EngineConfig([PY, "-m", "sample_engines.stalingrad_random", "--seed", seed],
+                                                name=name, cwd=str(ROOT))],
+                            parse_time_control("60"), run_dir=tmp_path / "logs", seed=b"one-suite",
+                            on_event=feed.hook)
+            try:
+                records.append(series.play_game(0, [0], dice_stream=suite_stream(0)))
+            finally:
+                series.close()
+            if name == "A":
+                feed.finished(records[0])
+                sse.wait(lambda e: e[0] == "end")
+        first, second = records
+        assert first.dice_seed == second.dice_seed  # the same dice, by design
+        status, page = get_json(server, f"/api/game/{first.game_id}")  # B's game is running
+        assert status == 200 and page["type"] == "finished"
+        text = json.dumps(page)
+        assert first.dice_seed not in text, "a finished game's page gave away the dice of a running game"
+        assert first.final_position not in text
+        assert all(e["move"] == "?" for e in page["record"]["events"] if e["seat"] < 0)
+        assert not page["record"]["rolls"] and page["dice"]["withheld"]
+        from arbiter.records.replay import replay
+
+        state = [state for _, state in replay(first)][-1]
+        status, board = get_json(server, f"/api/game/{first.game_id}/board/{page['steps'] - 1}")
+        assert status == 200 and board.decode() == state.render_svg(), "a face-down counter was shown"
+        feed.finished(second)  # the run is over: everything may be shown
+        sse.wait(lambda e: e[0] == "end" and e[1]["game_id"] == second.game_id)
+        status, page = get_json(server, f"/api/game/{first.game_id}")
+        assert page["dice"]["seed"] == first.dice_seed and page["dice"]["verified"] and not page["dice"]["withheld"]
+        status, board = get_json(server, f"/api/game/{first.game_id}/board/{page['steps'] - 1}")
+        assert board.decode() == state.render_svg(reveal=True)
+    finally:
+        feed.close()
+        sse.close()
+        server.stop()
+
+
 def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([PY, "-m", "tournaments", *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
 
