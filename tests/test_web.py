@@ -189,6 +189,61 @@ def test_stalingrad_spectators_see_no_hidden_counter_and_no_seed(tmp_path):
         server.stop()
 
 
+def test_a_finished_game_keeps_the_dice_secret_of_a_game_rolling_the_same_dice(tmp_path):
+    """``arbiter solo --engine A --engine B --web``: A plays every seed of the suite, then B plays
+    the same seeds. A's finished game's page showed its seed (sha256 = B's running game's
+    commitment: every roll of B's game), its counter draws and its revealed boards while B played
+    on the same dice. A game whose dice stream other games share keeps all that to itself until
+    the run (or event) is over; then its page shows everything."""
+    from arbiter.formats.solo import suite_stream
+
+    game = load_game("stalingrad")
+    endpoint = f"ipc://{tmp_path}/feed"
+    server = WebServer(MemorySource("suite", total=2), endpoint, port=0, tick=0.001)
+    server.start()
+    sse = SSE(server.host, server.port)
+    feed = Feed(endpoint, interval=0)
+    records = []
+    try:
+        sse.wait(lambda e: e[0] == "snapshot")
+        for name, seed in (("A", "3"), ("B", "4")):
+            series = Series(game, [EngineConfig([PY, "-m", "sample_engines.stalingrad_random", "--seed", seed],
+                                                name=name, cwd=str(ROOT))],
+                            parse_time_control("60"), run_dir=tmp_path / "logs", seed=b"one-suite",
+                            on_event=feed.hook)
+            try:
+                records.append(series.play_game(0, [0], dice_stream=suite_stream(0)))
+            finally:
+                series.close()
+            if name == "A":
+                feed.finished(records[0])
+                sse.wait(lambda e: e[0] == "end")
+        first, second = records
+        assert first.dice_seed == second.dice_seed  # the same dice, by design
+        status, page = get_json(server, f"/api/game/{first.game_id}")  # B's game is running
+        assert status == 200 and page["type"] == "finished"
+        text = json.dumps(page)
+        assert first.dice_seed not in text, "a finished game's page gave away the dice of a running game"
+        assert first.final_position not in text
+        assert all(e["move"] == "?" for e in page["record"]["events"] if e["seat"] < 0)
+        assert not page["record"]["rolls"] and page["dice"]["withheld"]
+        from arbiter.records.replay import replay
+
+        state = [state for _, state in replay(first)][-1]
+        status, board = get_json(server, f"/api/game/{first.game_id}/board/{page['steps'] - 1}")
+        assert status == 200 and board.decode() == state.render_svg(), "a face-down counter was shown"
+        feed.finished(second)  # the run is over: everything may be shown
+        sse.wait(lambda e: e[0] == "end" and e[1]["game_id"] == second.game_id)
+        status, page = get_json(server, f"/api/game/{first.game_id}")
+        assert page["dice"]["seed"] == first.dice_seed and page["dice"]["verified"] and not page["dice"]["withheld"]
+        status, board = get_json(server, f"/api/game/{first.game_id}/board/{page['steps'] - 1}")
+        assert board.decode() == state.render_svg(reveal=True)
+    finally:
+        feed.close()
+        sse.close()
+        server.stop()
+
+
 def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([PY, "-m", "tournaments", *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
 
@@ -672,6 +727,54 @@ def test_a_browser_that_stops_reading_is_dropped_and_one_that_leaves_is_forgotte
             publisher.join(5)
         stalled.close()
         reader.close()
+        server.stop()
+
+
+def test_a_stalled_browser_leaves_no_connection_and_no_backlog_behind(tmp_path, monkeypatch):
+    """A stranger who opens event streams and never reads them: once dropped, each held its
+    connection and its backlog (up to QUEUE messages) for ever, its stream stuck in a write that
+    never ended (memory and file descriptors without bound, one stream every ~13 s). Now the
+    backlog goes when it is dropped, and a connection that takes nothing for STALLED_SECONDS is
+    cut."""
+    from arbiter.web import app as web_app
+
+    monkeypatch.setattr(web_app, "STALLED_SECONDS", 1.0)
+    endpoint = f"ipc://{tmp_path}/feed"
+    server = WebServer(MemorySource("stalled"), endpoint, port=0, tick=0.005)
+    server.start()
+    hub = server.app.state.hub
+    dropped: list = []
+    monkeypatch.setattr(web_app.Viewer, "end", lambda self, end=web_app.Viewer.end: (dropped.append(self), end(self)))
+    stop = threading.Event()
+    publisher = threading.Thread(target=_publish_views, args=(endpoint, stop, "<svg>" + "x" * 60_000 + "</svg>"))
+    stalled = []
+    for _ in range(3):
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect((server.host, server.port))
+        s.sendall(b"GET /events HTTP/1.1\r\nHost: test\r\n\r\n")  # and never reads
+        stalled.append(s)
+    try:
+        deadline = time.monotonic() + 10
+        while len(hub.viewers) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        publisher.start()
+        deadline = time.monotonic() + 30
+        while (hub.viewers or server.server.server_state.connections) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not hub.viewers, "the stalled browsers were not dropped"
+        assert len(dropped) >= 3 and not any(v.pending for v in dropped), "a dropped browser kept its backlog"
+        assert not server.server.server_state.connections, "a stalled browser's connection is still open"
+        conn = http.client.HTTPConnection(server.host, server.port, timeout=10)  # the view still serves
+        conn.request("GET", "/api/state")
+        assert conn.getresponse().status == 200
+        conn.close()
+    finally:
+        stop.set()
+        if publisher.is_alive():
+            publisher.join(5)
+        for s in stalled:
+            s.close()
         server.stop()
 
 

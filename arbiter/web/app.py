@@ -28,7 +28,7 @@ from typing import Any
 
 import msgspec
 
-from ..dice import verify_rolls
+from ..dice import stream_name, verify_rolls
 from ..games import load_game
 from ..games.base import Utility
 from ..records import GameRecord
@@ -217,6 +217,10 @@ class Source:
         """The feed announced a finished game (a source that stores nothing keeps it); its line."""
         return GameLine.of(record)
 
+    def over(self) -> bool | None:
+        """Whether every game has been played, if that is quick to know (None: the standings say)."""
+        return None
+
 
 class MemorySource(Source):
     """The games the feed announced (``arbiter match --web``): the match's own results, after those
@@ -270,41 +274,73 @@ class MemorySource(Source):
         out["progress"] = {"played": len(self._lines), "total": self.total}
         return out
 
+    def over(self) -> bool:
+        return self.total is not None and len(self._lines) >= self.total
+
 
 # --- finished games: steps and boards ----------------------------------------------------------
 
 class Replays:
-    """The boards of a finished game at each step, made once per game (a few games kept)."""
+    """The boards of a finished game at each step, made once per game (a few games kept); with
+    ``reveal`` False as its live view drew them (hidden information hidden)."""
 
     def __init__(self, keep: int = 8):
-        self._cache: OrderedDict[str, list[str]] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, bool], list[str]] = OrderedDict()
         self.keep = keep
 
-    def boards(self, record: GameRecord) -> list[str]:
-        boards = self._cache.get(record.game_id)
+    def boards(self, record: GameRecord, reveal: bool = True) -> list[str]:
+        key = (record.game_id, reveal)
+        boards = self._cache.get(key)
         if boards is None:
             state = load_game(record.game, **record.options).new_initial_state()
-            boards = [state.render_svg(reveal=True)]
+            boards = [state.render_svg(reveal=reveal)]
             try:
                 for step, state in replay(record):
-                    boards += [state.render_svg(reveal=True)] * len(step)
+                    boards += [state.render_svg(reveal=reveal)] * len(step)
             except Exception:  # a record that does not replay: show what replayed (verify says why)
                 pass
-            self._cache[record.game_id] = boards
+            self._cache[key] = boards
             while len(self._cache) > self.keep:
                 self._cache.popitem(last=False)
-        self._cache.move_to_end(record.game_id)
+        self._cache.move_to_end(key)
         return boards
 
 
-def game_detail(record: GameRecord) -> dict[str, Any]:
-    """A finished game for its page: every move, the dice and their verification, why it ended."""
+def shares_dice(record: GameRecord) -> bool:
+    """Whether other games roll this game's dice by design (duplicate dice, a solo or team suite,
+    a table's rotations): its seed is theirs, and so are its chance outcomes."""
+    return bool(record.dice_stream) and record.dice_stream != stream_name(record.match_id, record.game_number)
+
+
+@functools.lru_cache(maxsize=None)
+def _hidden_information(game: str) -> bool:
+    try:
+        return load_game(game).game_type.hidden_information
+    except Exception:  # noqa: BLE001 - a game this installation does not know: nothing of it is shown as known
+        return True
+
+
+def game_detail(record: GameRecord, withheld: bool = False) -> dict[str, Any]:
+    """A finished game for its page: every move, the dice and their verification, why it ended.
+    ``withheld``: other games still to end roll the same dice (``shares_dice``): no seed, no rolls,
+    no final position, and a hidden-information game's chance outcomes as ``?``, as in its live view."""
     data = json.loads(msgspec.json.encode(record))
-    dice_problems = verify_rolls(record.dice_seed, record.dice_commitment, record.dice_stream, record.rolls)
     problems = verify(record)
-    return {"type": "finished", "row": game_row(GameLine.of(record)), "record": data,
-            "dice": {"seed": record.dice_seed, "commitment": record.dice_commitment, "stream": record.dice_stream,
-                     "rolls": len(record.rolls), "verified": not dice_problems, "problems": dice_problems},
+    if withheld:
+        hidden = _hidden_information(record.game)
+        for event in data["events"]:
+            if event["seat"] < 0 and hidden:
+                event["move"] = "?"
+                event.pop("note", None)
+        data.update(dice_seed="", rolls=[], final_position="")
+        dice = {"seed": None, "commitment": record.dice_commitment, "stream": record.dice_stream,
+                "rolls": len(record.rolls), "verified": False, "problems": [], "withheld": True}
+    else:
+        dice_problems = verify_rolls(record.dice_seed, record.dice_commitment, record.dice_stream, record.rolls)
+        dice = {"seed": record.dice_seed, "commitment": record.dice_commitment, "stream": record.dice_stream,
+                "rolls": len(record.rolls), "verified": not dice_problems, "problems": dice_problems,
+                "withheld": False}
+    return {"type": "finished", "row": game_row(GameLine.of(record)), "record": data, "dice": dice,
             "verified": not problems, "problems": problems}
 
 
@@ -322,6 +358,7 @@ class Viewer:
 
     def end(self) -> None:
         self.ended = True
+        self.pending = []  # never sent now: a dropped browser's backlog goes at once
         self.wake.set()
 
 
@@ -366,6 +403,18 @@ class Hub:
         summary["mean_game_s"] = sum(durations) / len(durations) if durations else None
         self.summary_cache = (version, summary)
         self.summary_due = time.monotonic() + (time.monotonic() - started) * SUMMARY_SHARE
+
+    def over(self) -> bool:
+        """Whether the event (or run) is over, as its source or its standings say (made at most as
+        often as ``summary`` allows): every game's dice may be shown."""
+        over = self.source.over()
+        if over is not None:
+            return over
+        try:
+            summary = self.summary()
+        except Exception:  # noqa: BLE001 - standings that cannot be made say nothing: not over
+            return False
+        return bool((summary.get("tournament") or {}).get("finished"))
 
     def snapshot(self) -> dict[str, Any]:
         now = time.time()
@@ -547,8 +596,9 @@ def build_app(source: Source, feed: str | None, *, poll: float = 0.5, tick: floa
         record = await asyncio.to_thread(source.record, gid)
         if record is None:
             return JSONResponse({"error": f"no game {gid}"}, status_code=404)
-        detail = await asyncio.to_thread(game_detail, record)
-        detail["steps"] = len(await asyncio.to_thread(replays.boards, record))
+        withheld = shares_dice(record) and not await asyncio.to_thread(hub.over)
+        detail = await asyncio.to_thread(game_detail, record, withheld)
+        detail["steps"] = len(await asyncio.to_thread(replays.boards, record, not withheld))
         return JSONResponse(detail)
 
     async def board(request):
@@ -556,7 +606,8 @@ def build_app(source: Source, feed: str | None, *, poll: float = 0.5, tick: floa
         record = await asyncio.to_thread(source.record, gid)
         if record is None:  # a running game has no step boards: only finished games are stepped
             return JSONResponse({"error": f"no finished game {gid}"}, status_code=404)
-        boards = await asyncio.to_thread(replays.boards, record)
+        withheld = shares_dice(record) and not await asyncio.to_thread(hub.over)
+        boards = await asyncio.to_thread(replays.boards, record, not withheld)
         if not 0 <= step < len(boards):
             return JSONResponse({"error": f"step {step} out of range"}, status_code=404)
         return Response(boards[step], media_type="image/svg+xml")
@@ -652,16 +703,23 @@ FIRST_REQUEST_SECONDS = 10.0
 """A connection must have sent a whole request head within this long of opening, or of its last
 response. uvicorn keeps a connection that sends nothing open for ever: ~20,000 of them (the
 process's file limit) and the view could accept nobody until they left."""
+STALLED_SECONDS = 30.0
+"""A connection whose reader has taken too little of what it was sent for this long (its writes
+paused the whole time) is cut: a browser that stops reading an event stream is dropped from the
+hub, but its stream waits in a write that would never end, holding the connection for ever."""
 
 
 def _guarded_protocol() -> type:
     """uvicorn's HTTP protocol (httptools where installed), closing a connection that has no
     request under way ``FIRST_REQUEST_SECONDS`` after it opened or after its last response (an idle
-    or trickling stranger); a request under way, such as an event stream, is never cut."""
+    or trickling stranger); a request under way, such as an event stream, is never cut, unless its
+    reader takes too little of it for ``STALLED_SECONDS`` (writes paused all that time: cut, its
+    buffer freed; a browser's EventSource reconnects for a snapshot)."""
     from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
     class Guarded(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
         _idle_timer = None
+        _stall_timer = None
 
         def _arm(self) -> None:
             if self._idle_timer is not None:
@@ -681,10 +739,22 @@ def _guarded_protocol() -> type:
             super().on_response_complete()
             self._arm()
 
+        def pause_writing(self) -> None:
+            super().pause_writing()
+            if self._stall_timer is None:
+                self._stall_timer = self.loop.call_later(STALLED_SECONDS, self.transport.abort)
+
+        def resume_writing(self) -> None:
+            if self._stall_timer is not None:
+                self._stall_timer.cancel()
+                self._stall_timer = None
+            super().resume_writing()
+
         def connection_lost(self, exc) -> None:
-            if self._idle_timer is not None:
-                self._idle_timer.cancel()
-                self._idle_timer = None
+            for timer in (self._idle_timer, self._stall_timer):
+                if timer is not None:
+                    timer.cancel()
+            self._idle_timer = self._stall_timer = None
             super().connection_lost(exc)
 
     return Guarded

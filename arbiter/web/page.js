@@ -171,8 +171,10 @@ function drawReplay() {
   const forfeit = row.forfeit_seat !== null && row.forfeit_seat !== undefined ? `<p class="bad" id="forfeit">forfeit by ${esc(rec.players[row.forfeit_seat])}: ${esc(row.reason)} — ${esc(row.detail)}</p>` : "";
   $("#view").innerHTML = `<section id="game" data-live="0"><h2>${rec.players.map(link).join(" vs ")} · game ${row.number} · ${esc(row.returns.join(" : "))} (${esc(row.reason)}${row.detail ? ": " + esc(row.detail) : ""})</h2>` +
     forfeit +
-    `<p id="dice">dice: seed <code>${esc(r.dice.seed)}</code>, commitment <code>${esc(r.dice.commitment)}</code>, ${r.dice.rolls} rolls — ` +
-    `<b class="${r.dice.verified ? "ok" : "bad"}">${r.dice.verified ? "verified" : "NOT verified: " + esc(r.dice.problems.join("; "))}</b>` +
+    (r.dice.withheld ? `<p id="dice">dice: commitment <code>${esc(r.dice.commitment)}</code>, ${r.dice.rolls} rolls — ` +
+      `<b>seed withheld until the event is over</b> (other games roll the same dice)`
+      : `<p id="dice">dice: seed <code>${esc(r.dice.seed)}</code>, commitment <code>${esc(r.dice.commitment)}</code>, ${r.dice.rolls} rolls — ` +
+      `<b class="${r.dice.verified ? "ok" : "bad"}">${r.dice.verified ? "verified" : "NOT verified: " + esc(r.dice.problems.join("; "))}</b>`) +
     ` · record replays: <b class="${r.verified ? "ok" : "bad"}">${r.verified ? "consistent" : esc(r.problems.join("; "))}</b></p>` +
     `<div><button id="first" title="Home">|◀</button><button id="prev" title="←">◀</button>` +
     `<button id="next" title="→">▶</button><button id="last" title="End">▶|</button> <span id="step"></span></div>` +
