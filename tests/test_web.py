@@ -1008,3 +1008,27 @@ def test_referees_playing_at_once_in_threads_each_publish_their_own_game(tmp_pat
     lost = sorted(n for n in records if first_view[n] not in plies[n])
     assert not lost, f"games {lost} of {lanes}: their first view was not published"
     assert all(any(m["type"] == "end" and m["game_id"] == r.game_id for m in got) for r in records.values())
+
+
+def test_an_engine_whose_name_has_a_slash_has_its_page(tmp_path):
+    """The page links ``#/engine/team%2Fa`` and asks for ``/api/engine/team%2Fa``; the route took
+    one path segment, so an engine named ``team/a`` had no page (404)."""
+    from arbiter.records.store import load_records
+
+    db = tmp_path / "m.sqlite"
+    engine = f"{PY} -m sample_engines.random_engine"
+    done = subprocess.run([PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", engine, "--engine",
+                           engine, "--name", "team/a", "--name", "b", "--format", "games=2", "--tc", "10", "--quiet",
+                           "--db", str(db)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    source = MemorySource("m", db=str(db))
+    for r in load_records(db):
+        source.announced(r)
+    server = WebServer(source, None, port=0)
+    server.start()
+    try:
+        status, page = get_json(server, "/api/engine/team%2Fa")
+        assert status == 200 and page["engine"] == "team/a" and page["games"] == 2
+        assert get_json(server, "/api/engine/b")[1]["games"] == 2
+    finally:
+        server.stop()

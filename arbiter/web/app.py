@@ -622,7 +622,7 @@ def build_app(source: Source, feed: str | None, *, poll: float = 0.5, tick: floa
     app = Starlette(routes=[
         Route("/", index), Route("/page.js", js), Route("/api/state", state),
         Route("/api/game/{gid}", game), Route("/api/game/{gid}/board/{step:int}", board),
-        Route("/api/engine/{name}", engine),
+        Route("/api/engine/{name:path}", engine),  # a name may hold a slash (team/a)
     ], lifespan=lifespan)
     app.state.hub = hub
     app.state.feed_bound = bound
