@@ -346,6 +346,16 @@ def test_a_resumed_match_shows_the_games_played_before_it(tmp_path):
     assert proc.returncode == 130, out
 
 
+def random_match(db: Path, a: str, b: str, games: int) -> Path:
+    """``db`` after an EinStein match of two random engines named ``a`` and ``b``."""
+    engine = f"{PY} -m sample_engines.random_engine"
+    done = subprocess.run([PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", engine, "--engine",
+                           engine, "--name", a, "--name", b, "--format", f"games={games}", "--tc", "10", "--quiet",
+                           "--db", str(db)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return db
+
+
 def test_the_view_keeps_a_line_per_game_and_reads_an_older_record_from_the_database(tmp_path, monkeypatch):
     """A long event's page never holds every record: an engine's page comes from the per-seat sums
     saved with each game (the same numbers as a walk over every decision), and a match's view
@@ -360,12 +370,7 @@ def test_the_view_keeps_a_line_per_game_and_reads_an_older_record_from_the_datab
     from arbiter.records.store import GameLine, game_lines, load_records
     from arbiter.web.app import engine_page
 
-    db = tmp_path / "m.sqlite"
-    engine = f"{PY} -m sample_engines.random_engine"
-    done = subprocess.run([PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", engine, "--engine",
-                           engine, "--name", "a", "--name", "b", "--format", "games=6", "--tc", "10", "--quiet",
-                           "--db", str(db)], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
+    db = random_match(tmp_path / "m.sqlite", "a", "b", games=6)
     records, lines = load_records(db), list(game_lines(db))
     assert [line.game_id for line in lines] == [r.game_id for r in records]
     for name in ("a", "b"):
@@ -1015,12 +1020,7 @@ def test_an_engine_whose_name_has_a_slash_has_its_page(tmp_path):
     one path segment, so an engine named ``team/a`` had no page (404)."""
     from arbiter.records.store import load_records
 
-    db = tmp_path / "m.sqlite"
-    engine = f"{PY} -m sample_engines.random_engine"
-    done = subprocess.run([PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", engine, "--engine",
-                           engine, "--name", "team/a", "--name", "b", "--format", "games=2", "--tc", "10", "--quiet",
-                           "--db", str(db)], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
+    db = random_match(tmp_path / "m.sqlite", "team/a", "b", games=2)
     source = MemorySource("m", db=str(db))
     for r in load_records(db):
         source.announced(r)
