@@ -92,7 +92,7 @@ def _tell(line: str) -> None:
     if _started_for != os.getpid() or _lifeline is None or line.count("\n") != 1:
         return  # no guardian of ours (a forked worker's first engine starts one), or a path with a newline
     try:
-        os.write(_lifeline, line.encode())  # non-blocking: a stuck guardian never holds up a game
+        os.write(_lifeline, os.fsencode(line))  # non-blocking: a stuck guardian never holds up a game
     except OSError:
         pass
 
