@@ -595,12 +595,13 @@ def test_a_reply_behind_a_burst_of_junk_is_timed_when_it_is_read(tmp_path):
 
 @hostile
 def test_junk_during_a_simultaneous_decision_costs_the_other_seat_nothing(tmp_path):
-    """EinStein's set-up asks both seats at once: while the referee decodes one seat's 64 messages
-    of junk (~1 s), the other's reply, sent after 100 ms, waits; it is timed as if read when it
-    came, so the junk's sender loses on time (its reply was behind its junk), not the seat that
-    answered in time, whichever seat each has."""
+    """EinStein's set-up asks both seats at once: while the referee decodes one seat's junk (slow
+    messages sent for 1 s), the other's reply, sent after 100 ms, waits; it is timed as if read when
+    it came, so the junk's sender loses on time (its reply was behind its junk), not the seat that
+    answered in time, whichever seat each has. (With only the 63 messages, a machine that decoded
+    them within the 550 ms let the junk's sender play on.)"""
     slow_setup = f"{PY} {ROOT / 'tests' / 'engines' / 'misbehave.py'} slow_setup --delay 0.1"
-    for record in run_match(tmp_path, hostile_cmd("junk"), slow_setup, tc="st=0.5").records:
+    for record in run_match(tmp_path, hostile_cmd("junk", "--for", "1"), slow_setup, tc="st=0.5").records:
         assert record.reason == "time" and record.players[record.forfeit_seat] == "H", (record.reason, record.detail)
 
 
