@@ -8,6 +8,7 @@ holding the unsaved records); 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import itertools
 from collections import Counter
@@ -16,6 +17,7 @@ import math
 import os
 import re
 import shlex
+import signal
 import sqlite3
 import sys
 import time
@@ -1727,7 +1729,46 @@ def _suite_arguments(m: argparse.ArgumentParser) -> None:
 
 
 def _sigterm_as_interrupt(signum, frame):
+    if signum == getattr(signal, "SIGHUP", None):
+        _leave_the_terminal()
     raise KeyboardInterrupt
+
+
+def _leave_the_terminal() -> None:
+    """After a hang-up (the operator's ssh link dropped, the terminal window closed) writing to
+    the terminal fails with EIO, which would break the run's orderly stop; what went to it goes
+    to /dev/null from now on (as under ``nohup``). Output redirected to a file or pipe stays."""
+    import stat
+
+    null = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        try:
+            if stat.S_ISCHR(os.fstat(fd).st_mode):  # a terminal (hung up, so isatty() may say no)
+                os.dup2(null, fd)
+        except OSError:
+            pass
+    os.close(null)
+
+
+@contextlib.contextmanager
+def stopped_like_ctrl_c():
+    """``kill PID`` (SIGTERM) and a hang-up (SIGHUP) stop the command as Ctrl-C does: finished games
+    saved, the match or event marked interrupted, exit 130, the ``--resume`` line printed. A
+    SIGHUP ignored already (``nohup``) stays ignored. Main thread only (where signals are handled)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    wanted = [signal.SIGTERM]
+    if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) == signal.SIG_DFL:
+        wanted.append(signal.SIGHUP)
+    previous = {signum: signal.signal(signum, _sigterm_as_interrupt) for signum in wanted}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def out_of_files(exc: Exception) -> bool:
@@ -1745,28 +1786,19 @@ def out_of_files(exc: Exception) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import signal
-    import threading
-
     args = build_parser().parse_args(argv)
     if getattr(args, "pin", None) is not None and (code := _pin(args)) is not None:
         return code
-    main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.getsignal(signal.SIGTERM)
-    if main_thread:  # `kill PID` stops like Ctrl-C: finished games saved, the match marked interrupted, 130
-        signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
-    try:
-        return args.func(args)
-    except KeyboardInterrupt:  # outside a match's own handling (which says what it saved): say so
-        print("interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except Exception as exc:  # OSError or zmq.ZMQError (zmq is loaded only by commands that play)
-        if not out_of_files(exc):
-            raise
-        return EXIT_ENGINE
-    finally:
-        if main_thread:
-            signal.signal(signal.SIGTERM, previous)
+    with stopped_like_ctrl_c():
+        try:
+            return args.func(args)
+        except KeyboardInterrupt:  # outside a match's own handling (which says what it saved): say so
+            print("interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except Exception as exc:  # OSError or zmq.ZMQError (zmq is loaded only by commands that play)
+            if not out_of_files(exc):
+                raise
+            return EXIT_ENGINE
 
 
 

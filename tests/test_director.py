@@ -618,6 +618,76 @@ def test_sigterm_marks_the_match_interrupted_and_resume_finishes_it(tmp_path):
                    f"games; `arbiter show {db} --list`", "is finished (")
 
 
+def hung_up_after(cmd: list[str], started) -> int:
+    """Run ``cmd`` on a terminal of its own (its controlling terminal, as an ssh session's), hang
+    that terminal up once ``started()`` is true, and return the exit code."""
+    import fcntl
+    import pty
+    import termios
+    import threading
+
+    master, terminal = pty.openpty()
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdin=terminal, stdout=terminal, stderr=terminal, start_new_session=True,
+                            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+    os.close(terminal)
+    shown: list[bytes] = []
+
+    def read_the_terminal() -> None:
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:
+                return
+            if not data:
+                return
+            shown.append(data)
+
+    threading.Thread(target=read_the_terminal, daemon=True).start()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None and not started():
+        time.sleep(0.05)
+    assert proc.poll() is None, b"".join(shown)
+    os.close(master)  # the terminal hangs up: SIGHUP to its session
+    return proc.wait(timeout=30)
+
+
+def test_a_hang_up_stops_a_match_as_ctrl_c_does(tmp_path):
+    """The operator's ssh link drops: the terminal hangs up and the match gets SIGHUP. Before, that
+    killed the referee on the spot (the match left "playing", no word said); now it stops as Ctrl-C
+    does, though the terminal it would print to is gone: interrupted, 130, resumable."""
+    db = tmp_path / "m.sqlite"
+    cmd = [PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", SLOW, "--engine", RANDOM,
+           "--seed", "ab", "--format", "bo41", "--tc", "60", "--db", str(db)]
+    export = tmp_path / "m.jsonl"
+    assert hung_up_after(cmd, lambda: export.exists() and len(export.read_text().splitlines()) >= 2) == 130
+    conn = sqlite3.connect(db)
+    (status, played), = conn.execute("SELECT status, (SELECT count(*) FROM games) FROM matches").fetchall()
+    conn.close()
+    assert status == "interrupted" and 2 <= played < 21
+    again = run("arbiter", "match", "--resume", "--db", str(db), "--seed", "ab", "--quiet")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert run("arbiter", "verify", str(db)).returncode == 0
+
+
+def test_a_hang_up_stops_a_tournament_as_ctrl_c_does(tmp_path):
+    path = tournament_file(tmp_path, ghost=SLOW)
+    path.write_text(path.read_text().replace('match = "games=2"', 'match = "games=40"'))
+    db = tmp_path / "t.sqlite"
+
+    def started() -> bool:
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+                return conn.execute("SELECT count(*) FROM games").fetchone()[0] >= 2
+        except sqlite3.Error:
+            return False
+
+    assert hung_up_after([PY, "-m", "tournaments", "run", str(path)], started) == 130
+    again = run("tournaments", "resume", str(path), "-q")
+    assert again.returncode == 0, again.stdout + again.stderr
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM games").fetchone()[0] == 40
+
+
 def test_sigterm_before_the_first_game_says_so_and_leaves_no_engine(tmp_path):
     """SIGTERM while the pre-flight waits for an engine's hello: before, the run ended 130 without
     a word (the interrupt came before the run's own handling), after waiting 1-2 s per killed

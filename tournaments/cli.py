@@ -595,17 +595,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _sigterm_as_interrupt(signum, frame):
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
-    import signal
+    import contextlib
+
+    from arbiter.cli import stopped_like_ctrl_c
 
     args = build_parser().parse_args(argv)
-    previous = signal.getsignal(signal.SIGTERM)
-    if args.command in ("run", "resume"):
-        signal.signal(signal.SIGTERM, _sigterm_as_interrupt)  # `kill PID`: stop like Ctrl-C (games saved)
+    playing = args.command in ("run", "resume")  # `kill PID` or a hang-up: stop like Ctrl-C (games saved)
+    with stopped_like_ctrl_c() if playing else contextlib.nullcontext():
+        return _command(args)
+
+
+def _command(args: argparse.Namespace) -> int:
     try:
         if args.command == "run":
             return cmd_run(args, resume=False)
@@ -636,8 +637,6 @@ def main(argv: list[str] | None = None) -> int:
         if not out_of_files(exc):
             raise
         return EXIT_ENGINE
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":
