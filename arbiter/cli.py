@@ -1751,11 +1751,14 @@ def _leave_the_terminal() -> None:
 
 
 @contextlib.contextmanager
-def stopped_like_ctrl_c():
+def operator_signals():
     """``kill PID`` (SIGTERM) and a hang-up (SIGHUP) stop the command as Ctrl-C does: finished games
-    saved, the match or event marked interrupted, exit 130, the ``--resume`` line printed. A
-    SIGHUP ignored already (``nohup``) stays ignored. Main thread only (where signals are handled)."""
+    saved, the match or event marked interrupted, exit 130, the ``--resume`` line printed. Ctrl-Z
+    (SIGTSTP) stops it until ``fg`` without charging the stop to any engine's clock. A signal
+    ignored already (``nohup``) stays ignored. Main thread only (where signals are handled)."""
     import threading
+
+    from .clock import pause_clocks_when_stopped
 
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -1764,6 +1767,9 @@ def stopped_like_ctrl_c():
     if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) == signal.SIG_DFL:
         wanted.append(signal.SIGHUP)
     previous = {signum: signal.signal(signum, _sigterm_as_interrupt) for signum in wanted}
+    if hasattr(signal, "SIGTSTP"):
+        previous[signal.SIGTSTP] = signal.getsignal(signal.SIGTSTP)
+        pause_clocks_when_stopped()
     try:
         yield
     finally:
@@ -1789,7 +1795,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "pin", None) is not None and (code := _pin(args)) is not None:
         return code
-    with stopped_like_ctrl_c():
+    with operator_signals():
         try:
             return args.func(args)
         except KeyboardInterrupt:  # outside a match's own handling (which says what it saved): say so

@@ -294,3 +294,46 @@ class Clock:
 def _floor_ms(seconds: float) -> int:
     # The epsilon absorbs float error (1.001 * 1000 == 1000.9999999999999).
     return math.floor(seconds * 1000 + 1e-6)
+
+
+# --- the referee's own stops --------------------------------------------------------------------
+
+_pauses: list[tuple[float, float]] = []
+"""(stopped, resumed) monotonic times of the referee's own stops (Ctrl-Z), the latest last."""
+
+
+def paused_between(start: float, end: float) -> float:
+    """Seconds of ``start``..``end`` (monotonic) during which the referee itself was stopped (Ctrl-Z
+    until ``fg``): time charged to no engine. An engine cannot cause it (it cannot signal the
+    referee); before, a reply read after the operator's ``fg`` was charged the whole stop and
+    the engine lost on time."""
+    if not _pauses:
+        return 0.0
+    return sum(max(0.0, min(end, resumed) - max(start, stopped)) for stopped, resumed in _pauses)
+
+
+def _stop_here(signum, frame) -> None:
+    """SIGTSTP: note when, stop as the default action would (the shell sees a stopped job), and note
+    when continued. Runs in the main thread, between the referee's steps (never inside a
+    measurement's own arithmetic); every thread of the process stops and continues together."""
+    import os
+    import signal
+    import time
+
+    stopped = time.monotonic()
+    signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+    try:
+        os.kill(os.getpid(), signal.SIGTSTP)  # returns once continued (SIGCONT: fg or bg)
+    finally:
+        signal.signal(signal.SIGTSTP, _stop_here)
+        _pauses.append((stopped, time.monotonic()))
+        del _pauses[:-64]  # decisions in progress span only the latest few
+
+
+def pause_clocks_when_stopped() -> None:
+    """Have Ctrl-Z (SIGTSTP) stop the referee without charging the stop to any engine (main thread
+    only; a SIGTSTP ignored already stays ignored). ``kill -STOP`` cannot be seen: it is charged."""
+    import signal
+
+    if hasattr(signal, "SIGTSTP") and signal.getsignal(signal.SIGTSTP) == signal.SIG_DFL:
+        signal.signal(signal.SIGTSTP, _stop_here)

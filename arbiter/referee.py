@@ -15,7 +15,7 @@ from protocol.codec import clip, printable
 from protocol.messages import EndReason, GameOver, Info, NewGame, Reply, Request, TimeControl
 
 from .adjudication import Adjudication, Judge
-from .clock import DEFAULT_MARGIN_MS, Clock
+from .clock import DEFAULT_MARGIN_MS, Clock, paused_between
 from .dice import Dice
 from .games.base import CHANCE, IllegalMove, Game, State
 from .hosting.session import EngineFault, Session, wait_any
@@ -343,14 +343,15 @@ class Referee:
             late: dict[int, tuple[EndReason, str]] = {}
             for i, seat in enumerate(waiting):  # judge: what waits now counts from when it can have come
                 came = max(arrived, behind.get(seat, arrived)) if i in ready else now
-                if came >= deadlines[seat]:
+                if came - paused_between(sent[seat], came) >= deadlines[seat]:  # the referee's own stops are no one's
                     reason = EndReason.STALL if self.clocks[seat].allowance() is None else EndReason.TIME
                     late[seat] = (reason, f"no reply within {(deadlines[seat] - sent[seat]) * 1000:.0f} "
                                           f"ms (allowance + {self._margin_left(seat)})")
             if late:  # every seat out of time forfeits: none wins by another's fault while failing itself
                 raise _Forfeit.of(late, self.record.players)
             if not ready:  # then wait (a reply from now on is timed when it comes)
-                timeout_ms = max(0, min(50, int((min([deadlines[s] for s in waiting]) - now) * 1000) + 1))
+                due = min([deadlines[s] + paused_between(sent[s], now) for s in waiting])
+                timeout_ms = max(0, min(50, int((due - now) * 1000) + 1))
                 ready = wait_any(engines, timeout_ms)
                 arrived = time.monotonic()  # the replies were there; reading them and freezing is the referee's time
                 if not ready and timeout_ms:  # a long think: are the others idle, as they should be?
@@ -369,7 +370,8 @@ class Referee:
                         reply = engine.poll_reply()
                         if reply is not None:  # there at the wake-up, unless found behind others of its messages
                             came = arrived if engine.read_at is None else engine.read_at
-                            replies[seat] = (reply, max(came, behind.get(seat, came)) - sent[seat])
+                            came = max(came, behind.get(seat, came))
+                            replies[seat] = (reply, came - sent[seat] - paused_between(sent[seat], came))
                             waiting.remove(seat)
                             if waiting:  # a simultaneous decision: it rests while the others think
                                 engine.rest(watch=True)

@@ -598,11 +598,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     import contextlib
 
-    from arbiter.cli import stopped_like_ctrl_c
+    from arbiter.cli import operator_signals
 
     args = build_parser().parse_args(argv)
     playing = args.command in ("run", "resume")  # `kill PID` or a hang-up: stop like Ctrl-C (games saved)
-    with stopped_like_ctrl_c() if playing else contextlib.nullcontext():
+    with operator_signals() if playing else contextlib.nullcontext():
         return _command(args)
 
 

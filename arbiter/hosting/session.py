@@ -34,6 +34,7 @@ from protocol.messages import (EndReason, Error, ErrorCode, Hello, Message, NewG
                                Reject, Reply, Request, Welcome, check_engine_options)
 from protocol.transport import ENDPOINT_ENV, SECRET_ENV, ZmqConnection, new_ipc_endpoint
 
+from ..clock import paused_between
 from .guardian import guard_folder, release_folder
 from .process import EngineConfig, EngineProcess, Limits, engine_environment
 from .sandbox import SandboxUnavailable
@@ -522,9 +523,12 @@ class EngineSession:
         return msg
 
     def _receive(self, deadline: float, what: str) -> Message:
-        """Wait for the pending answer until ``deadline`` (monotonic); a timeout is a stall."""
+        """Wait for the pending answer until ``deadline`` (monotonic, moved on by the referee's own
+        stops); a timeout is a stall."""
+        begun = time.monotonic()
         while True:
-            left_ms = int((deadline - time.monotonic()) * 1000)
+            now = time.monotonic()
+            left_ms = int((deadline + paused_between(begun, now) - now) * 1000)
             if left_ms <= 0:
                 self.check_alive()
                 raise EngineFault(EndReason.STALL, f"no {what} within the time allowed")
