@@ -97,6 +97,15 @@ def test_an_event_its_sprt_stopped_is_finished_with_no_game_to_go(stopped):
     assert TournamentSource(stopped).summary()["tournament"]["seed"] == "9"
 
 
+def test_the_match_an_sprt_stopped_is_not_shown_as_playing(stopped):
+    """The text report's match row of a stopped event said "playing", with winner "…", for ever."""
+    from tournaments.report import render_text
+
+    text = render_text(build_report(stopped))
+    row = next(line for line in text[text.index("Matches"):].splitlines() if line.startswith("│ 1 "))
+    assert "playing" not in row and "…" not in row and "stopped by the SPRT" in row, row
+
+
 NOT_STARTED = """
 name = "ghosts"
 game = "einstein"

@@ -820,10 +820,11 @@ def render_text(report: dict, width: int = 120) -> str:
                     continue
                 tbp = m.get("tiebreak_points")
                 tb = f" +tb {_f(tbp[0])}-{_f(tbp[1])}" if tbp else ""
+                unplayed = "stopped by the SPRT" if t["finished"] else "playing"  # no game starts after the verdict
                 rows.append([str(m["round"]), m["A"], m["B"], f"{_f(m['points'][0])}-{_f(m['points'][1])}{tb}",
                              m["winner"] or ("none" if m["decided_by"] == "lost by both"
-                                             else "draw" if m["done"] else "…"),
-                             m["decided_by"] if m["done"] else "playing"])
+                                             else "draw" if m["done"] else "…" if not t["finished"] else "none"),
+                             m["decided_by"] if m["done"] else unplayed])
             table("Matches", ["round", "A", "B", "score", "winner", "decided by"], rows)
         if report.get("champion"):
             console.print(f"champion: {report['champion']}")
