@@ -260,3 +260,32 @@ def test_an_engine_paired_with_itself_has_the_clock_of_both_its_seats(tmp_path):
     (row,) = build_report(db)["engine_stats"]
     assert row["clock_left_min_ms"] == min(clocks)
     assert row["clock_left_mean_ms"] == pytest.approx(sum(clocks) / len(clocks))
+
+
+LOST_ON_TIME = """
+name = "flag"
+game = "einstein"
+match = "games=2"
+time_control = "1"
+seed = 3
+output = "{db}"
+[[engines]]
+name = "slow"
+command = "{{python}} {slow} slow --after 1 --delay 0.4"
+[[engines]]
+name = "random"
+command = "{{python}} -m sample_engines.random_engine"
+"""
+
+
+def test_an_engine_that_lost_on_time_ended_with_an_empty_clock(tmp_path):
+    """The clock left at a game's end was read from the engine's last event; a game lost on time
+    has none for the decision that ran out, so the report showed the clock before it (~200 ms
+    here) as the engine's lowest."""
+    db = tmp_path / "flag.sqlite"
+    play(LOST_ON_TIME.format(db=db, slow=ROOT / "tests" / "engines" / "misbehave.py"))
+    games = games_of(db)
+    report = build_report(db)
+    slow = next(r for r in report["engine_stats"] if r["engine"] == "slow")
+    assert slow["forfeits"] == {"time": len(games)} and len(games) == 2, slow["forfeits"]
+    assert slow["clock_left_min_ms"] == 0 and slow["clock_left_mean_ms"] == 0, slow

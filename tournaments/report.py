@@ -401,22 +401,29 @@ def _agg_decisions(decisions) -> dict[str, dict]:
 
 def engine_stats(games: list[dict], names: list[str], decisions: dict[str, dict]) -> list[dict]:
     """Per engine, from every decision it made: time per move (referee-measured: mean, median,
-    max), its clock left at the end of its games (mean, min), depth and nodes (mean, from its
+    max), its clock left at the end of its games (mean, min; 0 in a game it lost on time, whose
+    last decision has no event), depth and nodes (mean, from its
     ``info``), nodes per second (its nodes over the measured time of those decisions: an engine's
 own times are whole milliseconds, often 0), latency (measured minus
     reported, mean and max: IPC and scheduling), and its forfeits by reason. ``decisions``: per
     engine name, ``_agg_summaries`` / ``_agg_decisions``."""
     forfeits: dict[str, dict[str, int]] = {n: defaultdict(int) for n in names}
+    flagged: dict[str, list[tuple]] = defaultdict(list)
+    """Per engine, the (match, game, seat) whose clock ran out: it ended at 0."""
     for g in games:
         if g["reason"] != "normal":  # an engine with its own copy (a self-pair) forfeits the game once
             for name in {g["players"][seat] for seat in g["forfeit_seats"]}:
                 forfeits.setdefault(name, defaultdict(int))[g["reason"]] += 1
+        if g["reason"] == "time":
+            for seat in g["forfeit_seats"]:
+                flagged[g["players"][seat]].append((g["match_id"], g["number"], seat))
 
     rows = []
     for n in names:
         d = decisions.get(n) or _engine_agg()
         ms = np.concatenate(d["ms"]) if d["ms"] else np.empty(0)
-        clocks = [c for _, c in d["clock"].values()]
+        ends = {**d["clock"], **{key: (None, 0) for key in flagged.get(n, ())}}
+        clocks = [c for _, c in ends.values()]
         rows.append({"engine": n, "decisions": int(ms.size), "ms_mean": float(ms.mean()) if ms.size else None,
                      "ms_median": float(np.median(ms)) if ms.size else None,
                      "ms_max": float(ms.max()) if ms.size else None,
