@@ -342,7 +342,7 @@ class Referee:
             now = time.monotonic()
             late: dict[int, tuple[EndReason, str]] = {}
             for i, seat in enumerate(waiting):  # judge: what waits now counts from when it can have come
-                came = max(arrived, behind.get(seat, arrived)) if i in ready else now
+                came = max(self._arrival(seat, arrived), behind.get(seat, arrived)) if i in ready else now
                 if came - paused_between(sent[seat], came) >= deadlines[seat]:  # the referee's own stops are no one's
                     reason = EndReason.STALL if self.clocks[seat].allowance() is None else EndReason.TIME
                     late[seat] = (reason, f"no reply within {(deadlines[seat] - sent[seat]) * 1000:.0f} "
@@ -384,6 +384,13 @@ class Referee:
             if ready and waiting:  # reading took the referee's time: a reply that came meanwhile is dated to the wake-up
                 busy_since = arrived
         return replies
+
+    def _arrival(self, seat: int, woke: float) -> float:
+        """When what waits from ``seat`` came: when the referee woke to it, or, for a remote engine,
+        when the hub stamped it, if earlier (the referee's thread may have been busy elsewhere)."""
+        arrival = getattr(self.engines[seat], "arrival", None)
+        stamp = arrival() if arrival is not None else None
+        return woke if stamp is None else min(woke, stamp)
 
     def _add(self, event: Event) -> None:
         note = self.state.event_note()

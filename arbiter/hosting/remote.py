@@ -160,6 +160,31 @@ class Roster:
         return next((p for p in self.participants.values() if p.public and p.public == text), None)
 
 
+class _Head(msgspec.Struct):
+    """What the hub reads of a message to file it: its type and game (the rest, skipped unread,
+    is decoded by the session that reads it, in its engine's own time)."""
+
+    type: str = ""
+    game_id: str = ""
+    seq: int = 0
+
+
+_head_decoder = msgspec.msgpack.Decoder(_Head)
+EAGER = frozenset({"hello", "pong"})
+"""Types the hub decodes whole as they come (a hello is kept, a pong is timed on arrival); every
+other message is filed as bytes after a look at its head (~1 ms for 1 MiB: its big fields are
+skipped, never built). A full decode of a hostile 1 MiB message takes ~25 ms or more: done in the
+hub's I/O thread for every frame, an engine flooding them while its opponent thought made that
+opponent's reply wait behind them (seconds; it lost on time)."""
+
+
+def _head(data: bytes) -> _Head | None:
+    try:
+        return _head_decoder.decode(data)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+
+
 def _says_hello(data: bytes) -> bool:
     """``data`` is a msgpack map whose ``type`` is ``hello`` (a hello, valid or not)."""
     try:
@@ -404,8 +429,9 @@ class RemoteHub:
         while not self._closing:
             with self._lock:
                 self._probe()
-                self._read()
-                more = self.socket.getsockopt(zmq.EVENTS) & zmq.POLLIN
+            self._read()
+            with self._lock:
+                more = not self._closing and self.socket.getsockopt(zmq.EVENTS) & zmq.POLLIN
             if more:
                 continue
             try:
@@ -419,34 +445,48 @@ class RemoteHub:
                     pass
 
     def _read(self) -> None:
-        """Read up to ``PUMP_BURST`` frames (bounded work per turn) and file them."""
-        with ARRIVALS:  # the sessions' list of a peer does not change meanwhile
-            filed = False
-            for _ in range(PUMP_BURST):
+        """Read up to ``PUMP_BURST`` frames (bounded work per turn) and file each one, stamped
+        with its arrival, at once: the session waiting for it wakes then, not after the burst
+        (whose other frames may be another engine's flood). The socket's lock is held for each
+        read alone: held for a whole burst, taken again at once, it kept a session's send (the
+        next request, a ping) waiting for most of a second while an engine flooded the port."""
+        for _ in range(PUMP_BURST):
+            with self._lock:
+                if self._closing:
+                    return
                 try:
                     frames = self.socket.recv_multipart(flags=zmq.NOBLOCK, copy=False)
                 except zmq.ZMQError:  # EAGAIN: nothing more
                     break
-                filed = self._file(frames) or filed
-            if filed:
-                ARRIVALS.notify_all()
+            arrived = time.monotonic()
+            with ARRIVALS:  # the sessions' list of a peer does not change meanwhile
+                if self._file(frames, arrived):
+                    ARRIVALS.notify_all()
 
-    def _file(self, frames: list) -> bool:
+    def _file(self, frames: list, arrived: float) -> bool:
         route, payload = frames[0].bytes, frames[1:]
         if not payload:
             self.strangers += 1
             return False
         data = payload[0]
         user = data.get("User-Id") if not self.insecure else ""
+        peer = self.peers.get(user) if user else None
+        if peer is not None and peer.connections and all(len(c.inbox) >= QUEUE_LIMIT for c in peer.connections):
+            peer.overflow += 1  # a flood its sessions have not read: dropped unread (no decoding cost)
+            return False
         msg: Message | ProtocolError
-        if len(payload) != 1:  # malformed, as from a local engine (it is the participant's: its key says so)
+        head = _head(data.bytes) if len(payload) == 1 and peer is not None else None
+        if head is not None and head.type not in EAGER:
+            msg = head  # filed as bytes: decoded by the session that reads it
+        elif len(payload) != 1:  # malformed, as from a local engine (it is the participant's: its key says so)
             msg = ProtocolError(f"expected one frame per message, got {len(payload)}")
         else:
             try:
                 msg = decode(data.bytes)
             except ProtocolError as exc:
                 msg = exc  # garbage: the session that reads it forfeits the engine (``receive``)
-        peer = self.peers.get(user) if user else self._insecure_peer(route, msg)
+        if not user:
+            peer = self._insecure_peer(route, msg)
         if peer is None:
             self.strangers += 1
             return False
@@ -460,7 +500,8 @@ class RemoteHub:
             return False
         if isinstance(msg, ProtocolError) and not any(c.introduced for c in peer.connections) \
                 and _says_hello(data.bytes):  # dropped as not a hello (below), but the engine is told why
-            self._send_now(peer, encode(Error(code=ErrorCode.MALFORMED, message=str(msg))))
+            with self._lock:
+                self._send_now(peer, encode(Error(code=ErrorCode.MALFORMED, message=str(msg))))
         if isinstance(msg, Hello):
             peer.hello = msg
             targets = peer.connections
@@ -468,11 +509,12 @@ class RemoteHub:
             targets = self._route(peer, msg)
             if isinstance(msg, Pong):  # an in-game ping's answer is timed now, on arrival
                 targets = tuple(c for c in targets if not (c.on_pong is not None and c.on_pong(msg)))
+        item = (arrived, data.bytes if isinstance(msg, _Head) else msg)
         for connection in targets:
             if len(connection.inbox) >= QUEUE_LIMIT:
                 peer.overflow += 1
             else:
-                connection.inbox.append(msg)
+                connection.inbox.append(item)
         return bool(targets)
 
     def _route(self, peer: _Peer, msg: "Message | ProtocolError") -> tuple["RemoteConnection", ...]:
@@ -548,7 +590,7 @@ class RemoteHub:
         connection = RemoteConnection(self, peer)
         with ARRIVALS:
             if peer.hello is not None and peer.gone_since is None:
-                connection.inbox.append(peer.hello)  # a new session of a connected participant
+                connection.inbox.append((time.monotonic(), peer.hello))  # a new session of a connected participant
             peer.connections = (*peer.connections, connection)
         return connection
 
@@ -611,7 +653,10 @@ class RemoteConnection:
         self.hub, self.peer = hub, peer
         self.endpoint = hub.endpoint
         self.inbox: collections.deque = collections.deque()
-        """Decoded messages for this session (a ``ProtocolError``: one that was not a valid message)."""
+        """(arrival, message) for this session: the message decoded (a ``ProtocolError``: one that
+        was not a valid message) or its bytes, decoded when read."""
+        self.arrived = 0.0
+        """When the message ``receive`` returned last reached the hub (monotonic)."""
         self.introduced = False
         self.game: NewGame | None = None
         self.game_id = ""
@@ -672,10 +717,12 @@ class RemoteConnection:
     def receive(self) -> Message | None:
         if not self.inbox:
             return None
-        msg = self.inbox.popleft()
+        self.arrived, msg = self.inbox.popleft()
         if not self.introduced and not isinstance(msg, Hello):
             self.stale += 1  # e.g. a reply an engine had queued for a referee that was restarted since
             return None
+        if isinstance(msg, bytes):
+            msg = decode(msg)  # raises ProtocolError for garbage
         if isinstance(msg, ProtocolError):
             raise ProtocolError(*msg.args)  # the engine sent garbage (a fresh one: sessions may share it)
         if isinstance(msg, Hello):
@@ -731,6 +778,7 @@ class RemoteSession(EngineSession):
         self.lag = LagAccount(self.hub.lag)
         self._game_ping: tuple[int, float] | None = None
         self._game_ping_at = 0.0
+        self._asked_at = 0.0
         self.game_pings = 0
         """In-game pings answered (each one an RTT sample)."""
 
@@ -785,6 +833,26 @@ class RemoteSession(EngineSession):
         if not isinstance(answer, Pong):
             raise EngineFault(EndReason.PROTOCOL_ERROR, f"expected pong, got {_tag(answer)}")
         self.lag.rtts.append((time.monotonic() - started) * 1000)
+
+    def poll_reply(self):
+        """The reply is timed to when it reached the hub (its I/O thread stamps every frame), not
+        to when the referee's thread got to it: another engine's traffic is never this one's time."""
+        reply = super().poll_reply()
+        if reply is not None and self.connection is not None:  # never before the request (a reply sent ahead)
+            self.read_at = max(self.connection.arrived, self._asked_at)
+        return reply
+
+    def ask(self, request: Request) -> float:
+        self._asked_at = super().ask(request)
+        return self._asked_at
+
+    def arrival(self) -> float | None:
+        """When the first message waiting to be read reached the hub (None: nothing waits)."""
+        inbox = self.connection.inbox if self.connection is not None else None
+        try:
+            return inbox[0][0] if inbox else None
+        except IndexError:  # read meanwhile by another thread
+            return None
 
     def start_game(self, message: NewGame) -> None:
         self.lag.new_game()
