@@ -812,3 +812,27 @@ def test_local_engines_are_never_shown_the_referees_curve_key(tmp_path):
     args = build_parser().parse_args(["match", "--game", "einstein", "--engine", "a", "--engine", "b",
                                       "--server-key", str(tmp_path / "referee.key")])
     assert str((tmp_path / "referee.key").resolve()) in _hosting(args)["hide"]
+
+
+def test_a_participant_plays_over_ipv6(tmp_path, keys):
+    """``--listen tcp://[::1]:PORT`` (or ``[::]``: every address) failed with "No such device":
+    ZeroMQ binds and dials IPv6 only on a socket with ZMQ_IPV6 set, which neither the hub nor the
+    engine kit set. Both do now; the default (``tcp://0.0.0.0:7340``) is unchanged."""
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 here")
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    folder, roster = keys
+    hub = RemoteHub(f"tcp://[::1]:{free_port()}", Roster.load(roster), folder / "referee.key", log=lambda _: None)
+    engine = connect(hub.endpoint, folder, "alice")
+    try:
+        assert hub.endpoint.startswith("tcp://[::1]:")
+        result = play(hub, remote(hub, "alice"), EngineConfig(RANDOM, name="local", cwd=str(ROOT)), tmp_path,
+                      fmt="games=1")
+        assert [r.reason for r in result.records] == ["normal"], [r.detail for r in result.records]
+    finally:
+        stop(engine)
+        hub.close()

@@ -329,6 +329,8 @@ class RemoteHub:
         s.setsockopt(zmq.HEARTBEAT_IVL, HEARTBEAT_MS)
         s.setsockopt(zmq.HEARTBEAT_TIMEOUT, HEARTBEAT_TIMEOUT_MS)
         s.setsockopt(zmq.HEARTBEAT_TTL, HEARTBEAT_TIMEOUT_MS)
+        if endpoint.startswith("tcp://["):  # tcp://[::]:PORT, [::1]: "No such device" without it (only then: set
+            s.setsockopt(zmq.IPV6, 1)     # for 0.0.0.0, ZeroMQ calls the endpoint tcp://[::ffff:0.0.0.0]:PORT)
         s.zap_domain = self.domain
         try:
             if not insecure:
