@@ -102,7 +102,8 @@ FLOODER = ROOT / "tests" / "engines" / "flooder.py"
 
 
 @pytest.mark.hostile
-def test_an_engine_flooding_costly_junk_costs_its_remote_opponent_nothing(tmp_path, keys):
+@pytest.mark.parametrize("junk", ["reply", "hello"])
+def test_an_engine_flooding_costly_junk_costs_its_remote_opponent_nothing(tmp_path, keys, junk):
     """bob floods the referee with ~0.9 MB messages of its game (each ~25 ms to decode) while alice,
     another remote participant, thinks. The hub's I/O thread decoded every frame as it came, 256 at
     a time, holding the lock the sessions wait on and the socket's lock (a send waited 0.7 s): alice's
@@ -118,7 +119,7 @@ def test_an_engine_flooding_costly_junk_costs_its_remote_opponent_nothing(tmp_pa
     alice = subprocess.Popen([PY, str(STEADY), "--connect", hub.endpoint, "--server-key", str(folder / "referee.pub"),
                               "--key", str(folder / "alice.key"), "--reserve", "100"],
                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    bob = subprocess.Popen([PY, str(FLOODER), hub.endpoint, str(folder), "bob"], cwd=ROOT,
+    bob = subprocess.Popen([PY, str(FLOODER), hub.endpoint, str(folder), "bob", junk], cwd=ROOT,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                            preexec_fn=lambda: os.nice(19))  # its own CPU would be on its own machine
     try:

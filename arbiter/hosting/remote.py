@@ -281,6 +281,10 @@ class _Peer:
     playing: int = 0
     """Games of it in play (``RemoteHub.claim``)."""
     welcomed: bytes | None = None
+    hello_route: bytes | None = None
+    """The connection its last valid hello came on: another hello there is dropped unread (an engine
+    says hello once per connection; a flood of 1 MB hellos cost the hub ~40 ms each to decode,
+    while other engines' replies waited). Forgotten when a connection of its closes."""
     """The route its last welcome after a reconnection went to (one welcome however many games)."""
 
     @property
@@ -415,6 +419,7 @@ class RemoteHub:
                 for peer in self.peers.values():
                     if peer.fd == value:
                         peer.suspect = time.monotonic()
+                        peer.hello_route = None  # a reconnection with a routing id of its own says hello there
                 self._wake()
         except zmq.ZMQError:
             return
@@ -478,6 +483,9 @@ class RemoteHub:
             return False
         msg: Message | ProtocolError
         head = _head(data.bytes) if len(payload) == 1 and peer is not None else None
+        if head is not None and head.type == "hello" and route == peer.hello_route:
+            peer.overflow += 1  # its connection's hello came already
+            return False
         if head is not None and head.type not in EAGER:
             msg = head  # filed as bytes: decoded by the session that reads it
         elif len(payload) != 1:  # malformed, as from a local engine (it is the participant's: its key says so)
@@ -505,7 +513,7 @@ class RemoteHub:
             with self._lock:
                 self._send_now(peer, encode(Error(code=ErrorCode.MALFORMED, message=str(msg))))
         if isinstance(msg, Hello):
-            peer.hello = msg
+            peer.hello, peer.hello_route = msg, route
             targets = peer.connections
         else:
             targets = self._route(peer, msg)

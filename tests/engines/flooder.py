@@ -1,8 +1,9 @@
 """A remote participant that plays legal moves at once and, whenever it is not its turn, floods the
 referee, from its first reply on, with big messages of its game that cost a full decode (a stale ``reply`` whose ``info.pv``
-holds 300000 strings: ~0.9 MB, ~25 ms to decode), to make the referee slow for its opponent.
+holds 300000 strings: ~0.9 MB, ~25 ms to decode), to make the referee slow for its opponent; with
+``hello``, hellos on its one connection whose ``games`` hold 300000 names (~0.9 MB, ~40 ms).
 
-Usage: python tests/engines/flooder.py tcp://HOST:PORT KEYS_DIR NAME   (KEYS_DIR: referee.pub, NAME.key)
+Usage: python tests/engines/flooder.py tcp://HOST:PORT KEYS_DIR NAME [reply|hello]   (KEYS_DIR: referee.pub, NAME.key)
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from protocol.messages import Hello, Info, NewGame, Ping, Pong, Quit, Ready, Rep
 
 def main() -> int:
     endpoint, keys, name = sys.argv[1:4]
+    kind = sys.argv[4] if len(sys.argv) > 4 else "reply"
     sock = zmq.Context.instance().socket(zmq.DEALER)
     sock.linger = 0
     curve.client_options(sock, curve.load_public(os.path.join(keys, "referee.pub")),
@@ -38,7 +40,8 @@ def main() -> int:
             elif isinstance(msg, Request):
                 sock.send(encode(Reply(game_id=msg.game_id, seq=msg.seq, move=msg.legal_moves[0],
                                        info=Info(time_ms=0))))
-                junk = encode(Reply(game_id=msg.game_id, seq=-5, move="x", info=Info(pv=["ab"] * 300_000)))
+                junk = encode(Hello(name=name, games=["ab"] * 300_000)) if kind == "hello" else \
+                    encode(Reply(game_id=msg.game_id, seq=-5, move="x", info=Info(pv=["ab"] * 300_000)))
             elif isinstance(msg, Quit):
                 break
             continue
