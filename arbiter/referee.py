@@ -18,7 +18,7 @@ from .adjudication import Adjudication, Judge
 from .clock import DEFAULT_MARGIN_MS, Clock, paused_between
 from .dice import Dice
 from .games.base import CHANCE, IllegalMove, Game, State
-from .hosting.session import EngineFault, Session, wait_any
+from .hosting.session import EngineFault, ParticipantFault, Session, wait_any
 from .records import Event, GameRecord, Opening
 
 DEFAULT_MARGIN = DEFAULT_MARGIN_MS / 1000
@@ -136,7 +136,7 @@ class Referee:
     def forfeit_unstarted(self, failures: list[tuple[int, EngineFault]]) -> GameRecord:
         """The record of a game lost before it began because the engines of these seats could
         not be started or refused the handshake (each of them loses: see ``_Forfeit``)."""
-        faults = {seat: (EndReason.ABSENT, fault.detail) if fault.reason == EndReason.ABSENT
+        faults = {seat: (fault.reason, fault.detail) if isinstance(fault, ParticipantFault)
                   else (EndReason.NOT_STARTED, f"{fault.reason}: {fault.detail}") for seat, fault in failures}
         return self._finish(_Forfeit.of(faults, self.record.players))
 

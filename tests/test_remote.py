@@ -836,3 +836,87 @@ def test_a_participant_plays_over_ipv6(tmp_path, keys):
     finally:
         stop(engine)
         hub.close()
+
+
+ONE_GAME = ROOT / "tests" / "engines" / "one_game.py"
+
+
+@pytest.mark.parametrize("back_after", [6.0, None])
+def test_a_participant_whose_link_drops_between_games_has_its_grace_period(tmp_path, keys, back_after):
+    """alice's link drops as game 1 ends (the event's --wait deadline has passed). The referee's
+    ping before game 2 went unanswered for 5 s, a fresh session for alice then waited for the
+    deadline, long gone: games 2 and 3 were forfeited 'absent' ("did not connect by the deadline")
+    at once, though she had come and her grace period ran. Now she has her grace period between
+    games too: back after 6 s she plays on; never back, she forfeits 'disconnect' past it."""
+    folder, roster = keys
+    grace = 20.0 if back_after else 2.0
+    hub = hub_for(folder, roster, deadline=1.0, grace=grace)
+    first = subprocess.Popen([PY, str(ONE_GAME), "--connect", hub.endpoint, "--server-key", str(folder / "referee.pub"),
+                              "--key", str(folder / "alice.key")], cwd=ROOT, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    engines = [first]
+
+    def come_back() -> None:
+        first.wait(30)
+        time.sleep(back_after)
+        engines.append(connect(hub.endpoint, folder, "alice"))
+
+    if back_after:
+        threading.Thread(target=come_back, daemon=True).start()
+    try:
+        records = play(hub, remote(hub, "alice"), EngineConfig(RANDOM, name="local", cwd=str(ROOT)), tmp_path,
+                       fmt="games=3", tc="st=0.05").records
+    finally:
+        time.sleep(0.1)
+        stop(*engines)
+        hub.close()
+    assert records[0].reason == "normal", records[0].detail
+    if back_after:
+        assert [r.reason for r in records] == ["normal"] * 3, [r.detail for r in records]
+    else:
+        assert [(r.reason, r.players[r.forfeit_seat]) for r in records[1:]] == [("disconnect", "alice")] * 2, \
+            [r.detail for r in records]
+        assert all(f"not back within {grace:g} s" in r.detail for r in records[1:]), [r.detail for r in records]
+
+
+DROP_AT_NEW_GAME = ROOT / "tests" / "engines" / "drop_at_new_game.py"
+
+
+@pytest.mark.parametrize("back_after", [1.0, None])
+def test_a_participant_whose_link_drops_during_new_game_gets_its_game_or_forfeits_disconnect(tmp_path, keys,
+                                                                                              back_after):
+    """alice's link drops as game 2's new_game reaches her. Back after 1 s, she was sent the
+    new_game again, but her ready to it was dropped as a resent one's, so the referee waited out
+    its 10 s ready timeout (then started a fresh session); never back (grace 12 s, beyond the ready
+    timeout), she forfeited 'stall' ("no ready"). Now her ready to the resent new_game answers at
+    once, and past her grace period she forfeits 'disconnect'."""
+    folder, roster = keys
+    grace = 30.0 if back_after else 12.0
+    hub = hub_for(folder, roster, deadline=1.0, grace=grace)
+    first = subprocess.Popen([PY, str(DROP_AT_NEW_GAME), hub.endpoint, str(folder), "alice"], cwd=ROOT,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    engines = [first]
+
+    def come_back() -> None:
+        first.wait(30)
+        time.sleep(back_after)
+        engines.append(connect(hub.endpoint, folder, "alice"))
+
+    if back_after:
+        threading.Thread(target=come_back, daemon=True).start()
+    started = time.monotonic()
+    try:
+        records = play(hub, remote(hub, "alice"), EngineConfig(RANDOM, name="local", cwd=str(ROOT)), tmp_path,
+                       fmt="games=2", tc="st=0.05").records
+    finally:
+        took = time.monotonic() - started
+        stop(*engines)
+        hub.close()
+    assert records[0].reason == "normal", records[0].detail
+    if back_after:
+        assert records[1].reason == "normal", records[1].detail
+        assert took < 8, took
+    else:
+        assert (records[1].reason, records[1].players[records[1].forfeit_seat]) == ("disconnect", "alice"), \
+            records[1].detail
+        assert f"not back within {grace:g} s" in records[1].detail, records[1].detail

@@ -43,7 +43,7 @@ from protocol.transport import RECEIVE_HWM
 
 from .lag import LagAccount, LagPolicy
 from .process import EngineConfig
-from .session import EngineFault, EngineSession, _tag, raise_fd_limit
+from .session import EngineFault, EngineSession, ParticipantFault, _tag, raise_fd_limit
 
 QUEUE_LIMIT = 256
 """Messages kept per session until it reads them; more is a flood and is dropped."""
@@ -675,6 +675,9 @@ class RemoteConnection:
         """Every move the engine has been told of in the current game (for a resend)."""
         self.pending: Request | None = None
         self.resent_ready: int | None = None
+        self.awaiting_ready: int | None = None
+        """Seq of the ``new_game`` whose ``ready`` the session waits for now (a resent one's ready is
+        then the answer, not dropped: dropped, a participant back within the wait stalled)."""
         self.reconnections = 0
         self.stale = 0
         """Messages before the participant's hello, dropped unread."""
@@ -756,7 +759,7 @@ class RemoteConnection:
             self.hub.log(f"{self.peer.participant.name} reconnected")
             self.hub.send(self.peer, Welcome(referee="arbiter"))
         if self.game is not None:
-            self.resent_ready = self.game.seq
+            self.resent_ready = None if self.awaiting_ready == self.game.seq else self.game.seq
             self.hub.send(self.peer, self.game)
             if self.pending is not None:
                 again = Request(**{f: getattr(self.pending, f) for f in self.pending.__struct_fields__})
@@ -823,15 +826,25 @@ class RemoteSession(EngineSession):
         return True
 
     def handshake(self, game: str | None = None) -> None:
-        """Wait for the participant until the event's deadline; absent past it."""
-        left = self.hub.deadline - time.monotonic()
+        """Wait for the participant until the event's deadline; absent past it. A participant that
+        had come and whose link dropped (between games: the ping before the next one failed, and
+        this is a fresh session for it) is waited for until its grace period ends instead, and
+        forfeits ``disconnect`` past it: it was given 'absent' at once once the deadline had passed."""
+        now, peer = time.monotonic(), self.connection.peer
+        came = peer.hello is not None
+        left = self.hub.deadline - now
+        if came and peer.gone_since is not None:
+            left = max(left, peer.gone_since + self.hub.grace - now)
         self.config = _with_timeout(self.config, max(0.05, left))
         try:
             super().handshake(game)
         except EngineFault as fault:
+            if came and fault.reason in (EndReason.STALL, EndReason.DISCONNECT):
+                raise ParticipantFault(EndReason.DISCONNECT, f"{self.config.participant}'s connection was lost (not "
+                                                             f"back within {self.hub.grace:g} s)") from None
             if fault.reason == EndReason.STALL:
-                raise EngineFault(EndReason.ABSENT, f"{self.config.participant} did not connect by the deadline") \
-                    from None
+                raise ParticipantFault(EndReason.ABSENT, f"{self.config.participant} did not connect by the "
+                                                         f"deadline") from None
             raise
         self.ping()
 
@@ -867,6 +880,21 @@ class RemoteSession(EngineSession):
     def start_game(self, message: NewGame) -> None:
         self.lag.new_game()
         super().start_game(message)
+
+    def new_game(self, message: NewGame) -> None:
+        """A participant whose link drops while it is sent ``new_game`` is given back its game when it
+        returns (the resent ``new_game``'s ready answers); one still away when the wait ends is lost
+        (``disconnect``, not ``stall``), its seat then waited for until its grace period ends."""
+        connection = self.connection
+        connection.awaiting_ready = message.seq
+        try:
+            super().new_game(message)
+        except EngineFault as fault:
+            if fault.reason == EndReason.STALL and connection.away:
+                raise self._lost_fault(f"{self.config.participant}'s connection was lost") from None
+            raise
+        finally:
+            connection.awaiting_ready = None
 
     def alive(self) -> bool:
         return self.connection is not None and not self.connection.disconnected
