@@ -920,3 +920,33 @@ def test_a_participant_whose_link_drops_during_new_game_gets_its_game_or_forfeit
         assert (records[1].reason, records[1].players[records[1].forfeit_seat]) == ("disconnect", "alice"), \
             records[1].detail
         assert f"not back within {grace:g} s" in records[1].detail, records[1].detail
+
+
+def test_connections_of_one_key_opened_at_once_before_any_speaks_are_refused(tmp_path, keys):
+    """A second connection with a participant's key was refused only once its first had spoken (had
+    a route): 20 connections of alice opened at once, none saying anything, were all admitted (a
+    file descriptor each, kept alive by ZeroMQ's heartbeats). Now a connection admitted that has not
+    spoken yet holds the key for 5 s: the other 19 are refused; alice, speaking, then plays."""
+    folder, roster = keys
+    logs: list[str] = []
+    hub = hub_for(folder, roster, logs=logs)
+    silent = []
+    try:
+        for _ in range(20):
+            sock = zmq.Context.instance().socket(zmq.DEALER)
+            sock.linger = 0
+            curve.client_options(sock, curve.load_public(folder / "referee.pub"), curve.load_keypair(folder / "alice.key"))
+            sock.connect(hub.endpoint)
+            silent.append(sock)
+        deadline = time.monotonic() + 5
+        while sum("alice is connecting already" in line for line in logs) < 19 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sum("alice is connecting already" in line for line in logs) >= 19, logs
+        for sock in silent:  # the admitted one's gets through (the others are refused, redialling)
+            sock.send(encode(Hello(name="alice")), zmq.NOBLOCK)
+        conn = hub.connection("alice")
+        assert conn.wait(3000) and isinstance(conn.receive(), Hello)
+    finally:
+        for sock in silent:
+            sock.close(0)
+        hub.close()

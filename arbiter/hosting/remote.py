@@ -59,6 +59,9 @@ GAME_PING_EVERY = 1.0
 """Seconds between the pings a remote engine gets during a game while another seat thinks."""
 SUSPECT_PROBING = 2.0
 """Seconds a suspect route is probed (at each turn of the I/O thread, at least every 0.1 s)."""
+SILENT_ADMISSION = HANDSHAKE_MS / 1000
+"""Seconds after admitting a connection of a participant during which another one of it is refused
+unless the first has spoken (an engine says hello at once)."""
 PROBE_SEQ = -1
 """Seq of the referee's liveness probes; their pongs are the hub's, not a session's."""
 
@@ -281,6 +284,8 @@ class _Peer:
     playing: int = 0
     """Games of it in play (``RemoteHub.claim``)."""
     welcomed: bytes | None = None
+    admitted: float | None = None
+    """When a connection of its was admitted that has not spoken since (monotonic; None: none)."""
     hello_route: bytes | None = None
     """The connection its last valid hello came on: another hello there is dropped unread (an engine
     says hello once per connection; a flood of 1 MB hellos cost the hub ~40 ms each to decode,
@@ -387,6 +392,13 @@ class RemoteHub:
         peer = self.peers[participant.name]
         if peer.route is not None and peer.gone_since is None and peer.suspect is None:
             return self._refuse(address, fingerprint(key), f"{participant.name} is already connected")
+        now = time.monotonic()
+        if peer.admitted is not None and now - peer.admitted < SILENT_ADMISSION:
+            # a connection that has not spoken yet has no route, so the rule above did not see it: a
+            # participant opened any number of connections at once, each admitted (a file descriptor each)
+            return self._refuse(address, fingerprint(key), f"{participant.name} is connecting already (a connection "
+                                                           f"admitted {now - peer.admitted:.1f} s ago has not spoken)")
+        peer.admitted = now
         return 200, "OK", participant.name
 
     def _refuse(self, address: str, key: str, why: str) -> tuple[int, str, str]:
@@ -478,6 +490,8 @@ class RemoteHub:
         data = payload[0]
         user = data.get("User-Id") if not self.insecure else ""
         peer = self.peers.get(user) if user else None
+        if peer is not None:
+            peer.admitted = None  # its admitted connection spoke: the usual rule (one healthy route) holds
         if peer is not None and peer.connections and all(len(c.inbox) >= QUEUE_LIMIT for c in peer.connections):
             peer.overflow += 1  # a flood its sessions have not read: dropped unread (no decoding cost)
             return False
