@@ -324,11 +324,12 @@ class Referee:
         charge the referee's own time to an engine). So is one found after the referee read other
         seats' messages (a simultaneous decision); but a reply behind other messages of its own
         seat is dated when it is reached (an engine's junk costs its own clock, never another's)."""
-        deadlines = {}
+        deadlines, lag_said = {}, {}
         for seat, t0 in sent.items():
             limit = self.clocks[seat].limit(self.margin)  # allowance + margin, less what the clock owes
             slack = self.engines[seat].slack() if hasattr(self.engines[seat], "slack") else 0.0  # lag allowance
             deadlines[seat] = t0 + (UNLIMITED_STALL if limit is None else limit + slack)
+            lag_said[seat] = f" + {slack * 1000:.0f} ms for network lag" if slack else ""  # the wait, all of it said
         replies: dict[int, tuple[Reply, float]] = {}
         waiting = sorted(sent)
         behind: dict[int, float] = {}
@@ -346,7 +347,7 @@ class Referee:
                 if came - paused_between(sent[seat], came) >= deadlines[seat]:  # the referee's own stops are no one's
                     reason = EndReason.STALL if self.clocks[seat].allowance() is None else EndReason.TIME
                     late[seat] = (reason, f"no reply within {(deadlines[seat] - sent[seat]) * 1000:.0f} "
-                                          f"ms (allowance + {self._margin_left(seat)})")
+                                          f"ms (allowance + {self._margin_left(seat)}{lag_said[seat]})")
             if late:  # every seat out of time forfeits: none wins by another's fault while failing itself
                 raise _Forfeit.of(late, self.record.players)
             if not ready:  # then wait (a reply from now on is timed when it comes)

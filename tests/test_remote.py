@@ -950,3 +950,34 @@ def test_connections_of_one_key_opened_at_once_before_any_speaks_are_refused(tmp
         for sock in silent:
             sock.close(0)
         hub.close()
+
+
+def test_a_remote_time_forfeit_names_the_lag_allowance_it_was_given(tmp_path, keys):
+    """alice reports no time of her own and answers 300 ms after her allowance: the referee waited
+    100 + 50 ms and the lag it could compensate (2 x RTT + 10 ms, ~13 ms on loopback) and said "no
+    reply within 163 ms (allowance + 50 ms margin)": 13 ms unaccounted for (up to 250 on a slow
+    link). The detail now names the lag allowance too."""
+    folder, roster = keys
+    hub = hub_for(folder, roster)
+    sock = alice_socket(folder, hub)
+    sock.send(encode(Hello(name="alice", wants_legal_moves=True)))
+
+    def late(request: Request) -> None:
+        time.sleep((request.time_left_ms + 300) / 1000)
+        sock.send(encode(Reply(game_id=request.game_id, seq=request.seq, move=request.legal_moves[0])))
+
+    hand = threading.Thread(target=play_by_hand, args=(sock, late), daemon=True)
+    hand.start()
+    try:
+        record = play(hub, remote(hub, "alice"), EngineConfig(RANDOM, name="local", cwd=str(ROOT)), tmp_path,
+                      fmt="games=1", tc="st=0.1").records[0]
+    finally:
+        hub.close()
+        hand.join(25)
+        sock.close(0)
+    assert record.reason == "time" and record.players[record.forfeit_seat] == "alice", record.detail
+    import re
+
+    said = re.fullmatch(r"no reply within (\d+) ms \(allowance \+ 50 ms margin \+ (\d+) ms for network lag\)",
+                        record.detail)
+    assert said and int(said[1]) - 150 - int(said[2]) in (-1, 0, 1), record.detail
