@@ -18,7 +18,7 @@ from .adjudication import Adjudication, Judge
 from .clock import DEFAULT_MARGIN_MS, Clock, paused_between
 from .dice import Dice
 from .games.base import CHANCE, IllegalMove, Game, State
-from .hosting.session import EngineFault, Session, wait_any
+from .hosting.session import EngineFault, ParticipantFault, Session, wait_any
 from .records import Event, GameRecord, Opening
 
 DEFAULT_MARGIN = DEFAULT_MARGIN_MS / 1000
@@ -136,7 +136,7 @@ class Referee:
     def forfeit_unstarted(self, failures: list[tuple[int, EngineFault]]) -> GameRecord:
         """The record of a game lost before it began because the engines of these seats could
         not be started or refused the handshake (each of them loses: see ``_Forfeit``)."""
-        faults = {seat: (EndReason.ABSENT, fault.detail) if fault.reason == EndReason.ABSENT
+        faults = {seat: (fault.reason, fault.detail) if isinstance(fault, ParticipantFault)
                   else (EndReason.NOT_STARTED, f"{fault.reason}: {fault.detail}") for seat, fault in failures}
         return self._finish(_Forfeit.of(faults, self.record.players))
 
@@ -324,11 +324,12 @@ class Referee:
         charge the referee's own time to an engine). So is one found after the referee read other
         seats' messages (a simultaneous decision); but a reply behind other messages of its own
         seat is dated when it is reached (an engine's junk costs its own clock, never another's)."""
-        deadlines = {}
+        deadlines, lag_said = {}, {}
         for seat, t0 in sent.items():
             limit = self.clocks[seat].limit(self.margin)  # allowance + margin, less what the clock owes
             slack = self.engines[seat].slack() if hasattr(self.engines[seat], "slack") else 0.0  # lag allowance
             deadlines[seat] = t0 + (UNLIMITED_STALL if limit is None else limit + slack)
+            lag_said[seat] = f" + {slack * 1000:.0f} ms for network lag" if slack else ""  # the wait, all of it said
         replies: dict[int, tuple[Reply, float]] = {}
         waiting = sorted(sent)
         behind: dict[int, float] = {}
@@ -342,11 +343,11 @@ class Referee:
             now = time.monotonic()
             late: dict[int, tuple[EndReason, str]] = {}
             for i, seat in enumerate(waiting):  # judge: what waits now counts from when it can have come
-                came = max(arrived, behind.get(seat, arrived)) if i in ready else now
+                came = max(self._arrival(seat, arrived), behind.get(seat, arrived)) if i in ready else now
                 if came - paused_between(sent[seat], came) >= deadlines[seat]:  # the referee's own stops are no one's
                     reason = EndReason.STALL if self.clocks[seat].allowance() is None else EndReason.TIME
                     late[seat] = (reason, f"no reply within {(deadlines[seat] - sent[seat]) * 1000:.0f} "
-                                          f"ms (allowance + {self._margin_left(seat)})")
+                                          f"ms (allowance + {self._margin_left(seat)}{lag_said[seat]})")
             if late:  # every seat out of time forfeits: none wins by another's fault while failing itself
                 raise _Forfeit.of(late, self.record.players)
             if not ready:  # then wait (a reply from now on is timed when it comes)
@@ -384,6 +385,13 @@ class Referee:
             if ready and waiting:  # reading took the referee's time: a reply that came meanwhile is dated to the wake-up
                 busy_since = arrived
         return replies
+
+    def _arrival(self, seat: int, woke: float) -> float:
+        """When what waits from ``seat`` came: when the referee woke to it, or, for a remote engine,
+        when the hub stamped it, if earlier (the referee's thread may have been busy elsewhere)."""
+        arrival = getattr(self.engines[seat], "arrival", None)
+        stamp = arrival() if arrival is not None else None
+        return woke if stamp is None else min(woke, stamp)
 
     def _add(self, event: Event) -> None:
         note = self.state.event_note()

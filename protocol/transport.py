@@ -291,6 +291,7 @@ class EngineSocket:
         if endpoint.startswith("tcp://"):  # a remote engine: a link that can drop and be redialled
             self.socket.setsockopt(zmq.HEARTBEAT_IVL, 1000)
             self.socket.setsockopt(zmq.HEARTBEAT_TIMEOUT, 4000)
+            self.socket.setsockopt(zmq.IPV6, 1)  # else ZeroMQ cannot dial tcp://[::1]:PORT ("No such device")
             self._monitor = self.socket.get_monitor_socket(
                 zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
                 | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL)

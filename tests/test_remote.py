@@ -812,3 +812,172 @@ def test_local_engines_are_never_shown_the_referees_curve_key(tmp_path):
     args = build_parser().parse_args(["match", "--game", "einstein", "--engine", "a", "--engine", "b",
                                       "--server-key", str(tmp_path / "referee.key")])
     assert str((tmp_path / "referee.key").resolve()) in _hosting(args)["hide"]
+
+
+def test_a_participant_plays_over_ipv6(tmp_path, keys):
+    """``--listen tcp://[::1]:PORT`` (or ``[::]``: every address) failed with "No such device":
+    ZeroMQ binds and dials IPv6 only on a socket with ZMQ_IPV6 set, which neither the hub nor the
+    engine kit set. Both do now; the default (``tcp://0.0.0.0:7340``) is unchanged."""
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 here")
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    folder, roster = keys
+    hub = RemoteHub(f"tcp://[::1]:{free_port()}", Roster.load(roster), folder / "referee.key", log=lambda _: None)
+    engine = connect(hub.endpoint, folder, "alice")
+    try:
+        assert hub.endpoint.startswith("tcp://[::1]:")
+        result = play(hub, remote(hub, "alice"), EngineConfig(RANDOM, name="local", cwd=str(ROOT)), tmp_path,
+                      fmt="games=1")
+        assert [r.reason for r in result.records] == ["normal"], [r.detail for r in result.records]
+    finally:
+        stop(engine)
+        hub.close()
+
+
+ONE_GAME = ROOT / "tests" / "engines" / "one_game.py"
+
+
+@pytest.mark.parametrize("back_after", [6.0, None])
+def test_a_participant_whose_link_drops_between_games_has_its_grace_period(tmp_path, keys, back_after):
+    """alice's link drops as game 1 ends (the event's --wait deadline has passed). The referee's
+    ping before game 2 went unanswered for 5 s, a fresh session for alice then waited for the
+    deadline, long gone: games 2 and 3 were forfeited 'absent' ("did not connect by the deadline")
+    at once, though she had come and her grace period ran. Now she has her grace period between
+    games too: back after 6 s she plays on; never back, she forfeits 'disconnect' past it."""
+    folder, roster = keys
+    grace = 20.0 if back_after else 2.0
+    hub = hub_for(folder, roster, deadline=1.0, grace=grace)
+    first = subprocess.Popen([PY, str(ONE_GAME), "--connect", hub.endpoint, "--server-key", str(folder / "referee.pub"),
+                              "--key", str(folder / "alice.key")], cwd=ROOT, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    engines = [first]
+
+    def come_back() -> None:
+        first.wait(30)
+        time.sleep(back_after)
+        engines.append(connect(hub.endpoint, folder, "alice"))
+
+    if back_after:
+        threading.Thread(target=come_back, daemon=True).start()
+    try:
+        records = play(hub, remote(hub, "alice"), EngineConfig(RANDOM, name="local", cwd=str(ROOT)), tmp_path,
+                       fmt="games=3", tc="st=0.05").records
+    finally:
+        time.sleep(0.1)
+        stop(*engines)
+        hub.close()
+    assert records[0].reason == "normal", records[0].detail
+    if back_after:
+        assert [r.reason for r in records] == ["normal"] * 3, [r.detail for r in records]
+    else:
+        assert [(r.reason, r.players[r.forfeit_seat]) for r in records[1:]] == [("disconnect", "alice")] * 2, \
+            [r.detail for r in records]
+        assert all(f"not back within {grace:g} s" in r.detail for r in records[1:]), [r.detail for r in records]
+
+
+DROP_AT_NEW_GAME = ROOT / "tests" / "engines" / "drop_at_new_game.py"
+
+
+@pytest.mark.parametrize("back_after", [1.0, None])
+def test_a_participant_whose_link_drops_during_new_game_gets_its_game_or_forfeits_disconnect(tmp_path, keys,
+                                                                                              back_after):
+    """alice's link drops as game 2's new_game reaches her. Back after 1 s, she was sent the
+    new_game again, but her ready to it was dropped as a resent one's, so the referee waited out
+    its 10 s ready timeout (then started a fresh session); never back (grace 12 s, beyond the ready
+    timeout), she forfeited 'stall' ("no ready"). Now her ready to the resent new_game answers at
+    once, and past her grace period she forfeits 'disconnect'."""
+    folder, roster = keys
+    grace = 30.0 if back_after else 12.0
+    hub = hub_for(folder, roster, deadline=1.0, grace=grace)
+    first = subprocess.Popen([PY, str(DROP_AT_NEW_GAME), hub.endpoint, str(folder), "alice"], cwd=ROOT,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    engines = [first]
+
+    def come_back() -> None:
+        first.wait(30)
+        time.sleep(back_after)
+        engines.append(connect(hub.endpoint, folder, "alice"))
+
+    if back_after:
+        threading.Thread(target=come_back, daemon=True).start()
+    started = time.monotonic()
+    try:
+        records = play(hub, remote(hub, "alice"), EngineConfig(RANDOM, name="local", cwd=str(ROOT)), tmp_path,
+                       fmt="games=2", tc="st=0.05").records
+    finally:
+        took = time.monotonic() - started
+        stop(*engines)
+        hub.close()
+    assert records[0].reason == "normal", records[0].detail
+    if back_after:
+        assert records[1].reason == "normal", records[1].detail
+        assert took < 8, took
+    else:
+        assert (records[1].reason, records[1].players[records[1].forfeit_seat]) == ("disconnect", "alice"), \
+            records[1].detail
+        assert f"not back within {grace:g} s" in records[1].detail, records[1].detail
+
+
+def test_connections_of_one_key_opened_at_once_before_any_speaks_are_refused(tmp_path, keys):
+    """A second connection with a participant's key was refused only once its first had spoken (had
+    a route): 20 connections of alice opened at once, none saying anything, were all admitted (a
+    file descriptor each, kept alive by ZeroMQ's heartbeats). Now a connection admitted that has not
+    spoken yet holds the key for 5 s: the other 19 are refused; alice, speaking, then plays."""
+    folder, roster = keys
+    logs: list[str] = []
+    hub = hub_for(folder, roster, logs=logs)
+    silent = []
+    try:
+        for _ in range(20):
+            sock = zmq.Context.instance().socket(zmq.DEALER)
+            sock.linger = 0
+            curve.client_options(sock, curve.load_public(folder / "referee.pub"), curve.load_keypair(folder / "alice.key"))
+            sock.connect(hub.endpoint)
+            silent.append(sock)
+        deadline = time.monotonic() + 5
+        while sum("alice is connecting already" in line for line in logs) < 19 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sum("alice is connecting already" in line for line in logs) >= 19, logs
+        for sock in silent:  # the admitted one's gets through (the others are refused, redialling)
+            sock.send(encode(Hello(name="alice")), zmq.NOBLOCK)
+        conn = hub.connection("alice")
+        assert conn.wait(3000) and isinstance(conn.receive(), Hello)
+    finally:
+        for sock in silent:
+            sock.close(0)
+        hub.close()
+
+
+def test_a_remote_time_forfeit_names_the_lag_allowance_it_was_given(tmp_path, keys):
+    """alice reports no time of her own and answers 300 ms after her allowance: the referee waited
+    100 + 50 ms and the lag it could compensate (2 x RTT + 10 ms, ~13 ms on loopback) and said "no
+    reply within 163 ms (allowance + 50 ms margin)": 13 ms unaccounted for (up to 250 on a slow
+    link). The detail now names the lag allowance too."""
+    folder, roster = keys
+    hub = hub_for(folder, roster)
+    sock = alice_socket(folder, hub)
+    sock.send(encode(Hello(name="alice", wants_legal_moves=True)))
+
+    def late(request: Request) -> None:
+        time.sleep((request.time_left_ms + 300) / 1000)
+        sock.send(encode(Reply(game_id=request.game_id, seq=request.seq, move=request.legal_moves[0])))
+
+    hand = threading.Thread(target=play_by_hand, args=(sock, late), daemon=True)
+    hand.start()
+    try:
+        record = play(hub, remote(hub, "alice"), EngineConfig(RANDOM, name="local", cwd=str(ROOT)), tmp_path,
+                      fmt="games=1", tc="st=0.1").records[0]
+    finally:
+        hub.close()
+        hand.join(25)
+        sock.close(0)
+    assert record.reason == "time" and record.players[record.forfeit_seat] == "alice", record.detail
+    import re
+
+    said = re.fullmatch(r"no reply within (\d+) ms \(allowance \+ 50 ms margin \+ (\d+) ms for network lag\)",
+                        record.detail)
+    assert said and int(said[1]) - 150 - int(said[2]) in (-1, 0, 1), record.detail

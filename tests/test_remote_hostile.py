@@ -96,3 +96,40 @@ def test_a_storm_on_the_tcp_port_is_bounded_and_charged_to_no_one(tmp_path, keys
     # the storm was nobody's time: far below the 500 ms a move may take (quiet machine: < 10 ms; one CI run
     # with the attacker on the same 2 cores saw 314 ms before the hub got its own I/O thread)
     assert max(e["measured_ms"] for e in local) < 400
+
+
+FLOODER = ROOT / "tests" / "engines" / "flooder.py"
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("junk", ["reply", "hello"])
+def test_an_engine_flooding_costly_junk_costs_its_remote_opponent_nothing(tmp_path, keys, junk):
+    """bob floods the referee with ~0.9 MB messages of its game (each ~25 ms to decode) while alice,
+    another remote participant, thinks. The hub's I/O thread decoded every frame as it came, 256 at
+    a time, holding the lock the sessions wait on and the socket's lock (a send waited 0.7 s): alice's
+    reply was seen seconds late and she lost on time at her first move ("took 23251 ms"). Now the hub
+    reads only a message's head (its bytes are decoded by the session that reads them, in its
+    engine's time) and stamps each frame on arrival: alice is charged her own time (no lag is
+    compensated here), and bob loses on time, its reply behind its own junk (read on its turn)."""
+    from test_remote import hub_for, play, remote
+    from arbiter.hosting.remote import LagPolicy
+
+    folder, roster = keys
+    hub = hub_for(folder, roster, lag=LagPolicy(move_ms=0, quota_ms=0))
+    alice = subprocess.Popen([PY, str(STEADY), "--connect", hub.endpoint, "--server-key", str(folder / "referee.pub"),
+                              "--key", str(folder / "alice.key"), "--reserve", "100"],
+                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    bob = subprocess.Popen([PY, str(FLOODER), hub.endpoint, str(folder), "bob", junk], cwd=ROOT,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           preexec_fn=lambda: os.nice(19))  # its own CPU would be on its own machine
+    try:
+        record = play(hub, remote(hub, "alice"), remote(hub, "bob"), tmp_path, fmt="games=1", tc="st=0.3").records[0]
+    finally:
+        for p in (bob, alice):
+            p.kill()
+            p.wait(5)
+        hub.close()
+    assert record.reason == "time" and record.players[record.forfeit_seat] == "bob", record.detail
+    over = [e.measured_ms - e.reported_ms for e in record.events if e.seat >= 0 and record.players[e.seat] == "alice"]
+    # (before: seconds. What is left is the machine: bob's 100 MB/s to decrypt, and bob itself, share its 2 cores)
+    assert len(over) >= 2 and max(over) < 100, over

@@ -43,7 +43,7 @@ from protocol.transport import RECEIVE_HWM
 
 from .lag import LagAccount, LagPolicy
 from .process import EngineConfig
-from .session import EngineFault, EngineSession, _tag, raise_fd_limit
+from .session import EngineFault, EngineSession, ParticipantFault, _tag, raise_fd_limit
 
 QUEUE_LIMIT = 256
 """Messages kept per session until it reads them; more is a flood and is dropped."""
@@ -59,6 +59,9 @@ GAME_PING_EVERY = 1.0
 """Seconds between the pings a remote engine gets during a game while another seat thinks."""
 SUSPECT_PROBING = 2.0
 """Seconds a suspect route is probed (at each turn of the I/O thread, at least every 0.1 s)."""
+SILENT_ADMISSION = HANDSHAKE_MS / 1000
+"""Seconds after admitting a connection of a participant during which another one of it is refused
+unless the first has spoken (an engine says hello at once)."""
 PROBE_SEQ = -1
 """Seq of the referee's liveness probes; their pongs are the hub's, not a session's."""
 
@@ -160,6 +163,31 @@ class Roster:
         return next((p for p in self.participants.values() if p.public and p.public == text), None)
 
 
+class _Head(msgspec.Struct):
+    """What the hub reads of a message to file it: its type and game (the rest, skipped unread,
+    is decoded by the session that reads it, in its engine's own time)."""
+
+    type: str = ""
+    game_id: str = ""
+    seq: int = 0
+
+
+_head_decoder = msgspec.msgpack.Decoder(_Head)
+EAGER = frozenset({"hello", "pong"})
+"""Types the hub decodes whole as they come (a hello is kept, a pong is timed on arrival); every
+other message is filed as bytes after a look at its head (~1 ms for 1 MiB: its big fields are
+skipped, never built). A full decode of a hostile 1 MiB message takes ~25 ms or more: done in the
+hub's I/O thread for every frame, an engine flooding them while its opponent thought made that
+opponent's reply wait behind them (seconds; it lost on time)."""
+
+
+def _head(data: bytes) -> _Head | None:
+    try:
+        return _head_decoder.decode(data)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+
+
 def _says_hello(data: bytes) -> bool:
     """``data`` is a msgpack map whose ``type`` is ``hello`` (a hello, valid or not)."""
     try:
@@ -256,6 +284,12 @@ class _Peer:
     playing: int = 0
     """Games of it in play (``RemoteHub.claim``)."""
     welcomed: bytes | None = None
+    admitted: float | None = None
+    """When a connection of its was admitted that has not spoken since (monotonic; None: none)."""
+    hello_route: bytes | None = None
+    """The connection its last valid hello came on: another hello there is dropped unread (an engine
+    says hello once per connection; a flood of 1 MB hellos cost the hub ~40 ms each to decode,
+    while other engines' replies waited). Forgotten when a connection of its closes."""
     """The route its last welcome after a reconnection went to (one welcome however many games)."""
 
     @property
@@ -304,6 +338,8 @@ class RemoteHub:
         s.setsockopt(zmq.HEARTBEAT_IVL, HEARTBEAT_MS)
         s.setsockopt(zmq.HEARTBEAT_TIMEOUT, HEARTBEAT_TIMEOUT_MS)
         s.setsockopt(zmq.HEARTBEAT_TTL, HEARTBEAT_TIMEOUT_MS)
+        if endpoint.startswith("tcp://["):  # tcp://[::]:PORT, [::1]: "No such device" without it (only then: set
+            s.setsockopt(zmq.IPV6, 1)     # for 0.0.0.0, ZeroMQ calls the endpoint tcp://[::ffff:0.0.0.0]:PORT)
         s.zap_domain = self.domain
         try:
             if not insecure:
@@ -356,6 +392,13 @@ class RemoteHub:
         peer = self.peers[participant.name]
         if peer.route is not None and peer.gone_since is None and peer.suspect is None:
             return self._refuse(address, fingerprint(key), f"{participant.name} is already connected")
+        now = time.monotonic()
+        if peer.admitted is not None and now - peer.admitted < SILENT_ADMISSION:
+            # a connection that has not spoken yet has no route, so the rule above did not see it: a
+            # participant opened any number of connections at once, each admitted (a file descriptor each)
+            return self._refuse(address, fingerprint(key), f"{participant.name} is connecting already (a connection "
+                                                           f"admitted {now - peer.admitted:.1f} s ago has not spoken)")
+        peer.admitted = now
         return 200, "OK", participant.name
 
     def _refuse(self, address: str, key: str, why: str) -> tuple[int, str, str]:
@@ -388,6 +431,7 @@ class RemoteHub:
                 for peer in self.peers.values():
                     if peer.fd == value:
                         peer.suspect = time.monotonic()
+                        peer.hello_route = None  # a reconnection with a routing id of its own says hello there
                 self._wake()
         except zmq.ZMQError:
             return
@@ -404,8 +448,9 @@ class RemoteHub:
         while not self._closing:
             with self._lock:
                 self._probe()
-                self._read()
-                more = self.socket.getsockopt(zmq.EVENTS) & zmq.POLLIN
+            self._read()
+            with self._lock:
+                more = not self._closing and self.socket.getsockopt(zmq.EVENTS) & zmq.POLLIN
             if more:
                 continue
             try:
@@ -419,34 +464,53 @@ class RemoteHub:
                     pass
 
     def _read(self) -> None:
-        """Read up to ``PUMP_BURST`` frames (bounded work per turn) and file them."""
-        with ARRIVALS:  # the sessions' list of a peer does not change meanwhile
-            filed = False
-            for _ in range(PUMP_BURST):
+        """Read up to ``PUMP_BURST`` frames (bounded work per turn) and file each one, stamped
+        with its arrival, at once: the session waiting for it wakes then, not after the burst
+        (whose other frames may be another engine's flood). The socket's lock is held for each
+        read alone: held for a whole burst, taken again at once, it kept a session's send (the
+        next request, a ping) waiting for most of a second while an engine flooded the port."""
+        for _ in range(PUMP_BURST):
+            with self._lock:
+                if self._closing:
+                    return
                 try:
                     frames = self.socket.recv_multipart(flags=zmq.NOBLOCK, copy=False)
                 except zmq.ZMQError:  # EAGAIN: nothing more
                     break
-                filed = self._file(frames) or filed
-            if filed:
-                ARRIVALS.notify_all()
+            arrived = time.monotonic()
+            with ARRIVALS:  # the sessions' list of a peer does not change meanwhile
+                if self._file(frames, arrived):
+                    ARRIVALS.notify_all()
 
-    def _file(self, frames: list) -> bool:
+    def _file(self, frames: list, arrived: float) -> bool:
         route, payload = frames[0].bytes, frames[1:]
         if not payload:
             self.strangers += 1
             return False
         data = payload[0]
         user = data.get("User-Id") if not self.insecure else ""
+        peer = self.peers.get(user) if user else None
+        if peer is not None:
+            peer.admitted = None  # its admitted connection spoke: the usual rule (one healthy route) holds
+        if peer is not None and peer.connections and all(len(c.inbox) >= QUEUE_LIMIT for c in peer.connections):
+            peer.overflow += 1  # a flood its sessions have not read: dropped unread (no decoding cost)
+            return False
         msg: Message | ProtocolError
-        if len(payload) != 1:  # malformed, as from a local engine (it is the participant's: its key says so)
+        head = _head(data.bytes) if len(payload) == 1 and peer is not None else None
+        if head is not None and head.type == "hello" and route == peer.hello_route:
+            peer.overflow += 1  # its connection's hello came already
+            return False
+        if head is not None and head.type not in EAGER:
+            msg = head  # filed as bytes: decoded by the session that reads it
+        elif len(payload) != 1:  # malformed, as from a local engine (it is the participant's: its key says so)
             msg = ProtocolError(f"expected one frame per message, got {len(payload)}")
         else:
             try:
                 msg = decode(data.bytes)
             except ProtocolError as exc:
                 msg = exc  # garbage: the session that reads it forfeits the engine (``receive``)
-        peer = self.peers.get(user) if user else self._insecure_peer(route, msg)
+        if not user:
+            peer = self._insecure_peer(route, msg)
         if peer is None:
             self.strangers += 1
             return False
@@ -460,19 +524,21 @@ class RemoteHub:
             return False
         if isinstance(msg, ProtocolError) and not any(c.introduced for c in peer.connections) \
                 and _says_hello(data.bytes):  # dropped as not a hello (below), but the engine is told why
-            self._send_now(peer, encode(Error(code=ErrorCode.MALFORMED, message=str(msg))))
+            with self._lock:
+                self._send_now(peer, encode(Error(code=ErrorCode.MALFORMED, message=str(msg))))
         if isinstance(msg, Hello):
-            peer.hello = msg
+            peer.hello, peer.hello_route = msg, route
             targets = peer.connections
         else:
             targets = self._route(peer, msg)
             if isinstance(msg, Pong):  # an in-game ping's answer is timed now, on arrival
                 targets = tuple(c for c in targets if not (c.on_pong is not None and c.on_pong(msg)))
+        item = (arrived, data.bytes if isinstance(msg, _Head) else msg)
         for connection in targets:
             if len(connection.inbox) >= QUEUE_LIMIT:
                 peer.overflow += 1
             else:
-                connection.inbox.append(msg)
+                connection.inbox.append(item)
         return bool(targets)
 
     def _route(self, peer: _Peer, msg: "Message | ProtocolError") -> tuple["RemoteConnection", ...]:
@@ -548,7 +614,7 @@ class RemoteHub:
         connection = RemoteConnection(self, peer)
         with ARRIVALS:
             if peer.hello is not None and peer.gone_since is None:
-                connection.inbox.append(peer.hello)  # a new session of a connected participant
+                connection.inbox.append((time.monotonic(), peer.hello))  # a new session of a connected participant
             peer.connections = (*peer.connections, connection)
         return connection
 
@@ -611,7 +677,10 @@ class RemoteConnection:
         self.hub, self.peer = hub, peer
         self.endpoint = hub.endpoint
         self.inbox: collections.deque = collections.deque()
-        """Decoded messages for this session (a ``ProtocolError``: one that was not a valid message)."""
+        """(arrival, message) for this session: the message decoded (a ``ProtocolError``: one that
+        was not a valid message) or its bytes, decoded when read."""
+        self.arrived = 0.0
+        """When the message ``receive`` returned last reached the hub (monotonic)."""
         self.introduced = False
         self.game: NewGame | None = None
         self.game_id = ""
@@ -620,6 +689,9 @@ class RemoteConnection:
         """Every move the engine has been told of in the current game (for a resend)."""
         self.pending: Request | None = None
         self.resent_ready: int | None = None
+        self.awaiting_ready: int | None = None
+        """Seq of the ``new_game`` whose ``ready`` the session waits for now (a resent one's ready is
+        then the answer, not dropped: dropped, a participant back within the wait stalled)."""
         self.reconnections = 0
         self.stale = 0
         """Messages before the participant's hello, dropped unread."""
@@ -672,10 +744,12 @@ class RemoteConnection:
     def receive(self) -> Message | None:
         if not self.inbox:
             return None
-        msg = self.inbox.popleft()
+        self.arrived, msg = self.inbox.popleft()
         if not self.introduced and not isinstance(msg, Hello):
             self.stale += 1  # e.g. a reply an engine had queued for a referee that was restarted since
             return None
+        if isinstance(msg, bytes):
+            msg = decode(msg)  # raises ProtocolError for garbage
         if isinstance(msg, ProtocolError):
             raise ProtocolError(*msg.args)  # the engine sent garbage (a fresh one: sessions may share it)
         if isinstance(msg, Hello):
@@ -699,7 +773,7 @@ class RemoteConnection:
             self.hub.log(f"{self.peer.participant.name} reconnected")
             self.hub.send(self.peer, Welcome(referee="arbiter"))
         if self.game is not None:
-            self.resent_ready = self.game.seq
+            self.resent_ready = None if self.awaiting_ready == self.game.seq else self.game.seq
             self.hub.send(self.peer, self.game)
             if self.pending is not None:
                 again = Request(**{f: getattr(self.pending, f) for f in self.pending.__struct_fields__})
@@ -731,6 +805,7 @@ class RemoteSession(EngineSession):
         self.lag = LagAccount(self.hub.lag)
         self._game_ping: tuple[int, float] | None = None
         self._game_ping_at = 0.0
+        self._asked_at = 0.0
         self.game_pings = 0
         """In-game pings answered (each one an RTT sample)."""
 
@@ -765,15 +840,25 @@ class RemoteSession(EngineSession):
         return True
 
     def handshake(self, game: str | None = None) -> None:
-        """Wait for the participant until the event's deadline; absent past it."""
-        left = self.hub.deadline - time.monotonic()
+        """Wait for the participant until the event's deadline; absent past it. A participant that
+        had come and whose link dropped (between games: the ping before the next one failed, and
+        this is a fresh session for it) is waited for until its grace period ends instead, and
+        forfeits ``disconnect`` past it: it was given 'absent' at once once the deadline had passed."""
+        now, peer = time.monotonic(), self.connection.peer
+        came = peer.hello is not None
+        left = self.hub.deadline - now
+        if came and peer.gone_since is not None:
+            left = max(left, peer.gone_since + self.hub.grace - now)
         self.config = _with_timeout(self.config, max(0.05, left))
         try:
             super().handshake(game)
         except EngineFault as fault:
+            if came and fault.reason in (EndReason.STALL, EndReason.DISCONNECT):
+                raise ParticipantFault(EndReason.DISCONNECT, f"{self.config.participant}'s connection was lost (not "
+                                                             f"back within {self.hub.grace:g} s)") from None
             if fault.reason == EndReason.STALL:
-                raise EngineFault(EndReason.ABSENT, f"{self.config.participant} did not connect by the deadline") \
-                    from None
+                raise ParticipantFault(EndReason.ABSENT, f"{self.config.participant} did not connect by the "
+                                                         f"deadline") from None
             raise
         self.ping()
 
@@ -786,9 +871,44 @@ class RemoteSession(EngineSession):
             raise EngineFault(EndReason.PROTOCOL_ERROR, f"expected pong, got {_tag(answer)}")
         self.lag.rtts.append((time.monotonic() - started) * 1000)
 
+    def poll_reply(self):
+        """The reply is timed to when it reached the hub (its I/O thread stamps every frame), not
+        to when the referee's thread got to it: another engine's traffic is never this one's time."""
+        reply = super().poll_reply()
+        if reply is not None and self.connection is not None:  # never before the request (a reply sent ahead)
+            self.read_at = max(self.connection.arrived, self._asked_at)
+        return reply
+
+    def ask(self, request: Request) -> float:
+        self._asked_at = super().ask(request)
+        return self._asked_at
+
+    def arrival(self) -> float | None:
+        """When the first message waiting to be read reached the hub (None: nothing waits)."""
+        inbox = self.connection.inbox if self.connection is not None else None
+        try:
+            return inbox[0][0] if inbox else None
+        except IndexError:  # read meanwhile by another thread
+            return None
+
     def start_game(self, message: NewGame) -> None:
         self.lag.new_game()
         super().start_game(message)
+
+    def new_game(self, message: NewGame) -> None:
+        """A participant whose link drops while it is sent ``new_game`` is given back its game when it
+        returns (the resent ``new_game``'s ready answers); one still away when the wait ends is lost
+        (``disconnect``, not ``stall``), its seat then waited for until its grace period ends."""
+        connection = self.connection
+        connection.awaiting_ready = message.seq
+        try:
+            super().new_game(message)
+        except EngineFault as fault:
+            if fault.reason == EndReason.STALL and connection.away:
+                raise self._lost_fault(f"{self.config.participant}'s connection was lost") from None
+            raise
+        finally:
+            connection.awaiting_ready = None
 
     def alive(self) -> bool:
         return self.connection is not None and not self.connection.disconnected

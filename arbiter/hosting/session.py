@@ -73,6 +73,12 @@ class OptionFault(EngineFault):
         super().__init__(EndReason.PROTOCOL_ERROR, detail)
 
 
+class ParticipantFault(EngineFault):
+    """A remote participant's own forfeit before a game starts (``absent``: never came by the
+    deadline; ``disconnect``: came, its link dropped, not back within its grace period): recorded
+    under that reason, not as ``not_started``."""
+
+
 class Session(Protocol):
     """What the referee and the match formats need of a player."""
 
