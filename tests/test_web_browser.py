@@ -262,3 +262,51 @@ def test_team_and_solo_events_show_their_own_standings(site, tmp_path):
 
 def test_no_console_errors(site):
     assert site["errors"] == []
+
+
+TABLE = """
+name = "table-event"
+game = "aachess"
+format = "round_robin"
+games = 3
+time_control = "30"
+seed = "t"
+output = "{db}"
+concurrency = 1
+[game_options]
+seats = 3
+[[engines]]
+name = "a1"
+command = "{{python}} -m sample_engines.aachess_random --seed 1"
+[[engines]]
+name = "a2"
+command = "{{python}} -m sample_engines.aachess_random --seed 2"
+[[engines]]
+name = "a3"
+command = "{{python}} -m sample_engines.aachess_random --seed 3"
+"""
+
+
+def test_a_table_event_shows_its_standings_and_ratings(site, tmp_path):
+    """A 3-5 seat (table) event ranks engines by OpenSkill, as its report does: wins, draws, win %,
+    mean rank, mean return, μ, σ, with the ratings plotted and the seats' table. Before, its page
+    showed the points/W/D/L columns of a two-seat event, every cell blank (a table's standings
+    have none of them), and no ratings."""
+    page = site["page"]
+    db, toml = tmp_path / "table.sqlite", tmp_path / "table.toml"
+    toml.write_text(TABLE.format(db=db))
+    run = subprocess.run([PY, "-m", "tournaments", "run", str(toml), "-q", "--no-report"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    port = free_port()
+    start(site["procs"], port, "serve", str(db), "--port", str(port))
+    page.goto(f"http://127.0.0.1:{port}/")
+    page.wait_for_selector("#standings")
+    head = page.inner_text("#standings tr")
+    assert "mean rank" in head and "μ" in head and "points" not in head
+    rows = page.evaluate("() => [...document.querySelectorAll('#standings tr')].slice(1).map(tr => "
+                         "[...tr.children].map(td => td.textContent))")
+    assert sorted(r[1] for r in rows) == ["a1", "a2", "a3"]
+    assert all(r[2] == "3" and all(cell.strip() not in ("", "–") for cell in r) for r in rows), rows
+    assert page.query_selector("#ratingplot") is not None and page.query_selector("#seats") is not None
+    shoot(site, "table-event.png")

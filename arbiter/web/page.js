@@ -11,6 +11,7 @@ const fmtMs = (ms) => {
   return s >= 60 ? `${Math.floor(s / 60)}:${String(Math.floor(s % 60)).padStart(2, "0")}` : s.toFixed(1);
 };
 const num = (x, d = 1) => (x === null || x === undefined || Number.isNaN(x) ? "–" : Number(x).toFixed(d));
+const span = (lo, hi, d = 2) => (lo === null || lo === undefined ? "–" : `${num(lo, d)} – ${num(hi, d)}`);  // an interval, or "–"
 const link = (name) => `<a href="#/engine/${encodeURIComponent(name)}">${esc(name)}</a>`;
 
 function table(rows, cols, id) {
@@ -28,7 +29,7 @@ function ratingPlot(rows) {
   const pad = Math.max(10, (hi - lo) * 0.08), a = lo - pad, b = hi + pad;
   const W = 520, L = 120, H = 24 * rows.length + 30, x = (v) => L + ((v - a) / (b - a)) * (W - L - 10);
   let out = `<svg id="ratingplot" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}">`;
-  out += `<line x1="${x(0)}" x2="${x(0)}" y1="5" y2="${H - 20}" stroke="#bbb" stroke-dasharray="3"/>`;
+  if (a < 0 && b > 0) out += `<line x1="${x(0)}" x2="${x(0)}" y1="5" y2="${H - 20}" stroke="#bbb" stroke-dasharray="3"/>`;  // (OpenSkill's μ is ~25)
   rows.forEach((r, i) => {
     const y = 18 + 24 * i;
     out += `<text x="4" y="${y + 4}" font-size="12">${esc(r.engine)}</text>`;
@@ -107,11 +108,19 @@ function renderEvent() {
   const sm = S.summary || {};
   $("#title").textContent = (sm.tournament || {}).name || sm.title || "arbiter";
   const ratingRows = ((sm.ratings && sm.ratings.table) || (sm.standings || [])
-    .map((r) => ({ engine: r.engine, elo: r.elo, lo: r.elo_lo, hi: r.elo_hi }))).filter((r) => r.elo !== null && r.elo !== undefined);
+    .map((r) => ({ engine: r.engine, elo: r.elo, lo: r.elo_lo, hi: r.elo_hi })))
+    .map((r) => (r.elo === undefined && r.mu !== undefined ? { ...r, elo: r.mu } : r))  // a table event's OpenSkill μ
+    .filter((r) => r.elo !== null && r.elo !== undefined);
   const shared = (sm.standings || []).some((r) => r.mean !== undefined && r.points === undefined);
   const interval = (v, r) => (r.lo === null || r.lo === undefined ? "–" : `${num(r.lo, 2)} – ${num(r.hi, 2)}`);
   const solo = (sm.standings || []).some((r) => r.win_rate !== undefined);
-  const cols = shared  // a team (cooperative) or solo event: mean scores (and a solo game's wins), no draws
+  const tables = (sm.standings || []).some((r) => r.mean_rank !== undefined);  // a 3-5 seat event: OpenSkill
+  const cols = tables  // as its report ranks them: no points (before: a row of blanks)
+    ? [["rank", "#"], ["engine", "engine", link], ["games", "games"], ["wins", "wins"], ["draws", "draws"],
+      ["win_rate", "win %", (v) => num(100 * v, 1)], ["mean_rank", "mean rank", (v) => num(v, 2)],
+      ["mean_return", "mean return", (v) => num(v, 2)], ["mu", "μ", (v) => num(v, 2)],
+      ["sigma", "σ", (v) => num(v, 2)], ["ordinal", "μ − 3σ", (v) => num(v, 2)]]
+    : shared  // a team (cooperative) or solo event: mean scores (and a solo game's wins), no draws
     ? [["rank", "#"], ["engine", "engine", link], ["games", "games"],
       ...(solo ? [["wins", "wins"], ["win_rate", "win %", (v) => num(100 * v, 1)],
         ["win_lo", "95 % interval", (v, r) => `${num(100 * v, 1)} – ${num(100 * r.win_hi, 1)}`]] : []),
@@ -128,8 +137,11 @@ function renderEvent() {
       "teams")}</section>` : "") +
     (sm.paired && sm.paired.length ? `<section><h2>Paired comparisons on common seeds (A − B)</h2>${table(sm.paired,
       [["A", "A"], ["B", "B"], ["seeds", "seeds"], ["mean_diff", "mean diff", (v) => num(v, 2)],
-       ["lo", "95 % interval", (v, r) => `${num(r.lo, 2)} – ${num(r.hi, 2)}`], ["A_better", "A better"],
+       ["lo", "95 % interval", (v, r) => span(r.lo, r.hi)], ["A_better", "A better"],
        ["ties", "ties"], ["B_better", "B better"], ["p_value", "sign test p", (v) => num(v, 4)]], "paired")}</section>` : "") +
+    (sm.seats && sm.seats.length ? `<section><h2>Seats</h2>${table(sm.seats, [["seat", "seat"], ["games", "games"],
+      ["return_mean", "mean return", (v) => num(v, 2)], ["return_lo", "95 % interval", (v, r) => span(v, r.return_hi)],
+      ["win_share", "win share", (v) => num(v, 3)]], "seats")}</section>` : "") +
     crosstable(sm.crosstable) +
     (ratingRows.length ? `<section><h2>Ratings (95 % intervals)</h2>${ratingPlot(ratingRows)}</section>` : "") +
     sprtBlock(sm) +
