@@ -1038,3 +1038,39 @@ def test_an_engine_whose_name_has_a_slash_has_its_page(tmp_path):
         assert get_json(server, "/api/engine/b")[1]["games"] == 2
     finally:
         server.stop()
+
+
+def test_a_game_forfeited_by_several_seats_names_every_forfeiting_seat(tmp_path):
+    """A team event's pair whose engines both cannot start: the record's ``forfeit_seats`` is
+    [0, 1], but the game's row (its page, the finished games, the end event) carried only
+    ``forfeit_seat`` (0), and the page said "forfeit by" the first engine alone."""
+    from tournaments.web import TournamentSource
+
+    db = tmp_path / "teams.sqlite"
+    (tmp_path / "teams.toml").write_text(f"""
+name = "teams"
+game = "catalonia"
+format = "round_robin"
+games = 2
+time_control = "10"
+seed = "s"
+output = "{db}"
+on_start_failure = "forfeit"
+[[engines]]
+name = "x"
+command = "/bin/false"
+[[engines]]
+name = "y"
+command = "/bin/false"
+""")
+    run = cli("run", str(tmp_path / "teams.toml"), "-q", "--no-report")
+    assert run.returncode == 0, run.stdout + run.stderr
+    server = WebServer(TournamentSource(db), None, port=0)
+    server.start()
+    try:
+        finished = get_json(server, "/api/state")[1]["summary"]["finished"]
+        assert len(finished) == 2 and all(r["forfeit_seats"] == [0, 1] for r in finished), finished
+        status, page = get_json(server, f"/api/game/{finished[0]['game_id']}")
+        assert status == 200 and page["row"]["forfeit_seats"] == [0, 1]
+    finally:
+        server.stop()

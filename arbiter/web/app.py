@@ -56,10 +56,12 @@ machine the games' referees and engines come first, the spectators' page after t
 # --- what the page shows besides the running games -------------------------------------------
 
 def game_row(r: GameLine) -> dict[str, Any]:
+    """A finished game's row; ``forfeit_seats``: every seat that forfeited (several when engines of
+    both alliances, or both of a pair, could not start it), not only the first (``forfeit_seat``)."""
     return {"game_id": r.game_id, "match_id": r.match_id, "number": r.game_number, "game": r.game,
             "players": r.players, "returns": r.returns, "reason": r.reason, "detail": r.detail,
-            "forfeit_seat": r.forfeit_seat, "plies": r.plies, "started_at": r.started_at,
-            "ended_at": r.ended_at}
+            "forfeit_seat": r.forfeit_seat, "forfeit_seats": forfeiting_seats(r.forfeit_seat, r.forfeit_seats),
+            "plies": r.plies, "started_at": r.started_at, "ended_at": r.ended_at}
 
 
 RESULT_ROWS = 500

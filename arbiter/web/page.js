@@ -180,7 +180,8 @@ function drawReplay() {
   const r = S.replay, rec = r.record, row = r.row;
   const moves = rec.events.map((e, i) => `<span data-step="${i + 1}" title="${esc(e.kind)}${e.measured_ms ? " · " + num(e.measured_ms, 0) + " ms" : ""}">` +
     `${e.ply}.${e.seat < 0 ? "roll " : esc(rec.players[e.seat]) + ":"}${esc(e.move)}</span>`).join(" ");
-  const forfeit = row.forfeit_seat !== null && row.forfeit_seat !== undefined ? `<p class="bad" id="forfeit">forfeit by ${esc(rec.players[row.forfeit_seat])}: ${esc(row.reason)} — ${esc(row.detail)}</p>` : "";
+  const lost = row.forfeit_seats || (row.forfeit_seat === null || row.forfeit_seat === undefined ? [] : [row.forfeit_seat]);
+  const forfeit = lost.length ? `<p class="bad" id="forfeit">forfeit by ${lost.map((s) => esc(rec.players[s])).join(" and ")}: ${esc(row.reason)} — ${esc(row.detail)}</p>` : "";
   $("#view").innerHTML = `<section id="game" data-live="0"><h2>${rec.players.map(link).join(" vs ")} · game ${row.number} · ${esc(row.returns.join(" : "))} (${esc(row.reason)}${row.detail ? ": " + esc(row.detail) : ""})</h2>` +
     forfeit +
     (r.dice.withheld ? `<p id="dice">dice: commitment <code>${esc(r.dice.commitment)}</code>, ${r.dice.rolls} rolls — ` +
