@@ -1074,3 +1074,27 @@ command = "/bin/false"
         assert status == 200 and page["row"]["forfeit_seats"] == [0, 1]
     finally:
         server.stop()
+
+
+def test_an_engine_page_of_a_cooperative_or_solo_run_gives_scores_not_draws(tmp_path):
+    """An engine's page listed each Catalonia game as a draw ("D": the pair's seats share one
+    score) and a solo engine's games as points with draws; a cooperative game's result is now the
+    shared score, and a solo engine's page says so (``solo``: wins and the mean score, no draws)."""
+    from arbiter.records.store import game_lines
+    from arbiter.web.app import engine_page
+
+    def lines(command: str, game: str, engine: str, db: Path) -> list:
+        done = subprocess.run([PY, "-m", "arbiter.cli", command, "--game", game, "--engine", f"{PY} -m {engine}",
+                               "--games" if command == "coop" else "--seeds", "2", "--tc", "10", "--quiet",
+                               "--db", str(db)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return list(game_lines(db))
+
+    coop = lines("coop", "catalonia", "sample_engines.random_engine", tmp_path / "c.sqlite")
+    page = engine_page(coop, coop[0].players[0])
+    assert page["cooperative"] and not page["solo"]
+    assert [row["result"] for row in page["results"]] == [line.returns[0] for line in coop]
+    solo = lines("solo", "stalingrad", "sample_engines.stalingrad_random", tmp_path / "s.sqlite")
+    page = engine_page(solo, solo[0].players[0])
+    assert page["solo"] and not page["cooperative"] and page["D"] == 0
+    assert [row["result"] for row in page["results"]] == ["W" if line.returns[0] > 0 else "L" for line in solo]

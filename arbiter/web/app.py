@@ -114,12 +114,15 @@ def engine_page(lines, name: str) -> dict[str, Any] | None:
         if set(forfeiting_seats(r.forfeit_seat, r.forfeit_seats)) & set(seats):
             forfeit_count += 1
             forfeits.append({"game_id": r.game_id, "reason": r.reason, "detail": r.detail})
-        rows.append({**game_row(r), "seat": seat, "result": "W" if won else "D" if drawn else "L",
-                     "time_ms": round(used, 1)})
+        # a cooperative game's seats share one score: its result is that score, not a "draw"
+        result = (r.returns[seat] if r.returns else None) if _utility(r.game) is Utility.IDENTICAL \
+            else "W" if won else "D" if drawn else "L"
+        rows.append({**game_row(r), "seat": seat, "result": result, "time_ms": round(used, 1)})
     if not games:
         return None
     return {"engine": name, "games": games, "W": w, "D": d, "L": l, "points": points,
             "mean": round(total / games, 3), "cooperative": _utility(game) is Utility.IDENTICAL,
+            "solo": _utility(game) is Utility.SOLO,
             "decisions": ms_n, "mean_ms": round(ms_sum / ms_n, 3) if ms_n else None, "max_ms": ms_max,
             "total_ms": round(ms_sum, 1), "mean_latency_ms": round(lat_sum / lat_n, 3) if lat_n else None,
             "forfeits": list(forfeits), "forfeit_count": forfeit_count, "results": list(rows)}

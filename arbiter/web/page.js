@@ -206,6 +206,7 @@ async function renderEngine(name) {
   if (!res.ok) { $("#view").innerHTML = `<section><p>${esc(d.error)}</p></section>`; return; }
   $("#view").innerHTML = `<section id="engine"><h2>${esc(d.engine)}</h2>` +
     (d.cooperative ? `<p>${d.games} games: mean score ${num(d.mean, 1)}</p>`
+      : d.solo ? `<p>${d.games} games: ${d.W} won, ${d.L} lost · mean score ${num(d.mean, 2)}</p>`  // a draw means nothing alone
       : `<p>${d.games} games: +${d.W} =${d.D} −${d.L} (${num(d.points, 1)} points)</p>`) +
     `<p>time: ${d.decisions} decisions, mean ${num(d.mean_ms, 1)} ms, max ${num(d.max_ms, 1)} ms, total ${fmtMs(d.total_ms)} s · ` +
     `latency (measured − reported): mean ${num(d.mean_latency_ms, 2)} ms</p>` +
