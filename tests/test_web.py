@@ -1098,3 +1098,34 @@ def test_an_engine_page_of_a_cooperative_or_solo_run_gives_scores_not_draws(tmp_
     page = engine_page(solo, solo[0].players[0])
     assert page["solo"] and not page["cooperative"] and page["D"] == 0
     assert [row["result"] for row in page["results"]] == ["W" if line.returns[0] > 0 else "L" for line in solo]
+
+
+def test_a_game_this_installation_does_not_know_and_a_server_error_are_answered_in_json(tmp_path):
+    """A finished record of a game this installation does not know (a database from a newer
+    arbiter, an import) made its page a 500 whose plain-text body the page could not read (a
+    SyntaxError in the console, the view left as it was). Its page now shows the record without
+    boards; any other failure is a JSON error naming no internals, which the page shows."""
+    import msgspec
+
+    from arbiter.records.store import load_records
+
+    db = random_match(tmp_path / "m.sqlite", "a", "b", games=1)
+    record = msgspec.structs.replace(load_records(db)[0], game="nosuchgame")
+
+    class Failing(MemorySource):
+        def engine(self, name):
+            raise RuntimeError("secret internals /etc/shadow")
+
+    source = Failing("m")
+    source.announced(record)
+    server = WebServer(source, None, port=0)
+    server.start()
+    try:
+        status, page = get_json(server, f"/api/game/{record.game_id}")
+        assert status == 200 and page["steps"] == 0 and len(page["record"]["events"]) == len(record.events)
+        status, body = get_json(server, f"/api/game/{record.game_id}/board/0")
+        assert status == 404 and "error" in body
+        status, body = get_json(server, "/api/engine/a")
+        assert status == 500 and isinstance(body, dict) and body["error"] and "secret" not in json.dumps(body)
+    finally:
+        server.stop()

@@ -260,6 +260,44 @@ def test_team_and_solo_events_show_their_own_standings(site, tmp_path):
         shoot(site, f"{game}-event.png")
 
 
+def test_a_game_without_boards_and_a_server_error_show_what_happened(site):
+    """A record of a game this installation does not know: its page shows the moves and says it
+    has no board (before: the server's plain-text 500, a SyntaxError in the console, the page
+    left as it was); a server error is shown as the page's message, not thrown."""
+    import msgspec
+
+    from arbiter.records.store import iter_records
+    from arbiter.web import MemorySource, WebServer
+
+    deadline = time.monotonic() + 120
+    while (first := next(iter_records(site["db"]), None)) is None and time.monotonic() < deadline:
+        time.sleep(0.2)  # (the event's first game, when this test runs alone)
+    record = msgspec.structs.replace(first, game="nosuchgame")
+
+    class Failing(MemorySource):
+        def engine(self, name):
+            raise RuntimeError("internals")
+
+    source = Failing("unknown")
+    source.announced(record)
+    server = WebServer(source, None, port=0)
+    server.start()
+    page, gap = site["page"], len(site["errors"])
+    try:
+        page.goto(f"{server.url}#/game/{record.game_id}")
+        page.wait_for_function("() => (document.querySelector('#board') || {}).textContent === "
+                               "'no board: this game cannot be replayed here'")
+        assert page.inner_text("#movelist").strip() and "not replayed here" in page.inner_text("#dice")
+        page.goto(f"{server.url}#/engine/{record.players[0]}")
+        page.wait_for_function("() => document.querySelector('#view').textContent.includes('internal error')")
+    finally:
+        page.goto("about:blank")
+        server.stop()
+    new = site["errors"][gap:]
+    assert not [e for e in new if "Failed to load resource" not in e], new  # (the 500 itself is logged by the browser)
+    del site["errors"][gap:]
+
+
 def test_no_console_errors(site):
     assert site["errors"] == []
 

@@ -30,7 +30,7 @@ import msgspec
 
 from ..dice import stream_name, verify_rolls
 from ..games import load_game
-from ..games.base import Utility
+from ..games.base import OptionError, Utility
 from ..records import GameRecord
 from ..records.store import SEAT_FIELDS, GameLine, iter_records
 from ..stats import MIN_INTERVAL_GAMES, contested, forfeiting_seats, mean_ci, paired_rows, wilson_interval
@@ -297,10 +297,14 @@ class Replays:
         key = (record.game_id, reveal)
         boards = self._cache.get(key)
         if boards is None:
-            state = load_game(record.game, **record.options).new_initial_state()
-            boards = [state.render_svg(reveal=reveal)]
             try:
-                for step, state in replay(record):
+                state = load_game(record.game, **record.options).new_initial_state()
+            except Exception:  # noqa: BLE001 - a game (or options) this installation does not know: no boards, the record still shown
+                boards = []
+            else:
+                boards = [state.render_svg(reveal=reveal)]
+            try:
+                for step, state in replay(record) if boards else ():
                     boards += [state.render_svg(reveal=reveal)] * len(step)
             except Exception:  # a record that does not replay: show what replayed (verify says why)
                 pass
@@ -330,7 +334,10 @@ def game_detail(record: GameRecord, withheld: bool = False) -> dict[str, Any]:
     ``withheld``: other games still to end roll the same dice (``shares_dice``): no seed, no rolls,
     no final position, and a hidden-information game's chance outcomes as ``?``, as in its live view."""
     data = json.loads(msgspec.json.encode(record))
-    problems = verify(record)
+    try:
+        problems = verify(record)
+    except OptionError as exc:  # a game (or options) this installation does not know: the record is shown unchecked
+        problems = [f"not replayed here: {exc}"]
     if withheld:
         hidden = _hidden_information(record.game)
         for event in data["events"]:
@@ -624,7 +631,12 @@ def build_app(source: Source, feed: str | None, *, poll: float = 0.5, tick: floa
             return JSONResponse({"error": f"no finished game of {name}"}, status_code=404)
         return JSONResponse(data)
 
-    app = Starlette(routes=[
+    async def server_error(request, exc):
+        """A failure is JSON the page can show, naming nothing of the server (the log has the traceback)."""
+        return JSONResponse({"error": "the server could not answer this (an internal error; its log says why)"},
+                            status_code=500)
+
+    app = Starlette(exception_handlers={500: server_error}, routes=[
         Route("/", index), Route("/page.js", js), Route("/api/state", state),
         Route("/api/game/{gid}", game), Route("/api/game/{gid}/board/{step:int}", board),
         Route("/api/engine/{name:path}", engine),  # a name may hold a slash (team/a)

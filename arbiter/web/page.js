@@ -14,6 +14,14 @@ const num = (x, d = 1) => (x === null || x === undefined || Number.isNaN(x) ? "�
 const span = (lo, hi, d = 2) => (lo === null || lo === undefined ? "–" : `${num(lo, d)} – ${num(hi, d)}`);  // an interval, or "–"
 const link = (name) => `<a href="#/engine/${encodeURIComponent(name)}">${esc(name)}</a>`;
 
+// A JSON answer, or {error} when the answer is not JSON (a proxy's error page, a dropped connection).
+async function getJSON(url) {
+  try {
+    const res = await fetch(url);
+    try { return [res.ok, await res.json()]; } catch (e) { return [false, { error: `the server answered ${res.status} ${res.statusText}` }]; }
+  } catch (e) { return [false, { error: "the server cannot be reached" }]; }
+}
+
 function table(rows, cols, id) {
   if (!rows || !rows.length) return "<p>none yet</p>";
   const head = cols.map(([k, t]) => `<th class="${k === "engine" ? "l" : ""}">${esc(t)}</th>`).join("");
@@ -157,9 +165,8 @@ async function renderGame(gid) {
     return;
   }
   if (S.replay && S.replay.row.game_id === gid) return drawReplay();
-  const res = await fetch(`/api/game/${encodeURIComponent(gid)}`);
-  const data = await res.json();
-  if (!res.ok) { $("#view").innerHTML = `<section><p>${esc(data.error)}</p></section>`; return; }
+  const [ok, data] = await getJSON(`/api/game/${encodeURIComponent(gid)}`);
+  if (!ok) { $("#view").innerHTML = `<section><p>${esc(data.error)}</p></section>`; return; }
   if (data.type === "live") { S.live[gid] = data; S.recv[gid] = performance.now(); return renderGame(gid); }
   S.replay = { ...data, step: data.steps - 1, boards: {} };
   drawReplay();
@@ -169,7 +176,12 @@ async function showStep(i) {
   const r = S.replay;
   r.step = Math.max(0, Math.min(r.steps - 1, i));
   const step = r.step;
-  if (!(step in r.boards)) r.boards[step] = await (await fetch(`/api/game/${encodeURIComponent(r.row.game_id)}/board/${step}`)).text();
+  if (!r.steps) { $("#board").textContent = "no board: this game cannot be replayed here"; $("#step").textContent = ""; return; }
+  if (!(step in r.boards)) {
+    const res = await fetch(`/api/game/${encodeURIComponent(r.row.game_id)}/board/${step}`).catch(() => null);
+    if (!res || !res.ok) { if (S.replay === r) $("#board").textContent = "the board could not be had"; return; }
+    r.boards[step] = await res.text();
+  }
   if (S.replay !== r || r.step !== step) return;
   $("#board").innerHTML = r.boards[step];
   $("#step").textContent = `step ${step} / ${r.steps - 1}`;
@@ -201,9 +213,8 @@ function drawReplay() {
 }
 
 async function renderEngine(name) {
-  const res = await fetch(`/api/engine/${encodeURIComponent(name)}`);
-  const d = await res.json();
-  if (!res.ok) { $("#view").innerHTML = `<section><p>${esc(d.error)}</p></section>`; return; }
+  const [ok, d] = await getJSON(`/api/engine/${encodeURIComponent(name)}`);
+  if (!ok) { $("#view").innerHTML = `<section><p>${esc(d.error)}</p></section>`; return; }
   $("#view").innerHTML = `<section id="engine"><h2>${esc(d.engine)}</h2>` +
     (d.cooperative ? `<p>${d.games} games: mean score ${num(d.mean, 1)}</p>`
       : d.solo ? `<p>${d.games} games: ${d.W} won, ${d.L} lost · mean score ${num(d.mean, 2)}</p>`  // a draw means nothing alone
