@@ -329,7 +329,7 @@ def test_a_table_event_shows_its_standings_and_ratings(site, tmp_path):
     """A 3-5 seat (table) event ranks engines by OpenSkill, as its report does: wins, draws, win %,
     mean rank, mean return, μ, σ, with the ratings plotted and the seats' table. Before, its page
     showed the points/W/D/L columns of a two-seat event, every cell blank (a table's standings
-    have none of them), and no ratings."""
+    have none of them), and no ratings. A finished game's page names each engine's powers."""
     page = site["page"]
     db, toml = tmp_path / "table.sqlite", tmp_path / "table.toml"
     toml.write_text(TABLE.format(db=db))
@@ -348,3 +348,8 @@ def test_a_table_event_shows_its_standings_and_ratings(site, tmp_path):
     assert all(r[2] == "3" and all(cell.strip() not in ("", "–") for cell in r) for r in rows), rows
     assert page.query_selector("#ratingplot") is not None and page.query_selector("#seats") is not None
     shoot(site, "table-event.png")
+    # a finished game says which engine held which powers (before: the names alone, in seat order)
+    page.click("#finished a[href^='#/game/']")
+    page.wait_for_selector("#board svg.board")
+    heading = page.inner_text("#game h2")
+    assert all(f"({role})" in heading for role in ("RU+UK", "GE+JP", "US")), heading

@@ -160,7 +160,7 @@ function renderEvent() {
 async function renderGame(gid) {
   if (S.live[gid]) {
     const g = S.live[gid];
-    $("#view").innerHTML = `<section id="game" data-live="1"><h2>${esc(g.players.join(" vs "))} · game ${g.number} (running)</h2>` +
+    $("#view").innerHTML = `<section id="game" data-live="1"><h2>${g.players.map((p, s) => esc(p) + (g.roles && g.roles[s] ? ` (${esc(g.roles[s])})` : "")).join(" vs ")} · game ${g.number} (running)</h2>` +
       `<p>dice commitment ${esc(g.dice_commitment)} (the seed is shown when the game is over)</p>${liveCard(g)}</section>`;
     return;
   }
@@ -194,7 +194,9 @@ function drawReplay() {
     `${e.ply}.${e.seat < 0 ? "roll " : esc(rec.players[e.seat]) + ":"}${esc(e.move)}</span>`).join(" ");
   const lost = row.forfeit_seats || (row.forfeit_seat === null || row.forfeit_seat === undefined ? [] : [row.forfeit_seat]);
   const forfeit = lost.length ? `<p class="bad" id="forfeit">forfeit by ${lost.map((s) => esc(rec.players[s])).join(" and ")}: ${esc(row.reason)} — ${esc(row.detail)}</p>` : "";
-  $("#view").innerHTML = `<section id="game" data-live="0"><h2>${rec.players.map(link).join(" vs ")} · game ${row.number} · ${esc(row.returns.join(" : "))} (${esc(row.reason)}${row.detail ? ": " + esc(row.detail) : ""})</h2>` +
+  // each engine with its seat's role (a table's powers, a pair's colours): the board and the move list say them
+  const seats = rec.players.map((p, s) => link(p) + (rec.seat_roles && rec.seat_roles[s] ? ` (${esc(rec.seat_roles[s])})` : ""));
+  $("#view").innerHTML = `<section id="game" data-live="0"><h2>${seats.join(" vs ")} · game ${row.number} · ${esc(row.returns.join(" : "))} (${esc(row.reason)}${row.detail ? ": " + esc(row.detail) : ""})</h2>` +
     forfeit +
     (r.dice.withheld ? `<p id="dice">dice: commitment <code>${esc(r.dice.commitment)}</code>, ${r.dice.rolls} rolls — ` +
       `<b>seed withheld until the event is over</b> (other games roll the same dice)`
