@@ -26,6 +26,7 @@ CHROMIUM = os.environ.get("ARBITER_CHROMIUM") or shutil.which("chromium") or shu
 if CHROMIUM is None:
     pytest.skip("needs a browser: no chromium on PATH (Debian package chromium)", allow_module_level=True)
 try:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 except ImportError:
     pytest.skip("needs a browser: the playwright package is not installed", allow_module_level=True)
@@ -155,6 +156,33 @@ def test_running_board_changes_after_a_move(site):
     }""", gid)
     if card is not None and views is not None:
         assert views[0] == views[1]
+
+
+def test_a_link_on_the_event_page_can_be_clicked_while_games_run(site):
+    """The event page was rebuilt whole at every live event (20 a second while a game runs): a
+    link pressed for longer than a tick was replaced between the press and the release, and the
+    click did nothing. A live event now redraws only the running games' boards, clocks and moves."""
+    page = site["page"]
+    page.goto(site["url"] + "#/")
+    for attempt in range(3):  # (a game that starts meanwhile redraws the page: tried again)
+        page.wait_for_selector("#live .card[data-game] a", timeout=60000)
+        link = page.query_selector("#live .card[data-game] a")
+        box = link.bounding_box()
+        if box is None:  # replaced already
+            continue
+        page.mouse.move(box["x"] + 2, box["y"] + 2)
+        page.mouse.down()
+        time.sleep(0.2)  # a person's click: several live events long
+        page.mouse.up()
+        try:
+            page.wait_for_function("() => location.hash.startsWith('#/game/')", timeout=2000)
+            break
+        except PlaywrightTimeout:
+            pass
+    assert page.evaluate("() => location.hash").startswith("#/game/")
+    page.wait_for_selector("#game")
+    page.goto(site["url"] + "#/")
+    page.wait_for_selector("#standings, #view section")
 
 
 def test_standings_change_when_a_game_ends(site):

@@ -98,10 +98,26 @@ function lastInfo(g) {
 }
 
 function liveCard(g) {
-  const moves = g.last.map((e) => `${e.ply}.${e.seat < 0 ? "roll " : ""}${esc(e.move)}`).join(" ");
   return `<div class="card" data-game="${esc(g.game_id)}" data-ply="${g.ply}">` +
-    `<div><a href="#/game/${encodeURIComponent(g.game_id)}">game ${g.number}</a> · ${esc(g.match_id)} · ply ${g.ply}</div>` +
-    `<div class="clocks">${clockSpans(g)}</div>${g.board}<div class="moves">${moves}</div>${lastInfo(g)}</div>`;
+    `<div><a href="#/game/${encodeURIComponent(g.game_id)}">game ${g.number}</a> · ${esc(g.match_id)} · ply <span class="ply">${g.ply}</span></div>` +
+    `<div class="body">${cardBody(g)}</div></div>`;
+}
+
+function cardBody(g) {
+  const moves = g.last.map((e) => `${e.ply}.${e.seat < 0 ? "roll " : ""}${esc(e.move)}`).join(" ");
+  return `<div class="clocks">${clockSpans(g)}</div>${g.board}<div class="moves">${moves}</div>${lastInfo(g)}`;
+}
+
+// A live event on the event page redraws only the changed games' boards, clocks and moves: the page
+// rebuilt whole 20 times a second replaced a link between its press and its release (no click).
+function updateLive(ids) {
+  for (const gid of ids) {
+    const card = [...document.querySelectorAll("#live .card[data-game]")].find((c) => c.dataset.game === gid);
+    if (!card || !S.live[gid]) return renderEvent();  // a game new to the page: the whole page, once
+    card.dataset.ply = S.live[gid].ply;
+    card.querySelector(".ply").textContent = S.live[gid].ply;
+    card.querySelector(".body").innerHTML = cardBody(S.live[gid]);
+  }
 }
 
 function finishedRows(rows) {
@@ -276,6 +292,7 @@ function connect() {
   es.addEventListener("live", (ev) => {
     const now = performance.now(), games = JSON.parse(ev.data).games;
     games.forEach((g) => { const view = merge(g); if (view) { S.live[g.game_id] = view; S.recv[g.game_id] = now; } });
+    if (location.hash.replace(/^#\/?/, "") === "") return updateLive(games.map((g) => g.game_id));
     const open = decodeURIComponent(location.hash.split("/").slice(2).join("/"));
     onUpdate(games.some((g) => g.game_id === open) ? open : undefined);
   });
