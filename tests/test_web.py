@@ -1038,3 +1038,94 @@ def test_an_engine_whose_name_has_a_slash_has_its_page(tmp_path):
         assert get_json(server, "/api/engine/b")[1]["games"] == 2
     finally:
         server.stop()
+
+
+def test_a_game_forfeited_by_several_seats_names_every_forfeiting_seat(tmp_path):
+    """A team event's pair whose engines both cannot start: the record's ``forfeit_seats`` is
+    [0, 1], but the game's row (its page, the finished games, the end event) carried only
+    ``forfeit_seat`` (0), and the page said "forfeit by" the first engine alone."""
+    from tournaments.web import TournamentSource
+
+    db = tmp_path / "teams.sqlite"
+    (tmp_path / "teams.toml").write_text(f"""
+name = "teams"
+game = "catalonia"
+format = "round_robin"
+games = 2
+time_control = "10"
+seed = "s"
+output = "{db}"
+on_start_failure = "forfeit"
+[[engines]]
+name = "x"
+command = "/bin/false"
+[[engines]]
+name = "y"
+command = "/bin/false"
+""")
+    run = cli("run", str(tmp_path / "teams.toml"), "-q", "--no-report")
+    assert run.returncode == 0, run.stdout + run.stderr
+    server = WebServer(TournamentSource(db), None, port=0)
+    server.start()
+    try:
+        finished = get_json(server, "/api/state")[1]["summary"]["finished"]
+        assert len(finished) == 2 and all(r["forfeit_seats"] == [0, 1] for r in finished), finished
+        status, page = get_json(server, f"/api/game/{finished[0]['game_id']}")
+        assert status == 200 and page["row"]["forfeit_seats"] == [0, 1]
+    finally:
+        server.stop()
+
+
+def test_an_engine_page_of_a_cooperative_or_solo_run_gives_scores_not_draws(tmp_path):
+    """An engine's page listed each Catalonia game as a draw ("D": the pair's seats share one
+    score) and a solo engine's games as points with draws; a cooperative game's result is now the
+    shared score, and a solo engine's page says so (``solo``: wins and the mean score, no draws)."""
+    from arbiter.records.store import game_lines
+    from arbiter.web.app import engine_page
+
+    def lines(command: str, game: str, engine: str, db: Path) -> list:
+        done = subprocess.run([PY, "-m", "arbiter.cli", command, "--game", game, "--engine", f"{PY} -m {engine}",
+                               "--games" if command == "coop" else "--seeds", "2", "--tc", "10", "--quiet",
+                               "--db", str(db)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return list(game_lines(db))
+
+    coop = lines("coop", "catalonia", "sample_engines.random_engine", tmp_path / "c.sqlite")
+    page = engine_page(coop, coop[0].players[0])
+    assert page["cooperative"] and not page["solo"]
+    assert [row["result"] for row in page["results"]] == [line.returns[0] for line in coop]
+    solo = lines("solo", "stalingrad", "sample_engines.stalingrad_random", tmp_path / "s.sqlite")
+    page = engine_page(solo, solo[0].players[0])
+    assert page["solo"] and not page["cooperative"] and page["D"] == 0
+    assert [row["result"] for row in page["results"]] == ["W" if line.returns[0] > 0 else "L" for line in solo]
+
+
+def test_a_game_this_installation_does_not_know_and_a_server_error_are_answered_in_json(tmp_path):
+    """A finished record of a game this installation does not know (a database from a newer
+    arbiter, an import) made its page a 500 whose plain-text body the page could not read (a
+    SyntaxError in the console, the view left as it was). Its page now shows the record without
+    boards; any other failure is a JSON error naming no internals, which the page shows."""
+    import msgspec
+
+    from arbiter.records.store import load_records
+
+    db = random_match(tmp_path / "m.sqlite", "a", "b", games=1)
+    record = msgspec.structs.replace(load_records(db)[0], game="nosuchgame")
+
+    class Failing(MemorySource):
+        def engine(self, name):
+            raise RuntimeError("secret internals /etc/shadow")
+
+    source = Failing("m")
+    source.announced(record)
+    server = WebServer(source, None, port=0)
+    server.start()
+    try:
+        status, page = get_json(server, f"/api/game/{record.game_id}")
+        assert status == 200 and page["steps"] == 0 and len(page["record"]["events"]) == len(record.events)
+        status, body = get_json(server, f"/api/game/{record.game_id}/board/0")
+        assert status == 404 and "error" in body
+        status, body = get_json(server, "/api/engine/a")
+        assert status == 500 and isinstance(body, dict) and body["error"] and "secret" not in json.dumps(body)
+    finally:
+        server.stop()

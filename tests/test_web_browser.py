@@ -26,6 +26,7 @@ CHROMIUM = os.environ.get("ARBITER_CHROMIUM") or shutil.which("chromium") or shu
 if CHROMIUM is None:
     pytest.skip("needs a browser: no chromium on PATH (Debian package chromium)", allow_module_level=True)
 try:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 except ImportError:
     pytest.skip("needs a browser: the playwright package is not installed", allow_module_level=True)
@@ -157,6 +158,33 @@ def test_running_board_changes_after_a_move(site):
         assert views[0] == views[1]
 
 
+def test_a_link_on_the_event_page_can_be_clicked_while_games_run(site):
+    """The event page was rebuilt whole at every live event (20 a second while a game runs): a
+    link pressed for longer than a tick was replaced between the press and the release, and the
+    click did nothing. A live event now redraws only the running games' boards, clocks and moves."""
+    page = site["page"]
+    page.goto(site["url"] + "#/")
+    for attempt in range(3):  # (a game that starts meanwhile redraws the page: tried again)
+        page.wait_for_selector("#live .card[data-game] a", timeout=60000)
+        link = page.query_selector("#live .card[data-game] a")
+        box = link.bounding_box()
+        if box is None:  # replaced already
+            continue
+        page.mouse.move(box["x"] + 2, box["y"] + 2)
+        page.mouse.down()
+        time.sleep(0.2)  # a person's click: several live events long
+        page.mouse.up()
+        try:
+            page.wait_for_function("() => location.hash.startsWith('#/game/')", timeout=2000)
+            break
+        except PlaywrightTimeout:
+            pass
+    assert page.evaluate("() => location.hash").startswith("#/game/")
+    page.wait_for_selector("#game")
+    page.goto(site["url"] + "#/")
+    page.wait_for_selector("#standings, #view section")
+
+
 def test_standings_change_when_a_game_ends(site):
     page = site["page"]
     before = played(page) if page.query_selector("#standings") else 0
@@ -260,5 +288,96 @@ def test_team_and_solo_events_show_their_own_standings(site, tmp_path):
         shoot(site, f"{game}-event.png")
 
 
+def test_a_game_without_boards_and_a_server_error_show_what_happened(site):
+    """A record of a game this installation does not know: its page shows the moves and says it
+    has no board (before: the server's plain-text 500, a SyntaxError in the console, the page
+    left as it was); a server error is shown as the page's message, not thrown."""
+    import msgspec
+
+    from arbiter.records.store import iter_records
+    from arbiter.web import MemorySource, WebServer
+
+    deadline = time.monotonic() + 120
+    while (first := next(iter_records(site["db"]), None)) is None and time.monotonic() < deadline:
+        time.sleep(0.2)  # (the event's first game, when this test runs alone)
+    record = msgspec.structs.replace(first, game="nosuchgame")
+
+    class Failing(MemorySource):
+        def engine(self, name):
+            raise RuntimeError("internals")
+
+    source = Failing("unknown")
+    source.announced(record)
+    server = WebServer(source, None, port=0)
+    server.start()
+    page, gap = site["page"], len(site["errors"])
+    try:
+        page.goto(f"{server.url}#/game/{record.game_id}")
+        page.wait_for_function("() => (document.querySelector('#board') || {}).textContent === "
+                               "'no board: this game cannot be replayed here'")
+        assert page.inner_text("#movelist").strip() and "not replayed here" in page.inner_text("#dice")
+        page.goto(f"{server.url}#/engine/{record.players[0]}")
+        page.wait_for_function("() => document.querySelector('#view').textContent.includes('internal error')")
+    finally:
+        page.goto("about:blank")
+        server.stop()
+    new = site["errors"][gap:]
+    assert not [e for e in new if "Failed to load resource" not in e], new  # (the 500 itself is logged by the browser)
+    del site["errors"][gap:]
+
+
 def test_no_console_errors(site):
     assert site["errors"] == []
+
+
+TABLE = """
+name = "table-event"
+game = "aachess"
+format = "round_robin"
+games = 3
+time_control = "30"
+seed = "t"
+output = "{db}"
+concurrency = 1
+[game_options]
+seats = 3
+[[engines]]
+name = "a1"
+command = "{{python}} -m sample_engines.aachess_random --seed 1"
+[[engines]]
+name = "a2"
+command = "{{python}} -m sample_engines.aachess_random --seed 2"
+[[engines]]
+name = "a3"
+command = "{{python}} -m sample_engines.aachess_random --seed 3"
+"""
+
+
+def test_a_table_event_shows_its_standings_and_ratings(site, tmp_path):
+    """A 3-5 seat (table) event ranks engines by OpenSkill, as its report does: wins, draws, win %,
+    mean rank, mean return, μ, σ, with the ratings plotted and the seats' table. Before, its page
+    showed the points/W/D/L columns of a two-seat event, every cell blank (a table's standings
+    have none of them), and no ratings. A finished game's page names each engine's powers."""
+    page = site["page"]
+    db, toml = tmp_path / "table.sqlite", tmp_path / "table.toml"
+    toml.write_text(TABLE.format(db=db))
+    run = subprocess.run([PY, "-m", "tournaments", "run", str(toml), "-q", "--no-report"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    port = free_port()
+    start(site["procs"], port, "serve", str(db), "--port", str(port))
+    page.goto(f"http://127.0.0.1:{port}/")
+    page.wait_for_selector("#standings")
+    head = page.inner_text("#standings tr")
+    assert "mean rank" in head and "μ" in head and "points" not in head
+    rows = page.evaluate("() => [...document.querySelectorAll('#standings tr')].slice(1).map(tr => "
+                         "[...tr.children].map(td => td.textContent))")
+    assert sorted(r[1] for r in rows) == ["a1", "a2", "a3"]
+    assert all(r[2] == "3" and all(cell.strip() not in ("", "–") for cell in r) for r in rows), rows
+    assert page.query_selector("#ratingplot") is not None and page.query_selector("#seats") is not None
+    shoot(site, "table-event.png")
+    # a finished game says which engine held which powers (before: the names alone, in seat order)
+    page.click("#finished a[href^='#/game/']")
+    page.wait_for_selector("#board svg.board")
+    heading = page.inner_text("#game h2")
+    assert all(f"({role})" in heading for role in ("RU+UK", "GE+JP", "US")), heading

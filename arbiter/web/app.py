@@ -30,7 +30,7 @@ import msgspec
 
 from ..dice import stream_name, verify_rolls
 from ..games import load_game
-from ..games.base import Utility
+from ..games.base import OptionError, Utility
 from ..records import GameRecord
 from ..records.store import SEAT_FIELDS, GameLine, iter_records
 from ..stats import MIN_INTERVAL_GAMES, contested, forfeiting_seats, mean_ci, paired_rows, wilson_interval
@@ -56,10 +56,12 @@ machine the games' referees and engines come first, the spectators' page after t
 # --- what the page shows besides the running games -------------------------------------------
 
 def game_row(r: GameLine) -> dict[str, Any]:
+    """A finished game's row; ``forfeit_seats``: every seat that forfeited (several when engines of
+    both alliances, or both of a pair, could not start it), not only the first (``forfeit_seat``)."""
     return {"game_id": r.game_id, "match_id": r.match_id, "number": r.game_number, "game": r.game,
             "players": r.players, "returns": r.returns, "reason": r.reason, "detail": r.detail,
-            "forfeit_seat": r.forfeit_seat, "plies": r.plies, "started_at": r.started_at,
-            "ended_at": r.ended_at}
+            "forfeit_seat": r.forfeit_seat, "forfeit_seats": forfeiting_seats(r.forfeit_seat, r.forfeit_seats),
+            "plies": r.plies, "started_at": r.started_at, "ended_at": r.ended_at}
 
 
 RESULT_ROWS = 500
@@ -112,12 +114,15 @@ def engine_page(lines, name: str) -> dict[str, Any] | None:
         if set(forfeiting_seats(r.forfeit_seat, r.forfeit_seats)) & set(seats):
             forfeit_count += 1
             forfeits.append({"game_id": r.game_id, "reason": r.reason, "detail": r.detail})
-        rows.append({**game_row(r), "seat": seat, "result": "W" if won else "D" if drawn else "L",
-                     "time_ms": round(used, 1)})
+        # a cooperative game's seats share one score: its result is that score, not a "draw"
+        result = (r.returns[seat] if r.returns else None) if _utility(r.game) is Utility.IDENTICAL \
+            else "W" if won else "D" if drawn else "L"
+        rows.append({**game_row(r), "seat": seat, "result": result, "time_ms": round(used, 1)})
     if not games:
         return None
     return {"engine": name, "games": games, "W": w, "D": d, "L": l, "points": points,
             "mean": round(total / games, 3), "cooperative": _utility(game) is Utility.IDENTICAL,
+            "solo": _utility(game) is Utility.SOLO,
             "decisions": ms_n, "mean_ms": round(ms_sum / ms_n, 3) if ms_n else None, "max_ms": ms_max,
             "total_ms": round(ms_sum, 1), "mean_latency_ms": round(lat_sum / lat_n, 3) if lat_n else None,
             "forfeits": list(forfeits), "forfeit_count": forfeit_count, "results": list(rows)}
@@ -292,10 +297,14 @@ class Replays:
         key = (record.game_id, reveal)
         boards = self._cache.get(key)
         if boards is None:
-            state = load_game(record.game, **record.options).new_initial_state()
-            boards = [state.render_svg(reveal=reveal)]
             try:
-                for step, state in replay(record):
+                state = load_game(record.game, **record.options).new_initial_state()
+            except Exception:  # noqa: BLE001 - a game (or options) this installation does not know: no boards, the record still shown
+                boards = []
+            else:
+                boards = [state.render_svg(reveal=reveal)]
+            try:
+                for step, state in replay(record) if boards else ():
                     boards += [state.render_svg(reveal=reveal)] * len(step)
             except Exception:  # a record that does not replay: show what replayed (verify says why)
                 pass
@@ -325,7 +334,10 @@ def game_detail(record: GameRecord, withheld: bool = False) -> dict[str, Any]:
     ``withheld``: other games still to end roll the same dice (``shares_dice``): no seed, no rolls,
     no final position, and a hidden-information game's chance outcomes as ``?``, as in its live view."""
     data = json.loads(msgspec.json.encode(record))
-    problems = verify(record)
+    try:
+        problems = verify(record)
+    except OptionError as exc:  # a game (or options) this installation does not know: the record is shown unchecked
+        problems = [f"not replayed here: {exc}"]
     if withheld:
         hidden = _hidden_information(record.game)
         for event in data["events"]:
@@ -619,7 +631,12 @@ def build_app(source: Source, feed: str | None, *, poll: float = 0.5, tick: floa
             return JSONResponse({"error": f"no finished game of {name}"}, status_code=404)
         return JSONResponse(data)
 
-    app = Starlette(routes=[
+    async def server_error(request, exc):
+        """A failure is JSON the page can show, naming nothing of the server (the log has the traceback)."""
+        return JSONResponse({"error": "the server could not answer this (an internal error; its log says why)"},
+                            status_code=500)
+
+    app = Starlette(exception_handlers={500: server_error}, routes=[
         Route("/", index), Route("/page.js", js), Route("/api/state", state),
         Route("/api/game/{gid}", game), Route("/api/game/{gid}/board/{step:int}", board),
         Route("/api/engine/{name:path}", engine),  # a name may hold a slash (team/a)

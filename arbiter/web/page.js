@@ -11,7 +11,16 @@ const fmtMs = (ms) => {
   return s >= 60 ? `${Math.floor(s / 60)}:${String(Math.floor(s % 60)).padStart(2, "0")}` : s.toFixed(1);
 };
 const num = (x, d = 1) => (x === null || x === undefined || Number.isNaN(x) ? "–" : Number(x).toFixed(d));
+const span = (lo, hi, d = 2) => (lo === null || lo === undefined ? "–" : `${num(lo, d)} – ${num(hi, d)}`);  // an interval, or "–"
 const link = (name) => `<a href="#/engine/${encodeURIComponent(name)}">${esc(name)}</a>`;
+
+// A JSON answer, or {error} when the answer is not JSON (a proxy's error page, a dropped connection).
+async function getJSON(url) {
+  try {
+    const res = await fetch(url);
+    try { return [res.ok, await res.json()]; } catch (e) { return [false, { error: `the server answered ${res.status} ${res.statusText}` }]; }
+  } catch (e) { return [false, { error: "the server cannot be reached" }]; }
+}
 
 function table(rows, cols, id) {
   if (!rows || !rows.length) return "<p>none yet</p>";
@@ -28,7 +37,7 @@ function ratingPlot(rows) {
   const pad = Math.max(10, (hi - lo) * 0.08), a = lo - pad, b = hi + pad;
   const W = 520, L = 120, H = 24 * rows.length + 30, x = (v) => L + ((v - a) / (b - a)) * (W - L - 10);
   let out = `<svg id="ratingplot" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}">`;
-  out += `<line x1="${x(0)}" x2="${x(0)}" y1="5" y2="${H - 20}" stroke="#bbb" stroke-dasharray="3"/>`;
+  if (a < 0 && b > 0) out += `<line x1="${x(0)}" x2="${x(0)}" y1="5" y2="${H - 20}" stroke="#bbb" stroke-dasharray="3"/>`;  // (OpenSkill's μ is ~25)
   rows.forEach((r, i) => {
     const y = 18 + 24 * i;
     out += `<text x="4" y="${y + 4}" font-size="12">${esc(r.engine)}</text>`;
@@ -89,10 +98,26 @@ function lastInfo(g) {
 }
 
 function liveCard(g) {
-  const moves = g.last.map((e) => `${e.ply}.${e.seat < 0 ? "roll " : ""}${esc(e.move)}`).join(" ");
   return `<div class="card" data-game="${esc(g.game_id)}" data-ply="${g.ply}">` +
-    `<div><a href="#/game/${encodeURIComponent(g.game_id)}">game ${g.number}</a> · ${esc(g.match_id)} · ply ${g.ply}</div>` +
-    `<div class="clocks">${clockSpans(g)}</div>${g.board}<div class="moves">${moves}</div>${lastInfo(g)}</div>`;
+    `<div><a href="#/game/${encodeURIComponent(g.game_id)}">game ${g.number}</a> · ${esc(g.match_id)} · ply <span class="ply">${g.ply}</span></div>` +
+    `<div class="body">${cardBody(g)}</div></div>`;
+}
+
+function cardBody(g) {
+  const moves = g.last.map((e) => `${e.ply}.${e.seat < 0 ? "roll " : ""}${esc(e.move)}`).join(" ");
+  return `<div class="clocks">${clockSpans(g)}</div>${g.board}<div class="moves">${moves}</div>${lastInfo(g)}`;
+}
+
+// A live event on the event page redraws only the changed games' boards, clocks and moves: the page
+// rebuilt whole 20 times a second replaced a link between its press and its release (no click).
+function updateLive(ids) {
+  for (const gid of ids) {
+    const card = [...document.querySelectorAll("#live .card[data-game]")].find((c) => c.dataset.game === gid);
+    if (!card || !S.live[gid]) return renderEvent();  // a game new to the page: the whole page, once
+    card.dataset.ply = S.live[gid].ply;
+    card.querySelector(".ply").textContent = S.live[gid].ply;
+    card.querySelector(".body").innerHTML = cardBody(S.live[gid]);
+  }
 }
 
 function finishedRows(rows) {
@@ -107,11 +132,19 @@ function renderEvent() {
   const sm = S.summary || {};
   $("#title").textContent = (sm.tournament || {}).name || sm.title || "arbiter";
   const ratingRows = ((sm.ratings && sm.ratings.table) || (sm.standings || [])
-    .map((r) => ({ engine: r.engine, elo: r.elo, lo: r.elo_lo, hi: r.elo_hi }))).filter((r) => r.elo !== null && r.elo !== undefined);
+    .map((r) => ({ engine: r.engine, elo: r.elo, lo: r.elo_lo, hi: r.elo_hi })))
+    .map((r) => (r.elo === undefined && r.mu !== undefined ? { ...r, elo: r.mu } : r))  // a table event's OpenSkill μ
+    .filter((r) => r.elo !== null && r.elo !== undefined);
   const shared = (sm.standings || []).some((r) => r.mean !== undefined && r.points === undefined);
   const interval = (v, r) => (r.lo === null || r.lo === undefined ? "–" : `${num(r.lo, 2)} – ${num(r.hi, 2)}`);
   const solo = (sm.standings || []).some((r) => r.win_rate !== undefined);
-  const cols = shared  // a team (cooperative) or solo event: mean scores (and a solo game's wins), no draws
+  const tables = (sm.standings || []).some((r) => r.mean_rank !== undefined);  // a 3-5 seat event: OpenSkill
+  const cols = tables  // as its report ranks them: no points (before: a row of blanks)
+    ? [["rank", "#"], ["engine", "engine", link], ["games", "games"], ["wins", "wins"], ["draws", "draws"],
+      ["win_rate", "win %", (v) => num(100 * v, 1)], ["mean_rank", "mean rank", (v) => num(v, 2)],
+      ["mean_return", "mean return", (v) => num(v, 2)], ["mu", "μ", (v) => num(v, 2)],
+      ["sigma", "σ", (v) => num(v, 2)], ["ordinal", "μ − 3σ", (v) => num(v, 2)]]
+    : shared  // a team (cooperative) or solo event: mean scores (and a solo game's wins), no draws
     ? [["rank", "#"], ["engine", "engine", link], ["games", "games"],
       ...(solo ? [["wins", "wins"], ["win_rate", "win %", (v) => num(100 * v, 1)],
         ["win_lo", "95 % interval", (v, r) => `${num(100 * v, 1)} – ${num(100 * r.win_hi, 1)}`]] : []),
@@ -128,8 +161,11 @@ function renderEvent() {
       "teams")}</section>` : "") +
     (sm.paired && sm.paired.length ? `<section><h2>Paired comparisons on common seeds (A − B)</h2>${table(sm.paired,
       [["A", "A"], ["B", "B"], ["seeds", "seeds"], ["mean_diff", "mean diff", (v) => num(v, 2)],
-       ["lo", "95 % interval", (v, r) => `${num(r.lo, 2)} – ${num(r.hi, 2)}`], ["A_better", "A better"],
+       ["lo", "95 % interval", (v, r) => span(r.lo, r.hi)], ["A_better", "A better"],
        ["ties", "ties"], ["B_better", "B better"], ["p_value", "sign test p", (v) => num(v, 4)]], "paired")}</section>` : "") +
+    (sm.seats && sm.seats.length ? `<section><h2>Seats</h2>${table(sm.seats, [["seat", "seat"], ["games", "games"],
+      ["return_mean", "mean return", (v) => num(v, 2)], ["return_lo", "95 % interval", (v, r) => span(v, r.return_hi)],
+      ["win_share", "win share", (v) => num(v, 3)]], "seats")}</section>` : "") +
     crosstable(sm.crosstable) +
     (ratingRows.length ? `<section><h2>Ratings (95 % intervals)</h2>${ratingPlot(ratingRows)}</section>` : "") +
     sprtBlock(sm) +
@@ -140,14 +176,13 @@ function renderEvent() {
 async function renderGame(gid) {
   if (S.live[gid]) {
     const g = S.live[gid];
-    $("#view").innerHTML = `<section id="game" data-live="1"><h2>${esc(g.players.join(" vs "))} · game ${g.number} (running)</h2>` +
+    $("#view").innerHTML = `<section id="game" data-live="1"><h2>${g.players.map((p, s) => esc(p) + (g.roles && g.roles[s] ? ` (${esc(g.roles[s])})` : "")).join(" vs ")} · game ${g.number} (running)</h2>` +
       `<p>dice commitment ${esc(g.dice_commitment)} (the seed is shown when the game is over)</p>${liveCard(g)}</section>`;
     return;
   }
   if (S.replay && S.replay.row.game_id === gid) return drawReplay();
-  const res = await fetch(`/api/game/${encodeURIComponent(gid)}`);
-  const data = await res.json();
-  if (!res.ok) { $("#view").innerHTML = `<section><p>${esc(data.error)}</p></section>`; return; }
+  const [ok, data] = await getJSON(`/api/game/${encodeURIComponent(gid)}`);
+  if (!ok) { $("#view").innerHTML = `<section><p>${esc(data.error)}</p></section>`; return; }
   if (data.type === "live") { S.live[gid] = data; S.recv[gid] = performance.now(); return renderGame(gid); }
   S.replay = { ...data, step: data.steps - 1, boards: {} };
   drawReplay();
@@ -157,7 +192,12 @@ async function showStep(i) {
   const r = S.replay;
   r.step = Math.max(0, Math.min(r.steps - 1, i));
   const step = r.step;
-  if (!(step in r.boards)) r.boards[step] = await (await fetch(`/api/game/${encodeURIComponent(r.row.game_id)}/board/${step}`)).text();
+  if (!r.steps) { $("#board").textContent = "no board: this game cannot be replayed here"; $("#step").textContent = ""; return; }
+  if (!(step in r.boards)) {
+    const res = await fetch(`/api/game/${encodeURIComponent(r.row.game_id)}/board/${step}`).catch(() => null);
+    if (!res || !res.ok) { if (S.replay === r) $("#board").textContent = "the board could not be had"; return; }
+    r.boards[step] = await res.text();
+  }
   if (S.replay !== r || r.step !== step) return;
   $("#board").innerHTML = r.boards[step];
   $("#step").textContent = `step ${step} / ${r.steps - 1}`;
@@ -168,8 +208,11 @@ function drawReplay() {
   const r = S.replay, rec = r.record, row = r.row;
   const moves = rec.events.map((e, i) => `<span data-step="${i + 1}" title="${esc(e.kind)}${e.measured_ms ? " · " + num(e.measured_ms, 0) + " ms" : ""}">` +
     `${e.ply}.${e.seat < 0 ? "roll " : esc(rec.players[e.seat]) + ":"}${esc(e.move)}</span>`).join(" ");
-  const forfeit = row.forfeit_seat !== null && row.forfeit_seat !== undefined ? `<p class="bad" id="forfeit">forfeit by ${esc(rec.players[row.forfeit_seat])}: ${esc(row.reason)} — ${esc(row.detail)}</p>` : "";
-  $("#view").innerHTML = `<section id="game" data-live="0"><h2>${rec.players.map(link).join(" vs ")} · game ${row.number} · ${esc(row.returns.join(" : "))} (${esc(row.reason)}${row.detail ? ": " + esc(row.detail) : ""})</h2>` +
+  const lost = row.forfeit_seats || (row.forfeit_seat === null || row.forfeit_seat === undefined ? [] : [row.forfeit_seat]);
+  const forfeit = lost.length ? `<p class="bad" id="forfeit">forfeit by ${lost.map((s) => esc(rec.players[s])).join(" and ")}: ${esc(row.reason)} — ${esc(row.detail)}</p>` : "";
+  // each engine with its seat's role (a table's powers, a pair's colours): the board and the move list say them
+  const seats = rec.players.map((p, s) => link(p) + (rec.seat_roles && rec.seat_roles[s] ? ` (${esc(rec.seat_roles[s])})` : ""));
+  $("#view").innerHTML = `<section id="game" data-live="0"><h2>${seats.join(" vs ")} · game ${row.number} · ${esc(row.returns.join(" : "))} (${esc(row.reason)}${row.detail ? ": " + esc(row.detail) : ""})</h2>` +
     forfeit +
     (r.dice.withheld ? `<p id="dice">dice: commitment <code>${esc(r.dice.commitment)}</code>, ${r.dice.rolls} rolls — ` +
       `<b>seed withheld until the event is over</b> (other games roll the same dice)`
@@ -188,11 +231,11 @@ function drawReplay() {
 }
 
 async function renderEngine(name) {
-  const res = await fetch(`/api/engine/${encodeURIComponent(name)}`);
-  const d = await res.json();
-  if (!res.ok) { $("#view").innerHTML = `<section><p>${esc(d.error)}</p></section>`; return; }
+  const [ok, d] = await getJSON(`/api/engine/${encodeURIComponent(name)}`);
+  if (!ok) { $("#view").innerHTML = `<section><p>${esc(d.error)}</p></section>`; return; }
   $("#view").innerHTML = `<section id="engine"><h2>${esc(d.engine)}</h2>` +
     (d.cooperative ? `<p>${d.games} games: mean score ${num(d.mean, 1)}</p>`
+      : d.solo ? `<p>${d.games} games: ${d.W} won, ${d.L} lost · mean score ${num(d.mean, 2)}</p>`  // a draw means nothing alone
       : `<p>${d.games} games: +${d.W} =${d.D} −${d.L} (${num(d.points, 1)} points)</p>`) +
     `<p>time: ${d.decisions} decisions, mean ${num(d.mean_ms, 1)} ms, max ${num(d.max_ms, 1)} ms, total ${fmtMs(d.total_ms)} s · ` +
     `latency (measured − reported): mean ${num(d.mean_latency_ms, 2)} ms</p>` +
@@ -249,6 +292,7 @@ function connect() {
   es.addEventListener("live", (ev) => {
     const now = performance.now(), games = JSON.parse(ev.data).games;
     games.forEach((g) => { const view = merge(g); if (view) { S.live[g.game_id] = view; S.recv[g.game_id] = now; } });
+    if (location.hash.replace(/^#\/?/, "") === "") return updateLive(games.map((g) => g.game_id));
     const open = decodeURIComponent(location.hash.split("/").slice(2).join("/"));
     onUpdate(games.some((g) => g.game_id === open) ? open : undefined);
   });
