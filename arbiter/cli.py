@@ -63,10 +63,25 @@ EXIT_OK, EXIT_VERIFY_FAILED, EXIT_USAGE, EXIT_ENGINE, EXIT_STORAGE, EXIT_INTERRU
 SEED_ENV = "ARBITER_SEED"
 """The environment variable a master seed may come from (removed from the environment once read)."""
 
-console = Console(soft_wrap=True)
+class ReaderMayLeave(Console):
+    """A console whose reader may go away (``arbiter match ... | head``). rich's answer to the broken
+    pipe is ``SystemExit(1)``: a match or a tournament ended mid-game with the code of a failed
+    verification, before its games were saved. Here what is printed from then on goes to
+    /dev/null and the command carries on to its own end and exit code."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        try:
+            fd = self.file.fileno()
+        except (AttributeError, OSError, ValueError):
+            fd = sys.stdout.fileno()
+        os.dup2(os.open(os.devnull, os.O_WRONLY), fd)
+
+
+console = ReaderMayLeave(soft_wrap=True)
 """Lines longer than the terminal are left for the terminal to wrap: rich would break a long path
 in an error message where it must stay whole to be copied."""
-errors = Console(stderr=True, soft_wrap=True)
+errors = ReaderMayLeave(stderr=True, soft_wrap=True)
 """Errors, warnings and interruptions go to stderr: what a command prints on stdout (an export, a
 listing) stays clean when it is piped or redirected to a file."""
 
@@ -1801,6 +1816,9 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:  # outside a match's own handling (which says what it saved): say so
             print("interrupted", file=sys.stderr)
             return EXIT_INTERRUPTED
+        except BrokenPipeError:  # a plain print's reader left (`arbiter games | head`): not an error
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return EXIT_OK
         except Exception as exc:  # OSError or zmq.ZMQError (zmq is loaded only by commands that play)
             if not out_of_files(exc):
                 raise

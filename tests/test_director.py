@@ -1214,3 +1214,60 @@ def test_table_ratings_take_the_games_in_schedule_order_with_eleven_engines_or_m
     assert expected != text_order  # the order matters for these games
     got = {s["engine"]: s["mu"] for s in table_sections(cfg, games[::-1], names, schedule)["standings"]}
     assert got == expected
+
+
+# --- 8. what an operator does to a running command and its surroundings ----------------------------
+
+def reader_leaves_after_one_line(cmd: list[str], both: bool = False) -> subprocess.CompletedProcess:
+    """``cmd | head -1`` (``both``: ``cmd 2>&1 | head -1``): the reader takes one line of the
+    command's output and goes away (the pipe's reading end closed), so the command's next write
+    meets a broken pipe."""
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT if both else subprocess.PIPE)
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = b"" if both else proc.stderr.read()
+    proc.wait(timeout=120)
+    return subprocess.CompletedProcess(cmd, proc.returncode, first.decode(), err.decode())
+
+
+def test_a_match_piped_into_head_plays_on_and_saves_every_game(tmp_path):
+    """``arbiter match ... | head -1``: before, the match's second line met the closed pipe and rich
+    ended the referee with exit 1 (a verification failure, says README) without a word, before any
+    game; now what it prints goes nowhere and the match plays to its end, every game saved."""
+    for both in (False, True):  # `2>&1 | head -1`: a warning said as an engine started ended it with 3
+        db = tmp_path / f"m{both}.sqlite"
+        done = reader_leaves_after_one_line([PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", RANDOM,
+                                             "--engine", RANDOM, "--seed", "ab", "--format", "games=6", "--tc", "10",
+                                             "--db", str(db)], both)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, (both, done.returncode, done.stderr)
+        assert len(games_in(db)) == 6
+
+
+def test_a_tournament_piped_into_head_plays_on_and_saves_every_game(tmp_path):
+    path = tournament_file(tmp_path, ghost=RANDOM.replace("random_engine", "random_engine --seed 2"))
+    path.write_text(path.read_text().replace('match = "games=2"', 'match = "games=6"'))
+    done = reader_leaves_after_one_line([PY, "-m", "tournaments", "run", str(path)])
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    with sqlite3.connect(tmp_path / "t.sqlite") as conn:
+        assert conn.execute("SELECT count(*) FROM games").fetchone()[0] == 6
+
+
+def test_read_only_commands_piped_into_head_exit_as_they_would_have(tmp_path):
+    """``verify DB | head -1`` said exit 1, "a record failed verification", of a sound file;
+    ``show DB | head -1`` 1 too; ``games | head -1`` a traceback. The reader leaving changes nothing
+    of the answer: 0 for a sound file, 1 for a tampered one."""
+    db = tmp_path / "m.sqlite"
+    proc = run("arbiter", "match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM, "--seed", "ab",
+               "--format", "games=3", "--tc", "10", "--quiet", "--db", str(db))
+    assert proc.returncode == 0, proc.stderr
+    for args in (["verify", str(db)], ["show", str(db)], ["show", str(db), "--list"], ["export", str(db)],
+                 ["games"], ["games", "einstein"]):
+        done = reader_leaves_after_one_line([PY, "-m", "arbiter.cli", *args])
+        assert (done.returncode, done.stderr) == (0, ""), (args, done.returncode, done.stderr)
+    done = reader_leaves_after_one_line([PY, "-m", "tournaments", "report", str(db)])
+    assert "Traceback" not in done.stderr, done.stderr
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE games SET record = replace(record, '\"normal\"', '\"time\"') WHERE game_number = 2")
+    done = reader_leaves_after_one_line([PY, "-m", "arbiter.cli", "verify", str(db)])
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
