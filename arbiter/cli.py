@@ -1806,8 +1806,27 @@ def out_of_files(exc: Exception) -> bool:
     return True
 
 
+def folder_gone() -> str | None:
+    """The error when the current folder was deleted under the shell (``rm -rf`` in another window):
+    engines start in it and relative paths resolve from it, so without this every engine "cannot
+    start ...: No such file or directory" (its program there all along) and a tournament suggested
+    forfeiting them all. ``None`` when the folder is there."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return ("the current folder no longer exists (deleted after the shell went into it); engines start there and "
+                "relative paths are read from there: cd to a folder that exists and run the command again")
+    return None
+
+
+_STARTS_ENGINES = {"match", "demo", "coop", "solo", "check-engine", "engine-info"}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command in _STARTS_ENGINES and (gone := folder_gone()):
+        errors.print(f"[red]error:[/] {escape(gone)}")
+        return EXIT_USAGE
     if getattr(args, "pin", None) is not None and (code := _pin(args)) is not None:
         return code
     with operator_signals():

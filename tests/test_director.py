@@ -1271,3 +1271,22 @@ def test_read_only_commands_piped_into_head_exit_as_they_would_have(tmp_path):
         conn.execute("UPDATE games SET record = replace(record, '\"normal\"', '\"time\"') WHERE game_number = 2")
     done = reader_leaves_after_one_line([PY, "-m", "arbiter.cli", "verify", str(db)])
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+
+
+def test_a_deleted_working_folder_is_named_not_blamed_on_the_engines(tmp_path):
+    """The shell's folder was deleted under it (``rm -rf`` in another window). Before, every engine
+    "cannot start ...: [Errno 2] No such file or directory" (exit 3, its program there all along),
+    and a tournament suggested on_start_failure = "forfeit", which would have lost every game."""
+    path = tournament_file(tmp_path, ghost=RANDOM)
+    gone = tmp_path / "gone"
+    in_gone = f"import os, runpy, sys; os.chdir({str(gone)!r}); os.rmdir({str(gone)!r}); " \
+              f"runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for cmd in (["arbiter.cli", "match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM,
+                 "--format", "games=1", "--tc", "10", "--quiet", "--db", str(tmp_path / "m.sqlite")],
+                ["tournaments", "run", str(path), "-q"], ["tournaments", "check", str(path)]):
+        gone.mkdir()
+        proc = subprocess.run([PY, "-c", in_gone, *cmd], capture_output=True, text=True, timeout=60, env=env)
+        one_line_error(proc, 2, "current folder no longer exists", "cd to")
+        assert "cannot start" not in proc.stderr and "forfeit" not in proc.stderr
+    assert not (tmp_path / "t.sqlite").exists() and not (tmp_path / "m.sqlite").exists()

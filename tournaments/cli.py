@@ -601,6 +601,12 @@ def main(argv: list[str] | None = None) -> int:
     from arbiter.cli import operator_signals
 
     args = build_parser().parse_args(argv)
+    if args.command in ("run", "resume", "check"):
+        from arbiter.cli import folder_gone
+
+        if gone := folder_gone():
+            _error(gone)
+            return EXIT_USAGE
     playing = args.command in ("run", "resume")  # `kill PID` or a hang-up: stop like Ctrl-C (games saved)
     with operator_signals() if playing else contextlib.nullcontext():
         return _command(args)
