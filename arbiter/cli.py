@@ -1743,9 +1743,23 @@ def _suite_arguments(m: argparse.ArgumentParser) -> None:
                         "options and limits")
 
 
+_STOPPING_GRACE = 10.0
+"""Seconds after a first interrupt during which another is absorbed (see ``_sigterm_as_interrupt``)."""
+_stopping_since: float | None = None
+
+
 def _sigterm_as_interrupt(signum, frame):
+    """Ctrl-C, ``kill PID`` or a hang-up: a ``KeyboardInterrupt``, once. A repeat within
+    ``_STOPPING_GRACE`` seconds (Ctrl-C pressed twice, Ctrl-C then ``kill``) is absorbed: raised in
+    the first one's clean-up, it skipped the rest of it (a match was left "playing" in the
+    database instead of interrupted). A clean-up that hangs longer still yields to the next one."""
+    global _stopping_since
     if signum == getattr(signal, "SIGHUP", None):
         _leave_the_terminal()
+    now = time.monotonic()
+    if _stopping_since is not None and now - _stopping_since < _STOPPING_GRACE:
+        return
+    _stopping_since = now
     raise KeyboardInterrupt
 
 
@@ -1768,7 +1782,8 @@ def _leave_the_terminal() -> None:
 @contextlib.contextmanager
 def operator_signals():
     """``kill PID`` (SIGTERM) and a hang-up (SIGHUP) stop the command as Ctrl-C does: finished games
-    saved, the match or event marked interrupted, exit 130, the ``--resume`` line printed. Ctrl-Z
+    saved, the match or event marked interrupted, exit 130, the ``--resume`` line printed; any of
+    them again while it stops is absorbed (``_sigterm_as_interrupt``). Ctrl-Z
     (SIGTSTP) stops it until ``fg`` without charging the stop to any engine's clock. A signal
     ignored already (``nohup``) stays ignored. Main thread only (where signals are handled)."""
     import threading
@@ -1778,9 +1793,13 @@ def operator_signals():
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    global _stopping_since
+    _stopping_since = None
     wanted = [signal.SIGTERM]
     if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) == signal.SIG_DFL:
         wanted.append(signal.SIGHUP)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not when ignored (`cmd &` in a script)
+        wanted.append(signal.SIGINT)
     previous = {signum: signal.signal(signum, _sigterm_as_interrupt) for signum in wanted}
     if hasattr(signal, "SIGTSTP"):
         previous[signal.SIGTSTP] = signal.getsignal(signal.SIGTSTP)

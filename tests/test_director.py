@@ -1290,3 +1290,31 @@ def test_a_deleted_working_folder_is_named_not_blamed_on_the_engines(tmp_path):
         one_line_error(proc, 2, "current folder no longer exists", "cd to")
         assert "cannot start" not in proc.stderr and "forfeit" not in proc.stderr
     assert not (tmp_path / "t.sqlite").exists() and not (tmp_path / "m.sqlite").exists()
+
+
+@pytest.mark.parametrize("second", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_twice_still_marks_the_match_interrupted(tmp_path, second):
+    """An impatient operator presses Ctrl-C twice (or Ctrl-C, then ``kill PID``). Before, the
+    second interrupt landed in the first one's clean-up (stopping the engines) and skipped the
+    rest: the match stayed "playing" in the database (10 of 10 double Ctrl-C 5-100 ms apart).
+    Now a repeat while the command stops is absorbed: interrupted, 130, every game saved."""
+    db = tmp_path / "m.sqlite"
+    cmd = [PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM,
+           "--seed", "ab", "--format", "games=100000", "--tc", "60", "--quiet", "--db", str(db)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    export = tmp_path / "m.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None and not (export.exists() and export.stat().st_size):
+        time.sleep(0.02)
+    time.sleep(0.3)
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: to the whole foreground group
+    time.sleep(0.02)
+    os.killpg(proc.pid, second)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in out and "--resume" in out, out
+    conn = sqlite3.connect(db)
+    (status, played), = conn.execute("SELECT status, (SELECT count(*) FROM games) FROM matches").fetchall()
+    conn.close()
+    assert status == "interrupted", status
+    assert played == len(export.read_text().splitlines()) > 0
