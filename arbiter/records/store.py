@@ -273,6 +273,9 @@ class ResultsStore:
         if not self.path.exists():  # results (and a tournament's seed) readable by the operator only
             os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
         self.db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+        opened = os.stat(self.path)
+        self._identity = (opened.st_dev, opened.st_ino)
+        """The file opened (``_still_there``)."""
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.executescript(SCHEMA)
@@ -499,6 +502,7 @@ class ResultsStore:
     def _commit_batch(self, items: list[GameRecord | PackedGame]) -> None:
         """One transaction for ``items``, chained in order; nothing of it stays on failure. The
         chain heads are read once per match, the rows written with one statement per table."""
+        self._still_there()
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -558,6 +562,20 @@ class ResultsStore:
             if self.event_id:
                 self._heads[("event", self.event_id)] = (p.event_seq, digest)
             self.unexported.append(data)
+
+    def _still_there(self) -> None:
+        """``OSError`` unless the database's path still names the file opened. SQLite goes on
+        committing into a file deleted (or replaced) under it, still open: the games then vanish
+        with the run's end while it reports success. A storage error instead keeps them pending,
+        and at the end in the fallback file, and the command exits 4."""
+        try:
+            now = os.stat(self.path)
+            gone = (now.st_dev, now.st_ino) != self._identity
+        except FileNotFoundError:
+            gone = True
+        if gone:
+            raise OSError("deleted, moved or replaced while this run was writing to it (its games until then "
+                          "are in the export)")
 
     def _export(self, data: bytes) -> None:
         """Append whole lines; on failure cut the file back so a retry does not leave a torn line."""
