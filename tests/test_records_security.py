@@ -627,3 +627,25 @@ def test_a_database_deleted_mid_tournament_stops_it_with_exit_4(tmp_path):
     done = _pull_the_database_away(tmp_path, [PY, "-m", "tournaments", "run", str(path), "-q", "--no-report"], db, False)
     assert done.returncode == 4 and "Traceback" not in done.stderr, done.stderr
     assert f"{db}: deleted, moved or replaced while" in done.stderr, done.stderr
+
+
+def test_an_export_deleted_mid_match_is_written_again_whole(tmp_path):
+    """``rm results.jsonl`` while the match runs. Before, the next game's append made a new file
+    holding only the games from then on (27 of 30), exit 0, without a word; now the export, gone
+    or replaced, is written again from the database: every game, in commit order."""
+    import time
+
+    db = tmp_path / "m.sqlite"
+    export = tmp_path / "m.jsonl"
+    proc = subprocess.Popen([PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", SLOW, "--engine",
+                             RANDOM, "--seed", "ab", "--format", "games=30", "--tc", "60", "--quiet", "--db", str(db)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None and not (
+            export.exists() and len(export.read_bytes().splitlines()) >= 3):
+        time.sleep(0.02)
+    export.unlink()
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert [from_json(line).game_number for line in export.read_bytes().splitlines()] == list(range(1, 31))
+    assert verify_cli(export).returncode == 0

@@ -276,6 +276,8 @@ class ResultsStore:
         opened = os.stat(self.path)
         self._identity = (opened.st_dev, opened.st_ino)
         """The file opened (``_still_there``)."""
+        self._export_identity: tuple[int, int] | None = None
+        """The export file last appended to (``_export_gone``)."""
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.executescript(SCHEMA)
@@ -472,6 +474,10 @@ class ResultsStore:
             del self.pending[:len(batch)]
             if self.on_commit is not None:
                 self.on_commit(batch)
+        if self.unexported and self._export_gone():
+            if not self._try(self.export_path, self.repair_export):
+                return False
+            self.unexported = []  # committed, so the repair wrote them (with every game before)
         if self.unexported:
             lines = list(self.unexported)
             if not self._try(self.export_path, lambda: self._export(b"".join(line + b"\n" for line in lines))):
@@ -577,6 +583,19 @@ class ResultsStore:
             raise OSError("deleted, moved or replaced while this run was writing to it (its games until then "
                           "are in the export)")
 
+    def _export_gone(self) -> bool:
+        """Whether the export this store last appended to was deleted or replaced since (``rm
+        results.jsonl`` mid-run): appending would start a new file holding only the games from
+        then on, so ``_flush`` writes it again from the database instead. Another process
+        appending to the same file (two matches on one ``--db``) changes nothing here."""
+        if self._export_identity is None:
+            return False
+        try:
+            now = os.stat(self.export_path)
+        except FileNotFoundError:
+            return True
+        return (now.st_dev, now.st_ino) != self._export_identity
+
     def _export(self, data: bytes) -> None:
         """Append whole lines; on failure cut the file back so a retry does not leave a torn line."""
         with open_private(self.export_path) as f:
@@ -585,6 +604,8 @@ class ResultsStore:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
+                written = os.fstat(f.fileno())
+                self._export_identity = (written.st_dev, written.st_ino)
             except OSError:
                 try:
                     f.truncate(size)
