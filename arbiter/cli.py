@@ -960,6 +960,10 @@ def cmd_export(args: argparse.Namespace) -> int:
         message = f"{args.output or 'standard output'}: {exc.strerror or exc}" if isinstance(exc, OSError) else str(exc)
         errors.print(f"[red]error:[/] {escape(message)}")
         return EXIT_USAGE
+    except BaseException:  # Ctrl-C, `kill PID`, a hang-up: the half-written FILE.part goes too
+        if part is not None:
+            part.unlink(missing_ok=True)
+        raise
     return EXIT_OK
 
 
