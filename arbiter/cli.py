@@ -828,10 +828,12 @@ def _batches(items, size: int):
 
 
 def replay_pool(workers: int):
-    """Forked processes that replay records for ``verify``. They take the default signal
-    handling: the command's SIGTERM-as-Ctrl-C handler, inherited, made each worker print a
-    KeyboardInterrupt traceback when the pool was terminated at the end (one run in six), and
-    Ctrl-C is the parent's to handle."""
+    """Forked processes that replay records for ``verify``. Stopping is the command's alone: the
+    workers ignore Ctrl-C, SIGTERM and a hang-up, which reach them too when sent to the whole
+    process group (the terminal, ``kill -- -PGID``, a service manager). Inherited, the command's
+    handler made each print a KeyboardInterrupt traceback; killed, a worker idle on the task queue
+    took its lock along and the pool's ``terminate`` waited for it for ever. The command ends the
+    pool with ``close`` and ``join``: what is queued is one batch, replayed in well under a second."""
     import multiprocessing
 
     return multiprocessing.get_context("fork").Pool(workers, initializer=_worker_signals)
@@ -840,8 +842,8 @@ def replay_pool(workers: int):
 def _worker_signals() -> None:
     import signal
 
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -893,7 +895,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     finally:
         if pool is not None:
-            pool.terminate()
+            pool.close()
+            pool.join()
     if broken and not auditor.records:  # not one record in it: the wrong file, not a tampered one
         errors.print(f"[red]error:[/] {escape(broken[0])}")
         return EXIT_USAGE
