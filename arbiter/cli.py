@@ -1791,7 +1791,8 @@ def operator_signals():
     """``kill PID`` (SIGTERM) and a hang-up (SIGHUP) stop the command as Ctrl-C does: finished games
     saved, the match or event marked interrupted, exit 130, the ``--resume`` line printed; any of
     them again while it stops is absorbed (``_sigterm_as_interrupt``). Ctrl-Z
-    (SIGTSTP) stops it until ``fg`` without charging the stop to any engine's clock. A signal
+    (SIGTSTP), or a background job's write to its terminal under ``stty tostop`` (SIGTTOU), stops it
+    until ``fg`` without charging the stop to any engine's clock. A signal
     ignored already (``nohup``) stays ignored. Main thread only (where signals are handled)."""
     import threading
 
@@ -1809,7 +1810,8 @@ def operator_signals():
         wanted.append(signal.SIGINT)
     previous = {signum: signal.signal(signum, _sigterm_as_interrupt) for signum in wanted}
     if hasattr(signal, "SIGTSTP"):
-        previous[signal.SIGTSTP] = signal.getsignal(signal.SIGTSTP)
+        for signum in (signal.SIGTSTP, signal.SIGTTOU, signal.SIGTTIN):
+            previous[signum] = signal.getsignal(signum)
         pause_clocks_when_stopped()
     try:
         yield

@@ -1318,3 +1318,46 @@ def test_ctrl_c_twice_still_marks_the_match_interrupted(tmp_path, second):
     conn.close()
     assert status == "interrupted", status
     assert played == len(export.read_text().splitlines()) > 0
+
+
+def test_a_background_match_stopped_by_its_terminal_is_not_charged_for_the_stop(tmp_path):
+    """``stty tostop``, and the match put in the background (Ctrl-Z, ``bg``): its next redraw on the
+    terminal stops it (SIGTTOU) until ``fg``. Before, that stop was charged to the engine on move,
+    as Ctrl-Z's was before today: a time forfeit at st=0.2 after a 1 s stop. The job control is a
+    small session leader on a real pty (tests/engines/background_job.py)."""
+    import fcntl
+    import pty
+    import termios
+    import threading
+
+    db = tmp_path / "m.sqlite"
+    cmd = [PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", SLOW.replace("0.01", "0.05"),
+           "--engine", RANDOM, "--seed", "ab", "--format", "games=6", "--tc", "st=0.2", "--db", str(db)]
+    master, terminal = pty.openpty()
+    shell = subprocess.Popen([PY, str(ROOT / "tests" / "engines" / "background_job.py"), str(tmp_path / "m.jsonl"),
+                              "2", "1.0", *cmd], cwd=ROOT, stdin=terminal, stdout=terminal, stderr=terminal,
+                             start_new_session=True, preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+    os.close(terminal)
+    shown: list[bytes] = []
+
+    def read_the_terminal() -> None:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            shown.append(data)
+
+    reader = threading.Thread(target=read_the_terminal, daemon=True)
+    reader.start()
+    shell.wait(timeout=90)
+    reader.join(timeout=5)
+    os.close(master)
+    text = b"".join(shown).decode(errors="replace")
+    assert "STATE-WHILE-BACKGROUND T" in text and "JOB-EXIT 0" in text, text[-2000:]
+    conn = sqlite3.connect(db)
+    endings = conn.execute("SELECT reason, count(*) FROM games GROUP BY reason").fetchall()
+    conn.close()
+    assert endings == [("normal", 6)], endings
