@@ -649,3 +649,26 @@ def test_an_export_deleted_mid_match_is_written_again_whole(tmp_path):
     assert proc.returncode == 0, err
     assert [from_json(line).game_number for line in export.read_bytes().splitlines()] == list(range(1, 31))
     assert verify_cli(export).returncode == 0
+
+
+def test_the_message_names_the_export_and_its_own_error_for_games_missing_from_it(tmp_path):
+    """Games committed but not exported, and later a game the database refused: before, the
+    message blamed the export's missing games on the database's error ("... missing from the export
+    (results.sqlite: database is locked)"); now each part names its own file and error."""
+    db = tmp_path / "results.sqlite"
+    export = tmp_path / "gone" / "results.jsonl"  # its folder is not there: every append fails
+    store = ResultsStore(db, export, retry_delay=0.01)
+    store.db.execute("PRAGMA busy_timeout = 50")
+    _, records = play(db, games=1, store=store)
+    assert store.unexported and not store.pending
+    blocker = sqlite3.connect(db)
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        assert store.save_game(msgspec.structs.replace(records[0], game_id="g2", game_number=2)) is False
+        store.close()
+    finally:
+        blocker.rollback()
+        blocker.close()
+    problem = store.problem
+    assert f"1 game(s) could not be saved ({db}: database is locked)" in problem, problem
+    assert f"1 committed game(s) are missing from the export ({export}: " in problem, problem

@@ -299,6 +299,8 @@ class ResultsStore:
         """Committed games not appended to the export yet."""
         self.error: str | None = None
         """The last storage error: which file, what went wrong."""
+        self.export_error: str | None = None
+        """The export's last error (``problem`` names it for the games missing from the export)."""
         self.fallback: Path | None = None
         self.moved_export: Path | None = None
         self._flush_broken = False  # a flush was stopped midway (``flush``)
@@ -374,6 +376,8 @@ class ResultsStore:
                 return True
             except STORAGE_ERRORS as exc:
                 self.error = f"{where}: {exc}"
+                if where == self.export_path:  # kept apart: a later database error must not stand for it
+                    self.export_error = self.error
                 if attempt + 1 < self.retries:
                     time.sleep(self.retry_delay * (attempt + 1))
         return False
@@ -464,7 +468,7 @@ class ResultsStore:
         try:
             self.repair_export()  # every committed game in the export once, whatever was written
         except STORAGE_ERRORS as exc:  # left to the next open or resume, which mends it too
-            self.error = f"{self.export_path}: {exc}"
+            self.error = self.export_error = f"{self.export_path}: {exc}"
 
     def _flush(self) -> bool:
         if self.pending:
@@ -737,7 +741,8 @@ class ResultsStore:
             where = f"they were written to {self.fallback}" if self.fallback else "they could not be written anywhere"
             parts.append(f"{n} game(s) could not be saved ({self.error}); {where}")
         if self.unexported:
-            parts.append(f"{len(self.unexported)} committed game(s) are missing from the export ({self.error}); "
+            parts.append(f"{len(self.unexported)} committed game(s) are missing from the export "
+                         f"({self.export_error or self.error}); "
                          f"the database has them")
         return "; ".join(parts)
 
