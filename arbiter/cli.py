@@ -63,10 +63,25 @@ EXIT_OK, EXIT_VERIFY_FAILED, EXIT_USAGE, EXIT_ENGINE, EXIT_STORAGE, EXIT_INTERRU
 SEED_ENV = "ARBITER_SEED"
 """The environment variable a master seed may come from (removed from the environment once read)."""
 
-console = Console(soft_wrap=True)
+class ReaderMayLeave(Console):
+    """A console whose reader may go away (``arbiter match ... | head``). rich's answer to the broken
+    pipe is ``SystemExit(1)``: a match or a tournament ended mid-game with the code of a failed
+    verification, before its games were saved. Here what is printed from then on goes to
+    /dev/null and the command carries on to its own end and exit code."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        try:
+            fd = self.file.fileno()
+        except (AttributeError, OSError, ValueError):
+            fd = sys.stdout.fileno()
+        os.dup2(os.open(os.devnull, os.O_WRONLY), fd)
+
+
+console = ReaderMayLeave(soft_wrap=True)
 """Lines longer than the terminal are left for the terminal to wrap: rich would break a long path
 in an error message where it must stay whole to be copied."""
-errors = Console(stderr=True, soft_wrap=True)
+errors = ReaderMayLeave(stderr=True, soft_wrap=True)
 """Errors, warnings and interruptions go to stderr: what a command prints on stdout (an export, a
 listing) stays clean when it is piped or redirected to a file."""
 
@@ -813,10 +828,12 @@ def _batches(items, size: int):
 
 
 def replay_pool(workers: int):
-    """Forked processes that replay records for ``verify``. They take the default signal
-    handling: the command's SIGTERM-as-Ctrl-C handler, inherited, made each worker print a
-    KeyboardInterrupt traceback when the pool was terminated at the end (one run in six), and
-    Ctrl-C is the parent's to handle."""
+    """Forked processes that replay records for ``verify``. Stopping is the command's alone: the
+    workers ignore Ctrl-C, SIGTERM and a hang-up, which reach them too when sent to the whole
+    process group (the terminal, ``kill -- -PGID``, a service manager). Inherited, the command's
+    handler made each print a KeyboardInterrupt traceback; killed, a worker idle on the task queue
+    took its lock along and the pool's ``terminate`` waited for it for ever. The command ends the
+    pool with ``close`` and ``join``: what is queued is one batch, replayed in well under a second."""
     import multiprocessing
 
     return multiprocessing.get_context("fork").Pool(workers, initializer=_worker_signals)
@@ -825,8 +842,8 @@ def replay_pool(workers: int):
 def _worker_signals() -> None:
     import signal
 
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -878,7 +895,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     finally:
         if pool is not None:
-            pool.terminate()
+            pool.close()
+            pool.join()
     if broken and not auditor.records:  # not one record in it: the wrong file, not a tampered one
         errors.print(f"[red]error:[/] {escape(broken[0])}")
         return EXIT_USAGE
@@ -945,6 +963,10 @@ def cmd_export(args: argparse.Namespace) -> int:
         message = f"{args.output or 'standard output'}: {exc.strerror or exc}" if isinstance(exc, OSError) else str(exc)
         errors.print(f"[red]error:[/] {escape(message)}")
         return EXIT_USAGE
+    except BaseException:  # Ctrl-C, `kill PID`, a hang-up: the half-written FILE.part goes too
+        if part is not None:
+            part.unlink(missing_ok=True)
+        raise
     return EXIT_OK
 
 
@@ -1728,9 +1750,23 @@ def _suite_arguments(m: argparse.ArgumentParser) -> None:
                         "options and limits")
 
 
+_STOPPING_GRACE = 10.0
+"""Seconds after a first interrupt during which another is absorbed (see ``_sigterm_as_interrupt``)."""
+_stopping_since: float | None = None
+
+
 def _sigterm_as_interrupt(signum, frame):
+    """Ctrl-C, ``kill PID`` or a hang-up: a ``KeyboardInterrupt``, once. A repeat within
+    ``_STOPPING_GRACE`` seconds (Ctrl-C pressed twice, Ctrl-C then ``kill``) is absorbed: raised in
+    the first one's clean-up, it skipped the rest of it (a match was left "playing" in the
+    database instead of interrupted). A clean-up that hangs longer still yields to the next one."""
+    global _stopping_since
     if signum == getattr(signal, "SIGHUP", None):
         _leave_the_terminal()
+    now = time.monotonic()
+    if _stopping_since is not None and now - _stopping_since < _STOPPING_GRACE:
+        return
+    _stopping_since = now
     raise KeyboardInterrupt
 
 
@@ -1753,8 +1789,10 @@ def _leave_the_terminal() -> None:
 @contextlib.contextmanager
 def operator_signals():
     """``kill PID`` (SIGTERM) and a hang-up (SIGHUP) stop the command as Ctrl-C does: finished games
-    saved, the match or event marked interrupted, exit 130, the ``--resume`` line printed. Ctrl-Z
-    (SIGTSTP) stops it until ``fg`` without charging the stop to any engine's clock. A signal
+    saved, the match or event marked interrupted, exit 130, the ``--resume`` line printed; any of
+    them again while it stops is absorbed (``_sigterm_as_interrupt``). Ctrl-Z
+    (SIGTSTP), or a background job's write to its terminal under ``stty tostop`` (SIGTTOU), stops it
+    until ``fg`` without charging the stop to any engine's clock. A signal
     ignored already (``nohup``) stays ignored. Main thread only (where signals are handled)."""
     import threading
 
@@ -1763,12 +1801,17 @@ def operator_signals():
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    global _stopping_since
+    _stopping_since = None
     wanted = [signal.SIGTERM]
     if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) == signal.SIG_DFL:
         wanted.append(signal.SIGHUP)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not when ignored (`cmd &` in a script)
+        wanted.append(signal.SIGINT)
     previous = {signum: signal.signal(signum, _sigterm_as_interrupt) for signum in wanted}
     if hasattr(signal, "SIGTSTP"):
-        previous[signal.SIGTSTP] = signal.getsignal(signal.SIGTSTP)
+        for signum in (signal.SIGTSTP, signal.SIGTTOU, signal.SIGTTIN):
+            previous[signum] = signal.getsignal(signum)
         pause_clocks_when_stopped()
     try:
         yield
@@ -1791,8 +1834,27 @@ def out_of_files(exc: Exception) -> bool:
     return True
 
 
+def folder_gone() -> str | None:
+    """The error when the current folder was deleted under the shell (``rm -rf`` in another window):
+    engines start in it and relative paths resolve from it, so without this every engine "cannot
+    start ...: No such file or directory" (its program there all along) and a tournament suggested
+    forfeiting them all. ``None`` when the folder is there."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return ("the current folder no longer exists (deleted after the shell went into it); engines start there and "
+                "relative paths are read from there: cd to a folder that exists and run the command again")
+    return None
+
+
+_STARTS_ENGINES = {"match", "demo", "coop", "solo", "check-engine", "engine-info"}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command in _STARTS_ENGINES and (gone := folder_gone()):
+        errors.print(f"[red]error:[/] {escape(gone)}")
+        return EXIT_USAGE
     if getattr(args, "pin", None) is not None and (code := _pin(args)) is not None:
         return code
     with operator_signals():
@@ -1801,6 +1863,9 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:  # outside a match's own handling (which says what it saved): say so
             print("interrupted", file=sys.stderr)
             return EXIT_INTERRUPTED
+        except BrokenPipeError:  # a plain print's reader left (`arbiter games | head`): not an error
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return EXIT_OK
         except Exception as exc:  # OSError or zmq.ZMQError (zmq is loaded only by commands that play)
             if not out_of_files(exc):
                 raise

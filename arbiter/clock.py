@@ -313,7 +313,7 @@ def paused_between(start: float, end: float) -> float:
 
 
 def _stop_here(signum, frame) -> None:
-    """SIGTSTP: note when, stop as the default action would (the shell sees a stopped job), and note
+    """SIGTSTP (or SIGTTOU, SIGTTIN): note when, stop as the default action would (the shell sees a stopped job), and note
     when continued. Runs in the main thread, between the referee's steps (never inside a
     measurement's own arithmetic); every thread of the process stops and continues together."""
     import os
@@ -321,19 +321,24 @@ def _stop_here(signum, frame) -> None:
     import time
 
     stopped = time.monotonic()
-    signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+    signal.signal(signum, signal.SIG_DFL)
     try:
-        os.kill(os.getpid(), signal.SIGTSTP)  # returns once continued (SIGCONT: fg or bg)
+        os.kill(os.getpid(), signum)  # returns once continued (SIGCONT: fg or bg)
     finally:
-        signal.signal(signal.SIGTSTP, _stop_here)
+        signal.signal(signum, _stop_here)
         _pauses.append((stopped, time.monotonic()))
         del _pauses[:-64]  # decisions in progress span only the latest few
 
 
 def pause_clocks_when_stopped() -> None:
     """Have Ctrl-Z (SIGTSTP) stop the referee without charging the stop to any engine (main thread
-    only; a SIGTSTP ignored already stays ignored). ``kill -STOP`` cannot be seen: it is charged."""
+    only; a signal ignored already stays ignored). So too the stop of a background job that writes
+    to (SIGTTOU, under ``stty tostop``) or reads from (SIGTTIN) its terminal until ``fg``: before,
+    that stop was charged to the engine on move (a time forfeit at st=0.2 after a 1 s stop).
+    ``kill -STOP`` cannot be seen: it is charged."""
     import signal
 
-    if hasattr(signal, "SIGTSTP") and signal.getsignal(signal.SIGTSTP) == signal.SIG_DFL:
-        signal.signal(signal.SIGTSTP, _stop_here)
+    for name in ("SIGTSTP", "SIGTTOU", "SIGTTIN"):
+        signum = getattr(signal, name, None)
+        if signum is not None and signal.getsignal(signum) == signal.SIG_DFL:
+            signal.signal(signum, _stop_here)

@@ -1214,3 +1214,150 @@ def test_table_ratings_take_the_games_in_schedule_order_with_eleven_engines_or_m
     assert expected != text_order  # the order matters for these games
     got = {s["engine"]: s["mu"] for s in table_sections(cfg, games[::-1], names, schedule)["standings"]}
     assert got == expected
+
+
+# --- 8. what an operator does to a running command and its surroundings ----------------------------
+
+def reader_leaves_after_one_line(cmd: list[str], both: bool = False) -> subprocess.CompletedProcess:
+    """``cmd | head -1`` (``both``: ``cmd 2>&1 | head -1``): the reader takes one line of the
+    command's output and goes away (the pipe's reading end closed), so the command's next write
+    meets a broken pipe."""
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT if both else subprocess.PIPE)
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = b"" if both else proc.stderr.read()
+    proc.wait(timeout=120)
+    return subprocess.CompletedProcess(cmd, proc.returncode, first.decode(), err.decode())
+
+
+def test_a_match_piped_into_head_plays_on_and_saves_every_game(tmp_path):
+    """``arbiter match ... | head -1``: before, the match's second line met the closed pipe and rich
+    ended the referee with exit 1 (a verification failure, says README) without a word, before any
+    game; now what it prints goes nowhere and the match plays to its end, every game saved."""
+    for both in (False, True):  # `2>&1 | head -1`: a warning said as an engine started ended it with 3
+        db = tmp_path / f"m{both}.sqlite"
+        done = reader_leaves_after_one_line([PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", RANDOM,
+                                             "--engine", RANDOM, "--seed", "ab", "--format", "games=6", "--tc", "10",
+                                             "--db", str(db)], both)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, (both, done.returncode, done.stderr)
+        assert len(games_in(db)) == 6
+
+
+def test_a_tournament_piped_into_head_plays_on_and_saves_every_game(tmp_path):
+    path = tournament_file(tmp_path, ghost=RANDOM.replace("random_engine", "random_engine --seed 2"))
+    path.write_text(path.read_text().replace('match = "games=2"', 'match = "games=6"'))
+    done = reader_leaves_after_one_line([PY, "-m", "tournaments", "run", str(path)])
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    with sqlite3.connect(tmp_path / "t.sqlite") as conn:
+        assert conn.execute("SELECT count(*) FROM games").fetchone()[0] == 6
+
+
+def test_read_only_commands_piped_into_head_exit_as_they_would_have(tmp_path):
+    """``verify DB | head -1`` said exit 1, "a record failed verification", of a sound file;
+    ``show DB | head -1`` 1 too; ``games | head -1`` a traceback. The reader leaving changes nothing
+    of the answer: 0 for a sound file, 1 for a tampered one."""
+    db = tmp_path / "m.sqlite"
+    proc = run("arbiter", "match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM, "--seed", "ab",
+               "--format", "games=3", "--tc", "10", "--quiet", "--db", str(db))
+    assert proc.returncode == 0, proc.stderr
+    for args in (["verify", str(db)], ["show", str(db)], ["show", str(db), "--list"], ["export", str(db)],
+                 ["games"], ["games", "einstein"]):
+        done = reader_leaves_after_one_line([PY, "-m", "arbiter.cli", *args])
+        assert (done.returncode, done.stderr) == (0, ""), (args, done.returncode, done.stderr)
+    done = reader_leaves_after_one_line([PY, "-m", "tournaments", "report", str(db)])
+    assert "Traceback" not in done.stderr, done.stderr
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE games SET record = replace(record, '\"normal\"', '\"time\"') WHERE game_number = 2")
+    done = reader_leaves_after_one_line([PY, "-m", "arbiter.cli", "verify", str(db)])
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+
+
+def test_a_deleted_working_folder_is_named_not_blamed_on_the_engines(tmp_path):
+    """The shell's folder was deleted under it (``rm -rf`` in another window). Before, every engine
+    "cannot start ...: [Errno 2] No such file or directory" (exit 3, its program there all along),
+    and a tournament suggested on_start_failure = "forfeit", which would have lost every game."""
+    path = tournament_file(tmp_path, ghost=RANDOM)
+    gone = tmp_path / "gone"
+    in_gone = f"import os, runpy, sys; os.chdir({str(gone)!r}); os.rmdir({str(gone)!r}); " \
+              f"runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for cmd in (["arbiter.cli", "match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM,
+                 "--format", "games=1", "--tc", "10", "--quiet", "--db", str(tmp_path / "m.sqlite")],
+                ["tournaments", "run", str(path), "-q"], ["tournaments", "check", str(path)]):
+        gone.mkdir()
+        proc = subprocess.run([PY, "-c", in_gone, *cmd], capture_output=True, text=True, timeout=60, env=env)
+        one_line_error(proc, 2, "current folder no longer exists", "cd to")
+        assert "cannot start" not in proc.stderr and "forfeit" not in proc.stderr
+    assert not (tmp_path / "t.sqlite").exists() and not (tmp_path / "m.sqlite").exists()
+
+
+@pytest.mark.parametrize("second", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_twice_still_marks_the_match_interrupted(tmp_path, second):
+    """An impatient operator presses Ctrl-C twice (or Ctrl-C, then ``kill PID``). Before, the
+    second interrupt landed in the first one's clean-up (stopping the engines) and skipped the
+    rest: the match stayed "playing" in the database (10 of 10 double Ctrl-C 5-100 ms apart).
+    Now a repeat while the command stops is absorbed: interrupted, 130, every game saved."""
+    db = tmp_path / "m.sqlite"
+    cmd = [PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM,
+           "--seed", "ab", "--format", "games=100000", "--tc", "60", "--quiet", "--db", str(db)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    export = tmp_path / "m.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None and not (export.exists() and export.stat().st_size):
+        time.sleep(0.02)
+    time.sleep(0.3)
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: to the whole foreground group
+    time.sleep(0.02)
+    os.killpg(proc.pid, second)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in out and "--resume" in out, out
+    conn = sqlite3.connect(db)
+    (status, played), = conn.execute("SELECT status, (SELECT count(*) FROM games) FROM matches").fetchall()
+    conn.close()
+    assert status == "interrupted", status
+    assert played == len(export.read_text().splitlines()) > 0
+
+
+def test_a_background_match_stopped_by_its_terminal_is_not_charged_for_the_stop(tmp_path):
+    """``stty tostop``, and the match put in the background (Ctrl-Z, ``bg``): its next redraw on the
+    terminal stops it (SIGTTOU) until ``fg``. Before, that stop was charged to the engine on move,
+    as Ctrl-Z's was before today: a time forfeit at st=0.2 after a 1 s stop. The job control is a
+    small session leader on a real pty (tests/engines/background_job.py)."""
+    import fcntl
+    import pty
+    import termios
+    import threading
+
+    db = tmp_path / "m.sqlite"
+    cmd = [PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", SLOW.replace("0.01", "0.05"),
+           "--engine", RANDOM, "--seed", "ab", "--format", "games=6", "--tc", "st=0.2", "--db", str(db)]
+    master, terminal = pty.openpty()
+    shell = subprocess.Popen([PY, str(ROOT / "tests" / "engines" / "background_job.py"), str(tmp_path / "m.jsonl"),
+                              "2", "1.0", *cmd], cwd=ROOT, stdin=terminal, stdout=terminal, stderr=terminal,
+                             start_new_session=True, preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+    os.close(terminal)
+    shown: list[bytes] = []
+
+    def read_the_terminal() -> None:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            shown.append(data)
+
+    reader = threading.Thread(target=read_the_terminal, daemon=True)
+    reader.start()
+    shell.wait(timeout=90)
+    reader.join(timeout=5)
+    os.close(master)
+    text = b"".join(shown).decode(errors="replace")
+    assert "STATE-WHILE-BACKGROUND T" in text and "JOB-EXIT 0" in text, text[-2000:]
+    conn = sqlite3.connect(db)
+    endings = conn.execute("SELECT reason, count(*) FROM games GROUP BY reason").fetchall()
+    conn.close()
+    assert endings == [("normal", 6)], endings

@@ -572,3 +572,103 @@ def test_a_results_path_that_is_a_folder_is_named_so(tmp_path):
 
     with pytest.raises(IsADirectoryError, match=f"{tmp_path} is a folder: name the results file"):
         ResultsStore(tmp_path)
+
+
+SLOW = f"{PY} {ROOT / 'tests' / 'engines' / 'misbehave.py'} slow --after 999 --delay 0.005"
+
+
+def _pull_the_database_away(tmp_path: Path, cmd: list[str], db: Path, replace: bool) -> subprocess.CompletedProcess:
+    """Run ``cmd``; once 3 games are in the export, delete the database (and its -wal, -shm) from
+    under it, as an operator's ``rm`` or a clean-up script would; with ``replace``, put another
+    database in its place."""
+    import time
+
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "TMPDIR": str(tmp_path)})
+    export = db.with_suffix(".jsonl")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None and not (
+            export.exists() and len(export.read_bytes().splitlines()) >= 3):
+        time.sleep(0.02)
+    for path in db.parent.glob(db.name + "*"):
+        if not path.name.endswith(".lock"):
+            path.unlink()
+    if replace:
+        with sqlite3.connect(db) as other:
+            other.execute("CREATE TABLE notes(text)")
+    out, err = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_a_database_deleted_or_replaced_mid_match_is_a_storage_error_not_a_success(tmp_path, replace):
+    """Before, SQLite went on committing into the deleted file (still open): exit 0, the match "won",
+    and no database left at all (or a stranger's in its place, holding none of it). Now every
+    commit checks that the path still names the file opened: the games from then on go to the
+    fallback file, exit 4 says so, and the export plus the fallback hold every game."""
+    db = tmp_path / "m.sqlite"
+    done = _pull_the_database_away(tmp_path, [PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", SLOW,
+                                              "--engine", RANDOM, "--seed", "ab", "--format", "games=30", "--tc", "60",
+                                              "--quiet", "--db", str(db)], db, replace)
+    assert done.returncode == 4 and "Traceback" not in done.stderr, done.stderr
+    assert f"{db}: deleted, moved or replaced while" in done.stderr, done.stderr
+    (fallback,) = tmp_path.glob("m.sqlite.unsaved-*.jsonl")
+    numbers = {from_json(line).game_number for path in (db.with_suffix(".jsonl"), fallback)
+               for line in path.read_bytes().splitlines()}
+    assert numbers == set(range(1, 31))
+
+
+def test_a_database_deleted_mid_tournament_stops_it_with_exit_4(tmp_path):
+    db = tmp_path / "t.sqlite"
+    path = tmp_path / "t.toml"
+    path.write_text(f'game = "einstein"\nmatch = "games=30"\ntime_control = "60"\nseed = 1\nconcurrency = 1\n'
+                    f'output = "{db}"\n[[engines]]\nname = "slow"\ncommand = "{SLOW}"\n'
+                    f'[[engines]]\nname = "random"\ncommand = "{RANDOM}"\n')
+    done = _pull_the_database_away(tmp_path, [PY, "-m", "tournaments", "run", str(path), "-q", "--no-report"], db, False)
+    assert done.returncode == 4 and "Traceback" not in done.stderr, done.stderr
+    assert f"{db}: deleted, moved or replaced while" in done.stderr, done.stderr
+
+
+def test_an_export_deleted_mid_match_is_written_again_whole(tmp_path):
+    """``rm results.jsonl`` while the match runs. Before, the next game's append made a new file
+    holding only the games from then on (27 of 30), exit 0, without a word; now the export, gone
+    or replaced, is written again from the database: every game, in commit order."""
+    import time
+
+    db = tmp_path / "m.sqlite"
+    export = tmp_path / "m.jsonl"
+    proc = subprocess.Popen([PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", SLOW, "--engine",
+                             RANDOM, "--seed", "ab", "--format", "games=30", "--tc", "60", "--quiet", "--db", str(db)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None and not (
+            export.exists() and len(export.read_bytes().splitlines()) >= 3):
+        time.sleep(0.02)
+    export.unlink()
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert [from_json(line).game_number for line in export.read_bytes().splitlines()] == list(range(1, 31))
+    assert verify_cli(export).returncode == 0
+
+
+def test_the_message_names_the_export_and_its_own_error_for_games_missing_from_it(tmp_path):
+    """Games committed but not exported, and later a game the database refused: before, the
+    message blamed the export's missing games on the database's error ("... missing from the export
+    (results.sqlite: database is locked)"); now each part names its own file and error."""
+    db = tmp_path / "results.sqlite"
+    export = tmp_path / "gone" / "results.jsonl"  # its folder is not there: every append fails
+    store = ResultsStore(db, export, retry_delay=0.01)
+    store.db.execute("PRAGMA busy_timeout = 50")
+    _, records = play(db, games=1, store=store)
+    assert store.unexported and not store.pending
+    blocker = sqlite3.connect(db)
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        assert store.save_game(msgspec.structs.replace(records[0], game_id="g2", game_number=2)) is False
+        store.close()
+    finally:
+        blocker.rollback()
+        blocker.close()
+    problem = store.problem
+    assert f"1 game(s) could not be saved ({db}: database is locked)" in problem, problem
+    assert f"1 committed game(s) are missing from the export ({export}: " in problem, problem

@@ -333,8 +333,45 @@ def test_verify_workers_leave_termination_and_ctrl_c_to_the_command():
         try:
             seen = pool.map(signal.getsignal, [signal.SIGTERM, signal.SIGINT] * 4, chunksize=1)
         finally:
-            pool.terminate()
+            pool.close()  # as verify ends it: the workers ignore SIGTERM, which terminate() sends
             pool.join()
     finally:
         signal.signal(signal.SIGTERM, previous)
-    assert seen == [signal.SIG_DFL, signal.SIG_IGN] * 4
+    assert seen == [signal.SIG_IGN, signal.SIG_IGN] * 4
+
+
+@pytest.mark.parametrize("signame", ["SIGHUP", "SIGTERM", "SIGINT"])
+def test_verify_stopped_by_a_signal_to_its_whole_group_says_interrupted_once(tmp_path, signame):
+    """The terminal hangs up (or Ctrl-C, or ``kill -- -PGID``) while ``arbiter verify`` replays: the
+    signal reaches its forked replay workers too. Before, a hang-up made each worker print a
+    KeyboardInterrupt traceback (they inherited the command's SIGHUP handler), and SIGTERM killed
+    them and left verify waiting for ever; now the command alone answers: "interrupted", 130.
+    The replays are slowed (the CLI's code, a real process)."""
+    import os
+    import signal
+    import subprocess
+
+    db = tmp_path / "m.sqlite"
+    made = subprocess.run([sys.executable, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", RANDOM,
+                           "--engine", RANDOM, "--format", "games=4", "--tc", "10", "--quiet", "--db", str(db)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    slowed = ("import sys, time\nimport arbiter.cli as cli\nfast = cli._replay_check\n"
+              "def slow(raw):\n"
+              "    print('replaying', file=sys.stderr, flush=True)\n"
+              "    time.sleep(0.5)\n"
+              "    return fast(raw)\n"
+              "cli._replay_check = slow\n"
+              "import arbiter.records.audit as audit\nstored = audit.open_stored\n"
+              "def many(path):  # replayed by the pool from 200 records on: these 4 count as 200\n"
+              "    rows, heads, total = stored(path)\n"
+              "    return rows, heads, max(total, 200)\n"
+              "audit.open_stored = many\n"
+              f"sys.exit(cli.main(['verify', {str(db)!r}]))\n")
+    proc = subprocess.Popen([sys.executable, "-c", slowed], cwd=ROOT, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    assert proc.stderr.readline().strip() == "replaying"
+    os.killpg(proc.pid, getattr(signal, signame))  # a hang-up, as Ctrl-C, goes to the whole foreground group
+    err = proc.communicate(timeout=15)[1]  # SIGTERM: the pool waited for its killed worker for ever
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert err.strip().splitlines()[-1] == "interrupted", err

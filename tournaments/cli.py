@@ -34,9 +34,9 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ENGINE, EXIT_STORAGE, EXIT_INTERRUPTED = 
 def _console(stderr: bool = False):
     """The console of a command's output; with ``stderr``, of its errors, warnings and
     interruptions (stdout stays clean when it is piped or redirected to a file)."""
-    from rich.console import Console
+    from arbiter.cli import ReaderMayLeave  # `run ... | head`: the run goes on, its output dropped
 
-    return Console(highlight=False, soft_wrap=True, stderr=stderr)  # a long path stays whole (the terminal wraps it)
+    return ReaderMayLeave(highlight=False, soft_wrap=True, stderr=stderr)  # a long path stays whole (the terminal wraps it)
 
 
 def _error(text: str) -> None:
@@ -601,6 +601,12 @@ def main(argv: list[str] | None = None) -> int:
     from arbiter.cli import operator_signals
 
     args = build_parser().parse_args(argv)
+    if args.command in ("run", "resume", "check"):
+        from arbiter.cli import folder_gone
+
+        if gone := folder_gone():
+            _error(gone)
+            return EXIT_USAGE
     playing = args.command in ("run", "resume")  # `kill PID` or a hang-up: stop like Ctrl-C (games saved)
     with operator_signals() if playing else contextlib.nullcontext():
         return _command(args)

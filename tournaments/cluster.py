@@ -46,6 +46,7 @@ from typing import Any
 
 import msgspec
 
+from arbiter import say
 from arbiter.clock import scale_time_control
 from arbiter.hosting import kill_marked
 
@@ -471,7 +472,7 @@ class DaskBackend:
 
     def __init__(self, setup: WorkerSetup, slots: int, address: str, *, log=None):
         distributed = _distributed()
-        self.log = log or (lambda text: print(text, file=sys.stderr, flush=True))
+        self.log = log or say
         self.restarts = 0
         self.cpu_seconds = 0.0
         self._cluster = None

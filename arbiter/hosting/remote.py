@@ -35,6 +35,8 @@ import zmq
 from zmq.utils import z85
 
 from protocol import ProtocolError
+
+from .. import say
 from protocol.codec import MAX_MESSAGE_SIZE, decode, encode
 from protocol.curve import KeyFileError, fingerprint, load_keypair, valid_key
 from protocol.messages import (EndReason, Error, ErrorCode, GameOver, Hello, Message, NewGame, Ping, Pong, Ready,
@@ -316,7 +318,7 @@ class RemoteHub:
         self.deadline = time.monotonic() + deadline
         """Participants not connected by then are absent."""
         self.lag = lag or LagPolicy()
-        self.log = log or (lambda text: print(text, file=sys.stderr, flush=True))
+        self.log = log or say
         self.peers = {name: _Peer(p) for name, p in roster.participants.items()}
         self.refused: list[tuple[str, str, str]] = []
         """(address, key fingerprint, why) of every refused connection, in order."""

@@ -37,6 +37,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from .. import say
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 FIRST_ENGINE_UID = 300_000
@@ -439,7 +440,7 @@ def warn_once(message: str) -> None:
     """Say loudly, once per referee process, that engines run without a sandbox."""
     if message not in _warned:
         _warned.add(message)
-        print(f"WARNING: {message}", file=sys.stderr)
+        say(f"WARNING: {message}")
 
 
 _warned: set[str] = set()

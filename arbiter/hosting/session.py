@@ -34,6 +34,7 @@ from protocol.messages import (EndReason, Error, ErrorCode, Hello, Message, NewG
                                Reject, Reply, Request, Welcome, check_engine_options)
 from protocol.transport import ENDPOINT_ENV, SECRET_ENV, ZmqConnection, new_ipc_endpoint
 
+from .. import say
 from ..clock import paused_between
 from .guardian import guard_folder, release_folder
 from .process import EngineConfig, EngineProcess, Limits, engine_environment
@@ -213,7 +214,7 @@ class EngineSession:
         config = self.config
         if config.remote:
             self.connection = ZmqConnection(config.endpoint)
-            print(f"waiting for a remote engine to connect to {self.connection.endpoint}", file=sys.stderr)
+            say(f"waiting for a remote engine to connect to {self.connection.endpoint}")
             return
         raise_fd_limit()
         try:

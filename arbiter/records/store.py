@@ -273,6 +273,11 @@ class ResultsStore:
         if not self.path.exists():  # results (and a tournament's seed) readable by the operator only
             os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
         self.db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+        opened = os.stat(self.path)
+        self._identity = (opened.st_dev, opened.st_ino)
+        """The file opened (``_still_there``)."""
+        self._export_identity: tuple[int, int] | None = None
+        """The export file last appended to (``_export_gone``)."""
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.executescript(SCHEMA)
@@ -294,6 +299,8 @@ class ResultsStore:
         """Committed games not appended to the export yet."""
         self.error: str | None = None
         """The last storage error: which file, what went wrong."""
+        self.export_error: str | None = None
+        """The export's last error (``problem`` names it for the games missing from the export)."""
         self.fallback: Path | None = None
         self.moved_export: Path | None = None
         self._flush_broken = False  # a flush was stopped midway (``flush``)
@@ -369,6 +376,8 @@ class ResultsStore:
                 return True
             except STORAGE_ERRORS as exc:
                 self.error = f"{where}: {exc}"
+                if where == self.export_path:  # kept apart: a later database error must not stand for it
+                    self.export_error = self.error
                 if attempt + 1 < self.retries:
                     time.sleep(self.retry_delay * (attempt + 1))
         return False
@@ -459,7 +468,7 @@ class ResultsStore:
         try:
             self.repair_export()  # every committed game in the export once, whatever was written
         except STORAGE_ERRORS as exc:  # left to the next open or resume, which mends it too
-            self.error = f"{self.export_path}: {exc}"
+            self.error = self.export_error = f"{self.export_path}: {exc}"
 
     def _flush(self) -> bool:
         if self.pending:
@@ -469,6 +478,10 @@ class ResultsStore:
             del self.pending[:len(batch)]
             if self.on_commit is not None:
                 self.on_commit(batch)
+        if self.unexported and self._export_gone():
+            if not self._try(self.export_path, self.repair_export):
+                return False
+            self.unexported = []  # committed, so the repair wrote them (with every game before)
         if self.unexported:
             lines = list(self.unexported)
             if not self._try(self.export_path, lambda: self._export(b"".join(line + b"\n" for line in lines))):
@@ -499,6 +512,7 @@ class ResultsStore:
     def _commit_batch(self, items: list[GameRecord | PackedGame]) -> None:
         """One transaction for ``items``, chained in order; nothing of it stays on failure. The
         chain heads are read once per match, the rows written with one statement per table."""
+        self._still_there()
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -559,6 +573,33 @@ class ResultsStore:
                 self._heads[("event", self.event_id)] = (p.event_seq, digest)
             self.unexported.append(data)
 
+    def _still_there(self) -> None:
+        """``OSError`` unless the database's path still names the file opened. SQLite goes on
+        committing into a file deleted (or replaced) under it, still open: the games then vanish
+        with the run's end while it reports success. A storage error instead keeps them pending,
+        and at the end in the fallback file, and the command exits 4."""
+        try:
+            now = os.stat(self.path)
+            gone = (now.st_dev, now.st_ino) != self._identity
+        except FileNotFoundError:
+            gone = True
+        if gone:
+            raise OSError("deleted, moved or replaced while this run was writing to it (its games until then "
+                          "are in the export)")
+
+    def _export_gone(self) -> bool:
+        """Whether the export this store last appended to was deleted or replaced since (``rm
+        results.jsonl`` mid-run): appending would start a new file holding only the games from
+        then on, so ``_flush`` writes it again from the database instead. Another process
+        appending to the same file (two matches on one ``--db``) changes nothing here."""
+        if self._export_identity is None:
+            return False
+        try:
+            now = os.stat(self.export_path)
+        except FileNotFoundError:
+            return True
+        return (now.st_dev, now.st_ino) != self._export_identity
+
     def _export(self, data: bytes) -> None:
         """Append whole lines; on failure cut the file back so a retry does not leave a torn line."""
         with open_private(self.export_path) as f:
@@ -567,6 +608,8 @@ class ResultsStore:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
+                written = os.fstat(f.fileno())
+                self._export_identity = (written.st_dev, written.st_ino)
             except OSError:
                 try:
                     f.truncate(size)
@@ -698,7 +741,8 @@ class ResultsStore:
             where = f"they were written to {self.fallback}" if self.fallback else "they could not be written anywhere"
             parts.append(f"{n} game(s) could not be saved ({self.error}); {where}")
         if self.unexported:
-            parts.append(f"{len(self.unexported)} committed game(s) are missing from the export ({self.error}); "
+            parts.append(f"{len(self.unexported)} committed game(s) are missing from the export "
+                         f"({self.export_error or self.error}); "
                          f"the database has them")
         return "; ".join(parts)
 

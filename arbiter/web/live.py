@@ -11,6 +11,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from .. import say
 from ..feed import Feed, chain
 from ..records.store import game_lines, recent_lines
 from .app import MemorySource, WebServer
@@ -83,7 +84,7 @@ def _preload(source: MemorySource, db: str, match_ids: list[str]) -> None:
         source.preload(line for match_id in match_ids for line in game_lines(db, match_id=match_id))
         source.preload(line for line in recent_lines(db, 200) if line.match_id in match_ids)  # when they started
     except Exception as exc:  # noqa: BLE001 - the view still shows the games from now on
-        print(f"web view: the games played before could not be read from {db}: {exc}", file=sys.stderr)
+        say(f"web view: the games played before could not be read from {db}: {exc}")
 
 
 if __name__ == "__main__":
