@@ -618,9 +618,10 @@ def test_sigterm_marks_the_match_interrupted_and_resume_finishes_it(tmp_path):
                    f"games; `arbiter show {db} --list`", "is finished (")
 
 
-def hung_up_after(cmd: list[str], started) -> int:
-    """Run ``cmd`` on a terminal of its own (its controlling terminal, as an ssh session's), hang
-    that terminal up once ``started()`` is true, and return the exit code."""
+def on_a_terminal(cmd: list[str]):
+    """Start ``cmd`` on a pseudo-terminal that is its controlling terminal (a session of its own, as
+    an ssh login's): (the process, the terminal's master end, what it has shown so far, the
+    thread reading it)."""
     import fcntl
     import pty
     import termios
@@ -635,14 +636,22 @@ def hung_up_after(cmd: list[str], started) -> int:
     def read_the_terminal() -> None:
         while True:
             try:
-                data = os.read(master, 4096)
+                data = os.read(master, 65536)
             except OSError:
                 return
             if not data:
                 return
             shown.append(data)
 
-    threading.Thread(target=read_the_terminal, daemon=True).start()
+    reader = threading.Thread(target=read_the_terminal, daemon=True)
+    reader.start()
+    return proc, master, shown, reader
+
+
+def hung_up_after(cmd: list[str], started) -> int:
+    """Run ``cmd`` on a terminal of its own, hang that terminal up once ``started()`` is true, and
+    return the exit code."""
+    proc, master, shown, _ = on_a_terminal(cmd)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None and not started():
         time.sleep(0.05)
@@ -1325,33 +1334,11 @@ def test_a_background_match_stopped_by_its_terminal_is_not_charged_for_the_stop(
     terminal stops it (SIGTTOU) until ``fg``. Before, that stop was charged to the engine on move,
     as Ctrl-Z's was before today: a time forfeit at st=0.2 after a 1 s stop. The job control is a
     small session leader on a real pty (tests/engines/background_job.py)."""
-    import fcntl
-    import pty
-    import termios
-    import threading
-
     db = tmp_path / "m.sqlite"
     cmd = [PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", SLOW.replace("0.01", "0.05"),
            "--engine", RANDOM, "--seed", "ab", "--format", "games=6", "--tc", "st=0.2", "--db", str(db)]
-    master, terminal = pty.openpty()
-    shell = subprocess.Popen([PY, str(ROOT / "tests" / "engines" / "background_job.py"), str(tmp_path / "m.jsonl"),
-                              "2", "1.0", *cmd], cwd=ROOT, stdin=terminal, stdout=terminal, stderr=terminal,
-                             start_new_session=True, preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
-    os.close(terminal)
-    shown: list[bytes] = []
-
-    def read_the_terminal() -> None:
-        while True:
-            try:
-                data = os.read(master, 65536)
-            except OSError:
-                return
-            if not data:
-                return
-            shown.append(data)
-
-    reader = threading.Thread(target=read_the_terminal, daemon=True)
-    reader.start()
+    shell, master, shown, reader = on_a_terminal(
+        [PY, str(ROOT / "tests" / "engines" / "background_job.py"), str(tmp_path / "m.jsonl"), "2", "1.0", *cmd])
     shell.wait(timeout=90)
     reader.join(timeout=5)
     os.close(master)
