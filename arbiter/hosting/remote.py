@@ -35,14 +35,13 @@ import zmq
 from zmq.utils import z85
 
 from protocol import ProtocolError
-
-from .. import say
 from protocol.codec import MAX_MESSAGE_SIZE, decode, encode
 from protocol.curve import KeyFileError, fingerprint, load_keypair, valid_key
 from protocol.messages import (EndReason, Error, ErrorCode, GameOver, Hello, Message, NewGame, Ping, Pong, Ready,
                                Request, Welcome)
 from protocol.transport import RECEIVE_HWM
 
+from .. import say
 from .lag import LagAccount, LagPolicy
 from .process import EngineConfig
 from .session import EngineFault, EngineSession, ParticipantFault, _tag, raise_fd_limit
@@ -286,13 +285,13 @@ class _Peer:
     playing: int = 0
     """Games of it in play (``RemoteHub.claim``)."""
     welcomed: bytes | None = None
+    """The route its last welcome after a reconnection went to (one welcome however many games)."""
     admitted: float | None = None
     """When a connection of its was admitted that has not spoken since (monotonic; None: none)."""
     hello_route: bytes | None = None
     """The connection its last valid hello came on: another hello there is dropped unread (an engine
     says hello once per connection; a flood of 1 MB hellos cost the hub ~40 ms each to decode,
     while other engines' replies waited). Forgotten when a connection of its closes."""
-    """The route its last welcome after a reconnection went to (one welcome however many games)."""
 
     @property
     def max_games(self) -> int:
