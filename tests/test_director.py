@@ -587,6 +587,18 @@ def test_each_database_has_its_own_export_and_logs_beside_it(tmp_path):
     assert set(ROOT.iterdir()) == before  # nothing lands where the command was typed
 
 
+def resumed_after_an_interruption(db: Path) -> int:
+    """The bo41 match in ``db`` is marked interrupted after 2-20 games, and ``--resume`` finishes
+    it: the games played before the resume."""
+    conn = sqlite3.connect(db)
+    (status, played), = conn.execute("SELECT status, (SELECT count(*) FROM games) FROM matches").fetchall()
+    conn.close()
+    assert status == "interrupted" and 2 <= played < 21
+    again = run("arbiter", "match", "--resume", "--db", str(db), "--seed", "ab", "--quiet")
+    assert again.returncode == 0, again.stdout + again.stderr
+    return played
+
+
 def test_sigterm_marks_the_match_interrupted_and_resume_finishes_it(tmp_path):
     db = tmp_path / "m.sqlite"
     cmd = [PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", SLOW, "--engine", RANDOM,
@@ -601,12 +613,7 @@ def test_sigterm_marks_the_match_interrupted_and_resume_finishes_it(tmp_path):
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 130, out
     assert "--resume" in out
-    conn = sqlite3.connect(db)
-    (status, played), = conn.execute("SELECT status, (SELECT count(*) FROM games) FROM matches").fetchall()
-    conn.close()
-    assert status == "interrupted" and 2 <= played < 21
-    again = run("arbiter", "match", "--resume", "--db", str(db), "--seed", "ab", "--quiet")
-    assert again.returncode == 0, again.stdout + again.stderr
+    played = resumed_after_an_interruption(db)
     conn = sqlite3.connect(db)
     numbers = [n for (n,) in conn.execute("SELECT game_number FROM games ORDER BY game_number")]
     (status, points), = conn.execute("SELECT status, points FROM matches").fetchall()
@@ -669,12 +676,7 @@ def test_a_hang_up_stops_a_match_as_ctrl_c_does(tmp_path):
            "--seed", "ab", "--format", "bo41", "--tc", "60", "--db", str(db)]
     export = tmp_path / "m.jsonl"
     assert hung_up_after(cmd, lambda: export.exists() and len(export.read_text().splitlines()) >= 2) == 130
-    conn = sqlite3.connect(db)
-    (status, played), = conn.execute("SELECT status, (SELECT count(*) FROM games) FROM matches").fetchall()
-    conn.close()
-    assert status == "interrupted" and 2 <= played < 21
-    again = run("arbiter", "match", "--resume", "--db", str(db), "--seed", "ab", "--quiet")
-    assert again.returncode == 0, again.stdout + again.stderr
+    resumed_after_an_interruption(db)
     assert run("arbiter", "verify", str(db)).returncode == 0
 
 
