@@ -30,6 +30,7 @@ import json
 import os
 import random
 import select
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -128,6 +129,9 @@ def anchor_referee(mode: str, games: int, seed: int) -> dict:
     for p in procs:
         p.kill()
         p.wait()
+    if mode == "zmq":
+        ctx.destroy(linger=0)
+        shutil.rmtree(folder, ignore_errors=True)  # the socket's folder: a bench leaves nothing behind
     return {"games": games, "span": span, "results": results}
 
 
