@@ -36,7 +36,8 @@ class LagAccount:
         """The most lag one decision may have compensated now. The samples are read once: the hub's
         I/O thread adds one (an in-game ping's pong) whenever it comes."""
         rtts = sorted(self.rtts)
-        rtt = rtts[len(rtts) // 2] if rtts else None
+        half = len(rtts) // 2  # the median: of an even number, the mean of the middle two (not the upper)
+        rtt = (rtts[half] if len(rtts) % 2 else (rtts[half - 1] + rtts[half]) / 2) if rtts else None
         bound = self.policy.move_ms if rtt is None else rtt * self.policy.rtt_factor + self.policy.rtt_slack_ms
         return max(0.0, min(bound, self.policy.move_ms, self.quota_left))
 
