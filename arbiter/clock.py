@@ -21,6 +21,7 @@ Times must be more than 0, except increments and the byo-yomi main time; ``N`` a
 from __future__ import annotations
 
 import math
+import os
 import re
 from decimal import Decimal
 
@@ -320,6 +321,8 @@ def _stop_here(signum, frame) -> None:
     import signal
     import time
 
+    if signum != signal.SIGTSTP and _in_the_foreground():
+        return  # the shell's fg came before this handler ran: the write or read goes through now
     stopped = time.monotonic()
     signal.signal(signum, signal.SIG_DFL)
     try:
@@ -328,6 +331,23 @@ def _stop_here(signum, frame) -> None:
         signal.signal(signum, _stop_here)
         _pauses.append((stopped, time.monotonic()))
         del _pauses[:-64]  # decisions in progress span only the latest few
+
+
+def _in_the_foreground() -> bool:
+    """Whether the process's group is its terminal's foreground group. A background job's write to
+    the terminal raises SIGTTOU at once, but the handler runs later, in the main thread: if the
+    operator's ``fg`` came between, stopping then would stop the job in the foreground, for good
+    (nobody sends SIGCONT again: seen as a match that hung after ``fg`` on a loaded machine)."""
+    try:
+        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
+    except OSError:  # no controlling terminal (any more): the signal was sent on purpose
+        return False
+    try:
+        return os.tcgetpgrp(fd) == os.getpgrp()
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def pause_clocks_when_stopped() -> None:

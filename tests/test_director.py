@@ -655,6 +655,18 @@ def on_a_terminal(cmd: list[str]):
     return proc, master, shown, reader
 
 
+def kill_the_session(leader: subprocess.Popen) -> None:
+    """Kill what is left of a test's terminal session (a job stopped for good included), so that a
+    failed test leaves no referee or engine behind to fail the tests after it."""
+    import psutil
+
+    if leader.poll() is None:
+        for child in psutil.Process(leader.pid).children(recursive=True):
+            child.kill()
+        leader.kill()
+        leader.wait(timeout=30)
+
+
 def hung_up_after(cmd: list[str], started) -> int:
     """Run ``cmd`` on a terminal of its own, hang that terminal up once ``started()`` is true, and
     return the exit code."""
@@ -1341,11 +1353,42 @@ def test_a_background_match_stopped_by_its_terminal_is_not_charged_for_the_stop(
            "--engine", RANDOM, "--seed", "ab", "--format", "games=6", "--tc", "st=0.2", "--db", str(db)]
     shell, master, shown, reader = on_a_terminal(
         [PY, str(ROOT / "tests" / "engines" / "background_job.py"), str(tmp_path / "m.jsonl"), "2", "1.0", *cmd])
-    shell.wait(timeout=90)
+    try:
+        shell.wait(timeout=90)
+    finally:
+        kill_the_session(shell)
     reader.join(timeout=5)
     os.close(master)
     text = b"".join(shown).decode(errors="replace")
     assert "STATE-WHILE-BACKGROUND T" in text and "JOB-EXIT 0" in text, text[-2000:]
+    conn = sqlite3.connect(db)
+    endings = conn.execute("SELECT reason, count(*) FROM games GROUP BY reason").fetchall()
+    conn.close()
+    assert endings == [("normal", 6)], endings
+
+
+def test_a_sigttou_handled_in_the_foreground_does_not_stop_the_match(tmp_path):
+    """A background job's write raises SIGTTOU at once, but the referee's handler runs later, in its
+    main thread: when the shell's ``fg`` came between (a loaded machine), the handler stopped the
+    match in the foreground, where nothing continues it (the test above hung for 90 s so). A
+    SIGTTOU or SIGTTIN found in the foreground is now let be; Ctrl-Z (SIGTSTP) still stops."""
+    db = tmp_path / "m.sqlite"
+    cmd = [PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", SLOW.replace("0.01", "0.05"),
+           "--engine", RANDOM, "--seed", "ab", "--format", "games=6", "--tc", "st=0.2", "--db", str(db)]
+    shell, master, shown, reader = on_a_terminal(
+        [PY, str(ROOT / "tests" / "engines" / "background_job.py"), str(tmp_path / "m.jsonl"), "1", "stray", *cmd])
+    try:
+        shell.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        kill_the_session(shell)
+    reader.join(timeout=5)
+    os.close(master)
+    text = b"".join(shown).decode(errors="replace")
+    assert "STATES-IN-FOREGROUND" in text, text[-2000:]
+    assert "T" not in text.split("STATES-IN-FOREGROUND")[1].splitlines()[0], text[-2000:]  # stopped for good
+    assert "JOB-EXIT 0" in text, text[-2000:]
     conn = sqlite3.connect(db)
     endings = conn.execute("SELECT reason, count(*) FROM games GROUP BY reason").fetchall()
     conn.close()
