@@ -14,6 +14,7 @@ from arbiter.records.signing import KeyFileError, Signer, load_signer
 
 from .config import ConfigError, TournamentConfig, load_config, parse_config
 from .db import TournamentDB, lock_file
+from .director import PLANNING_RULES
 from arbiter.records.store import STORAGE_ERRORS, open_readonly
 
 from .runner import Runner, RunSummary
@@ -128,7 +129,8 @@ def start(cfg: TournamentConfig, *, overwrite: bool = False) -> Opened:
         try:
             staging.set_meta(format=FORMAT_VERSION, config_text=cfg.source_text, config_source=cfg.source_path,
                              fingerprint=cfg.fingerprint(), seed=seed, tid=cfg.tid, created_at=str(time.time()),
-                             workdir=os.getcwd(), name=cfg.name, included_files=json.dumps(cfg.included))
+                             workdir=os.getcwd(), name=cfg.name, included_files=json.dumps(cfg.included),
+                             planning_rules=str(PLANNING_RULES))
             staging.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # everything into the main file before the rename
         finally:
             staging.close()

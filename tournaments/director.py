@@ -32,6 +32,15 @@ from .schedule import (SwissPlayer, knockout_rounds, knockout_slots, rotation, r
                        seeded_order, swiss_pairings)
 
 
+PLANNING_RULES = 2
+"""The planning rules of events started now (``ScheduleSpec.rules``)."""
+
+
+def stored_rules(meta: Mapping[str, str]) -> int:
+    """The planning rules of the event whose database metadata is ``meta``."""
+    return int(meta.get("planning_rules", "1"))
+
+
 @dataclass(frozen=True)
 class GameSpec:
     match_id: str
@@ -129,15 +138,21 @@ class ScheduleSpec:
     """The openings file's positions (indices in file order) in the order games take them; a
     pairing's j-th pair (block of seat rotations) of its c-th meeting takes entry ``c * stride + j``
     (wrapping around). Openings imply duplicate dice (``TournamentConfig.duplicate_dice``)."""
+    rules: int = PLANNING_RULES
+    """The planning rules the event was started under (``PLANNING_RULES`` for a new event, kept in
+    its database as ``planning_rules``; 1 for an event started before the database kept them).
+    1: a Swiss round is paired without looking ahead at the rounds after it; 2: so that they can
+    still be paired without a repeat. A resumed event goes on with the rules it was started
+    under, so the rounds it paired before are paired again the same way."""
 
     @classmethod
-    def from_config(cls, cfg, seed: str) -> "ScheduleSpec":
+    def from_config(cls, cfg, seed: str, rules: int = PLANNING_RULES) -> "ScheduleSpec":
         order = play_order(cfg.openings, cfg.openings_order, seed) if cfg.openings else []
         return cls(tid=cfg.tid, n=len(cfg.engines), kind=cfg.kind, num_seats=cfg.num_seats, format=cfg.format,
                    match=cfg.match, games=cfg.games, rounds=cfg.rounds, duplicate=cfg.duplicate_dice,
                    seed=seed, seeding=cfg.seeding, candidates=tuple(cfg.candidates or (0,)),
                    tiebreak_games=cfg.tiebreak_games, tiebreak_blocks=cfg.tiebreak_blocks, self_pairs=cfg.self_pairs,
-                   bye_points=cfg.bye_points, openings=tuple(o.index - 1 for o in order))
+                   bye_points=cfg.bye_points, openings=tuple(o.index - 1 for o in order), rules=rules)
 
     def most_games(self) -> tuple[int, int, int]:
         """(games per meeting, meetings per cycle, cycles) at most, counted the way ``Director``
@@ -494,7 +509,8 @@ class Director:
             return self._swiss[r]
         ranked = self.swiss_standings(earlier)
         coin = seeded_order(2, self.spec.seed, "swiss-colour")[0]
-        rnd = swiss_pairings(ranked, r, coin)
+        later = self.spec.rounds - r if self.spec.rules >= 2 else 0
+        rnd = swiss_pairings(ranked, r, coin, later_rounds=later)
         if rnd.relaxed:
             rules = "rules" if " and " in rnd.relaxed else "rule"
             self.notes.append(f"round {r}: the {rnd.relaxed} {rules} had to be relaxed to pair every engine")

@@ -23,7 +23,7 @@ from arbiter.stats import (MIN_INTERVAL_GAMES, contested, forfeiting_seats, game
                            wilson_interval)
 
 from .config import TournamentConfig, parse_config
-from .director import Director, GameResult, ScheduleSpec
+from .director import Director, GameResult, ScheduleSpec, stored_rules
 from .ratings import Z95, fit_bradley_terry, openskill_history, openskill_ratings
 from arbiter.sprt import concluded, pentanomial, sprt, trinomial
 
@@ -145,7 +145,7 @@ def build_report(db_path: str | Path) -> dict[str, Any]:
     cfg, meta, games = _load(db_path)
     names = [e.name for e in cfg.engines]
     n = len(names)
-    director = Director(ScheduleSpec.from_config(cfg, meta.get("seed", "")))
+    director = Director(ScheduleSpec.from_config(cfg, meta.get("seed", ""), stored_rules(meta)))
     results = {}
     for g in games:
         seating = list(g["seating"])
