@@ -464,3 +464,81 @@ def test_a_match_format_of_no_games_or_a_short_schedule_says_which(text, words):
     with pytest.raises(ValueError) as caught:
         MatchFormat.parse(text)
     assert words in str(caught.value)
+
+
+UNUSED = """\
+name = "unused"
+game = "einstein"
+format = "round_robin"
+match = "games=2"
+time_control = "60"
+seed = 5
+bye_points = 0.5
+tiebreak_games = 4
+output = "t.sqlite"
+
+[[engines]]
+name = "a"
+command = "{python} -m sample_engines.random_engine --seed 1"
+
+[[engines]]
+name = "b"
+command = "{python} -m sample_engines.random_engine --seed 2"
+"""
+
+
+def test_a_setting_its_format_ignores_is_refused_for_a_new_event_and_warned_of_on_resume(tmp_path):
+    """bye_points outside Swiss, tiebreak_* outside knockout, seeding outside both were accepted
+    and ignored without a word. Now `check` and `run` refuse a new event with them (the file, the
+    line and the key); an event started before that (its stored file has them) still resumes and
+    finishes, warning of each. Real commands, real engines, a real database."""
+    import dataclasses
+    import os
+    import subprocess
+
+    from tournaments import api
+
+    env = {**os.environ, "COLUMNS": "300"}
+
+    def run(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "tournaments", *argv], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=120, env={**env, "PYTHONPATH": str(ROOT)})
+
+    event = tmp_path / "t.toml"
+    event.write_text(UNUSED)
+    bye = (f"{event}:{line_of(UNUSED, 'bye_points')}: bye_points: only a Swiss event gives byes, and format is "
+           f"'round_robin': remove it (it would change nothing)")
+    tiebreak = (f"{event}:{line_of(UNUSED, 'tiebreak_games')}: tiebreak_games: only a knockout plays tie-breaks, "
+                f"and format is 'round_robin': remove it (it would change nothing)")
+    checked = run("check", str(event))
+    assert checked.returncode == 2 and checked.stderr == f"error: {bye}\nerror: {tiebreak}\n", checked.stderr
+    started = run("run", str(event))
+    assert started.returncode == 2 and started.stderr == f"error: {bye} (and 1 more such)\n", started.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.toml"]  # nothing started, nothing written
+
+    # An event started before such settings were refused: its stored file has them.
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        api.start(dataclasses.replace(load_config(event), unused=[])).db.close()
+    finally:
+        os.chdir(cwd)
+    for target in ("t.toml", "t.sqlite"):
+        resumed = run("resume", target)
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        warnings = [line for line in resumed.stderr.splitlines() if line.startswith("warning: ")]
+        where = "t.toml" if target == "t.toml" else str(event)
+        assert [w.split(": ", 2)[1:] for w in warnings if "bye_points" in w or "tiebreak" in w] == [
+            [f"{where}:{line_of(UNUSED, 'bye_points')}", "bye_points: only a Swiss event gives byes, and format is "
+             "'round_robin': remove it (it would change nothing); ignored (this event was started before such "
+             "settings were refused)"],
+            [f"{where}:{line_of(UNUSED, 'tiebreak_games')}", "tiebreak_games: only a knockout plays tie-breaks, and "
+             "format is 'round_robin': remove it (it would change nothing); ignored (this event was started before "
+             "such settings were refused)"]], resumed.stderr
+    import sqlite3
+    conn = sqlite3.connect(tmp_path / "t.sqlite")
+    assert conn.execute("SELECT count(*) FROM games").fetchone()[0] == 2
+    conn.close()
+    # Where its format uses them they are fine.
+    assert not parse_config(GOOD.replace("seed = 42", "seed = 42\nbye_points = 0.5\nseeding = \"random\""),
+                            "t.toml").unused

@@ -84,7 +84,11 @@ def _export_lines(path: Path) -> int:
 
 def refuse_start(cfg: TournamentConfig, *, overwrite: bool = False) -> None:
     """TournamentLocked or TournamentStateError if ``start`` would refuse ``cfg``'s output as it is
-    now: ``run`` asks before its pre-flight, which would otherwise start every engine first."""
+    now, ConfigError if ``cfg`` has settings its format ignores (``TournamentConfig.unused``; a
+    resume only warns of them): ``run`` asks before its pre-flight, which would otherwise start
+    every engine first."""
+    if cfg.unused:  # a new event: a setting its format ignores is a mistake in the file
+        raise ConfigError(cfg.unused[0] + (f" (and {len(cfg.unused) - 1} more such)" if len(cfg.unused) > 1 else ""))
     path = Path(cfg.output)
     if not path.exists():
         export = TournamentDB.jsonl_path(path)

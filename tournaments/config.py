@@ -173,6 +173,10 @@ class TournamentConfig:
     """Cluster backend: each worker's time control × (director's speed / worker's speed), recorded."""
     pin: bool = False
     """Local workers: each runs, with its engines, on one core (``arbiter.hosting.pin_process``)."""
+    unused: list[str] = field(default_factory=list)
+    """Settings given that this event's format never uses (``bye_points`` outside Swiss, ...): one
+    ``FILE:LINE: key: why`` each. A new event is refused with them (``api.refuse_start``, ``check``);
+    an event started before they were refused resumes with a warning (they change none of its games)."""
 
     def fingerprint(self) -> str:
         """A hash of everything that decides which games are played and how: a resume refuses a
@@ -352,6 +356,21 @@ def _openings(c: Checker, doc: dict, game: Game, included: dict[str, str] | None
         return parse_openings(text, game, name), order
     except OpeningsError as exc:
         raise ConfigError(str(exc)) from None
+
+
+FORMAT_KEYS = {
+    "bye_points": (("swiss",), "only a Swiss event gives byes"),
+    "tiebreak_games": (("knockout",), "only a knockout plays tie-breaks"),
+    "tiebreak_blocks": (("knockout",), "only a knockout plays tie-breaks"),
+    "seeding": (("swiss", "knockout"), "only Swiss and knockout events rank their engines before the first round"),
+}
+"""Keys that only some formats use: (the formats, why the others ignore them)."""
+
+
+def _unused(c: Checker, doc: dict, fmt: str) -> list[str]:
+    """``FILE:LINE: key: why`` for each key in ``doc`` that format ``fmt`` would ignore."""
+    return [str(c.error((key,), f"{why}, and format is {fmt!r}: remove it (it would change nothing)"))
+            for key, (formats, why) in FORMAT_KEYS.items() if key in doc and fmt not in formats]
 
 
 def _check_size(c: Checker, spec: ScheduleSpec) -> None:
@@ -625,7 +644,9 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
             raise c.error(("anchor", "engine"), f"no engine named {an!r}")
         anchor = (names.index(an), float(c.get(raw_anchor, "elo", ("anchor",), (int, float), 0)))
 
+    unused = _unused(c, doc, fmt)
     return TournamentConfig(
+        unused=unused,
         name=name, tid=slug(name), game=game_name, game_options=dict(game.options), num_seats=num_seats,
         kind=kind, format=fmt, match_text=match_text, match=match, games=games, rounds=rounds,
         time_control=tc, margin_ms=margin, concurrency=concurrency, seed=seed, output=output,
