@@ -539,6 +539,10 @@ def test_a_setting_its_format_ignores_is_refused_for_a_new_event_and_warned_of_o
     conn = sqlite3.connect(tmp_path / "t.sqlite")
     assert conn.execute("SELECT count(*) FROM games").fetchone()[0] == 2
     conn.close()
+    # The file may drop them as the warning says: they are not part of what a resume compares.
+    event.write_text(UNUSED.replace("bye_points = 0.5\n", "").replace("tiebreak_games = 4\n", ""))
+    resumed = run("resume", "t.toml")
+    assert resumed.returncode == 0 and "bye_points" not in resumed.stderr, resumed.stdout + resumed.stderr
     # Where its format uses them they are fine.
     assert not parse_config(GOOD.replace("seed = 42", "seed = 42\nbye_points = 0.5\nseeding = \"random\""),
                             "t.toml").unused

@@ -191,6 +191,9 @@ class TournamentConfig:
                     duplicate=self.duplicate_dice, seeding=self.seeding, candidates=self.candidates,
                     tiebreak=[self.tiebreak_games, self.tiebreak_blocks], self_pairs=self.self_pairs,
                     bye=self.bye_points, engines=[e.name for e in self.engines], tid=self.tid)
+        for key, name in (("seeding", "seeding"), ("tiebreak_games", "tiebreak"), ("bye_points", "bye")):
+            if self.format not in FORMAT_KEYS[key][0]:  # changes nothing here: a file may drop it on resume
+                del data[name]
         if self.adjudication:  # decides how games end (absent otherwise: fingerprints unchanged)
             data["adjudication"] = msgspec.structs.asdict(self.adjudication)
         if self.openings:  # which positions are played (absent otherwise: fingerprints unchanged)
