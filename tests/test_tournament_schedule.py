@@ -277,6 +277,42 @@ def test_knockout_tiebreak_continues_until_a_block_is_won():
     assert plan.finished and plan.pairings[0].winner == 1 and plan.pairings[0].decided_by == "tiebreak"
 
 
+@pytest.mark.parametrize("match, tiebreak_games, duplicate, expected", [
+    ("games=2", 1, False, ["AB", "A", "B", "A", "B"]),
+    ("games=2", 3, False, ["AB", "ABA", "BAB", "ABA"]),
+    ("games=2", 3, True, ["AB", "ABA", "BAB", "ABA"]),
+    ("bo3", 2, False, ["A", "B", "A", "BA", "BA", "BA"]),
+    ("games=2", 2, True, ["AB", "AB", "AB", "AB"]),  # the default: as before
+])
+def test_knockout_tiebreaks_alternate_who_moves_first(match, tiebreak_games, duplicate, expected):
+    """Every tie-break block started with the higher seed (A) moving first: with blocks of one
+    game A moved first in every tie-break game, with blocks of three in two of three, and after a
+    bo3's ABA it moved first again. Now each block starts with the engine that has moved first
+    less often in the match so far (A on a tie), and a block alternates; an event started
+    before this rule (rules 1) keeps the old order, so its planned games stay as they were."""
+    main = 3 if match == "bo3" else 1  # a bo3 releases its games one at a time
+    blocks = len(expected) - main
+    for rules in (2, 1):
+        spec = match_spec("knockout", 2, match, tiebreak_games=tiebreak_games, tiebreak_blocks=blocks,
+                          duplicate=duplicate, rules=rules)
+        director = Director(spec)
+        results: dict = {}
+        seen, streams = [], defaultdict(list)
+        while not (plan := director.plan(results)).finished:
+            seen.append("".join("A" if g.seating[0] == 0 else "B" for g in plan.ready))
+            for g in plan.ready:
+                results[g.key] = GameResult(g.seating, (0.0, 0.0))  # every game drawn: every block is played
+                streams[g.stream].append(g.seating)
+        assert plan.pairings[0].decided_by == "seed"
+        if rules == 2:
+            assert seen == expected
+        else:
+            assert seen[main:] == [("AB" * tiebreak_games)[:tiebreak_games]] * blocks
+        if duplicate:  # each pair of games on one stream has the seats swapped
+            pairs = [s for s in streams.values() if len(s) > 1]
+            assert pairs and all(len(s) == 2 and s[0] == s[1][::-1] for s in pairs)
+
+
 # --- early stopping matches, duplicate dice -----------------------------------------------------
 
 def test_olympiad_match_schedule_and_early_stop():

@@ -141,8 +141,10 @@ class ScheduleSpec:
     rules: int = PLANNING_RULES
     """The planning rules the event was started under (``PLANNING_RULES`` for a new event, kept in
     its database as ``planning_rules``; 1 for an event started before the database kept them).
-    1: a Swiss round is paired without looking ahead at the rounds after it; 2: so that they can
-    still be paired without a repeat. A resumed event goes on with the rules it was started
+    1: a Swiss round is paired without looking ahead at the rounds after it, and every knockout
+    tie-break block starts with the higher seed moving first; 2: a Swiss round is paired so that
+    the later ones can still be paired without a repeat, and each tie-break block starts with the
+    engine that has moved first less often in the match so far. A resumed event goes on with the rules it was started
     under, so the rounds it paired before are paired again the same way."""
 
     @classmethod
@@ -392,11 +394,21 @@ class Director:
         # Knockout: tie-break blocks until one block is won, then the higher seed.
         number = fmt.games
         tbp = [0.0, 0.0]
+        # Who moves first (rules 2): each block starts with the engine that has moved first less
+        # often in the match so far (the higher seed, A, on a tie), then alternates. Rules 1: every
+        # block started with A, so with an odd tiebreak_games A moved first more often, in every
+        # game with blocks of one.
+        firsts = [0, 0]
+        for g in range(1, fmt.games + 1):
+            r = results.get((p.match_id, g))
+            if r is not None:
+                firsts[0 if r.seating[0] == a else 1] += 1
         for t in range(s.tiebreak_blocks):
             specs = []
+            lead = 0 if s.rules < 2 or firsts[0] <= firsts[1] else 1
             for j in range(s.tiebreak_games):
                 number += 1
-                letter = "AB"[j % 2]
+                letter = "AB"[(lead + j) % 2]
                 suffix = (f"tb{t + 1}pair{j // 2 + 1}" if s.duplicate and (j // 2) * 2 + 1 < s.tiebreak_games
                           else str(number))
                 pair = -(-fmt.games // 2) + t * -(-s.tiebreak_games // 2) + j // 2
@@ -414,6 +426,8 @@ class Director:
                 block[1] += pb
             tbp = [tbp[0] + block[0], tbp[1] + block[1]]
             played += len(specs)
+            for g in specs:
+                firsts[0 if g.seating[0] == a else 1] += 1
             if block[0] != block[1]:
                 return PairingState(p, done=True, played=played, points=points, tiebreak_points=tbp,
                                     winner=a if block[0] > block[1] else b, decided_by="tiebreak")
