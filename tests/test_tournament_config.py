@@ -546,3 +546,58 @@ def test_a_setting_its_format_ignores_is_refused_for_a_new_event_and_warned_of_o
     # Where its format uses them they are fine.
     assert not parse_config(GOOD.replace("seed = 42", "seed = 42\nbye_points = 0.5\nseeding = \"random\""),
                             "t.toml").unused
+
+
+ODD = """\
+name = "odd"
+game = "einstein"
+format = "knockout"
+match = "bo3"
+tiebreak_games = 1
+time_control = "60"
+seed = 5
+openings = "{layouts}"
+output = "t.sqlite"
+
+[[engines]]
+name = "a"
+command = "{{python}} -m sample_engines.random_engine --seed 1"
+
+[[engines]]
+name = "b"
+command = "{{python}} -m sample_engines.random_engine --seed 2"
+"""
+
+
+def test_an_odd_number_of_games_with_openings_is_warned_of_by_check_run_and_resume(tmp_path):
+    """Openings are played twice, seats swapped; a match of an odd number of games (bo3) plays
+    its last game's position once, with one seating, and so does each tie-break block of one
+    game. Nothing said so. Now check, run and resume warn, naming the file, the line and the key;
+    the event plays as before. Real commands, real engines."""
+    import os
+    import subprocess
+
+    def run(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "tournaments", *argv], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=120, env={**os.environ, "COLUMNS": "300", "PYTHONPATH": str(ROOT)})
+
+    text = ODD.format(layouts=ROOT / "tournaments" / "examples" / "einstein_layouts.txt")
+    event = tmp_path / "t.toml"
+    event.write_text(text)
+    once = "with openings, the last game's position is played once, with one seating (not twice, seats swapped)"
+    expected = [f"warning: {event}:{line_of(text, 'match = ')}: match: 3 games per match: {once}; an even number "
+                f"plays every position twice",
+                f"warning: {event}:{line_of(text, 'tiebreak_games')}: tiebreak_games: 1 games per tie-break block: "
+                f"in each block, {once}"]
+    checked = run("check", str(event))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert [line for line in checked.stderr.splitlines() if line.startswith("warning: ")
+            and "sandbox" not in line] == expected, checked.stderr
+    for argv in (("run", str(event)), ("resume", str(event))):
+        played = run(*argv)
+        assert played.returncode == 0, played.stdout + played.stderr
+        assert [line for line in played.stderr.splitlines() if line.startswith("warning: ")
+                and "sandbox" not in line] == expected, played.stderr
+    # An even number of games, and blocks of two: nothing to say.
+    even = text.replace('match = "bo3"', 'match = "games=2"').replace("tiebreak_games = 1", "tiebreak_games = 2")
+    assert parse_config(even, "t.toml").notices == []

@@ -308,6 +308,8 @@ def cmd_run(args, resume: bool) -> int:
         _error(f"output {where}: {(exc.strerror or exc) if isinstance(exc, OSError) else exc}")
         return EXIT_USAGE
     cfg = opened.cfg
+    for text in cfg.notices:
+        _warn(text)
     if resume:
         for text in cfg.unused:  # started before such settings were refused: they change none of its games
             _warn(f"{text}; ignored (this event was started before such settings were refused)")
@@ -476,6 +478,8 @@ def cmd_check(args) -> int:
         for text in cfg.unused:
             _error(text)
         return EXIT_USAGE
+    for text in cfg.notices:
+        _warn(text)
     plan = Director(ScheduleSpec.from_config(cfg, cfg.seed or "(random)")).plan({})
     names = [e.name for e in cfg.engines]
     console.print(f"{args.file}: ok — {cfg.name}: {cfg.game}, {cfg.kind} games, format {cfg.format}, "

@@ -173,6 +173,9 @@ class TournamentConfig:
     """Cluster backend: each worker's time control × (director's speed / worker's speed), recorded."""
     pin: bool = False
     """Local workers: each runs, with its engines, on one core (``arbiter.hosting.pin_process``)."""
+    notices: list[str] = field(default_factory=list)
+    """``FILE:LINE: key: ...`` warnings that ``check``, ``run`` and ``resume`` print: with openings, an
+    odd number of games leaves the last game's position played once, with one seating."""
     unused: list[str] = field(default_factory=list)
     """Settings given that this event's format never uses (``bye_points`` outside Swiss, ...): one
     ``FILE:LINE: key: why`` each. A new event is refused with them (``api.refuse_start``, ``check``);
@@ -374,6 +377,24 @@ def _unused(c: Checker, doc: dict, fmt: str) -> list[str]:
     """``FILE:LINE: key: why`` for each key in ``doc`` that format ``fmt`` would ignore."""
     return [str(c.error((key,), f"{why}, and format is {fmt!r}: remove it (it would change nothing)"))
             for key, (formats, why) in FORMAT_KEYS.items() if key in doc and fmt not in formats]
+
+
+def _single_openings(c: Checker, doc: dict, kind: str, fmt: str, match: MatchFormat | None, games: int,
+                     tb_games: int) -> list[str]:
+    """With openings every position is played twice, seats swapped; an odd number of games
+    leaves the last one's position played once, with one seating: a warning naming the key."""
+    out = []
+    once = "with openings, the last game's position is played once, with one seating (not twice, seats swapped)"
+    if kind == "match" and match.games % 2:
+        out.append(str(c.error(("match",), f"{match.games} games per match: {once}; an even number plays "
+                                            f"every position twice")))
+    if kind == "match" and fmt == "knockout" and tb_games % 2:
+        out.append(str(c.error(("tiebreak_games",) if "tiebreak_games" in doc else ("format",),
+                               f"{tb_games} games per tie-break block: in each block, {once}")))
+    if kind == "team" and games % 2:
+        out.append(str(c.error(("games",) if "games" in doc else ("game",),
+                               f"{games} games per team: {once}")))
+    return out
 
 
 def _check_size(c: Checker, spec: ScheduleSpec) -> None:
@@ -648,8 +669,9 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
         anchor = (names.index(an), float(c.get(raw_anchor, "elo", ("anchor",), (int, float), 0)))
 
     unused = _unused(c, doc, fmt)
+    notices = _single_openings(c, doc, kind, fmt, match, games, tb_games if tb_blocks else 0) if openings else []
     return TournamentConfig(
-        unused=unused,
+        unused=unused, notices=notices,
         name=name, tid=slug(name), game=game_name, game_options=dict(game.options), num_seats=num_seats,
         kind=kind, format=fmt, match_text=match_text, match=match, games=games, rounds=rounds,
         time_control=tc, margin_ms=margin, concurrency=concurrency, seed=seed, output=output,
