@@ -601,3 +601,18 @@ def test_an_odd_number_of_games_with_openings_is_warned_of_by_check_run_and_resu
     # An even number of games, and blocks of two: nothing to say.
     even = text.replace('match = "bo3"', 'match = "games=2"').replace("tiebreak_games = 1", "tiebreak_games = 2")
     assert parse_config(even, "t.toml").notices == []
+
+
+def test_elo_settings_in_an_event_without_elo_are_refused_naming_the_line():
+    """anchor and [sprt] rate two-seat competitive games only: a table game's file took them and
+    ignored them; now they are named like any setting the event ignores (refused by check and run,
+    a warning on resume)."""
+    text = ('game = "aachess"\ngame_options = { seats = 3 }\ngames = 3\nanchor = "a"\n\n[sprt]\nelo0 = 0\n'
+            'elo1 = 20\n' + "".join(f'\n[[engines]]\nname = "{x}"\ncommand = "x"\n' for x in "abc"))
+    cfg = parse_config(text, "t.toml")
+    assert cfg.unused == [
+        f"t.toml:{line_of(text, 'anchor')}: anchor: only two-seat competitive games get Elo ratings to anchor, and "
+        f"aachess has table games: remove it (it would change nothing)",
+        f"t.toml:{line_of(text, '[sprt]')}: sprt: only two-seat competitive games get a GSPRT, and aachess has "
+        f"table games: remove it (it would change nothing)"]
+    assert not parse_config(GOOD.replace("seed = 42", 'seed = 42\nanchor = "a"'), "t.toml").unused

@@ -177,7 +177,8 @@ class TournamentConfig:
     """``FILE:LINE: key: ...`` warnings that ``check``, ``run`` and ``resume`` print: with openings, an
     odd number of games leaves the last game's position played once, with one seating."""
     unused: list[str] = field(default_factory=list)
-    """Settings given that this event's format never uses (``bye_points`` outside Swiss, ...): one
+    """Settings given that this event never uses (``bye_points`` outside Swiss, ``anchor`` for a
+    table game, ...: ``FORMAT_KEYS``, ``KIND_KEYS``): one
     ``FILE:LINE: key: why`` each. A new event is refused with them (``api.refuse_start``, ``check``);
     an event started before they were refused resumes with a warning (they change none of its games)."""
 
@@ -373,10 +374,21 @@ FORMAT_KEYS = {
 """Keys that only some formats use: (the formats, why the others ignore them)."""
 
 
-def _unused(c: Checker, doc: dict, fmt: str) -> list[str]:
-    """``FILE:LINE: key: why`` for each key in ``doc`` that format ``fmt`` would ignore."""
-    return [str(c.error((key,), f"{why}, and format is {fmt!r}: remove it (it would change nothing)"))
-            for key, (formats, why) in FORMAT_KEYS.items() if key in doc and fmt not in formats]
+KIND_KEYS = {
+    "anchor": "only two-seat competitive games get Elo ratings to anchor",
+    "sprt": "only two-seat competitive games get a GSPRT",
+}
+"""Keys that only two-seat competitive events (``kind == "match"``) use, and why the others ignore them."""
+
+
+def _unused(c: Checker, doc: dict, fmt: str, kind: str, game: str) -> list[str]:
+    """``FILE:LINE: key: why`` for each key in ``doc`` that this event would ignore."""
+    out = [str(c.error((key,), f"{why}, and format is {fmt!r}: remove it (it would change nothing)"))
+           for key, (formats, why) in FORMAT_KEYS.items() if key in doc and fmt not in formats]
+    if kind != "match":
+        out += [str(c.error((key,), f"{why}, and {game} has {kind} games: remove it (it would change nothing)"))
+                for key, why in KIND_KEYS.items() if key in doc]
+    return out
 
 
 def _single_openings(c: Checker, doc: dict, kind: str, fmt: str, match: MatchFormat | None, games: int,
@@ -668,7 +680,7 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
             raise c.error(("anchor", "engine"), f"no engine named {an!r}")
         anchor = (names.index(an), float(c.get(raw_anchor, "elo", ("anchor",), (int, float), 0)))
 
-    unused = _unused(c, doc, fmt)
+    unused = _unused(c, doc, fmt, kind, game_name)
     notices = _single_openings(c, doc, kind, fmt, match, games, tb_games if tb_blocks else 0) if openings else []
     return TournamentConfig(
         unused=unused, notices=notices,
