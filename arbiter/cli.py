@@ -290,6 +290,10 @@ def cmd_match(args: argparse.Namespace) -> int:
     if seeded and seed is None:  # (a drawn seed is stored, never missing)
         errors.print("[bold yellow]warning:[/] the match was started with a master seed; without it the "
                       "remaining games get fresh dice (give the same --seed-file to keep them)")
+    if openings and game.num_seats == 2 and fmt.games % 2:  # pairs of games share a position
+        errors.print(f"[bold yellow]warning:[/] --format {escape(args.format)}: {fmt.games} games: with openings, "
+                     f"the last game's position is played once, with one seating (not twice, seats swapped); an "
+                     f"even number plays every position twice")
     setup = dict(game=game.name, options=game.options, tc=tc.text, format=args.format, margin=args.margin,
                  sprt=args.sprt, engine_option=list(args.engine_option), max_plies=args.max_plies,
                  resign_moves=args.resign_moves, resign_score=args.resign_score,

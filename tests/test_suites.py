@@ -373,3 +373,19 @@ command = "{{python}} -m sample_engines.stalingrad_random"
     out = " ".join(run.stdout.split())
     assert "seats swapped" not in out, out
     assert "openings: 1 positions, sequential, one per game of the suite, the same for every engine" in out, out
+
+
+def test_match_openings_with_an_odd_number_of_games_say_the_last_position_is_played_once(tmp_path):
+    """Games 2k-1 and 2k play opening k with the seats swapped; a bo3 (or the default olympiad,
+    7 games) plays its last game's position once, with one seating, and nothing said so. Now a
+    warning says it; an even number of games says nothing."""
+    (tmp_path / "ein.txt").write_text(EINSTEIN)
+    base = ["match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM + " --seed 3", "--tc", "10",
+            "--openings", str(tmp_path / "ein.txt"), "--seed", "00ff", "--quiet"]
+    odd = arbiter(*base, "--format", "bo3", "--db", str(tmp_path / "odd.sqlite"))
+    assert odd.returncode == 0, odd.stdout + odd.stderr
+    assert ("warning: --format bo3: 3 games: with openings, the last game's position is played once, with one "
+            "seating (not twice, seats swapped); an even number plays every position twice") in \
+        " ".join(odd.stderr.split()), odd.stderr
+    even = arbiter(*base, "--format", "games=2", "--db", str(tmp_path / "even.sqlite"))
+    assert even.returncode == 0 and "played once" not in even.stderr, even.stdout + even.stderr

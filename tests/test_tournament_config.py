@@ -464,3 +464,155 @@ def test_a_match_format_of_no_games_or_a_short_schedule_says_which(text, words):
     with pytest.raises(ValueError) as caught:
         MatchFormat.parse(text)
     assert words in str(caught.value)
+
+
+UNUSED = """\
+name = "unused"
+game = "einstein"
+format = "round_robin"
+match = "games=2"
+time_control = "60"
+seed = 5
+bye_points = 0.5
+tiebreak_games = 4
+output = "t.sqlite"
+
+[[engines]]
+name = "a"
+command = "{python} -m sample_engines.random_engine --seed 1"
+
+[[engines]]
+name = "b"
+command = "{python} -m sample_engines.random_engine --seed 2"
+"""
+
+
+def test_a_setting_its_format_ignores_is_refused_for_a_new_event_and_warned_of_on_resume(tmp_path):
+    """bye_points outside Swiss, tiebreak_* outside knockout, seeding outside both were accepted
+    and ignored without a word. Now `check` and `run` refuse a new event with them (the file, the
+    line and the key); an event started before that (its stored file has them) still resumes and
+    finishes, warning of each. Real commands, real engines, a real database."""
+    import dataclasses
+    import os
+    import subprocess
+
+    from tournaments import api
+
+    env = {**os.environ, "COLUMNS": "300"}
+
+    def run(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "tournaments", *argv], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=120, env={**env, "PYTHONPATH": str(ROOT)})
+
+    event = tmp_path / "t.toml"
+    event.write_text(UNUSED)
+    bye = (f"{event}:{line_of(UNUSED, 'bye_points')}: bye_points: only a Swiss event gives byes, and format is "
+           f"'round_robin': remove it (it would change nothing)")
+    tiebreak = (f"{event}:{line_of(UNUSED, 'tiebreak_games')}: tiebreak_games: only a knockout plays tie-breaks, "
+                f"and format is 'round_robin': remove it (it would change nothing)")
+    checked = run("check", str(event))
+    assert checked.returncode == 2 and checked.stderr == f"error: {bye}\nerror: {tiebreak}\n", checked.stderr
+    started = run("run", str(event))
+    assert started.returncode == 2 and started.stderr == f"error: {bye} (and 1 more such)\n", started.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.toml"]  # nothing started, nothing written
+
+    # An event started before such settings were refused: its stored file has them.
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        api.start(dataclasses.replace(load_config(event), unused=[])).db.close()
+    finally:
+        os.chdir(cwd)
+    for target in ("t.toml", "t.sqlite"):
+        resumed = run("resume", target)
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        warnings = [line for line in resumed.stderr.splitlines() if line.startswith("warning: ")]
+        where = "t.toml" if target == "t.toml" else str(event)
+        assert [w.split(": ", 2)[1:] for w in warnings if "bye_points" in w or "tiebreak" in w] == [
+            [f"{where}:{line_of(UNUSED, 'bye_points')}", "bye_points: only a Swiss event gives byes, and format is "
+             "'round_robin': remove it (it would change nothing); ignored (this event was started before such "
+             "settings were refused)"],
+            [f"{where}:{line_of(UNUSED, 'tiebreak_games')}", "tiebreak_games: only a knockout plays tie-breaks, and "
+             "format is 'round_robin': remove it (it would change nothing); ignored (this event was started before "
+             "such settings were refused)"]], resumed.stderr
+    import sqlite3
+    conn = sqlite3.connect(tmp_path / "t.sqlite")
+    assert conn.execute("SELECT count(*) FROM games").fetchone()[0] == 2
+    conn.close()
+    # The file may drop them as the warning says: they are not part of what a resume compares.
+    event.write_text(UNUSED.replace("bye_points = 0.5\n", "").replace("tiebreak_games = 4\n", ""))
+    resumed = run("resume", "t.toml")
+    assert resumed.returncode == 0 and "bye_points" not in resumed.stderr, resumed.stdout + resumed.stderr
+    # Where its format uses them they are fine.
+    assert not parse_config(GOOD.replace("seed = 42", "seed = 42\nbye_points = 0.5\nseeding = \"random\""),
+                            "t.toml").unused
+
+
+ODD = """\
+name = "odd"
+game = "einstein"
+format = "knockout"
+match = "bo3"
+tiebreak_games = 1
+time_control = "60"
+seed = 5
+openings = "{layouts}"
+output = "t.sqlite"
+
+[[engines]]
+name = "a"
+command = "{{python}} -m sample_engines.random_engine --seed 1"
+
+[[engines]]
+name = "b"
+command = "{{python}} -m sample_engines.random_engine --seed 2"
+"""
+
+
+def test_an_odd_number_of_games_with_openings_is_warned_of_by_check_run_and_resume(tmp_path):
+    """Openings are played twice, seats swapped; a match of an odd number of games (bo3) plays
+    its last game's position once, with one seating, and so does each tie-break block of one
+    game. Nothing said so. Now check, run and resume warn, naming the file, the line and the key;
+    the event plays as before. Real commands, real engines."""
+    import os
+    import subprocess
+
+    def run(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "tournaments", *argv], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=120, env={**os.environ, "COLUMNS": "300", "PYTHONPATH": str(ROOT)})
+
+    text = ODD.format(layouts=ROOT / "tournaments" / "examples" / "einstein_layouts.txt")
+    event = tmp_path / "t.toml"
+    event.write_text(text)
+    once = "with openings, the last game's position is played once, with one seating (not twice, seats swapped)"
+    expected = [f"warning: {event}:{line_of(text, 'match = ')}: match: 3 games per match: {once}; an even number "
+                f"plays every position twice",
+                f"warning: {event}:{line_of(text, 'tiebreak_games')}: tiebreak_games: 1 games per tie-break block: "
+                f"in each block, {once}"]
+    checked = run("check", str(event))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert [line for line in checked.stderr.splitlines() if line.startswith("warning: ")
+            and "sandbox" not in line] == expected, checked.stderr
+    for argv in (("run", str(event)), ("resume", str(event))):
+        played = run(*argv)
+        assert played.returncode == 0, played.stdout + played.stderr
+        assert [line for line in played.stderr.splitlines() if line.startswith("warning: ")
+                and "sandbox" not in line] == expected, played.stderr
+    # An even number of games, and blocks of two: nothing to say.
+    even = text.replace('match = "bo3"', 'match = "games=2"').replace("tiebreak_games = 1", "tiebreak_games = 2")
+    assert parse_config(even, "t.toml").notices == []
+
+
+def test_elo_settings_in_an_event_without_elo_are_refused_naming_the_line():
+    """anchor and [sprt] rate two-seat competitive games only: a table game's file took them and
+    ignored them; now they are named like any setting the event ignores (refused by check and run,
+    a warning on resume)."""
+    text = ('game = "aachess"\ngame_options = { seats = 3 }\ngames = 3\nanchor = "a"\n\n[sprt]\nelo0 = 0\n'
+            'elo1 = 20\n' + "".join(f'\n[[engines]]\nname = "{x}"\ncommand = "x"\n' for x in "abc"))
+    cfg = parse_config(text, "t.toml")
+    assert cfg.unused == [
+        f"t.toml:{line_of(text, 'anchor')}: anchor: only two-seat competitive games get Elo ratings to anchor, and "
+        f"aachess has table games: remove it (it would change nothing)",
+        f"t.toml:{line_of(text, '[sprt]')}: sprt: only two-seat competitive games get a GSPRT, and aachess has "
+        f"table games: remove it (it would change nothing)"]
+    assert not parse_config(GOOD.replace("seed = 42", 'seed = 42\nanchor = "a"'), "t.toml").unused

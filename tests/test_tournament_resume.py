@@ -589,3 +589,66 @@ def test_a_match_given_a_tournaments_database_is_refused_and_changes_nothing(tmp
     assert conn.execute("SELECT count(*) FROM games").fetchone() == (6,)
     conn.close()
     assert db.with_suffix(".jsonl").read_bytes() == before[1]
+
+
+# --- an event resumes with the planning rules it was started under ------------------------------
+
+SWISS = """\
+name = "swiss-rules"
+game = "einstein"
+format = "swiss"
+rounds = 5
+match = "games=1"
+time_control = "60"
+seed = "s1"
+concurrency = 1
+output = "{db}"
+""" + "".join(f'\n[[engines]]\nname = "r{i}"\ncommand = "{{{{python}}}} -m sample_engines.random_engine --seed {i}"\n'
+              for i in range(1, 7))
+
+
+def test_a_swiss_event_started_before_the_look_ahead_resumes_pairing_as_it_started(tmp_path):
+    """Swiss rounds are paired again from the results on every resume. The look-ahead pairs some
+    events differently (this one: 6 engines, 5 rounds, whose rounds 4 and 5 needed repeats
+    without it), so an event started before it must go on without it, or the rounds it had
+    paired would come out otherwise ('the schedule differs') and later ones would not be the
+    event it started as. Its database has no planning_rules: it is interrupted in round 3, resumed
+    by the command, and finishes with the pairings of the rules it started under; a new event is
+    started under the look-ahead."""
+    from tournaments.director import PLANNING_RULES, Director, ScheduleSpec
+
+    toml = write_toml(tmp_path, SWISS)
+    opened = api.start(load_config(toml))
+    assert opened.db.meta()["planning_rules"] == str(PLANNING_RULES) == "2"
+    with opened.db.db:  # as an event started before the look-ahead: no planning_rules
+        opened.db.db.execute("DELETE FROM tournament_meta WHERE key = 'planning_rules'")
+
+    def stop_in_round_3(runner, spec, game):
+        if runner.played >= 7:
+            raise KeyboardInterrupt
+
+    try:
+        _, summary = api.play(opened, on_game=stop_in_round_3)
+    finally:
+        opened.db.close()
+    assert summary.interrupted and not summary.finished
+    resumed = subprocess.run([sys.executable, "-m", "tournaments", "resume", str(toml)], cwd=ROOT,
+                             capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    db = TournamentDB(tmp_path / "t.sqlite")
+    try:
+        cfg, meta = api.config_from_db(db, check_paths=False)
+        results = db.results(cfg.tid, [e.name for e in cfg.engines])
+        stored = set(db.pairings())
+        assert "planning_rules" not in meta
+    finally:
+        db.close()
+    assert len(results) == 15
+    plans = {rules: Director(ScheduleSpec.from_config(cfg, meta["seed"], rules)).plan(results) for rules in (1, 2)}
+    assert plans[1].finished and stored == {st.pairing.key for st in plans[1].pairings}
+    assert stored != {st.pairing.key for st in plans[2].pairings}  # the look-ahead would have paired it otherwise
+    assert plans[1].notes == [f"round {r}: the repeat rule had to be relaxed to pair every engine" for r in (4, 5)]
+    from tournaments.report import build_report
+
+    report = build_report(tmp_path / "t.sqlite")  # the report plans it again: under the same rules
+    assert report["tournament"]["finished"] and len(report["matches"]) == 15

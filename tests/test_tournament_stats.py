@@ -161,11 +161,92 @@ def test_openskill_ranks_a_consistently_better_player_first():
     assert all(r["sigma"] < 8.33 for r in rows) and rows[0]["lo"] < rows[0]["mu"] < rows[0]["hi"]
 
 
+
+def aachess_returns(seating, sides):
+    """A&A Chess returns: the side with engine 3 wins (Allies when it plays both), 1 to each seat of it."""
+    winner = sides[seating.index(3)] if 3 in seating else 0
+    return tuple(1.0 if side == winner else -1.0 for side in sides)
+
+
+@pytest.mark.parametrize("seats, expected_sides", [(3, (0, 1, 0)), (4, (0, 1, 0, 1)), (5, (0, 1, 0, 1, 0))])
+def test_openskill_rates_allied_seats_as_one_team(seats, expected_sides):
+    """A&A Chess with 3-5 seats: the Allies' seats win or lose together, and so do the Axis's.
+    OpenSkill rated every seat as a player of its own (a 4-seat game as a 4-player free-for-all
+    with two ties); now each side is one team of its engines, as openskill's own ``rate`` with
+    teams and ranks computes it."""
+    from openskill.models import PlackettLuce
+
+    from arbiter.games import load_game
+    from tournaments.ratings import seat_sides
+
+    sides = seat_sides(load_game("aachess", seats=seats))
+    assert sides == expected_sides
+    rng = np.random.default_rng(seats)
+    names = [f"e{i}" for i in range(6)]
+    games = []
+    for _ in range(20):
+        seating = tuple(int(x) for x in rng.permutation(6)[:seats])
+        games.append((seating, aachess_returns(seating, sides)))
+    model = PlackettLuce()
+    expected = {i: model.rating(name=name) for i, name in enumerate(names)}
+    for seating, returns in games:
+        teams = [[s for s in range(seats) if sides[s] == side] for side in (0, 1)]
+        ranks = [1 if returns[team[0]] > 0 else 2 for team in teams]
+        rated = model.rate([[expected[seating[s]] for s in team] for team in teams], ranks=ranks)
+        for team, new in zip(teams, rated):
+            for s, rating in zip(team, new):
+                expected[seating[s]] = rating
+    rows = {r["engine"]: r for r in openskill_ratings(games, names, sides)}
+    for i, name in enumerate(names):
+        assert rows[name]["mu"] == pytest.approx(expected[i].mu, abs=1e-9)
+        assert rows[name]["sigma"] == pytest.approx(expected[i].sigma, abs=1e-9)
+    assert rows["e3"]["rank"] == 1
+
+
+def test_a_table_events_report_rates_allied_seats_as_one_team(tmp_path):
+    """The report of a 4-seat A&A Chess event (its standings, quick ratings and timeline) rates
+    each side as a team: the same numbers as openskill's ``rate`` with the two sides as teams."""
+    from openskill.models import PlackettLuce
+
+    from tournaments.report import build_report, quick_ratings
+    from tournaments.api import config_from_db
+    from tournaments.db import TournamentDB
+
+    text = (f'game = "aachess"\ngame_options = {{ seats = 4 }}\ngames = 12\nseed = 3\n'
+            f'output = "{tmp_path}/t.sqlite"\n' + "".join(f'[[engines]]\nname = "e{i}"\ncommand = "x"\n' for i in range(4)))
+    sides = (0, 1, 0, 1)
+    db = synthetic_tournament(tmp_path, text, returns_for=lambda seating: aachess_returns(seating, sides))
+    report = build_report(db)
+    model = PlackettLuce()
+    expected = {i: model.rating() for i in range(4)}
+    database = TournamentDB(db)
+    try:
+        cfg, _ = config_from_db(database, check_paths=False)
+        games = sorted(database.game_rows(), key=lambda row: row[1])
+    finally:
+        database.close()
+    assert len(games) == 12
+    for _, _, players, returns, _, _ in games:
+        seating = [int(p[1:]) for p in players]
+        teams = [[0, 2], [1, 3]]
+        rated = model.rate([[expected[seating[s]] for s in team] for team in teams],
+                           ranks=[1 if returns[team[0]] > 0 else 2 for team in teams])
+        for team, new in zip(teams, rated):
+            for s, rating in zip(team, new):
+                expected[seating[s]] = rating
+    mus = {r["engine"]: r["mu"] for r in report["standings"]}
+    for i in range(4):
+        assert mus[f"e{i}"] == pytest.approx(expected[i].mu, abs=1e-9)
+    quick = quick_ratings(cfg, [f"e{i}" for i in range(4)],
+                          [{"seating": [int(p[1:]) for p in g[2]], "returns": g[3]} for g in games])
+    assert quick[1]["e3"][0] == pytest.approx(expected[3].mu, abs=1e-9)
+
 # --- reports from synthetic databases (no engines) --------------------------------------------
 
-def synthetic_tournament(tmp_path, text: str, seed: int = 1, first_mover_wins: bool = False):
+def synthetic_tournament(tmp_path, text: str, seed: int = 1, first_mover_wins: bool = False, returns_for=None):
     """Start a tournament and commit made-up games for every game the director asks for
-    (stronger engines win more; one game in ten is lost on time; or every first mover wins)."""
+    (stronger engines win more; one game in ten is lost on time; or every first mover wins; or
+    ``returns_for(seating)``)."""
     import random
 
     from arbiter.records import GameRecord
@@ -190,7 +271,9 @@ def synthetic_tournament(tmp_path, text: str, seed: int = 1, first_mover_wins: b
         else:
             returns = [float(rng.randrange(5) + e) for e in spec.seating]
         reason, fseat = "normal", None
-        if first_mover_wins:
+        if returns_for is not None:
+            returns = list(returns_for(spec.seating))
+        elif first_mover_wins:
             returns = [1.0, -1.0]
         elif rng.random() < 0.1 and k > 1:
             fseat = rng.randrange(k)

@@ -14,6 +14,7 @@ from arbiter.records.signing import KeyFileError, Signer, load_signer
 
 from .config import ConfigError, TournamentConfig, load_config, parse_config
 from .db import TournamentDB, lock_file
+from .director import PLANNING_RULES
 from arbiter.records.store import STORAGE_ERRORS, open_readonly
 
 from .runner import Runner, RunSummary
@@ -83,7 +84,11 @@ def _export_lines(path: Path) -> int:
 
 def refuse_start(cfg: TournamentConfig, *, overwrite: bool = False) -> None:
     """TournamentLocked or TournamentStateError if ``start`` would refuse ``cfg``'s output as it is
-    now: ``run`` asks before its pre-flight, which would otherwise start every engine first."""
+    now, ConfigError if ``cfg`` has settings its format ignores (``TournamentConfig.unused``; a
+    resume only warns of them): ``run`` asks before its pre-flight, which would otherwise start
+    every engine first."""
+    if cfg.unused:  # a new event: a setting its format ignores is a mistake in the file
+        raise ConfigError(cfg.unused[0] + (f" (and {len(cfg.unused) - 1} more such)" if len(cfg.unused) > 1 else ""))
     path = Path(cfg.output)
     if not path.exists():
         export = TournamentDB.jsonl_path(path)
@@ -128,7 +133,8 @@ def start(cfg: TournamentConfig, *, overwrite: bool = False) -> Opened:
         try:
             staging.set_meta(format=FORMAT_VERSION, config_text=cfg.source_text, config_source=cfg.source_path,
                              fingerprint=cfg.fingerprint(), seed=seed, tid=cfg.tid, created_at=str(time.time()),
-                             workdir=os.getcwd(), name=cfg.name, included_files=json.dumps(cfg.included))
+                             workdir=os.getcwd(), name=cfg.name, included_files=json.dumps(cfg.included),
+                             planning_rules=str(PLANNING_RULES))
             staging.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # everything into the main file before the rename
         finally:
             staging.close()

@@ -39,6 +39,13 @@ def _console(stderr: bool = False):
     return ReaderMayLeave(highlight=False, soft_wrap=True, stderr=stderr)  # a long path stays whole (the terminal wraps it)
 
 
+def _warn(text: str) -> None:
+    """One warning line, on stderr, printed as it is (not read as rich markup)."""
+    from rich.markup import escape
+
+    _console(stderr=True).print(f"[bold yellow]warning:[/] {escape(text)}")
+
+
 def _error(text: str) -> None:
     """One error line, on stderr. The text (paths, configuration values, exception messages) is
     printed as it is, not read as rich markup: a folder named ``[final]`` stays in the path."""
@@ -301,7 +308,11 @@ def cmd_run(args, resume: bool) -> int:
         _error(f"output {where}: {(exc.strerror or exc) if isinstance(exc, OSError) else exc}")
         return EXIT_USAGE
     cfg = opened.cfg
+    for text in cfg.notices:
+        _warn(text)
     if resume:
+        for text in cfg.unused:  # started before such settings were refused: they change none of its games
+            _warn(f"{text}; ignored (this event was started before such settings were refused)")
         try:
             _check_logs(opened.db.path, str(opened.db.path))
         except ConfigError as exc:
@@ -463,6 +474,12 @@ def cmd_check(args) -> int:
     except ConfigError as exc:
         _error(str(exc))
         return EXIT_USAGE
+    if cfg.unused:  # `run` refuses them (a resume of an event started before that only warns)
+        for text in cfg.unused:
+            _error(text)
+        return EXIT_USAGE
+    for text in cfg.notices:
+        _warn(text)
     plan = Director(ScheduleSpec.from_config(cfg, cfg.seed or "(random)")).plan({})
     names = [e.name for e in cfg.engines]
     console.print(f"{args.file}: ok — {cfg.name}: {cfg.game}, {cfg.kind} games, format {cfg.format}, "

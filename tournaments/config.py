@@ -173,6 +173,14 @@ class TournamentConfig:
     """Cluster backend: each worker's time control × (director's speed / worker's speed), recorded."""
     pin: bool = False
     """Local workers: each runs, with its engines, on one core (``arbiter.hosting.pin_process``)."""
+    notices: list[str] = field(default_factory=list)
+    """``FILE:LINE: key: ...`` warnings that ``check``, ``run`` and ``resume`` print: with openings, an
+    odd number of games leaves the last game's position played once, with one seating."""
+    unused: list[str] = field(default_factory=list)
+    """Settings given that this event never uses (``bye_points`` outside Swiss, ``anchor`` for a
+    table game, ...: ``FORMAT_KEYS``, ``KIND_KEYS``): one
+    ``FILE:LINE: key: why`` each. A new event is refused with them (``api.refuse_start``, ``check``);
+    an event started before they were refused resumes with a warning (they change none of its games)."""
 
     def fingerprint(self) -> str:
         """A hash of everything that decides which games are played and how: a resume refuses a
@@ -187,6 +195,9 @@ class TournamentConfig:
                     duplicate=self.duplicate_dice, seeding=self.seeding, candidates=self.candidates,
                     tiebreak=[self.tiebreak_games, self.tiebreak_blocks], self_pairs=self.self_pairs,
                     bye=self.bye_points, engines=[e.name for e in self.engines], tid=self.tid)
+        for key, name in (("seeding", "seeding"), ("tiebreak_games", "tiebreak"), ("bye_points", "bye")):
+            if self.format not in FORMAT_KEYS[key][0]:  # changes nothing here: a file may drop it on resume
+                del data[name]
         if self.adjudication:  # decides how games end (absent otherwise: fingerprints unchanged)
             data["adjudication"] = msgspec.structs.asdict(self.adjudication)
         if self.openings:  # which positions are played (absent otherwise: fingerprints unchanged)
@@ -352,6 +363,50 @@ def _openings(c: Checker, doc: dict, game: Game, included: dict[str, str] | None
         return parse_openings(text, game, name), order
     except OpeningsError as exc:
         raise ConfigError(str(exc)) from None
+
+
+FORMAT_KEYS = {
+    "bye_points": (("swiss",), "only a Swiss event gives byes"),
+    "tiebreak_games": (("knockout",), "only a knockout plays tie-breaks"),
+    "tiebreak_blocks": (("knockout",), "only a knockout plays tie-breaks"),
+    "seeding": (("swiss", "knockout"), "only Swiss and knockout events rank their engines before the first round"),
+}
+"""Keys that only some formats use: (the formats, why the others ignore them)."""
+
+
+KIND_KEYS = {
+    "anchor": "only two-seat competitive games get Elo ratings to anchor",
+    "sprt": "only two-seat competitive games get a GSPRT",
+}
+"""Keys that only two-seat competitive events (``kind == "match"``) use, and why the others ignore them."""
+
+
+def _unused(c: Checker, doc: dict, fmt: str, kind: str, game: str) -> list[str]:
+    """``FILE:LINE: key: why`` for each key in ``doc`` that this event would ignore."""
+    out = [str(c.error((key,), f"{why}, and format is {fmt!r}: remove it (it would change nothing)"))
+           for key, (formats, why) in FORMAT_KEYS.items() if key in doc and fmt not in formats]
+    if kind != "match":
+        out += [str(c.error((key,), f"{why}, and {game} has {kind} games: remove it (it would change nothing)"))
+                for key, why in KIND_KEYS.items() if key in doc]
+    return out
+
+
+def _single_openings(c: Checker, doc: dict, kind: str, fmt: str, match: MatchFormat | None, games: int,
+                     tb_games: int) -> list[str]:
+    """With openings every position is played twice, seats swapped; an odd number of games
+    leaves the last one's position played once, with one seating: a warning naming the key."""
+    out = []
+    once = "with openings, the last game's position is played once, with one seating (not twice, seats swapped)"
+    if kind == "match" and match.games % 2:
+        out.append(str(c.error(("match",), f"{match.games} games per match: {once}; an even number plays "
+                                            f"every position twice")))
+    if kind == "match" and fmt == "knockout" and tb_games % 2:
+        out.append(str(c.error(("tiebreak_games",) if "tiebreak_games" in doc else ("format",),
+                               f"{tb_games} games per tie-break block: in each block, {once}")))
+    if kind == "team" and games % 2:
+        out.append(str(c.error(("games",) if "games" in doc else ("game",),
+                               f"{games} games per team: {once}")))
+    return out
 
 
 def _check_size(c: Checker, spec: ScheduleSpec) -> None:
@@ -625,7 +680,10 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
             raise c.error(("anchor", "engine"), f"no engine named {an!r}")
         anchor = (names.index(an), float(c.get(raw_anchor, "elo", ("anchor",), (int, float), 0)))
 
+    unused = _unused(c, doc, fmt, kind, game_name)
+    notices = _single_openings(c, doc, kind, fmt, match, games, tb_games if tb_blocks else 0) if openings else []
     return TournamentConfig(
+        unused=unused, notices=notices,
         name=name, tid=slug(name), game=game_name, game_options=dict(game.options), num_seats=num_seats,
         kind=kind, format=fmt, match_text=match_text, match=match, games=games, rounds=rounds,
         time_control=tc, margin_ms=margin, concurrency=concurrency, seed=seed, output=output,

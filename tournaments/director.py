@@ -32,6 +32,15 @@ from .schedule import (SwissPlayer, knockout_rounds, knockout_slots, rotation, r
                        seeded_order, swiss_pairings)
 
 
+PLANNING_RULES = 2
+"""The planning rules of events started now (``ScheduleSpec.rules``)."""
+
+
+def stored_rules(meta: Mapping[str, str]) -> int:
+    """The planning rules of the event whose database metadata is ``meta``."""
+    return int(meta.get("planning_rules", "1"))
+
+
 @dataclass(frozen=True)
 class GameSpec:
     match_id: str
@@ -129,15 +138,23 @@ class ScheduleSpec:
     """The openings file's positions (indices in file order) in the order games take them; a
     pairing's j-th pair (block of seat rotations) of its c-th meeting takes entry ``c * stride + j``
     (wrapping around). Openings imply duplicate dice (``TournamentConfig.duplicate_dice``)."""
+    rules: int = PLANNING_RULES
+    """The planning rules the event was started under (``PLANNING_RULES`` for a new event, kept in
+    its database as ``planning_rules``; 1 for an event started before the database kept them).
+    1: a Swiss round is paired without looking ahead at the rounds after it, and every knockout
+    tie-break block starts with the higher seed moving first; 2: a Swiss round is paired so that
+    the later ones can still be paired without a repeat, and each tie-break block starts with the
+    engine that has moved first less often in the match so far. A resumed event goes on with the rules it was started
+    under, so the rounds it paired before are paired again the same way."""
 
     @classmethod
-    def from_config(cls, cfg, seed: str) -> "ScheduleSpec":
+    def from_config(cls, cfg, seed: str, rules: int = PLANNING_RULES) -> "ScheduleSpec":
         order = play_order(cfg.openings, cfg.openings_order, seed) if cfg.openings else []
         return cls(tid=cfg.tid, n=len(cfg.engines), kind=cfg.kind, num_seats=cfg.num_seats, format=cfg.format,
                    match=cfg.match, games=cfg.games, rounds=cfg.rounds, duplicate=cfg.duplicate_dice,
                    seed=seed, seeding=cfg.seeding, candidates=tuple(cfg.candidates or (0,)),
                    tiebreak_games=cfg.tiebreak_games, tiebreak_blocks=cfg.tiebreak_blocks, self_pairs=cfg.self_pairs,
-                   bye_points=cfg.bye_points, openings=tuple(o.index - 1 for o in order))
+                   bye_points=cfg.bye_points, openings=tuple(o.index - 1 for o in order), rules=rules)
 
     def most_games(self) -> tuple[int, int, int]:
         """(games per meeting, meetings per cycle, cycles) at most, counted the way ``Director``
@@ -377,11 +394,21 @@ class Director:
         # Knockout: tie-break blocks until one block is won, then the higher seed.
         number = fmt.games
         tbp = [0.0, 0.0]
+        # Who moves first (rules 2): each block starts with the engine that has moved first less
+        # often in the match so far (the higher seed, A, on a tie), then alternates. Rules 1: every
+        # block started with A, so with an odd tiebreak_games A moved first more often, in every
+        # game with blocks of one.
+        firsts = [0, 0]
+        for g in range(1, fmt.games + 1):
+            r = results.get((p.match_id, g))
+            if r is not None:
+                firsts[0 if r.seating[0] == a else 1] += 1
         for t in range(s.tiebreak_blocks):
             specs = []
+            lead = 0 if s.rules < 2 or firsts[0] <= firsts[1] else 1
             for j in range(s.tiebreak_games):
                 number += 1
-                letter = "AB"[j % 2]
+                letter = "AB"[(lead + j) % 2]
                 suffix = (f"tb{t + 1}pair{j // 2 + 1}" if s.duplicate and (j // 2) * 2 + 1 < s.tiebreak_games
                           else str(number))
                 pair = -(-fmt.games // 2) + t * -(-s.tiebreak_games // 2) + j // 2
@@ -399,6 +426,8 @@ class Director:
                 block[1] += pb
             tbp = [tbp[0] + block[0], tbp[1] + block[1]]
             played += len(specs)
+            for g in specs:
+                firsts[0 if g.seating[0] == a else 1] += 1
             if block[0] != block[1]:
                 return PairingState(p, done=True, played=played, points=points, tiebreak_points=tbp,
                                     winner=a if block[0] > block[1] else b, decided_by="tiebreak")
@@ -494,7 +523,8 @@ class Director:
             return self._swiss[r]
         ranked = self.swiss_standings(earlier)
         coin = seeded_order(2, self.spec.seed, "swiss-colour")[0]
-        rnd = swiss_pairings(ranked, r, coin)
+        later = self.spec.rounds - r if self.spec.rules >= 2 else 0
+        rnd = swiss_pairings(ranked, r, coin, later_rounds=later)
         if rnd.relaxed:
             rules = "rules" if " and " in rnd.relaxed else "rule"
             self.notes.append(f"round {r}: the {rnd.relaxed} {rules} had to be relaxed to pair every engine")

@@ -257,14 +257,31 @@ def _meat(theta, first, second, score, clusters, n, first_move, T, prior_draws: 
 
 # --- multiplayer: OpenSkill -------------------------------------------------------------------
 
-def openskill_ratings(games: list[tuple[tuple[int, ...], tuple[float, ...]]], names: list[str]) -> list[dict]:
+def seat_sides(game) -> tuple[int, ...] | None:
+    """The side of each seat of ``game`` (a number per seat; allied seats share one), as the
+    game's ``forfeit_returns`` groups them: a forfeit loses for the forfeiting seat's whole
+    alliance (A&A Chess), else for that seat alone. None without a game (every seat its own side)."""
+    if game is None:
+        return None
+    out: list[int] = []
+    for seat in range(game.num_seats):
+        lost = game.forfeit_returns(seat)
+        allies = [s for s in range(game.num_seats) if lost[s] == lost[seat]]
+        out.append(out[allies[0]] if allies[0] < seat else max(out, default=-1) + 1)
+    return tuple(out)
+
+
+def openskill_ratings(games: list[tuple[tuple[int, ...], tuple[float, ...]]], names: list[str],
+                      sides: tuple[int, ...] | None = None) -> list[dict]:
     """Plackett–Luce μ, σ per engine from games (seating, returns) in a fixed order. Ranks come
-    from returns (higher is better; equal returns share a rank)."""
-    return next(openskill_history(games, names, [len(games)]))
+    from returns (higher is better; equal returns share a rank). ``sides`` (``seat_sides``): the
+    side of each seat; allied seats are rated as one team of their engines, ranked by the side's
+    return (without it, or when a game has another number of seats, every seat is a side)."""
+    return next(openskill_history(games, names, [len(games)], sides))
 
 
 def openskill_history(games: list[tuple[tuple[int, ...], tuple[float, ...]]], names: list[str],
-                      marks: list[int]):
+                      marks: list[int], sides: tuple[int, ...] | None = None):
     """``openskill_ratings`` of the first k games for each k in ``marks`` (ascending), in one
     pass: the ratings over time of a long event without refitting every prefix."""
     from openskill.models import PlackettLuce
@@ -283,12 +300,19 @@ def openskill_history(games: list[tuple[tuple[int, ...], tuple[float, ...]]], na
         seating, returns = games[k]
         if len(set(seating)) != len(seating) or not contested(returns):
             continue  # an engine on two seats cannot be ranked against itself; a game all lost ranks nobody
-        order = sorted(set(returns), reverse=True)
-        ranks = [order.index(r) + 1 for r in returns]
-        new = model.rate([[ratings[e]] for e in seating], ranks=ranks)
-        for e, team in zip(seating, new):
-            ratings[e] = team[0]
-            played[e] += 1
+        side_of = sides if sides is not None and len(sides) == len(seating) else tuple(range(len(seating)))
+        teams: dict[int, list[int]] = {}
+        for seat, side in enumerate(side_of):
+            teams.setdefault(side, []).append(seat)
+        seats = list(teams.values())  # each side's seats, sides in order of their first seat
+        side_returns = [returns[group[0]] for group in seats]
+        order = sorted(set(side_returns), reverse=True)
+        ranks = [order.index(r) + 1 for r in side_returns]
+        new = model.rate([[ratings[seating[s]] for s in group] for group in seats], ranks=ranks)
+        for group, team in zip(seats, new):
+            for s, rating in zip(group, team):
+                ratings[seating[s]] = rating
+                played[seating[s]] += 1
 
 
 def _openskill_rows(ratings: dict, played: list[int], names: list[str]) -> list[dict]:

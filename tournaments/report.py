@@ -23,8 +23,8 @@ from arbiter.stats import (MIN_INTERVAL_GAMES, contested, forfeiting_seats, game
                            wilson_interval)
 
 from .config import TournamentConfig, parse_config
-from .director import Director, GameResult, ScheduleSpec
-from .ratings import Z95, fit_bradley_terry, openskill_history, openskill_ratings
+from .director import Director, GameResult, ScheduleSpec, stored_rules
+from .ratings import Z95, fit_bradley_terry, openskill_history, openskill_ratings, seat_sides
 from arbiter.sprt import concluded, pentanomial, sprt, trinomial
 
 
@@ -145,7 +145,7 @@ def build_report(db_path: str | Path) -> dict[str, Any]:
     cfg, meta, games = _load(db_path)
     names = [e.name for e in cfg.engines]
     n = len(names)
-    director = Director(ScheduleSpec.from_config(cfg, meta.get("seed", "")))
+    director = Director(ScheduleSpec.from_config(cfg, meta.get("seed", ""), stored_rules(meta)))
     results = {}
     for g in games:
         seating = list(g["seating"])
@@ -213,7 +213,8 @@ def quick_ratings(cfg: TournamentConfig, names: list[str], games: list[dict]) ->
     if cfg.kind == "match":
         return "Elo", _elo(cfg, names, *_elo_arrays(cfg, games))
     if cfg.kind == "table":
-        rows = openskill_ratings([(tuple(g["seating"]), tuple(g["returns"])) for g in games], names)
+        rows = openskill_ratings([(tuple(g["seating"]), tuple(g["returns"])) for g in games], names,
+                                 seat_sides(_game_or_none(cfg)))
         return "OpenSkill μ", {r["engine"]: (r["mu"], r["mu"] - Z95 * r["sigma"], r["mu"] + Z95 * r["sigma"])
                                for r in rows}
     return None
@@ -271,7 +272,8 @@ def rating_timeline(cfg: TournamentConfig, names: list[str], games: list[dict], 
     series: dict[str, list] = {name: [] for name in names}
     if cfg.kind == "table":
         measure = "OpenSkill μ"
-        history = openskill_history([(tuple(g["seating"]), tuple(g["returns"])) for g in ordered], names, marks)
+        history = openskill_history([(tuple(g["seating"]), tuple(g["returns"])) for g in ordered], names, marks,
+                                    seat_sides(_game_or_none(cfg)))
         for rows in history:
             mu = {r["engine"]: r["mu"] for r in rows}
             for name in names:
@@ -641,7 +643,8 @@ def table_sections(cfg: TournamentConfig, games: list[dict], names: list[str],
                 st["wins"] += 1
                 seat_wins[seat] += 1
             seat_returns[seat].append(r[seat])
-    ratings = openskill_ratings([(tuple(g["seating"]), tuple(g["returns"])) for g in ordered], names)
+    ratings = openskill_ratings([(tuple(g["seating"]), tuple(g["returns"])) for g in ordered], names,
+                                seat_sides(_game_or_none(cfg)))
     standings = []
     for row in ratings:
         st = stats[names.index(row["engine"])]

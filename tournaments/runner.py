@@ -36,7 +36,7 @@ from arbiter.stats import contested
 
 from .config import TournamentConfig
 from .db import TournamentDB
-from .director import Director, GameResult, GameSpec, Plan, ScheduleSpec
+from .director import Director, GameResult, GameSpec, Plan, ScheduleSpec, stored_rules
 from .jobs import Backend, FinishedGame, GameJob, GameLost, TournamentError, WorkerError, WorkerSetup
 from .pool import LocalPool, db_marker, start_method
 
@@ -135,7 +135,7 @@ class Runner:
         self.backend = backend
         self.concurrency = concurrency or cfg.concurrency
         self.names = [e.name for e in cfg.engines]
-        self.director = Director(ScheduleSpec.from_config(cfg, seed))
+        self.director = Director(ScheduleSpec.from_config(cfg, seed, stored_rules(db.meta())))
         self.results: dict[tuple[str, int], GameResult] = {}
         self.plan: Plan | None = None
         self.played = 0

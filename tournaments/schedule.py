@@ -2,7 +2,8 @@
 
 * ``round_robin_rounds`` — Berger tables (circle method), colours balanced to within one.
 * ``swiss_pairings`` — one Swiss round: score groups (top half against bottom half), no repeat
-  pairings, colour (who is "A", the engine listed first in the match schedule) balanced to
+  pairings (looking ahead: a round is paired so that the rounds after it can still be paired
+  without one), colour (who is "A", the engine listed first in the match schedule) balanced to
   within two, byes to the lowest-ranked engine without one.
 * ``knockout_slots`` — the standard seeded bracket (1 v 16, 8 v 9, ...), byes for top seeds.
 * ``rotation`` — seat rotation for tables of three or more seats (and teams): every engine sits
@@ -89,47 +90,162 @@ class SwissRound:
 
 
 def swiss_pairings(ranked: list[SwissPlayer], round_number: int, coin: int = 0,
-                   node_limit: int = 200_000) -> SwissRound:
+                   node_limit: int = 200_000, later_rounds: int = 0,
+                   lookahead_limit: int = 200_000) -> SwissRound:
     """Pair one Swiss round. ``ranked`` is the standings order (best first; ties already broken).
 
-    Rules, in order of precedence: (1) no repeat pairing; (2) nobody's A-B difference beyond
-    two (two players who both must have the same colour are not paired); (3) pair within score
-    groups, the top half against the bottom half; (4) colours: the engine with fewer A's gets A,
-    then the one that was B last time, then alternating boards. The search is exhaustive
-    (backtracking) under a node budget; only if no pairing satisfies (1) and (2) is (2) relaxed,
-    and only if none satisfies (1) is (1) relaxed (reported in ``relaxed``)."""
+    Rules, in order of precedence: (1) no repeat pairing, in this round and, with
+    ``later_rounds`` (the rounds still to be paired after this one), in the later rounds: the
+    round is paired so that they can still be paired without one (and without a second bye),
+    whatever their results; (2) nobody's A-B difference beyond two (two players who both must
+    have the same colour are not paired); (3) pair within score groups, the top half against the
+    bottom half; (4) colours: the engine with fewer A's gets A, then the one that was B last time,
+    then alternating boards. The search is exhaustive (backtracking) under a node budget; only if
+    no pairing satisfies (1) and (2) is (2) relaxed, and only if none satisfies (1) is (1) relaxed
+    (reported in ``relaxed``). The look-ahead has a budget of its own (``lookahead_limit`` nodes,
+    counted, not timed: the same standings always give the same pairing); when it runs out, or
+    when the later rounds cannot all be paired without a repeat whatever this one does, the
+    round is paired as with ``later_rounds = 0``."""
     players = list(ranked)
     by_index = {p.index: p for p in players}
     bye_order: list[int | None] = [None]
     if len(players) % 2:
         without = [p.index for p in reversed(players) if not p.had_bye]
         bye_order = without + [p.index for p in reversed(players) if p.had_bye]
+
+    def finish(pairs: list[tuple[int, int]], bye: int | None, relaxed: str) -> SwissRound:
+        boards = [_allocate(by_index[x], by_index[y], board, round_number, coin)
+                  for board, (x, y) in enumerate(pairs)]
+        if bye is not None and by_index[bye].had_bye:  # a second bye rather than a repeat pairing
+            relaxed = f"{relaxed} and bye" if relaxed else "bye"
+        return SwissRound(boards, bye, relaxed)
+
+    if later_rounds > 0:
+        found = _look_ahead(players, bye_order, later_rounds, node_limit, _Budget(lookahead_limit))
+        if found is not None:
+            return finish(*found)
     for relaxed in ("", "colour", "repeat"):
         for bye in bye_order:
             rest = [p for p in players if p.index != bye]
-            pairs = _search(rest, relaxed, node_limit)
+            pairs = next(_candidates(rest, relaxed, node_limit), None)
             if pairs is not None:
-                boards = [_allocate(by_index[x], by_index[y], board, round_number, coin)
-                          for board, (x, y) in enumerate(pairs)]
-                if bye is not None and by_index[bye].had_bye:  # a second bye rather than a repeat pairing
-                    relaxed = f"{relaxed} and bye" if relaxed else "bye"
-                return SwissRound(boards, bye, relaxed)
+                return finish(pairs, bye, relaxed)
     raise PairingError(f"cannot pair swiss round {round_number}")  # unreachable: 'repeat' always pairs
+
+
+class _OutOfNodes(Exception):
+    pass
+
+
+class _Budget:
+    def __init__(self, nodes: int):
+        self.left = nodes
+
+    def spend(self) -> None:
+        self.left -= 1
+        if self.left < 0:
+            raise _OutOfNodes
+
+
+def _look_ahead(players: list[SwissPlayer], bye_order: list[int | None], later: int, node_limit: int,
+                budget: _Budget) -> tuple[list[tuple[int, int]], int | None, str] | None:
+    """(pairs, bye, relaxed) of the first pairing in the usual order of preference after which the
+    ``later`` rounds can be paired without a repeat, nor a second bye (else without a repeat); None
+    when there is none (the rounds paired so far have made a repeat unavoidable) or the budget ran out."""
+    ids = [p.index for p in players]
+    allowed = {p.index: {q for q in ids if q != p.index and q not in p.opponents} for p in players}
+    no_bye = {p.index for p in players if not p.had_bye}
+    odd = len(players) % 2 == 1
+    try:
+        for strict in ((True, False) if odd else (True,)):
+            if not _completable(ids, allowed, no_bye, later + 1, strict, budget):
+                continue  # no pairing of this round keeps the later ones repeat-free
+            for relaxed in ("", "colour"):
+                for bye in bye_order:
+                    if strict and bye is not None and bye not in no_bye:
+                        continue
+                    rest = [p for p in players if p.index != bye]
+                    for pairs in _candidates(rest, relaxed, node_limit):
+                        after = {i: set(s) for i, s in allowed.items()}
+                        for x, y in pairs:
+                            after[x].discard(y)
+                            after[y].discard(x)
+                        if _completable(ids, after, no_bye - {bye}, later, strict, budget):
+                            return pairs, bye, relaxed
+    except _OutOfNodes:
+        pass
+    return None
+
+
+def _completable(ids: list[int], allowed: dict[int, set[int]], no_bye: set[int], rounds: int, strict: bool,
+                 budget: _Budget, floor: int = -1) -> bool:
+    """Whether ``rounds`` rounds can be paired among ``ids`` with only ``allowed`` partners, each
+    pair at most once; with an odd number of players a bye each round, to distinct players (with
+    ``strict``, only to players in ``no_bye``). ``allowed`` is left as it was found. Rounds are
+    interchangeable, so they are searched in one order only: byes (odd) or the first player's
+    partners (even) increasing from round to round (``floor``)."""
+    budget.spend()
+    if rounds == 0:
+        return True
+    odd = len(ids) % 2 == 1
+    pool = sorted(no_bye) if (odd and strict) else (list(ids) if odd else [])
+    if odd and len([b for b in pool if b > floor]) < rounds:
+        return False
+    for p in ids:  # every player must still find enough partners
+        if len(allowed[p]) < rounds - (1 if odd and (p in no_bye or not strict) else 0):
+            return False
+    for bye in ([b for b in pool if b > floor] if odd else [None]):
+        rest = [p for p in ids if p != bye]
+        first = None if odd else rest[0]
+        for pairs in _matchings(rest, allowed, budget, first, -1 if odd else floor):
+            for x, y in pairs:
+                allowed[x].discard(y)
+                allowed[y].discard(x)
+            try:
+                nxt = bye if odd else dict(pairs + [(y, x) for x, y in pairs])[first]
+                if _completable(ids, allowed, no_bye - {bye}, rounds - 1, strict, budget, nxt):
+                    return True
+            finally:
+                for x, y in pairs:
+                    allowed[x].add(y)
+                    allowed[y].add(x)
+    return False
+
+
+def _matchings(ids: list[int], allowed: dict[int, set[int]], budget: _Budget, first: int | None, floor: int):
+    """Every pairing of ``ids`` with ``allowed`` partners (``first``'s partner above ``floor``),
+    the player with the fewest partners left paired first."""
+    def rec(unpaired: frozenset[int]):
+        if not unpaired:
+            yield []
+            return
+        budget.spend()
+        p = first if first in unpaired else min(unpaired, key=lambda x: (len(allowed[x] & unpaired), x))
+        for q in sorted(allowed[p] & unpaired):
+            if p == first and q <= floor:
+                continue
+            for sub in rec(unpaired - {p, q}):
+                yield [(p, q)] + sub
+
+    yield from rec(frozenset(ids))
 
 
 def _conflict(p: SwissPlayer, q: SwissPlayer) -> bool:
     return (p.colour_diff >= 2 and q.colour_diff >= 2) or (p.colour_diff <= -2 and q.colour_diff <= -2)
 
 
-def _search(rest: list[SwissPlayer], relaxed: str, node_limit: int) -> list[tuple[int, int]] | None:
+def _candidates(rest: list[SwissPlayer], relaxed: str, node_limit: int):
+    """The pairings of ``rest`` allowed by ``relaxed``, best first (the first is the round's
+    pairing when nothing is looked ahead), until ``node_limit`` nodes have been searched."""
     budget = [node_limit]
 
-    def rec(unpaired: list[SwissPlayer]) -> list[tuple[int, int]] | None:
+    def rec(unpaired: list[SwissPlayer]):
         if not unpaired:
-            return []
+            yield []
+            return
         budget[0] -= 1
         if budget[0] < 0:
-            return None
+            return
         p = unpaired[0]
         group = [q for q in unpaired if q.score == p.score]
         ideal = len(group) // 2
@@ -146,14 +262,12 @@ def _search(rest: list[SwissPlayer], relaxed: str, node_limit: int) -> list[tupl
                 continue
             if relaxed == "" and _conflict(p, q):
                 continue
-            sub = rec([x for x in unpaired[1:] if x is not q])
-            if sub is not None:
-                return [(p.index, q.index)] + sub
+            for sub in rec([x for x in unpaired[1:] if x is not q]):
+                yield [(p.index, q.index)] + sub
             if budget[0] < 0:
-                return None
-        return None
+                return
 
-    return rec(rest)
+    yield from rec(rest)
 
 
 def _allocate(p: SwissPlayer, q: SwissPlayer, board: int, round_number: int, coin: int) -> tuple[int, int]:
