@@ -580,6 +580,8 @@ def build_app(source: Source, feed: str | None, *, poll: float = 0.5, tick: floa
     page = resources.files(__package__).joinpath("page.html").read_text()
     script = resources.files(__package__).joinpath("page.js").read_text()
     bound = threading.Event()
+    if not feed:  # nothing to bind: ``start`` must not wait for it (it waited its whole timeout, 10 s)
+        bound.set()
 
     @asynccontextmanager
     async def lifespan(app):
