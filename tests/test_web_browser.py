@@ -326,6 +326,84 @@ def test_a_game_without_boards_and_a_server_error_show_what_happened(site):
     del site["errors"][gap:]
 
 
+class Publisher:
+    """A referee's feed in a thread: live views of game ``g1`` over the real feed socket, a new
+    ply every few milliseconds (resent until stopped: a PUB socket drops what it sends before its
+    connection is made), with ``board`` as the view's board."""
+
+    def __init__(self, endpoint: str, board: str):
+        import threading
+
+        self.endpoint, self.board, self.stop = endpoint, board, threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        import msgspec
+        import zmq
+
+        ctx = zmq.Context()
+        pub = ctx.socket(zmq.PUB)
+        pub.connect(self.endpoint)
+        ply = 0
+        while not self.stop.is_set():
+            ply += 1
+            now = time.time()
+            pub.send(msgspec.msgpack.encode({
+                "type": "live", "game_id": "g1", "match_id": "m", "number": 1, "game": "einstein",
+                "players": ["a", "b"], "roles": ["red", "blue"], "time_control": "60", "dice_commitment": "c",
+                "started_at": now, "ply": ply, "acting": [0], "clocks_ms": [60000, 60000], "sent_at": now,
+                "event_at": now, "board": self.board, "last": [{"ply": ply - 1, "seat": 0, "kind": "move", "move": f"m{ply}"}]}))
+            time.sleep(0.02)
+        pub.close(0)
+        ctx.term()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+
+
+def live_ply(page) -> int:
+    return page.evaluate("() => S.live.g1 ? S.live.g1.ply : 0")
+
+
+def test_a_malformed_address_is_not_found_and_the_page_keeps_updating(site, tmp_path):
+    """A hand-typed address that is not valid percent-encoding (``#/engine/50%``): page.js's
+    decodeURIComponent threw a URIError on the route and again on every live event, so the page
+    went blank, stopped updating, and filled the console. It now says there is no such page, takes
+    the live events as ever, and a valid address still works."""
+    from arbiter.games import load_game
+    from arbiter.web import MemorySource, WebServer
+
+    endpoint = f"ipc://{tmp_path}/feed"
+    server = WebServer(MemorySource("addresses"), endpoint, port=0, tick=0.01)
+    server.start()
+    publisher = Publisher(endpoint, load_game("einstein").new_initial_state().render_svg())
+    page, gap = site["page"], len(site["errors"])
+    try:
+        for address in ("#/engine/50%", "#/game/%E0%A4%A"):
+            page.goto(server.url + address)
+            page.wait_for_function("() => document.querySelector('#view').textContent.includes('no such page')",
+                                   timeout=10000)
+            page.wait_for_function("() => S.live.g1 && S.live.g1.ply > 0", timeout=10000)
+            ply = live_ply(page)
+            page.wait_for_function(f"() => S.live.g1.ply > {ply + 5}", timeout=10000)  # live events taken
+            assert "no such page" in page.inner_text("#view")
+        page.evaluate("() => { location.hash = '#/game/g1'; }")  # a valid address from there
+        page.wait_for_selector("#game[data-live='1'] .card[data-game='g1']", timeout=10000)
+        page.evaluate("() => { location.hash = '#/'; }")
+        page.wait_for_selector("#live .card[data-game='g1']", timeout=10000)
+        ply = int(page.get_attribute("#live .card[data-game='g1']", "data-ply"))
+        page.wait_for_function(f"() => Number(document.querySelector(\"#live .card[data-game='g1']\").dataset.ply) > {ply}",
+                               timeout=10000)
+    finally:
+        publisher.close()
+        page.goto("about:blank")
+        server.stop()
+    new = site["errors"][gap:]
+    assert new == [], new
+
+
 def test_no_console_errors(site):
     assert site["errors"] == []
 

@@ -12,6 +12,15 @@ const fmtMs = (ms) => {
 };
 const num = (x, d = 1) => (x === null || x === undefined || Number.isNaN(x) ? "–" : Number(x).toFixed(d));
 const span = (lo, hi, d = 2) => (lo === null || lo === undefined ? "–" : `${num(lo, d)} – ${num(hi, d)}`);  // an interval, or "–"
+// The page's address: its kind (game, engine, "" for the event) and its argument, decoded; the
+// argument is null when it is not valid percent-encoding (a hand-typed "#/engine/50%": a URIError
+// thrown on the route, and on every live event after it, stopped the page).
+function address() {
+  const [kind, ...rest] = location.hash.replace(/^#\/?/, "").split("/");
+  let arg = rest.join("/");
+  try { arg = decodeURIComponent(arg); } catch (e) { arg = null; }
+  return [kind, arg];
+}
 const link = (name) => `<a href="#/engine/${encodeURIComponent(name)}">${esc(name)}</a>`;
 
 // A JSON answer, or {error} when the answer is not JSON (a proxy's error page, a dropped connection).
@@ -245,19 +254,18 @@ async function renderEngine(name) {
 }
 
 function route() {
-  const h = location.hash.replace(/^#\/?/, "");
-  const [kind, ...rest] = h.split("/");
-  const arg = decodeURIComponent(rest.join("/"));
+  const [kind, arg] = address();
   if (kind !== "game") S.replay = null;
+  if (arg === null) { $("#view").innerHTML = `<section><p>no such page: ${esc(location.hash)}</p></section>`; return; }
   if (kind === "game") return renderGame(arg);
   if (kind === "engine") return renderEngine(arg);
   return renderEvent();
 }
 
 function onUpdate(gid) {
-  const kind = location.hash.replace(/^#\/?/, "").split("/")[0];
+  const [kind, open] = address();
   if (kind === "" || kind === undefined) return renderEvent();
-  if (kind === "game" && gid !== undefined && decodeURIComponent(location.hash.split("/").slice(2).join("/")) === gid) {
+  if (kind === "game" && gid !== undefined && open === gid) {
     S.replay = null;
     return renderGame(gid);
   }
@@ -293,7 +301,7 @@ function connect() {
     const now = performance.now(), games = JSON.parse(ev.data).games;
     games.forEach((g) => { const view = merge(g); if (view) { S.live[g.game_id] = view; S.recv[g.game_id] = now; } });
     if (location.hash.replace(/^#\/?/, "") === "") return updateLive(games.map((g) => g.game_id));
-    const open = decodeURIComponent(location.hash.split("/").slice(2).join("/"));
+    const open = address()[1];
     onUpdate(games.some((g) => g.game_id === open) ? open : undefined);
   });
   es.addEventListener("end", (ev) => {
