@@ -404,6 +404,45 @@ def test_a_malformed_address_is_not_found_and_the_page_keeps_updating(site, tmp_
     assert new == [], new
 
 
+def test_win_rates_of_an_engine_without_games_are_a_dash(site):
+    """An engine that has played no game yet (a solo or table event under way) showed a win % of
+    "0.0" (the report's rate is None, or 0 of a count taken as 1) and, at a table, a mean rank and
+    return of 0.00: figures it does not have. They are a dash, as every undefined figure is."""
+    from arbiter.web import MemorySource, WebServer
+
+    solo = [{"rank": 1, "engine": "r1", "games": 2, "wins": 1, "win_rate": 0.5, "win_lo": 0.0945, "win_hi": 0.9055,
+             "mean": 1.5, "lo": None, "hi": None},
+            {"rank": 2, "engine": "r2", "games": 0, "wins": 0, "win_rate": None, "win_lo": 0.0, "win_hi": 1.0,
+             "mean": None, "lo": None, "hi": None}]  # as tournaments.report.solo_sections makes them
+    table = [{"rank": 1, "engine": "a1", "games": 1, "wins": 1, "draws": 0, "win_rate": 1.0, "mean_rank": 1.0,
+              "mean_return": 1.0, "mu": 27.6, "sigma": 8.1, "ordinal": 3.3},
+             {"rank": 2, "engine": "a3", "games": 0, "wins": 0, "draws": 0, "win_rate": 0.0, "mean_rank": 0.0,
+              "mean_return": 0.0, "mu": 25.0, "sigma": 8.33, "ordinal": 0.0}]  # as its table_sections
+
+    class Standings(MemorySource):
+        def summary(self):
+            return {"title": self.title, "standings": self.rows}
+
+    page = site["page"]
+    for rows, blank in ((solo, ["win %", "95 % interval", "mean score"]), (table, ["win %", "mean rank", "mean return"])):
+        source = Standings("standings")
+        source.rows = rows
+        server = WebServer(source, None, port=0)
+        server.start()
+        try:
+            page.goto(server.url)
+            page.wait_for_selector("#standings")
+            head = page.evaluate("() => [...document.querySelectorAll('#standings th')].map(th => th.textContent)")
+            cells = page.evaluate("() => [...document.querySelectorAll('#standings tr')].slice(1).map(tr => "
+                                  "[...tr.children].map(td => td.textContent))")
+            for name in blank:
+                col = head.index(name)
+                assert cells[0][col] not in ("–", "") and cells[1][col] == "–", (name, cells)
+        finally:
+            page.goto("about:blank")
+            server.stop()
+
+
 def test_no_console_errors(site):
     assert site["errors"] == []
 

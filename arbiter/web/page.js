@@ -145,21 +145,23 @@ function renderEvent() {
     .map((r) => (r.elo === undefined && r.mu !== undefined ? { ...r, elo: r.mu } : r))  // a table event's OpenSkill μ
     .filter((r) => r.elo !== null && r.elo !== undefined);
   const shared = (sm.standings || []).some((r) => r.mean !== undefined && r.points === undefined);
+  // a per-game figure of an engine with no game yet is none, not 0 (the report's rate is None, or 0 of 1)
+  const perGame = (f) => (v, r) => (r.games ? f(v, r) : "–");
   const interval = (v, r) => (r.lo === null || r.lo === undefined ? "–" : `${num(r.lo, 2)} – ${num(r.hi, 2)}`);
   const solo = (sm.standings || []).some((r) => r.win_rate !== undefined);
   const tables = (sm.standings || []).some((r) => r.mean_rank !== undefined);  // a 3-5 seat event: OpenSkill
   const cols = tables  // as its report ranks them: no points (before: a row of blanks)
     ? [["rank", "#"], ["engine", "engine", link], ["games", "games"], ["wins", "wins"], ["draws", "draws"],
-      ["win_rate", "win %", (v) => num(100 * v, 1)], ["mean_rank", "mean rank", (v) => num(v, 2)],
-      ["mean_return", "mean return", (v) => num(v, 2)], ["mu", "μ", (v) => num(v, 2)],
+      ["win_rate", "win %", perGame((v) => num(100 * v, 1))], ["mean_rank", "mean rank", perGame((v) => num(v, 2))],
+      ["mean_return", "mean return", perGame((v) => num(v, 2))], ["mu", "μ", (v) => num(v, 2)],
       ["sigma", "σ", (v) => num(v, 2)], ["ordinal", "μ − 3σ", (v) => num(v, 2)]]
     : shared  // a team (cooperative) or solo event: mean scores (and a solo game's wins), no draws
     ? [["rank", "#"], ["engine", "engine", link], ["games", "games"],
-      ...(solo ? [["wins", "wins"], ["win_rate", "win %", (v) => num(100 * v, 1)],
-        ["win_lo", "95 % interval", (v, r) => `${num(100 * v, 1)} – ${num(100 * r.win_hi, 1)}`]] : []),
-      ["mean", "mean score", (v) => num(v, 2)], ["lo", "95 % interval", interval]]
+      ...(solo ? [["wins", "wins"], ["win_rate", "win %", perGame((v) => num(100 * v, 1))],
+        ["win_lo", "95 % interval", perGame((v, r) => `${num(100 * v, 1)} – ${num(100 * r.win_hi, 1)}`)]] : []),
+      ["mean", "mean score", perGame((v) => num(v, 2))], ["lo", "95 % interval", interval]]
     : [["rank", "#"], ["engine", "engine", link], ["games", "games"], ["points", "points", (v) => num(v, 1)],
-      ["W", "W"], ["D", "D"], ["L", "L"], ["score", "score", (v) => num(v === null ? null : 100 * v, 1) + " %"]];
+      ["W", "W"], ["D", "D"], ["L", "L"], ["score", "score", (v) => (v === null || v === undefined ? "–" : num(100 * v, 1) + " %")]];
   if ((sm.standings || []).some((r) => r.elo !== undefined)) cols.push(["elo", "Elo", (v, r) => v === null ? "–" : `${num(v, 0)} [${num(r.elo_lo, 0)}, ${num(r.elo_hi, 0)}]`]);
   const live = Object.values(S.live).sort((a, b) => a.game_id < b.game_id ? -1 : 1);
   $("#view").innerHTML =
