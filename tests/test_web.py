@@ -1129,3 +1129,34 @@ def test_a_game_this_installation_does_not_know_and_a_server_error_are_answered_
         assert status == 500 and isinstance(body, dict) and body["error"] and "secret" not in json.dumps(body)
     finally:
         server.stop()
+
+
+def test_the_feed_socket_is_private_whatever_the_umask(tmp_path):
+    """Whoever can connect to the feed socket writes the running games spectators see (and a
+    match's finished games); it was made with the process's umask, so under a permissive one
+    (0o000) any local user could. The socket is now the user's alone (no group or other bits), for
+    a tournament's view and for a match's (``--web``: in a private folder, 0700)."""
+    import os
+    import stat
+
+    from arbiter.web.live import LiveView
+
+    old = os.umask(0)
+    try:
+        server = WebServer(MemorySource("private"), f"ipc://{tmp_path}/feed", port=0)
+        server.start()
+        try:
+            mode = stat.S_IMODE(os.stat(tmp_path / "feed").st_mode)
+            assert mode & 0o077 == 0, oct(mode)
+        finally:
+            server.stop()
+        view = LiveView("private", port=0)
+        try:
+            folder = Path(view.folder)
+            assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+            mode = stat.S_IMODE((folder / "feed").stat().st_mode)
+            assert mode & 0o077 == 0, oct(mode)
+        finally:
+            view.close()
+    finally:
+        os.umask(old)

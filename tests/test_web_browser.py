@@ -128,7 +128,7 @@ def played(page) -> int:
 
 def test_running_board_changes_after_a_move(site):
     page = site["page"]
-    page.wait_for_selector("#live .card[data-game] svg.board", timeout=30000)
+    page.wait_for_selector("#live .card[data-game] img.board", timeout=30000)
     card = page.query_selector("#live .card[data-game]")
     gid, ply = card.get_attribute("data-game"), int(card.get_attribute("data-ply"))
     board = card.inner_html()
@@ -441,6 +441,40 @@ def test_win_rates_of_an_engine_without_games_are_a_dash(site):
         finally:
             page.goto("about:blank")
             server.stop()
+
+
+HOSTILE_BOARD = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 10 10" class="board" onload="window.pwned=\'svg\'">'
+                 '<script>window.pwned = "script"</script><rect width="10" height="10" fill="#3b7"/>'
+                 '<image href="/no-such-image.png" onerror="window.pwned=\'image\'"/></svg>')
+
+
+def test_a_board_from_the_feed_cannot_run_script_in_the_page(site, tmp_path):
+    """Whatever connects to the feed socket wrote its board into every spectator's page as markup
+    (innerHTML): an SVG's ``onload``/``onerror`` attributes ran in the page. A running game's board
+    is now shown as an image (an SVG image runs no script and loads nothing), on the event page and
+    on the game's own page."""
+    from arbiter.web import MemorySource, WebServer
+
+    endpoint = f"ipc://{tmp_path}/feed"
+    server = WebServer(MemorySource("hostile"), endpoint, port=0, tick=0.01)
+    server.start()
+    publisher = Publisher(endpoint, HOSTILE_BOARD)
+    page, gap = site["page"], len(site["errors"])
+    try:
+        for address, card in (("#/", "#live .card[data-game='g1']"), ("#/game/g1", "#game .card[data-game='g1']")):
+            page.goto(server.url + address)
+            page.wait_for_selector(card, timeout=10000)
+            ply = live_ply(page)
+            page.wait_for_function(f"() => S.live.g1.ply > {ply + 10}", timeout=10000)  # redrawn many times
+            assert page.evaluate("() => window.pwned") is None
+            assert page.query_selector(f"{card} script, {card} svg") is None
+            page.wait_for_function(f"() => document.querySelector(\"{card} img.board\").naturalWidth > 0",
+                                   timeout=10000)  # the board is shown all the same
+    finally:
+        publisher.close()
+        page.goto("about:blank")
+        server.stop()
+    del site["errors"][gap:]  # (the image's own failed load, if any: not the page's)
 
 
 def test_no_console_errors(site):

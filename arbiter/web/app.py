@@ -507,6 +507,22 @@ class Hub:
             self.broadcast({"type": "end", "game_id": record.game_id, "row": game_row(line)})
 
 
+def _bind_private(sock: Any, endpoint: str) -> None:
+    """Bind the feed's SUB socket; an ipc socket file is this user's alone (0600 whatever the
+    umask): whoever can connect to it writes the running games every spectator's page shows, and
+    a match's finished games. The umask is the process's, narrowed only for the bind (the file is
+    never open to others, not even between the bind and a chmod)."""
+    if not endpoint.startswith("ipc://"):
+        sock.bind(endpoint)
+        return
+    umask = os.umask(0o077)
+    try:
+        sock.bind(endpoint)
+    finally:
+        os.umask(umask)
+    os.chmod(endpoint[len("ipc://"):], 0o600)
+
+
 async def _feed_task(hub: Hub, endpoint: str, bound: threading.Event) -> None:
     import zmq
     import zmq.asyncio
@@ -516,7 +532,7 @@ async def _feed_task(hub: Hub, endpoint: str, bound: threading.Event) -> None:
     sock.setsockopt(zmq.SUBSCRIBE, b"")
     sock.setsockopt(zmq.RCVHWM, 10000)
     sock.setsockopt(zmq.LINGER, 0)
-    sock.bind(endpoint)
+    _bind_private(sock, endpoint)
     bound.set()
     decode = msgspec.msgpack.Decoder()
     try:

@@ -102,19 +102,24 @@ function lastInfo(g) {
   const e = [...g.last].reverse().find((x) => x.info);
   if (!e) return "";
   const i = e.info;
-  return `<div class="info">${esc(g.players[e.seat])}: score ${esc(i.score ?? "–")} · depth ${esc(i.depth ?? "–")} · nodes ${esc(i.nodes ?? "–")}` +
-    `${i.pv ? " · pv " + esc(i.pv.join(" ")) : ""}</div>`;
+  return `${esc(g.players[e.seat])}: score ${esc(i.score ?? "–")} · depth ${esc(i.depth ?? "–")} · nodes ${esc(i.nodes ?? "–")}` +
+    `${i.pv ? " · pv " + esc(i.pv.join(" ")) : ""}`;
 }
 
 function liveCard(g) {
-  return `<div class="card" data-game="${esc(g.game_id)}" data-ply="${g.ply}">` +
-    `<div><a href="#/game/${encodeURIComponent(g.game_id)}">game ${g.number}</a> · ${esc(g.match_id)} · ply <span class="ply">${g.ply}</span></div>` +
+  return `<div class="card" data-game="${esc(g.game_id)}" data-ply="${esc(g.ply)}">` +
+    `<div><a href="#/game/${encodeURIComponent(g.game_id)}">game ${esc(g.number)}</a> · ${esc(g.match_id)} · ply <span class="ply">${esc(g.ply)}</span></div>` +
     `<div class="body">${cardBody(g)}</div></div>`;
 }
 
+// A running game's board comes from the feed, which whatever can reach its socket writes to: it is
+// shown as an image (an SVG image runs no script and loads nothing), never as the page's markup.
+const boardSrc = (svg) => `data:image/svg+xml;charset=utf-8,${encodeURIComponent(svg ?? "")}`;
+const moveList = (g) => g.last.map((e) => `${esc(e.ply)}.${e.seat < 0 ? "roll " : ""}${esc(e.move)}`).join(" ");
+
 function cardBody(g) {
-  const moves = g.last.map((e) => `${e.ply}.${e.seat < 0 ? "roll " : ""}${esc(e.move)}`).join(" ");
-  return `<div class="clocks">${clockSpans(g)}</div>${g.board}<div class="moves">${moves}</div>${lastInfo(g)}`;
+  return `<div class="clocks">${clockSpans(g)}</div><img class="board" alt="board" src="${boardSrc(g.board)}">` +
+    `<div class="moves">${moveList(g)}</div><div class="info">${lastInfo(g)}</div>`;
 }
 
 // A live event on the event page redraws only the changed games' boards, clocks and moves: the page
@@ -123,10 +128,18 @@ function updateLive(ids) {
   for (const gid of ids) {
     const card = [...document.querySelectorAll("#live .card[data-game]")].find((c) => c.dataset.game === gid);
     if (!card || !S.live[gid]) return renderEvent();  // a game new to the page: the whole page, once
-    card.dataset.ply = S.live[gid].ply;
-    card.querySelector(".ply").textContent = S.live[gid].ply;
-    card.querySelector(".body").innerHTML = cardBody(S.live[gid]);
+    updateCard(card, S.live[gid]);
   }
+}
+
+function updateCard(card, g) {
+  card.dataset.ply = g.ply;
+  card.querySelector(".ply").textContent = g.ply;
+  const img = card.querySelector("img.board"), src = boardSrc(g.board);
+  if (img.getAttribute("src") !== src) img.src = src;  // the same image element: shown until the next is drawn
+  card.querySelector(".clocks").innerHTML = clockSpans(g);
+  card.querySelector(".moves").innerHTML = moveList(g);
+  card.querySelector(".info").innerHTML = lastInfo(g);
 }
 
 function finishedRows(rows) {
@@ -187,7 +200,9 @@ function renderEvent() {
 async function renderGame(gid) {
   if (S.live[gid]) {
     const g = S.live[gid];
-    $("#view").innerHTML = `<section id="game" data-live="1"><h2>${g.players.map((p, s) => esc(p) + (g.roles && g.roles[s] ? ` (${esc(g.roles[s])})` : "")).join(" vs ")} · game ${g.number} (running)</h2>` +
+    const card = [...document.querySelectorAll("#game[data-live='1'] .card[data-game]")].find((c) => c.dataset.game === gid);
+    if (card) return updateCard(card, g);  // its page already: the changes only
+    $("#view").innerHTML = `<section id="game" data-live="1"><h2>${g.players.map((p, s) => esc(p) + (g.roles && g.roles[s] ? ` (${esc(g.roles[s])})` : "")).join(" vs ")} · game ${esc(g.number)} (running)</h2>` +
       `<p>dice commitment ${esc(g.dice_commitment)} (the seed is shown when the game is over)</p>${liveCard(g)}</section>`;
     return;
   }
