@@ -404,6 +404,40 @@ def test_a_malformed_address_is_not_found_and_the_page_keeps_updating(site, tmp_
     assert new == [], new
 
 
+HOSTILE_BOARD = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 10 10" class="board" onload="window.pwned=\'svg\'">'
+                 '<script>window.pwned = "script"</script><rect width="10" height="10" fill="#3b7"/>'
+                 '<image href="/no-such-image.png" onerror="window.pwned=\'image\'"/></svg>')
+
+
+def test_a_board_from_the_feed_cannot_run_script_in_the_page(site, tmp_path):
+    """Whatever connects to the feed socket wrote its board into every spectator's page as markup
+    (innerHTML): an SVG's ``onload``/``onerror`` attributes ran in the page. A running game's board
+    is now shown as an image (an SVG image runs no script and loads nothing), on the event page and
+    on the game's own page."""
+    from arbiter.web import MemorySource, WebServer
+
+    endpoint = f"ipc://{tmp_path}/feed"
+    server = WebServer(MemorySource("hostile"), endpoint, port=0, tick=0.01)
+    server.start()
+    publisher = Publisher(endpoint, HOSTILE_BOARD)
+    page, gap = site["page"], len(site["errors"])
+    try:
+        for address, card in (("#/", "#live .card[data-game='g1']"), ("#/game/g1", "#game .card[data-game='g1']")):
+            page.goto(server.url + address)
+            page.wait_for_selector(card, timeout=10000)
+            ply = live_ply(page)
+            page.wait_for_function(f"() => S.live.g1.ply > {ply + 10}", timeout=10000)  # redrawn many times
+            assert page.evaluate("() => window.pwned") is None
+            assert page.query_selector(f"{card} script, {card} svg") is None
+            page.wait_for_function(f"() => document.querySelector(\"{card} img.board\").naturalWidth > 0",
+                                   timeout=10000)  # the board is shown all the same
+    finally:
+        publisher.close()
+        page.goto("about:blank")
+        server.stop()
+    del site["errors"][gap:]  # (the image's own failed load, if any: not the page's)
+
+
 def test_win_rates_of_an_engine_without_games_are_a_dash(site):
     """An engine that has played no game yet (a solo or table event under way) showed a win % of
     "0.0" (the report's rate is None, or 0 of a count taken as 1) and, at a table, a mean rank and
@@ -443,38 +477,53 @@ def test_win_rates_of_an_engine_without_games_are_a_dash(site):
             server.stop()
 
 
-HOSTILE_BOARD = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 10 10" class="board" onload="window.pwned=\'svg\'">'
-                 '<script>window.pwned = "script"</script><rect width="10" height="10" fill="#3b7"/>'
-                 '<image href="/no-such-image.png" onerror="window.pwned=\'image\'"/></svg>')
-
-
-def test_a_board_from_the_feed_cannot_run_script_in_the_page(site, tmp_path):
-    """Whatever connects to the feed socket wrote its board into every spectator's page as markup
-    (innerHTML): an SVG's ``onload``/``onerror`` attributes ran in the page. A running game's board
-    is now shown as an image (an SVG image runs no script and loads nothing), on the event page and
-    on the game's own page."""
+def test_a_withheld_game_page_shows_its_seed_when_the_run_ends(site, tmp_path):
+    """A finished game whose dice a later game shares (``arbiter solo``: every engine plays the
+    same seeds) has its seed withheld while the run goes on. Its page, opened then, said "withheld"
+    until the spectator reloaded it, long after the run was over. It now reloads the game by itself
+    when the standings say the run is over: the seed shows, verified."""
+    from arbiter.clock import parse_time_control
+    from arbiter.feed import Feed
+    from arbiter.formats.match import Series
+    from arbiter.formats.solo import suite_stream
+    from arbiter.games import load_game
+    from arbiter.hosting import EngineConfig
     from arbiter.web import MemorySource, WebServer
 
+    game = load_game("stalingrad")
+    records = []
+    for name, seed in (("A", "3"), ("B", "4")):
+        series = Series(game, [EngineConfig([PY, "-m", "sample_engines.stalingrad_random", "--seed", seed],
+                                            name=name, cwd=str(ROOT))],
+                        parse_time_control("60"), run_dir=tmp_path / "logs", seed=b"one-suite")
+        try:
+            records.append(series.play_game(0, [0], dice_stream=suite_stream(0)))
+        finally:
+            series.close()
+    first, second = records
     endpoint = f"ipc://{tmp_path}/feed"
-    server = WebServer(MemorySource("hostile"), endpoint, port=0, tick=0.01)
+    server = WebServer(MemorySource("suite", total=2), endpoint, port=0, tick=0.01, poll=0.1)
     server.start()
-    publisher = Publisher(endpoint, HOSTILE_BOARD)
-    page, gap = site["page"], len(site["errors"])
+    feed = Feed(endpoint)
+    page = site["page"]
     try:
-        for address, card in (("#/", "#live .card[data-game='g1']"), ("#/game/g1", "#game .card[data-game='g1']")):
-            page.goto(server.url + address)
-            page.wait_for_selector(card, timeout=10000)
-            ply = live_ply(page)
-            page.wait_for_function(f"() => S.live.g1.ply > {ply + 10}", timeout=10000)  # redrawn many times
-            assert page.evaluate("() => window.pwned") is None
-            assert page.query_selector(f"{card} script, {card} svg") is None
-            page.wait_for_function(f"() => document.querySelector(\"{card} img.board\").naturalWidth > 0",
-                                   timeout=10000)  # the board is shown all the same
+        deadline = time.monotonic() + 10
+        while not server.app.state.hub.source.lines() and time.monotonic() < deadline:
+            feed.finished(first)  # (until the feed's connection is made)
+            time.sleep(0.1)
+        page.goto(f"{server.url}#/game/{first.game_id}")
+        page.wait_for_function("() => (document.querySelector('#dice') || {textContent: ''}).textContent.includes('withheld')")
+        assert first.dice_seed not in page.content()
+        page.evaluate("() => { window.sameDocument = true; }")
+        feed.finished(second)  # the run is over
+        page.wait_for_function(f"() => document.querySelector('#dice').textContent.includes('{first.dice_seed}')",
+                               timeout=15000)
+        assert "verified" in page.inner_text("#dice") and "NOT" not in page.inner_text("#dice")
+        assert page.evaluate("() => window.sameDocument") is True  # not reloaded
     finally:
-        publisher.close()
+        feed.close()
         page.goto("about:blank")
         server.stop()
-    del site["errors"][gap:]  # (the image's own failed load, if any: not the page's)
 
 
 def test_no_console_errors(site):

@@ -197,6 +197,14 @@ function renderEvent() {
     `<section><h2>Finished games</h2>${finishedRows(sm.finished || [])}</section>`;
 }
 
+// The game shown has its dice withheld (other games roll them) and the event is over now, as the
+// standings say: its page is fetched again for the seed, without the spectator reloading it.
+function withheldNoMore() {
+  const sm = S.summary || {}, p = sm.progress || {};
+  const over = (sm.tournament || {}).finished || (p.total !== null && p.total !== undefined && p.played >= p.total);
+  return Boolean(S.replay && S.replay.dice.withheld && over);
+}
+
 async function renderGame(gid) {
   if (S.live[gid]) {
     const g = S.live[gid];
@@ -206,11 +214,12 @@ async function renderGame(gid) {
       `<p>dice commitment ${esc(g.dice_commitment)} (the seed is shown when the game is over)</p>${liveCard(g)}</section>`;
     return;
   }
-  if (S.replay && S.replay.row.game_id === gid) return drawReplay();
+  const held = S.replay && S.replay.row.game_id === gid ? S.replay : null;
+  if (held && !withheldNoMore()) return drawReplay();
   const [ok, data] = await getJSON(`/api/game/${encodeURIComponent(gid)}`);
   if (!ok) { $("#view").innerHTML = `<section><p>${esc(data.error)}</p></section>`; return; }
   if (data.type === "live") { S.live[gid] = data; S.recv[gid] = performance.now(); return renderGame(gid); }
-  S.replay = { ...data, step: data.steps - 1, boards: {} };
+  S.replay = { ...data, step: held ? Math.min(held.step, data.steps - 1) : data.steps - 1, boards: {} };
   drawReplay();
 }
 
@@ -282,6 +291,7 @@ function route() {
 function onUpdate(gid) {
   const [kind, open] = address();
   if (kind === "" || kind === undefined) return renderEvent();
+  if (kind === "game" && withheldNoMore()) return renderGame(open);
   if (kind === "game" && gid !== undefined && open === gid) {
     S.replay = null;
     return renderGame(gid);
