@@ -1160,3 +1160,56 @@ def test_the_feed_socket_is_private_whatever_the_umask(tmp_path):
             view.close()
     finally:
         os.umask(old)
+
+
+def test_a_long_game_page_draws_only_the_boards_asked_for(tmp_path, monkeypatch):
+    """A finished game's page drew the board of every step of the game at its first request (an
+    A&A Chess game of ~400 moves: ~400 SVGs, 0.5 s of CPU and ~17 MB held per game; a long one
+    seconds), and replayed the whole game again to verify it at every spectator's request. The
+    page now replays the game once, keeping a copy of the position every few steps, draws a board
+    when it is asked for (the same boards, a handful drawn), and keeps the game's page."""
+    from arbiter.games.aachess.rules import AAChessState
+    from arbiter.records.replay import replay
+    from arbiter.web import app
+
+    game = load_game("aachess")
+    series = Series(game, [EngineConfig([PY, "-m", "sample_engines.aachess_random", "--seed", str(i)],
+                                        name=f"r{i}", cwd=str(ROOT)) for i in (1, 2)],
+                    parse_time_control("600"), run_dir=tmp_path / "logs", seed=b"a-long-game")
+    try:
+        record = series.play_game(1, [0, 1])
+    finally:
+        series.close()
+    truth = [load_game("aachess").new_initial_state().render_svg(reveal=True)]
+    for step, state in replay(record):
+        truth += [state.render_svg(reveal=True)] * len(step)
+    assert len(truth) > 100
+    drawn = []
+    render = AAChessState.render_svg
+    monkeypatch.setattr(AAChessState, "render_svg", lambda self, reveal=False: drawn.append(1) or render(self, reveal))
+    replayed = []
+    real_verify = app.verify
+    monkeypatch.setattr(app, "verify", lambda record: replayed.append(record.game_id) or real_verify(record))
+    source = MemorySource("long")
+    source.announced(record)
+    server = WebServer(source, None, port=0)
+    server.start()
+    try:
+        status, page = get_json(server, f"/api/game/{record.game_id}")
+        assert status == 200 and page["steps"] == len(truth) and page["verified"]
+        last = len(truth) - 1
+        status, board = get_json(server, f"/api/game/{record.game_id}/board/{last}")
+        assert status == 200 and board.decode() == truth[last]
+        assert len(drawn) <= 2, f"{len(drawn)} boards drawn for the page and its last board"
+        for step in [0, 1, 2, last - 1, last - 2, *range(3, last, 7)]:  # forwards, backwards, jumps
+            status, board = get_json(server, f"/api/game/{record.game_id}/board/{step}")
+            assert status == 200 and board.decode() == truth[step], f"step {step}"
+        status, _ = get_json(server, f"/api/game/{record.game_id}/board/{last + 1}")
+        assert status == 404
+        drawn.clear()
+        replayed.clear()
+        for _ in range(3):  # more spectators: the game is not replayed for each
+            assert get_json(server, f"/api/game/{record.game_id}") == (200, page)
+        assert not replayed, replayed
+    finally:
+        server.stop()
