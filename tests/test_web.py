@@ -1129,3 +1129,87 @@ def test_a_game_this_installation_does_not_know_and_a_server_error_are_answered_
         assert status == 500 and isinstance(body, dict) and body["error"] and "secret" not in json.dumps(body)
     finally:
         server.stop()
+
+
+def test_the_feed_socket_is_private_whatever_the_umask(tmp_path):
+    """Whoever can connect to the feed socket writes the running games spectators see (and a
+    match's finished games); it was made with the process's umask, so under a permissive one
+    (0o000) any local user could. The socket is now the user's alone (no group or other bits), for
+    a tournament's view and for a match's (``--web``: in a private folder, 0700)."""
+    import os
+    import stat
+
+    from arbiter.web.live import LiveView
+
+    old = os.umask(0)
+    try:
+        server = WebServer(MemorySource("private"), f"ipc://{tmp_path}/feed", port=0)
+        server.start()
+        try:
+            mode = stat.S_IMODE(os.stat(tmp_path / "feed").st_mode)
+            assert mode & 0o077 == 0, oct(mode)
+        finally:
+            server.stop()
+        view = LiveView("private", port=0)
+        try:
+            folder = Path(view.folder)
+            assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+            mode = stat.S_IMODE((folder / "feed").stat().st_mode)
+            assert mode & 0o077 == 0, oct(mode)
+        finally:
+            view.close()
+    finally:
+        os.umask(old)
+
+
+def test_a_long_game_page_draws_only_the_boards_asked_for(tmp_path, monkeypatch):
+    """A finished game's page drew the board of every step of the game at its first request (an
+    A&A Chess game of ~400 moves: ~400 SVGs, 0.5 s of CPU and ~17 MB held per game; a long one
+    seconds), and replayed the whole game again to verify it at every spectator's request. The
+    page now replays the game once, keeping a copy of the position every few steps, draws a board
+    when it is asked for (the same boards, a handful drawn), and keeps the game's page."""
+    from arbiter.games.aachess.rules import AAChessState
+    from arbiter.records.replay import replay
+    from arbiter.web import app
+
+    game = load_game("aachess")
+    series = Series(game, [EngineConfig([PY, "-m", "sample_engines.aachess_random", "--seed", str(i)],
+                                        name=f"r{i}", cwd=str(ROOT)) for i in (1, 2)],
+                    parse_time_control("600"), run_dir=tmp_path / "logs", seed=b"a-long-game")
+    try:
+        record = series.play_game(1, [0, 1])
+    finally:
+        series.close()
+    truth = [load_game("aachess").new_initial_state().render_svg(reveal=True)]
+    for step, state in replay(record):
+        truth += [state.render_svg(reveal=True)] * len(step)
+    assert len(truth) > 100
+    drawn = []
+    render = AAChessState.render_svg
+    monkeypatch.setattr(AAChessState, "render_svg", lambda self, reveal=False: drawn.append(1) or render(self, reveal))
+    replayed = []
+    real_verify = app.verify
+    monkeypatch.setattr(app, "verify", lambda record: replayed.append(record.game_id) or real_verify(record))
+    source = MemorySource("long")
+    source.announced(record)
+    server = WebServer(source, None, port=0)
+    server.start()
+    try:
+        status, page = get_json(server, f"/api/game/{record.game_id}")
+        assert status == 200 and page["steps"] == len(truth) and page["verified"]
+        last = len(truth) - 1
+        status, board = get_json(server, f"/api/game/{record.game_id}/board/{last}")
+        assert status == 200 and board.decode() == truth[last]
+        assert len(drawn) <= 2, f"{len(drawn)} boards drawn for the page and its last board"
+        for step in [0, 1, 2, last - 1, last - 2, *range(3, last, 7)]:  # forwards, backwards, jumps
+            status, board = get_json(server, f"/api/game/{record.game_id}/board/{step}")
+            assert status == 200 and board.decode() == truth[step], f"step {step}"
+        status, _ = get_json(server, f"/api/game/{record.game_id}/board/{last + 1}")
+        assert status == 404
+        drawn.clear()
+        replayed.clear()
+        for _ in range(3):  # more spectators: the game is not replayed for each
+            assert get_json(server, f"/api/game/{record.game_id}") == (200, page)
+        assert not replayed, replayed
+    finally:
+        server.stop()

@@ -128,7 +128,7 @@ def played(page) -> int:
 
 def test_running_board_changes_after_a_move(site):
     page = site["page"]
-    page.wait_for_selector("#live .card[data-game] svg.board", timeout=30000)
+    page.wait_for_selector("#live .card[data-game] img.board", timeout=30000)
     card = page.query_selector("#live .card[data-game]")
     gid, ply = card.get_attribute("data-game"), int(card.get_attribute("data-ply"))
     board = card.inner_html()
@@ -324,6 +324,207 @@ def test_a_game_without_boards_and_a_server_error_show_what_happened(site):
     new = site["errors"][gap:]
     assert not [e for e in new if "Failed to load resource" not in e], new  # (the 500 itself is logged by the browser)
     del site["errors"][gap:]
+
+
+class Publisher:
+    """A referee's feed in a thread: live views of game ``g1`` over the real feed socket, a new
+    ply every few milliseconds (resent until stopped: a PUB socket drops what it sends before its
+    connection is made), with ``board`` as the view's board."""
+
+    def __init__(self, endpoint: str, board: str):
+        import threading
+
+        self.endpoint, self.board, self.stop = endpoint, board, threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        import msgspec
+        import zmq
+
+        ctx = zmq.Context()
+        pub = ctx.socket(zmq.PUB)
+        pub.connect(self.endpoint)
+        ply = 0
+        while not self.stop.is_set():
+            ply += 1
+            now = time.time()
+            pub.send(msgspec.msgpack.encode({
+                "type": "live", "game_id": "g1", "match_id": "m", "number": 1, "game": "einstein",
+                "players": ["a", "b"], "roles": ["red", "blue"], "time_control": "60", "dice_commitment": "c",
+                "started_at": now, "ply": ply, "acting": [0], "clocks_ms": [60000, 60000], "sent_at": now,
+                "event_at": now, "board": self.board, "last": [{"ply": ply - 1, "seat": 0, "kind": "move", "move": f"m{ply}"}]}))
+            time.sleep(0.02)
+        pub.close(0)
+        ctx.term()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+
+
+def live_ply(page) -> int:
+    return page.evaluate("() => S.live.g1 ? S.live.g1.ply : 0")
+
+
+def test_a_malformed_address_is_not_found_and_the_page_keeps_updating(site, tmp_path):
+    """A hand-typed address that is not valid percent-encoding (``#/engine/50%``): page.js's
+    decodeURIComponent threw a URIError on the route and again on every live event, so the page
+    went blank, stopped updating, and filled the console. It now says there is no such page, takes
+    the live events as ever, and a valid address still works."""
+    from arbiter.games import load_game
+    from arbiter.web import MemorySource, WebServer
+
+    endpoint = f"ipc://{tmp_path}/feed"
+    server = WebServer(MemorySource("addresses"), endpoint, port=0, tick=0.01)
+    server.start()
+    publisher = Publisher(endpoint, load_game("einstein").new_initial_state().render_svg())
+    page, gap = site["page"], len(site["errors"])
+    try:
+        for address in ("#/engine/50%", "#/game/%E0%A4%A"):
+            page.goto(server.url + address)
+            page.wait_for_function("() => document.querySelector('#view').textContent.includes('no such page')",
+                                   timeout=10000)
+            page.wait_for_function("() => S.live.g1 && S.live.g1.ply > 0", timeout=10000)
+            ply = live_ply(page)
+            page.wait_for_function(f"() => S.live.g1.ply > {ply + 5}", timeout=10000)  # live events taken
+            assert "no such page" in page.inner_text("#view")
+        page.evaluate("() => { location.hash = '#/game/g1'; }")  # a valid address from there
+        page.wait_for_selector("#game[data-live='1'] .card[data-game='g1']", timeout=10000)
+        page.evaluate("() => { location.hash = '#/'; }")
+        page.wait_for_selector("#live .card[data-game='g1']", timeout=10000)
+        ply = int(page.get_attribute("#live .card[data-game='g1']", "data-ply"))
+        page.wait_for_function(f"() => Number(document.querySelector(\"#live .card[data-game='g1']\").dataset.ply) > {ply}",
+                               timeout=10000)
+    finally:
+        publisher.close()
+        page.goto("about:blank")
+        server.stop()
+    new = site["errors"][gap:]
+    assert new == [], new
+
+
+HOSTILE_BOARD = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 10 10" class="board" onload="window.pwned=\'svg\'">'
+                 '<script>window.pwned = "script"</script><rect width="10" height="10" fill="#3b7"/>'
+                 '<image href="/no-such-image.png" onerror="window.pwned=\'image\'"/></svg>')
+
+
+def test_a_board_from_the_feed_cannot_run_script_in_the_page(site, tmp_path):
+    """Whatever connects to the feed socket wrote its board into every spectator's page as markup
+    (innerHTML): an SVG's ``onload``/``onerror`` attributes ran in the page. A running game's board
+    is now shown as an image (an SVG image runs no script and loads nothing), on the event page and
+    on the game's own page."""
+    from arbiter.web import MemorySource, WebServer
+
+    endpoint = f"ipc://{tmp_path}/feed"
+    server = WebServer(MemorySource("hostile"), endpoint, port=0, tick=0.01)
+    server.start()
+    publisher = Publisher(endpoint, HOSTILE_BOARD)
+    page, gap = site["page"], len(site["errors"])
+    try:
+        for address, card in (("#/", "#live .card[data-game='g1']"), ("#/game/g1", "#game .card[data-game='g1']")):
+            page.goto(server.url + address)
+            page.wait_for_selector(card, timeout=10000)
+            ply = live_ply(page)
+            page.wait_for_function(f"() => S.live.g1.ply > {ply + 10}", timeout=10000)  # redrawn many times
+            assert page.evaluate("() => window.pwned") is None
+            assert page.query_selector(f"{card} script, {card} svg") is None
+            page.wait_for_function(f"() => document.querySelector(\"{card} img.board\").naturalWidth > 0",
+                                   timeout=10000)  # the board is shown all the same
+    finally:
+        publisher.close()
+        page.goto("about:blank")
+        server.stop()
+    new = site["errors"][gap:]
+    assert new == [], new
+
+
+def test_win_rates_of_an_engine_without_games_are_a_dash(site):
+    """An engine that has played no game yet (a solo or table event under way) showed a win % of
+    "0.0" (the report's rate is None, or 0 of a count taken as 1) and, at a table, a mean rank and
+    return of 0.00: figures it does not have. They are a dash, as every undefined figure is."""
+    from arbiter.web import MemorySource, WebServer
+
+    solo = [{"rank": 1, "engine": "r1", "games": 2, "wins": 1, "win_rate": 0.5, "win_lo": 0.0945, "win_hi": 0.9055,
+             "mean": 1.5, "lo": None, "hi": None},
+            {"rank": 2, "engine": "r2", "games": 0, "wins": 0, "win_rate": None, "win_lo": 0.0, "win_hi": 1.0,
+             "mean": None, "lo": None, "hi": None}]  # as tournaments.report.solo_sections makes them
+    table = [{"rank": 1, "engine": "a1", "games": 1, "wins": 1, "draws": 0, "win_rate": 1.0, "mean_rank": 1.0,
+              "mean_return": 1.0, "mu": 27.6, "sigma": 8.1, "ordinal": 3.3},
+             {"rank": 2, "engine": "a3", "games": 0, "wins": 0, "draws": 0, "win_rate": 0.0, "mean_rank": 0.0,
+              "mean_return": 0.0, "mu": 25.0, "sigma": 8.33, "ordinal": 0.0}]  # as its table_sections
+
+    class Standings(MemorySource):
+        def summary(self):
+            return {"title": self.title, "standings": self.rows}
+
+    page = site["page"]
+    for rows, blank in ((solo, ["win %", "95 % interval", "mean score"]), (table, ["win %", "mean rank", "mean return"])):
+        source = Standings("standings")
+        source.rows = rows
+        server = WebServer(source, None, port=0)
+        server.start()
+        try:
+            page.goto(server.url)
+            page.wait_for_selector("#standings")
+            head = page.evaluate("() => [...document.querySelectorAll('#standings th')].map(th => th.textContent)")
+            cells = page.evaluate("() => [...document.querySelectorAll('#standings tr')].slice(1).map(tr => "
+                                  "[...tr.children].map(td => td.textContent))")
+            for name in blank:
+                col = head.index(name)
+                assert cells[0][col] not in ("–", "") and cells[1][col] == "–", (name, cells)
+        finally:
+            page.goto("about:blank")
+            server.stop()
+
+
+def test_a_withheld_game_page_shows_its_seed_when_the_run_ends(site, tmp_path):
+    """A finished game whose dice a later game shares (``arbiter solo``: every engine plays the
+    same seeds) has its seed withheld while the run goes on. Its page, opened then, said "withheld"
+    until the spectator reloaded it, long after the run was over. It now reloads the game by itself
+    when the standings say the run is over: the seed shows, verified."""
+    from arbiter.clock import parse_time_control
+    from arbiter.feed import Feed
+    from arbiter.formats.match import Series
+    from arbiter.formats.solo import suite_stream
+    from arbiter.games import load_game
+    from arbiter.hosting import EngineConfig
+    from arbiter.web import MemorySource, WebServer
+
+    game = load_game("stalingrad")
+    records = []
+    for name, seed in (("A", "3"), ("B", "4")):
+        series = Series(game, [EngineConfig([PY, "-m", "sample_engines.stalingrad_random", "--seed", seed],
+                                            name=name, cwd=str(ROOT))],
+                        parse_time_control("60"), run_dir=tmp_path / "logs", seed=b"one-suite")
+        try:
+            records.append(series.play_game(0, [0], dice_stream=suite_stream(0)))
+        finally:
+            series.close()
+    first, second = records
+    endpoint = f"ipc://{tmp_path}/feed"
+    server = WebServer(MemorySource("suite", total=2), endpoint, port=0, tick=0.01, poll=0.1)
+    server.start()
+    feed = Feed(endpoint)
+    page = site["page"]
+    try:
+        deadline = time.monotonic() + 10
+        while not server.app.state.hub.source.lines() and time.monotonic() < deadline:
+            feed.finished(first)  # (until the feed's connection is made)
+            time.sleep(0.1)
+        page.goto(f"{server.url}#/game/{first.game_id}")
+        page.wait_for_function("() => (document.querySelector('#dice') || {textContent: ''}).textContent.includes('withheld')")
+        assert first.dice_seed not in page.content()
+        page.evaluate("() => { window.sameDocument = true; }")
+        feed.finished(second)  # the run is over
+        page.wait_for_function(f"() => document.querySelector('#dice').textContent.includes('{first.dice_seed}')",
+                               timeout=15000)
+        assert "verified" in page.inner_text("#dice") and "NOT" not in page.inner_text("#dice")
+        assert page.evaluate("() => window.sameDocument") is True  # not reloaded
+    finally:
+        feed.close()
+        page.goto("about:blank")
+        server.stop()
 
 
 def test_no_console_errors(site):

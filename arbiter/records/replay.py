@@ -15,12 +15,14 @@ from ..adjudication import Judge
 from .record import Event, GameRecord
 
 
-def replay(record: GameRecord) -> Iterator[tuple[list[Event], State]]:
-    """Yield (events applied, state after them) step by step; raise ValueError on inconsistency."""
-    state = start_state(record)
+def replay(record: GameRecord, state: State | None = None, start: int = 0) -> Iterator[tuple[list[Event], State]]:
+    """Yield (events applied, state after them) step by step; raise ValueError on inconsistency.
+    ``state``: the position after the record's first ``start`` events, replayed on from there (it
+    is changed: a copy of one kept)."""
+    state = start_state(record) if state is None else state
     rolls = {r.index: r for r in record.rolls}
     events = record.events
-    i = 0
+    i = start
     while i < len(events):
         event = events[i]
         p = state.current_player()

@@ -13,6 +13,7 @@ plain ASGI, beside Starlette (``_App``): it is the one path that runs per browse
 from __future__ import annotations
 
 import asyncio
+import bisect
 import collections
 import functools
 import json
@@ -34,7 +35,7 @@ from ..games.base import OptionError, Utility
 from ..records import GameRecord
 from ..records.store import SEAT_FIELDS, GameLine, iter_records
 from ..stats import MIN_INTERVAL_GAMES, contested, forfeiting_seats, mean_ci, paired_rows, wilson_interval
-from ..records.replay import replay, verify
+from ..records.replay import replay, start_state, verify
 
 QUEUE = 256
 """Messages a browser may lag behind before it is dropped (and reconnects)."""
@@ -286,33 +287,102 @@ class MemorySource(Source):
 # --- finished games: steps and boards ----------------------------------------------------------
 
 class Replays:
-    """The boards of a finished game at each step, made once per game (a few games kept); with
-    ``reveal`` False as its live view drew them (hidden information hidden)."""
+    """The boards of a finished game at each step (a few games kept); with ``reveal`` False as its
+    live view drew them (hidden information hidden). A game is replayed once, keeping a copy of
+    the position every ``EVERY`` steps; a board is drawn when asked for, from the copy before it
+    (a long A&A Chess game's page drew every step's board at its first request: seconds of CPU and
+    ~50 KB a step held)."""
+
+    EVERY = 16
 
     def __init__(self, keep: int = 8):
-        self._cache: OrderedDict[tuple[str, bool], list[str]] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, bool], _Stepped] = OrderedDict()
+        self._lock = threading.Lock()
         self.keep = keep
 
-    def boards(self, record: GameRecord, reveal: bool = True) -> list[str]:
+    def _game(self, record: GameRecord, reveal: bool) -> _Stepped:
         key = (record.game_id, reveal)
-        boards = self._cache.get(key)
-        if boards is None:
-            try:
-                state = load_game(record.game, **record.options).new_initial_state()
-            except Exception:  # noqa: BLE001 - a game (or options) this installation does not know: no boards, the record still shown
-                boards = []
-            else:
-                boards = [state.render_svg(reveal=reveal)]
-            try:
-                for step, state in replay(record) if boards else ():
-                    boards += [state.render_svg(reveal=reveal)] * len(step)
-            except Exception:  # a record that does not replay: show what replayed (verify says why)
-                pass
-            self._cache[key] = boards
+        with self._lock:
+            game = self._cache.get(key)
+            if game is not None:
+                self._cache.move_to_end(key)
+                return game
+        game = _Stepped(record, reveal, self.EVERY)
+        with self._lock:
+            game = self._cache.setdefault(key, game)
             while len(self._cache) > self.keep:
                 self._cache.popitem(last=False)
-        self._cache.move_to_end(key)
-        return boards
+        return game
+
+    def steps(self, record: GameRecord, reveal: bool = True) -> int:
+        """How many boards the game has: one before the first event and one after each (none for
+        a game this installation cannot replay; those that replayed, for a record that stops)."""
+        game = self._game(record, reveal)
+        return len(game.ends) + 1 if game.drawable else 0
+
+    def detail(self, record: GameRecord, withheld: bool) -> dict[str, Any]:
+        """``game_detail`` with the game's ``steps``, made once (it replays the whole game to
+        verify it: every spectator's request did)."""
+        game = self._game(record, not withheld)
+        if game.detail is None:
+            game.detail = {**game_detail(record, withheld), "steps": len(game.ends) + 1 if game.drawable else 0}
+        return game.detail
+
+    def board(self, record: GameRecord, step: int, reveal: bool = True) -> str | None:
+        """The board after the game's first ``step`` events (None: no such step)."""
+        return self._game(record, reveal).board(step)
+
+
+class _Stepped:
+    """One finished game for ``Replays``: ``ends[k]``, how many events the game's first k+1
+    steps hold, per event (a step of simultaneous moves counts once per move, as the record
+    does); ``marks[k]``, the position after step k, every ``every`` steps (-1: the start)."""
+
+    def __init__(self, record: GameRecord, reveal: bool, every: int):
+        self.record, self.reveal, self.every = record, reveal, every
+        self.ends: list[int] = []
+        self.marks: dict[int, Any] = {}
+        self.drawn: OrderedDict[int, str] = OrderedDict()
+        self.detail: dict[str, Any] | None = None
+        self._lock = threading.Lock()
+        try:
+            self.first = load_game(record.game, **record.options).new_initial_state().render_svg(reveal=reveal)
+        except Exception:  # noqa: BLE001 - a game (or options) this installation does not know: no boards, the record still shown
+            self.drawable = False
+            return
+        self.drawable = True
+        try:
+            self.marks[-1] = start_state(record).clone()
+            done = 0
+            for k, (step, state) in enumerate(replay(record)):
+                done += len(step)
+                self.ends.append(done)
+                if (k + 1) % every == 0:
+                    self.marks[k] = state.clone()
+        except Exception:  # noqa: BLE001 - a record that does not replay: show what replayed (verify says why)
+            pass
+
+    def board(self, step: int) -> str | None:
+        if not self.drawable or not 0 <= step <= len(self.ends):
+            return None
+        if step == 0:
+            return self.first
+        with self._lock:
+            if step in self.drawn:
+                return self.drawn[step]
+        k = bisect.bisect_left(self.ends, step)  # the replay step holding the record's event step - 1
+        mark = max(m for m in self.marks if m <= k)
+        state, start = self.marks[mark].clone(), (self.ends[mark] if mark >= 0 else 0)
+        if mark < k:
+            for j, (_, state) in enumerate(replay(self.record, state, start), mark + 1):
+                if j == k:
+                    break
+        svg = state.render_svg(reveal=self.reveal)
+        with self._lock:
+            self.drawn[step] = svg
+            while len(self.drawn) > 8:  # (a spectator stepping back and forth)
+                self.drawn.popitem(last=False)
+        return svg
 
 
 def shares_dice(record: GameRecord) -> bool:
@@ -507,6 +577,22 @@ class Hub:
             self.broadcast({"type": "end", "game_id": record.game_id, "row": game_row(line)})
 
 
+def _bind_private(sock: Any, endpoint: str) -> None:
+    """Bind the feed's SUB socket; an ipc socket file is this user's alone (0600 whatever the
+    umask): whoever can connect to it writes the running games every spectator's page shows, and
+    a match's finished games. The umask is the process's, narrowed only for the bind (the file is
+    never open to others, not even between the bind and a chmod)."""
+    if not endpoint.startswith("ipc://"):
+        sock.bind(endpoint)
+        return
+    umask = os.umask(0o077)
+    try:
+        sock.bind(endpoint)
+    finally:
+        os.umask(umask)
+    os.chmod(endpoint[len("ipc://"):], 0o600)
+
+
 async def _feed_task(hub: Hub, endpoint: str, bound: threading.Event) -> None:
     import zmq
     import zmq.asyncio
@@ -516,7 +602,7 @@ async def _feed_task(hub: Hub, endpoint: str, bound: threading.Event) -> None:
     sock.setsockopt(zmq.SUBSCRIBE, b"")
     sock.setsockopt(zmq.RCVHWM, 10000)
     sock.setsockopt(zmq.LINGER, 0)
-    sock.bind(endpoint)
+    _bind_private(sock, endpoint)
     bound.set()
     decode = msgspec.msgpack.Decoder()
     try:
@@ -611,9 +697,7 @@ def build_app(source: Source, feed: str | None, *, poll: float = 0.5, tick: floa
         if record is None:
             return JSONResponse({"error": f"no game {gid}"}, status_code=404)
         withheld = shares_dice(record) and not await asyncio.to_thread(hub.over)
-        detail = await asyncio.to_thread(game_detail, record, withheld)
-        detail["steps"] = len(await asyncio.to_thread(replays.boards, record, not withheld))
-        return JSONResponse(detail)
+        return JSONResponse(await asyncio.to_thread(replays.detail, record, withheld))
 
     async def board(request):
         gid, step = request.path_params["gid"], request.path_params["step"]
@@ -621,10 +705,10 @@ def build_app(source: Source, feed: str | None, *, poll: float = 0.5, tick: floa
         if record is None:  # a running game has no step boards: only finished games are stepped
             return JSONResponse({"error": f"no finished game {gid}"}, status_code=404)
         withheld = shares_dice(record) and not await asyncio.to_thread(hub.over)
-        boards = await asyncio.to_thread(replays.boards, record, not withheld)
-        if not 0 <= step < len(boards):
+        svg = await asyncio.to_thread(replays.board, record, step, not withheld)
+        if svg is None:
             return JSONResponse({"error": f"step {step} out of range"}, status_code=404)
-        return Response(boards[step], media_type="image/svg+xml")
+        return Response(svg, media_type="image/svg+xml")
 
     async def engine(request):
         name = request.path_params["name"]

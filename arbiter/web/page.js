@@ -12,6 +12,15 @@ const fmtMs = (ms) => {
 };
 const num = (x, d = 1) => (x === null || x === undefined || Number.isNaN(x) ? "–" : Number(x).toFixed(d));
 const span = (lo, hi, d = 2) => (lo === null || lo === undefined ? "–" : `${num(lo, d)} – ${num(hi, d)}`);  // an interval, or "–"
+// The page's address: its kind (game, engine, "" for the event) and its argument, decoded; the
+// argument is null when it is not valid percent-encoding (a hand-typed "#/engine/50%": a URIError
+// thrown on the route, and on every live event after it, stopped the page).
+function address() {
+  const [kind, ...rest] = location.hash.replace(/^#\/?/, "").split("/");
+  let arg = rest.join("/");
+  try { arg = decodeURIComponent(arg); } catch (e) { arg = null; }
+  return [kind, arg];
+}
 const link = (name) => `<a href="#/engine/${encodeURIComponent(name)}">${esc(name)}</a>`;
 
 // A JSON answer, or {error} when the answer is not JSON (a proxy's error page, a dropped connection).
@@ -93,19 +102,24 @@ function lastInfo(g) {
   const e = [...g.last].reverse().find((x) => x.info);
   if (!e) return "";
   const i = e.info;
-  return `<div class="info">${esc(g.players[e.seat])}: score ${esc(i.score ?? "–")} · depth ${esc(i.depth ?? "–")} · nodes ${esc(i.nodes ?? "–")}` +
-    `${i.pv ? " · pv " + esc(i.pv.join(" ")) : ""}</div>`;
+  return `${esc(g.players[e.seat])}: score ${esc(i.score ?? "–")} · depth ${esc(i.depth ?? "–")} · nodes ${esc(i.nodes ?? "–")}` +
+    `${i.pv ? " · pv " + esc(i.pv.join(" ")) : ""}`;
 }
 
 function liveCard(g) {
-  return `<div class="card" data-game="${esc(g.game_id)}" data-ply="${g.ply}">` +
-    `<div><a href="#/game/${encodeURIComponent(g.game_id)}">game ${g.number}</a> · ${esc(g.match_id)} · ply <span class="ply">${g.ply}</span></div>` +
+  return `<div class="card" data-game="${esc(g.game_id)}" data-ply="${esc(g.ply)}">` +
+    `<div><a href="#/game/${encodeURIComponent(g.game_id)}">game ${esc(g.number)}</a> · ${esc(g.match_id)} · ply <span class="ply">${esc(g.ply)}</span></div>` +
     `<div class="body">${cardBody(g)}</div></div>`;
 }
 
+// A running game's board comes from the feed, which whatever can reach its socket writes to: it is
+// shown as an image (an SVG image runs no script and loads nothing), never as the page's markup.
+const boardSrc = (svg) => `data:image/svg+xml;charset=utf-8,${encodeURIComponent(svg ?? "")}`;
+const moveList = (g) => g.last.map((e) => `${esc(e.ply)}.${e.seat < 0 ? "roll " : ""}${esc(e.move)}`).join(" ");
+
 function cardBody(g) {
-  const moves = g.last.map((e) => `${e.ply}.${e.seat < 0 ? "roll " : ""}${esc(e.move)}`).join(" ");
-  return `<div class="clocks">${clockSpans(g)}</div>${g.board}<div class="moves">${moves}</div>${lastInfo(g)}`;
+  return `<div class="clocks">${clockSpans(g)}</div><img class="board" alt="board" src="${boardSrc(g.board)}">` +
+    `<div class="moves">${moveList(g)}</div><div class="info">${lastInfo(g)}</div>`;
 }
 
 // A live event on the event page redraws only the changed games' boards, clocks and moves: the page
@@ -114,10 +128,18 @@ function updateLive(ids) {
   for (const gid of ids) {
     const card = [...document.querySelectorAll("#live .card[data-game]")].find((c) => c.dataset.game === gid);
     if (!card || !S.live[gid]) return renderEvent();  // a game new to the page: the whole page, once
-    card.dataset.ply = S.live[gid].ply;
-    card.querySelector(".ply").textContent = S.live[gid].ply;
-    card.querySelector(".body").innerHTML = cardBody(S.live[gid]);
+    updateCard(card, S.live[gid]);
   }
+}
+
+function updateCard(card, g) {
+  card.dataset.ply = g.ply;
+  card.querySelector(".ply").textContent = g.ply;
+  const img = card.querySelector("img.board"), src = boardSrc(g.board);
+  if (img.getAttribute("src") !== src) img.src = src;  // the same image element: shown until the next is drawn
+  card.querySelector(".clocks").innerHTML = clockSpans(g);
+  card.querySelector(".moves").innerHTML = moveList(g);
+  card.querySelector(".info").innerHTML = lastInfo(g);
 }
 
 function finishedRows(rows) {
@@ -136,21 +158,23 @@ function renderEvent() {
     .map((r) => (r.elo === undefined && r.mu !== undefined ? { ...r, elo: r.mu } : r))  // a table event's OpenSkill μ
     .filter((r) => r.elo !== null && r.elo !== undefined);
   const shared = (sm.standings || []).some((r) => r.mean !== undefined && r.points === undefined);
+  // a per-game figure of an engine with no game yet is none, not 0 (the report's rate is None, or 0 of 1)
+  const perGame = (f) => (v, r) => (r.games ? f(v, r) : "–");
   const interval = (v, r) => (r.lo === null || r.lo === undefined ? "–" : `${num(r.lo, 2)} – ${num(r.hi, 2)}`);
   const solo = (sm.standings || []).some((r) => r.win_rate !== undefined);
   const tables = (sm.standings || []).some((r) => r.mean_rank !== undefined);  // a 3-5 seat event: OpenSkill
   const cols = tables  // as its report ranks them: no points (before: a row of blanks)
     ? [["rank", "#"], ["engine", "engine", link], ["games", "games"], ["wins", "wins"], ["draws", "draws"],
-      ["win_rate", "win %", (v) => num(100 * v, 1)], ["mean_rank", "mean rank", (v) => num(v, 2)],
-      ["mean_return", "mean return", (v) => num(v, 2)], ["mu", "μ", (v) => num(v, 2)],
+      ["win_rate", "win %", perGame((v) => num(100 * v, 1))], ["mean_rank", "mean rank", perGame((v) => num(v, 2))],
+      ["mean_return", "mean return", perGame((v) => num(v, 2))], ["mu", "μ", (v) => num(v, 2)],
       ["sigma", "σ", (v) => num(v, 2)], ["ordinal", "μ − 3σ", (v) => num(v, 2)]]
     : shared  // a team (cooperative) or solo event: mean scores (and a solo game's wins), no draws
     ? [["rank", "#"], ["engine", "engine", link], ["games", "games"],
-      ...(solo ? [["wins", "wins"], ["win_rate", "win %", (v) => num(100 * v, 1)],
-        ["win_lo", "95 % interval", (v, r) => `${num(100 * v, 1)} – ${num(100 * r.win_hi, 1)}`]] : []),
-      ["mean", "mean score", (v) => num(v, 2)], ["lo", "95 % interval", interval]]
+      ...(solo ? [["wins", "wins"], ["win_rate", "win %", perGame((v) => num(100 * v, 1))],
+        ["win_lo", "95 % interval", perGame((v, r) => `${num(100 * v, 1)} – ${num(100 * r.win_hi, 1)}`)]] : []),
+      ["mean", "mean score", perGame((v) => num(v, 2))], ["lo", "95 % interval", interval]]
     : [["rank", "#"], ["engine", "engine", link], ["games", "games"], ["points", "points", (v) => num(v, 1)],
-      ["W", "W"], ["D", "D"], ["L", "L"], ["score", "score", (v) => num(v === null ? null : 100 * v, 1) + " %"]];
+      ["W", "W"], ["D", "D"], ["L", "L"], ["score", "score", (v) => (v === null || v === undefined ? "–" : num(100 * v, 1) + " %")]];
   if ((sm.standings || []).some((r) => r.elo !== undefined)) cols.push(["elo", "Elo", (v, r) => v === null ? "–" : `${num(v, 0)} [${num(r.elo_lo, 0)}, ${num(r.elo_hi, 0)}]`]);
   const live = Object.values(S.live).sort((a, b) => a.game_id < b.game_id ? -1 : 1);
   $("#view").innerHTML =
@@ -173,18 +197,29 @@ function renderEvent() {
     `<section><h2>Finished games</h2>${finishedRows(sm.finished || [])}</section>`;
 }
 
+// The game shown has its dice withheld (other games roll them) and the event is over now, as the
+// standings say: its page is fetched again for the seed, without the spectator reloading it.
+function withheldNoMore() {
+  const sm = S.summary || {}, p = sm.progress || {};
+  const over = (sm.tournament || {}).finished || (p.total !== null && p.total !== undefined && p.played >= p.total);
+  return Boolean(S.replay && S.replay.dice.withheld && over);
+}
+
 async function renderGame(gid) {
   if (S.live[gid]) {
     const g = S.live[gid];
-    $("#view").innerHTML = `<section id="game" data-live="1"><h2>${g.players.map((p, s) => esc(p) + (g.roles && g.roles[s] ? ` (${esc(g.roles[s])})` : "")).join(" vs ")} · game ${g.number} (running)</h2>` +
+    const card = [...document.querySelectorAll("#game[data-live='1'] .card[data-game]")].find((c) => c.dataset.game === gid);
+    if (card) return updateCard(card, g);  // its page already: the changes only
+    $("#view").innerHTML = `<section id="game" data-live="1"><h2>${g.players.map((p, s) => esc(p) + (g.roles && g.roles[s] ? ` (${esc(g.roles[s])})` : "")).join(" vs ")} · game ${esc(g.number)} (running)</h2>` +
       `<p>dice commitment ${esc(g.dice_commitment)} (the seed is shown when the game is over)</p>${liveCard(g)}</section>`;
     return;
   }
-  if (S.replay && S.replay.row.game_id === gid) return drawReplay();
+  const held = S.replay && S.replay.row.game_id === gid ? S.replay : null;
+  if (held && !withheldNoMore()) return drawReplay();
   const [ok, data] = await getJSON(`/api/game/${encodeURIComponent(gid)}`);
   if (!ok) { $("#view").innerHTML = `<section><p>${esc(data.error)}</p></section>`; return; }
   if (data.type === "live") { S.live[gid] = data; S.recv[gid] = performance.now(); return renderGame(gid); }
-  S.replay = { ...data, step: data.steps - 1, boards: {} };
+  S.replay = { ...data, step: held ? Math.min(held.step, data.steps - 1) : data.steps - 1, boards: {} };
   drawReplay();
 }
 
@@ -245,19 +280,19 @@ async function renderEngine(name) {
 }
 
 function route() {
-  const h = location.hash.replace(/^#\/?/, "");
-  const [kind, ...rest] = h.split("/");
-  const arg = decodeURIComponent(rest.join("/"));
+  const [kind, arg] = address();
   if (kind !== "game") S.replay = null;
+  if (arg === null) { $("#view").innerHTML = `<section><p>no such page: ${esc(location.hash)}</p></section>`; return; }
   if (kind === "game") return renderGame(arg);
   if (kind === "engine") return renderEngine(arg);
   return renderEvent();
 }
 
 function onUpdate(gid) {
-  const kind = location.hash.replace(/^#\/?/, "").split("/")[0];
+  const [kind, open] = address();
   if (kind === "" || kind === undefined) return renderEvent();
-  if (kind === "game" && gid !== undefined && decodeURIComponent(location.hash.split("/").slice(2).join("/")) === gid) {
+  if (kind === "game" && withheldNoMore()) return renderGame(open);
+  if (kind === "game" && gid !== undefined && open === gid) {
     S.replay = null;
     return renderGame(gid);
   }
@@ -293,7 +328,7 @@ function connect() {
     const now = performance.now(), games = JSON.parse(ev.data).games;
     games.forEach((g) => { const view = merge(g); if (view) { S.live[g.game_id] = view; S.recv[g.game_id] = now; } });
     if (location.hash.replace(/^#\/?/, "") === "") return updateLive(games.map((g) => g.game_id));
-    const open = decodeURIComponent(location.hash.split("/").slice(2).join("/"));
+    const open = address()[1];
     onUpdate(games.some((g) => g.game_id === open) ? open : undefined);
   });
   es.addEventListener("end", (ev) => {
