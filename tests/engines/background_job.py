@@ -7,6 +7,16 @@ after the shell's fg sees that), printing the job's state after each."""
 import os, signal, subprocess, sys, termios, time
 export, games, pause = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 cmd = sys.argv[4:]
+
+
+def say(line: str) -> None:
+    """To the terminal, and to EXPORT.job: the last lines a session leader writes before it exits
+    can be lost to the terminal's reader (the pty hangs up with them unread)."""
+    print(line, file=sys.stderr, flush=True)
+    with open(export + ".job", "a") as f:
+        f.write(line + "\n")
+
+
 signal.signal(signal.SIGTTOU, signal.SIG_IGN)  # the shell's part: take the terminal back while in the background
 attrs = termios.tcgetattr(0)
 attrs[3] |= termios.TOSTOP
@@ -22,7 +32,7 @@ while job.poll() is None:
             time.sleep(0.3)
             states.append(open(f"/proc/{job.pid}/stat").read().rsplit(")", 1)[1].split()[0])
         stopped = True
-        print(f"STATES-IN-FOREGROUND {' '.join(states)}", file=sys.stderr, flush=True)
+        say(f"STATES-IN-FOREGROUND {' '.join(states)}")
     elif not stopped and os.path.exists(export) and len(open(export).read().splitlines()) >= games:
         os.tcsetpgrp(0, os.getpgrp())  # the job is in the background now
         t0 = time.monotonic()
@@ -32,6 +42,6 @@ while job.poll() is None:
         os.tcsetpgrp(0, job.pid)  # fg
         os.killpg(job.pid, signal.SIGCONT)
         stopped = True
-        print(f"STATE-WHILE-BACKGROUND {state}", file=sys.stderr, flush=True)
+        say(f"STATE-WHILE-BACKGROUND {state}")
     time.sleep(0.02)
-print(f"JOB-EXIT {job.returncode}", file=sys.stderr, flush=True)
+say(f"JOB-EXIT {job.returncode}")
