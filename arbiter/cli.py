@@ -343,9 +343,7 @@ def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_b
     match = Match(game, configs, tc, fmt, store=store, run_dir=logs_dir(args.db), margin=args.margin / 1000,
                   seed=seed, match_id=match_id, on_event=None if args.quiet and web is None else on_event,
                   on_game=on_game, sprt=sprt_bounds, adjudication=adjudication, openings=openings, keep_records=False)
-    if failed := match.series.start_all():  # pre-flight: a broken command must not hand out wins
-        match.series.close()
-        store.close()
+    if failed := _start_all(match.series, store):  # pre-flight: a broken command must not hand out wins
         return _not_started(configs, failed)
     for config, engine in zip(configs, match.series.engines):
         console.print(escape(f"{config.name}: {hello_text(engine.hello)}"), highlight=False)
@@ -370,6 +368,23 @@ def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_b
         console.print(sprt_line(result.sprt, result.games), highlight=False)
     not_started = result.reasons.get(EndReason.NOT_STARTED, 0)
     return storage_exit(store, EXIT_ENGINE if not_started and not_started == result.games else EXIT_OK)
+
+
+def _start_all(series, store: ResultsStore) -> list[tuple[int, EngineFault]]:
+    """A match's pre-flight (``Series.start_all``); when engines failed, or when interrupted
+    meanwhile (Ctrl-C, ``kill PID`` while engines start), the engines started so far are stopped
+    and the store closed: before, an interrupt there left each started engine's temporary folder
+    (its session secret) behind."""
+    try:
+        failed = series.start_all()
+    except BaseException:
+        series.close()
+        store.close()
+        raise
+    if failed:
+        series.close()
+        store.close()
+    return failed
 
 
 def _not_started(configs, failed: list[tuple[int, EngineFault]]) -> int:
@@ -1990,9 +2005,7 @@ def _run_table(args, game, tc, fmt, seed, configs, setup, match_id, done, openin
     table = TableMatch(game, list(configs), tc, fmt.games, store=store, run_dir=logs_dir(args.db), on_event=on_event,
                        margin=args.margin / 1000, seed=seed, match_id=match_id, on_game=on_game, openings=openings,
                        adjudication=adjudication)
-    if failed := table.series.start_all():
-        table.series.close()
-        store.close()
+    if failed := _start_all(table.series, store):
         return _not_started(configs, failed)
     console.print(escape(f"match {table.match_id}: {game.name} {game.options}, {len(configs)} seats, "
                          f"{' / '.join(c.name for c in configs)}, tc {tc.text}, {fmt.games} games with the seats "

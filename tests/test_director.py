@@ -766,6 +766,39 @@ def test_sigterm_before_the_first_game_says_so_and_leaves_no_engine(tmp_path):
     assert not (tmp_path / "t.sqlite").exists()
 
 
+@pytest.mark.parametrize("game", ["einstein", "aachess"], ids=["match", "table"])
+def test_an_interrupt_while_a_match_starts_its_engines_leaves_no_folder(tmp_path, game):
+    """SIGTERM while ``arbiter match`` waits for an engine's hello (its pre-flight): before, the
+    engines started so far kept their temporary folders (the session secret) after the exit 130."""
+    import psutil
+
+    tag = f"{os.getpid()}.{time.monotonic_ns() % 10**6}"
+    mute = f"{{python}} {ROOT / 'tests' / 'engines' / 'misbehave.py'} no_hello --delay {tag}"
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    seats = 2 if game == "einstein" else 3
+    engines = [arg for i in range(seats) for arg in ("--engine", mute if i == seats - 1 else RANDOM)]
+    options = [] if game == "einstein" else ["--option", "seats=3"]
+    proc = subprocess.Popen([PY, "-m", "arbiter.cli", "match", "--game", game, *options, *engines, "--quiet",
+                             "--db", str(tmp_path / "m.sqlite")], cwd=ROOT, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**os.environ, "TMPDIR": str(temp)})
+
+    def mine() -> list[psutil.Process]:
+        return [p for p in psutil.process_iter(["cmdline"])
+                if tag in " ".join(p.info["cmdline"] or ()) and p.status() != psutil.STATUS_ZOMBIE]
+
+    deadline = time.monotonic() + 60
+    while not mine() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert mine(), "the mute engine never started"
+    time.sleep(0.5)  # its hello awaited
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in out + err, out + err
+    assert not mine()
+    assert not list(temp.iterdir())
+
+
 def test_a_killed_process_is_dead_once_a_zombie():
     """Waiting for killed engine processes ends when they are zombies: an orphan of a killed
     sandbox is reaped by the machine's init, at its own pace, not by the referee."""
