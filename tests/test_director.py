@@ -734,6 +734,34 @@ def test_ctrl_z_stops_a_match_without_charging_the_stop_to_an_engine(tmp_path):
     assert endings == [("normal", 8)], endings
 
 
+def test_kill_stop_of_the_referee_is_not_charged_to_the_engine_on_move(tmp_path):
+    """``kill -STOP`` of the referee (uncatchable: a debugger, a freezer, an operator), then
+    ``kill -CONT`` 1.5 s later; the engine on move replies meanwhile. Before, the reply, read after
+    the continue, was charged the whole stop: a time forfeit the engine did not cause (at st=0.2).
+    Now the SIGCONT is seen and the stop, from the referee's last sign of life, is charged to no one."""
+    db = tmp_path / "m.sqlite"
+    cmd = [PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", SLOW.replace("0.01", "0.05"),
+           "--engine", RANDOM, "--seed", "ab", "--format", "games=8", "--tc", "st=0.2", "--quiet", "--db", str(db)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    export = tmp_path / "m.jsonl"
+    stops = 0
+    deadline = time.monotonic() + 90
+    while stops < 3 and proc.poll() is None and time.monotonic() < deadline:
+        if export.exists() and len(export.read_text().splitlines()) > 2 * stops:
+            time.sleep(0.1)  # mid-game
+            os.kill(proc.pid, signal.SIGSTOP)
+            time.sleep(1.5)
+            os.kill(proc.pid, signal.SIGCONT)
+            stops += 1
+        time.sleep(0.02)
+    out, _ = proc.communicate(timeout=90)
+    assert stops == 3 and proc.returncode == 0, out
+    conn = sqlite3.connect(db)
+    endings = conn.execute("SELECT reason, count(*) FROM games GROUP BY reason").fetchall()
+    conn.close()
+    assert endings == [("normal", 8)], endings
+
+
 def test_sigterm_before_the_first_game_says_so_and_leaves_no_engine(tmp_path):
     """SIGTERM while the pre-flight waits for an engine's hello: before, the run ended 130 without
     a word (the interrupt came before the run's own handling), after waiting 1-2 s per killed
