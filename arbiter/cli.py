@@ -1868,12 +1868,27 @@ def folder_gone() -> str | None:
     return None
 
 
+def temp_unusable() -> str | None:
+    """The error when the temporary folder (``TMPDIR``) cannot hold the engines' sockets: their
+    ``ipc://`` addresses are UTF-8, and a folder name that is not (``TMPDIR=$'/var/tmp/x\\xff'``)
+    made the first engine's start a UnicodeEncodeError traceback. ``None`` when it can."""
+    import tempfile
+
+    folder = tempfile.gettempdir()
+    try:
+        os.fsencode(folder).decode("utf-8")
+    except UnicodeDecodeError:
+        return (f"the temporary folder {os.fsencode(folder)!r} (from TMPDIR, TEMP or TMP) is not a valid UTF-8 name, "
+                f"and the engines' sockets (ipc://) are named in UTF-8: set TMPDIR to a folder whose name is (e.g. /tmp)")
+    return None
+
+
 _STARTS_ENGINES = {"match", "demo", "coop", "solo", "check-engine", "engine-info"}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command in _STARTS_ENGINES and (gone := folder_gone()):
+    if args.command in _STARTS_ENGINES and (gone := folder_gone() or temp_unusable()):
         errors.print(f"[red]error:[/] {escape(gone)}")
         return EXIT_USAGE
     if getattr(args, "pin", None) is not None and (code := _pin(args)) is not None:

@@ -762,6 +762,26 @@ def test_kill_stop_of_the_referee_is_not_charged_to_the_engine_on_move(tmp_path)
     assert endings == [("normal", 8)], endings
 
 
+@pytest.mark.parametrize("command", ["match", "tournament"])
+def test_a_temporary_folder_whose_name_is_not_utf8_is_named(tmp_path, command):
+    """TMPDIR=$'/var/tmp/x\\xff': the engines' sockets are ipc:// addresses, UTF-8. Before, the
+    first engine's start was a UnicodeEncodeError traceback (exit 1); now one line naming the
+    folder and what to do, exit 2, before anything is made."""
+    temp = os.fsencode(tmp_path) + b"/x\xff"
+    os.mkdir(temp)
+    env = {**os.environ}
+    env.pop("TEMP", None), env.pop("TMP", None)
+    env = {os.fsencode(k): os.fsencode(v) for k, v in env.items()} | {b"TMPDIR": temp}
+    if command == "match":
+        proc = run("arbiter", "match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM, "--format",
+                   "games=2", "--quiet", "--db", str(tmp_path / "t.sqlite"), env=env)
+    else:
+        proc = run("tournaments", "run", str(tournament_file(tmp_path, ghost=RANDOM)), "-q", env=env)
+    one_line_error(proc, 2, "temporary folder", "\\xff", "not a valid UTF-8 name", "set TMPDIR")
+    assert not (tmp_path / "t.sqlite").exists()
+    assert os.listdir(temp) == []
+
+
 def test_sigterm_before_the_first_game_says_so_and_leaves_no_engine(tmp_path):
     """SIGTERM while the pre-flight waits for an engine's hello: before, the run ended 130 without
     a word (the interrupt came before the run's own handling), after waiting 1-2 s per killed

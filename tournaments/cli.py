@@ -603,9 +603,9 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     if args.command in ("run", "resume", "check"):
-        from arbiter.cli import folder_gone
+        from arbiter.cli import folder_gone, temp_unusable
 
-        if gone := folder_gone():
+        if gone := folder_gone() or temp_unusable():
             _error(gone)
             return EXIT_USAGE
     playing = args.command in ("run", "resume")  # `kill PID` or a hang-up: stop like Ctrl-C (games saved)
