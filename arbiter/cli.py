@@ -1871,7 +1871,8 @@ def folder_gone() -> str | None:
 def temp_unusable() -> str | None:
     """The error when the temporary folder (``TMPDIR``) cannot hold the engines' sockets: their
     ``ipc://`` addresses are UTF-8, and a folder name that is not (``TMPDIR=$'/var/tmp/x\\xff'``)
-    made the first engine's start a UnicodeEncodeError traceback. ``None`` when it can."""
+    made the first engine's start a UnicodeEncodeError traceback; a name too long for a socket's
+    (``_SOCKET_NAME_MAX``) made every engine "cannot start". ``None`` when it can."""
     import tempfile
 
     folder = tempfile.gettempdir()
@@ -1880,7 +1881,17 @@ def temp_unusable() -> str | None:
     except UnicodeDecodeError:
         return (f"the temporary folder {os.fsencode(folder)!r} (from TMPDIR, TEMP or TMP) is not a valid UTF-8 name, "
                 f"and the engines' sockets (ipc://) are named in UTF-8: set TMPDIR to a folder whose name is (e.g. /tmp)")
+    socket = os.fsencode(os.path.join(folder, "arb-12345678", "0123456789ab", "s"))  # as protocol.transport names them
+    if len(socket) > _SOCKET_NAME_MAX:
+        return (f"the temporary folder {folder} (from TMPDIR, TEMP or TMP) is too long a name ({len(os.fsencode(folder))} "
+                f"bytes): the engines' sockets in it would be named with {len(socket)} bytes, more than the "
+                f"{_SOCKET_NAME_MAX} a socket's name may hold; set TMPDIR to a folder with a shorter name (e.g. /tmp)")
     return None
+
+
+_SOCKET_NAME_MAX = 107
+"""The longest name of a Unix socket (Linux: sockaddr_un.sun_path less its NUL; zmq.IPC_PATH_MAX_LEN).
+A TMPDIR too long for it made every engine "cannot start" (exit 3), blamed on the engines."""
 
 
 _STARTS_ENGINES = {"match", "demo", "coop", "solo", "check-engine", "engine-info"}

@@ -763,11 +763,13 @@ def test_kill_stop_of_the_referee_is_not_charged_to_the_engine_on_move(tmp_path)
 
 
 @pytest.mark.parametrize("command", ["match", "tournament"])
-def test_a_temporary_folder_whose_name_is_not_utf8_is_named(tmp_path, command):
+@pytest.mark.parametrize("name", [b"x\xff", b"a" * 100], ids=["not-utf8", "too-long"])
+def test_a_temporary_folder_its_sockets_cannot_be_named_in_is_named(tmp_path, command, name):
     """TMPDIR=$'/var/tmp/x\\xff': the engines' sockets are ipc:// addresses, UTF-8. Before, the
-    first engine's start was a UnicodeEncodeError traceback (exit 1); now one line naming the
-    folder and what to do, exit 2, before anything is made."""
-    temp = os.fsencode(tmp_path) + b"/x\xff"
+    first engine's start was a UnicodeEncodeError traceback (exit 1). A TMPDIR too long for a
+    socket's name (107 bytes) made every engine "cannot start" (exit 3: the engines blamed). Now
+    one line naming the folder and what to do, exit 2, before anything is made."""
+    temp = os.fsencode(tmp_path) + b"/" + name
     os.mkdir(temp)
     env = {**os.environ}
     env.pop("TEMP", None), env.pop("TMP", None)
@@ -777,7 +779,8 @@ def test_a_temporary_folder_whose_name_is_not_utf8_is_named(tmp_path, command):
                    "games=2", "--quiet", "--db", str(tmp_path / "t.sqlite"), env=env)
     else:
         proc = run("tournaments", "run", str(tournament_file(tmp_path, ghost=RANDOM)), "-q", env=env)
-    one_line_error(proc, 2, "temporary folder", "\\xff", "not a valid UTF-8 name", "set TMPDIR")
+    why = ["\\xff", "not a valid UTF-8 name"] if name.startswith(b"x") else [os.fsdecode(temp), "too long a name"]
+    one_line_error(proc, 2, "temporary folder", *why, "set TMPDIR")
     assert not (tmp_path / "t.sqlite").exists()
     assert os.listdir(temp) == []
 
