@@ -1855,6 +1855,42 @@ def out_of_files(exc: Exception) -> bool:
     return True
 
 
+def out_of_memory(exc: BaseException) -> bool:
+    """The referee's own limits reached otherwise (``ulimit -v`` too low for a thread's stack, which
+    is ``ulimit -s``: "can't start new thread" as an engine's connection opened, a traceback before;
+    a MemoryError): one line naming the limits (exit 3, as for file descriptors)."""
+    import resource
+
+    if not (isinstance(exc, MemoryError) or (isinstance(exc, RuntimeError) and "can't start new thread" in str(exc))):
+        return False
+
+    def shown(limit: int, unit: int = 1) -> str:
+        return "unlimited" if limit == resource.RLIM_INFINITY else str(limit // unit)
+
+    memory = shown(resource.getrlimit(resource.RLIMIT_AS)[0], 1024)
+    stack = shown(resource.getrlimit(resource.RLIMIT_STACK)[0], 1024)  # each thread's stack, where not unlimited
+    tasks = shown(resource.getrlimit(resource.RLIMIT_NPROC)[0])
+    print(f"error: the referee ran out of memory or threads ({type(exc).__name__}: {exc or 'out of memory'}; limits: "
+          f"virtual memory {memory} KiB (ulimit -v), a thread's stack {stack} KiB (ulimit -s), processes {tasks} "
+          f"(ulimit -u)): raise the memory limit or lower the stack's, or free memory", file=sys.stderr)
+    return True
+
+
+def threads_refused() -> bool:
+    """Whether a thread cannot start here (then said by ``out_of_memory``): checked before any
+    engine starts, since ZeroMQ's own threads then end the process with SIGABRT ("Resource
+    temporarily unavailable (src/thread.cpp:241)"), which nothing can catch."""
+    import threading
+
+    try:
+        thread = threading.Thread(target=int, name="can-start")
+        thread.start()
+    except RuntimeError as exc:
+        return out_of_memory(exc)
+    thread.join()
+    return False
+
+
 def folder_gone() -> str | None:
     """The error when the current folder was deleted under the shell (``rm -rf`` in another window):
     engines start in it and relative paths resolve from it, so without this every engine "cannot
@@ -1902,6 +1938,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in _STARTS_ENGINES and (gone := folder_gone() or temp_unusable()):
         errors.print(f"[red]error:[/] {escape(gone)}")
         return EXIT_USAGE
+    if args.command in _STARTS_ENGINES and threads_refused():
+        return EXIT_ENGINE
     if getattr(args, "pin", None) is not None and (code := _pin(args)) is not None:
         return code
     if args.command in _STARTS_ENGINES:  # loaded while the operator's signals are still held: an interrupt
@@ -1918,7 +1956,7 @@ def main(argv: list[str] | None = None) -> int:
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
                 return EXIT_OK
             except Exception as exc:  # OSError or zmq.ZMQError (zmq is loaded only by commands that play)
-                if not out_of_files(exc):
+                if not out_of_files(exc) and not out_of_memory(exc):
                     raise
                 return EXIT_ENGINE
     except KeyboardInterrupt:  # a signal held since the start, handled on entering: nothing was started

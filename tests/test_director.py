@@ -785,6 +785,31 @@ def test_a_temporary_folder_its_sockets_cannot_be_named_in_is_named(tmp_path, co
     assert os.listdir(temp) == []
 
 
+@pytest.mark.parametrize("command", ["match", "tournament"])
+def test_a_memory_limit_too_low_for_a_thread_is_one_line_naming_the_limits(tmp_path, command):
+    """``ulimit -v`` below a thread's stack (``ulimit -s``, 2 GB here): the referee cannot start the
+    thread of an engine's connection. Before, a "can't start new thread" traceback (exit 1); now
+    one line naming the limits (exit 3, as for file descriptors), nothing left in TMPDIR."""
+    import resource
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_STACK, (2 << 30, resource.getrlimit(resource.RLIMIT_STACK)[1]))
+        resource.setrlimit(resource.RLIMIT_AS, (1536 << 20, resource.getrlimit(resource.RLIMIT_AS)[1]))
+
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp)}
+    if command == "match":
+        proc = run("arbiter", "match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM, "--format",
+                   "games=2", "--quiet", "--db", str(tmp_path / "t.sqlite"), env=env, preexec_fn=limited)
+    else:
+        proc = run("tournaments", "run", str(tournament_file(tmp_path, ghost=RANDOM)), "-q", env=env,
+                   preexec_fn=limited)
+    one_line_error(proc, 3, "ran out of memory or threads", "can't start new thread", "1572864 KiB (ulimit -v)",
+                   "2097152 KiB (ulimit -s)")
+    assert not list(temp.iterdir())
+
+
 def test_sigterm_before_the_first_game_says_so_and_leaves_no_engine(tmp_path):
     """SIGTERM while the pre-flight waits for an engine's hello: before, the run ended 130 without
     a word (the interrupt came before the run's own handling), after waiting 1-2 s per killed

@@ -603,11 +603,13 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     if args.command in ("run", "resume", "check"):
-        from arbiter.cli import folder_gone, temp_unusable
+        from arbiter.cli import folder_gone, temp_unusable, threads_refused
 
         if gone := folder_gone() or temp_unusable():
             _error(gone)
             return EXIT_USAGE
+        if threads_refused():
+            return EXIT_ENGINE
     playing = args.command in ("run", "resume")  # `kill PID` or a hang-up: stop like Ctrl-C (games saved)
     if not playing:
         release_operator_signals()  # held since the start (arbiter/__init__.py): the default handling from now on
@@ -648,6 +650,12 @@ def _command(args: argparse.Namespace) -> int:
         from arbiter.cli import out_of_files
 
         if not out_of_files(exc):
+            raise
+        return EXIT_ENGINE
+    except (MemoryError, RuntimeError) as exc:  # ulimit -v too low for a thread: one line, not a traceback
+        from arbiter.cli import out_of_memory
+
+        if not out_of_memory(exc):
             raise
         return EXIT_ENGINE
 
