@@ -347,9 +347,7 @@ def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_b
     match = Match(game, configs, tc, fmt, store=store, run_dir=logs_dir(args.db), margin=args.margin / 1000,
                   seed=seed, match_id=match_id, on_event=None if args.quiet and web is None else on_event,
                   on_game=on_game, sprt=sprt_bounds, adjudication=adjudication, openings=openings, keep_records=False)
-    if failed := match.series.start_all():  # pre-flight: a broken command must not hand out wins
-        match.series.close()
-        store.close()
+    if failed := _start_all(match.series, store):  # pre-flight: a broken command must not hand out wins
         return _not_started(configs, failed)
     for config, engine in zip(configs, match.series.engines):
         console.print(escape(f"{config.name}: {hello_text(engine.hello)}"), highlight=False)
@@ -374,6 +372,23 @@ def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_b
         console.print(sprt_line(result.sprt, result.games), highlight=False)
     not_started = result.reasons.get(EndReason.NOT_STARTED, 0)
     return storage_exit(store, EXIT_ENGINE if not_started and not_started == result.games else EXIT_OK)
+
+
+def _start_all(series, store: ResultsStore) -> list[tuple[int, EngineFault]]:
+    """A match's pre-flight (``Series.start_all``); when engines failed, or when interrupted
+    meanwhile (Ctrl-C, ``kill PID`` while engines start), the engines started so far are stopped
+    and the store closed: before, an interrupt there left each started engine's temporary folder
+    (its session secret) behind."""
+    try:
+        failed = series.start_all()
+    except BaseException:
+        series.close()
+        store.close()
+        raise
+    if failed:
+        series.close()
+        store.close()
+    return failed
 
 
 def _not_started(configs, failed: list[tuple[int, EngineFault]]) -> int:
@@ -1797,9 +1812,14 @@ def operator_signals():
     them again while it stops is absorbed (``_sigterm_as_interrupt``). Ctrl-Z
     (SIGTSTP), or a background job's write to its terminal under ``stty tostop`` (SIGTTOU), stops it
     until ``fg`` without charging the stop to any engine's clock. A signal
-    ignored already (``nohup``) stays ignored. Main thread only (where signals are handled)."""
+    ignored already (``nohup``) stays ignored. Main thread only (where signals are handled).
+
+    SIGINT, SIGTERM and SIGHUP are held from the command's first line (``arbiter/__init__.py``)
+    until here: one that came meanwhile raises ``KeyboardInterrupt`` on entering (the caller says
+    "interrupted", exit 130; nothing was started)."""
     import threading
 
+    from . import release_operator_signals
     from .clock import pause_clocks_when_stopped
 
     if threading.current_thread() is not threading.main_thread():
@@ -1818,6 +1838,7 @@ def operator_signals():
             previous[signum] = signal.getsignal(signum)
         pause_clocks_when_stopped()
     try:
+        release_operator_signals()  # one held since the start (during the imports) is handled now: KeyboardInterrupt
         yield
     finally:
         for signum, handler in previous.items():
@@ -1838,6 +1859,42 @@ def out_of_files(exc: Exception) -> bool:
     return True
 
 
+def out_of_memory(exc: BaseException) -> bool:
+    """The referee's own limits reached otherwise (``ulimit -v`` too low for a thread's stack, which
+    is ``ulimit -s``: "can't start new thread" as an engine's connection opened, a traceback before;
+    a MemoryError): one line naming the limits (exit 3, as for file descriptors)."""
+    import resource
+
+    if not (isinstance(exc, MemoryError) or (isinstance(exc, RuntimeError) and "can't start new thread" in str(exc))):
+        return False
+
+    def shown(limit: int, unit: int = 1) -> str:
+        return "unlimited" if limit == resource.RLIM_INFINITY else str(limit // unit)
+
+    memory = shown(resource.getrlimit(resource.RLIMIT_AS)[0], 1024)
+    stack = shown(resource.getrlimit(resource.RLIMIT_STACK)[0], 1024)  # each thread's stack, where not unlimited
+    tasks = shown(resource.getrlimit(resource.RLIMIT_NPROC)[0])
+    print(f"error: the referee ran out of memory or threads ({type(exc).__name__}: {exc or 'out of memory'}; limits: "
+          f"virtual memory {memory} KiB (ulimit -v), a thread's stack {stack} KiB (ulimit -s), processes {tasks} "
+          f"(ulimit -u)): raise the memory limit or lower the stack's, or free memory", file=sys.stderr)
+    return True
+
+
+def threads_refused() -> bool:
+    """Whether a thread cannot start here (then said by ``out_of_memory``): checked before any
+    engine starts, since ZeroMQ's own threads then end the process with SIGABRT ("Resource
+    temporarily unavailable (src/thread.cpp:241)"), which nothing can catch."""
+    import threading
+
+    try:
+        thread = threading.Thread(target=int, name="can-start")
+        thread.start()
+    except RuntimeError as exc:
+        return out_of_memory(exc)
+    thread.join()
+    return False
+
+
 def folder_gone() -> str | None:
     """The error when the current folder was deleted under the shell (``rm -rf`` in another window):
     engines start in it and relative paths resolve from it, so without this every engine "cannot
@@ -1851,29 +1908,64 @@ def folder_gone() -> str | None:
     return None
 
 
+def temp_unusable() -> str | None:
+    """The error when the temporary folder (``TMPDIR``) cannot hold the engines' sockets: their
+    ``ipc://`` addresses are UTF-8, and a folder name that is not (``TMPDIR=$'/var/tmp/x\\xff'``)
+    made the first engine's start a UnicodeEncodeError traceback; a name too long for a socket's
+    (``_SOCKET_NAME_MAX``) made every engine "cannot start". ``None`` when it can."""
+    import tempfile
+
+    folder = tempfile.gettempdir()
+    try:
+        os.fsencode(folder).decode("utf-8")
+    except UnicodeDecodeError:
+        return (f"the temporary folder {os.fsencode(folder)!r} (from TMPDIR, TEMP or TMP) is not a valid UTF-8 name, "
+                f"and the engines' sockets (ipc://) are named in UTF-8: set TMPDIR to a folder whose name is (e.g. /tmp)")
+    socket = os.fsencode(os.path.join(folder, "arb-12345678", "0123456789ab", "s"))  # as protocol.transport names them
+    if len(socket) > _SOCKET_NAME_MAX:
+        return (f"the temporary folder {folder} (from TMPDIR, TEMP or TMP) is too long a name ({len(os.fsencode(folder))} "
+                f"bytes): the engines' sockets in it would be named with {len(socket)} bytes, more than the "
+                f"{_SOCKET_NAME_MAX} a socket's name may hold; set TMPDIR to a folder with a shorter name (e.g. /tmp)")
+    return None
+
+
+_SOCKET_NAME_MAX = 107
+"""The longest name of a Unix socket (Linux: sockaddr_un.sun_path less its NUL; zmq.IPC_PATH_MAX_LEN).
+A TMPDIR too long for it made every engine "cannot start" (exit 3), blamed on the engines."""
+
+
 _STARTS_ENGINES = {"match", "demo", "coop", "solo", "check-engine", "engine-info"}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command in _STARTS_ENGINES and (gone := folder_gone()):
+    if args.command in _STARTS_ENGINES and (gone := folder_gone() or temp_unusable()):
         errors.print(f"[red]error:[/] {escape(gone)}")
         return EXIT_USAGE
+    if args.command in _STARTS_ENGINES and threads_refused():
+        return EXIT_ENGINE
     if getattr(args, "pin", None) is not None and (code := _pin(args)) is not None:
         return code
-    with operator_signals():
-        try:
-            return args.func(args)
-        except KeyboardInterrupt:  # outside a match's own handling (which says what it saved): say so
-            print("interrupted", file=sys.stderr)
-            return EXIT_INTERRUPTED
-        except BrokenPipeError:  # a plain print's reader left (`arbiter games | head`): not an error
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            return EXIT_OK
-        except Exception as exc:  # OSError or zmq.ZMQError (zmq is loaded only by commands that play)
-            if not out_of_files(exc):
-                raise
-            return EXIT_ENGINE
+    if args.command in _STARTS_ENGINES:  # loaded while the operator's signals are still held: an interrupt
+        from .formats import match  # noqa: F401  raised inside ZeroMQ's compiled modules as they load ended the
+        from .hosting import session  # noqa: F401  process by SIGINT (exit -2), whatever caught it
+    try:
+        with operator_signals():  # entering it may raise the KeyboardInterrupt of a signal held since the start
+            try:
+                return args.func(args)
+            except KeyboardInterrupt:  # outside a match's own handling (which says what it saved): say so
+                print("interrupted", file=sys.stderr)
+                return EXIT_INTERRUPTED
+            except BrokenPipeError:  # a plain print's reader left (`arbiter games | head`): not an error
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                return EXIT_OK
+            except Exception as exc:  # OSError or zmq.ZMQError (zmq is loaded only by commands that play)
+                if not out_of_files(exc) and not out_of_memory(exc):
+                    raise
+                return EXIT_ENGINE
+    except KeyboardInterrupt:  # a signal held since the start, handled on entering: nothing was started
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 
@@ -1994,9 +2086,7 @@ def _run_table(args, game, tc, fmt, seed, configs, setup, match_id, done, openin
     table = TableMatch(game, list(configs), tc, fmt.games, store=store, run_dir=logs_dir(args.db), on_event=on_event,
                        margin=args.margin / 1000, seed=seed, match_id=match_id, on_game=on_game, openings=openings,
                        adjudication=adjudication)
-    if failed := table.series.start_all():
-        table.series.close()
-        store.close()
+    if failed := _start_all(table.series, store):
         return _not_started(configs, failed)
     console.print(escape(f"match {table.match_id}: {game.name} {game.options}, {len(configs)} seats, "
                          f"{' / '.join(c.name for c in configs)}, tc {tc.text}, {fmt.games} games with the seats "

@@ -300,7 +300,7 @@ def _floor_ms(seconds: float) -> int:
 # --- the referee's own stops --------------------------------------------------------------------
 
 _pauses: list[tuple[float, float]] = []
-"""(stopped, resumed) monotonic times of the referee's own stops (Ctrl-Z), the latest last."""
+"""(stopped, resumed) monotonic times of the referee's stops (Ctrl-Z, ``kill -STOP``), the latest last."""
 
 
 def paused_between(start: float, end: float) -> float:
@@ -313,6 +313,51 @@ def paused_between(start: float, end: float) -> float:
     return sum(max(0.0, min(end, resumed) - max(start, stopped)) for stopped, resumed in _pauses)
 
 
+_alive_at: float | None = None
+"""When the referee's main thread last showed it was running (monotonic): its wait for replies
+notes it at every wake-up, at least every 50 ms (``note_alive``)."""
+_stopping_itself = False
+"""In ``_stop_here``: the stop and its SIGCONT are noted there."""
+NOT_RUNNING = 0.15
+"""A gap (s) since the last sign of life longer than this, ended by SIGCONT, was a stop: the wait
+wakes at least every 50 ms, so a running referee never leaves one this long (starved for that
+long on a loaded machine, it saw no SIGCONT unless someone sent one)."""
+
+
+_alive_before: float | None = None
+"""The sign of life before ``_alive_at``."""
+
+
+def note_alive(now: float) -> None:
+    """The referee's main thread runs at ``now`` (monotonic): where a stop by ``kill -STOP`` began
+    at the latest, should a SIGCONT come."""
+    global _alive_at, _alive_before
+    _alive_at, _alive_before = now, _alive_at
+
+
+def _continued(signum, frame) -> None:
+    """SIGCONT: the referee was stopped by a signal it cannot see (``kill -STOP``, a debugger, a
+    freezer) and is continued. The stop began no earlier than the last sign of life; the time from
+    then is charged to no one (before, the engine on move lost on time for it). A SIGCONT without a
+    stop finds a recent sign of life, and nothing is noted; the stops the referee takes itself
+    (Ctrl-Z) are noted by ``_stop_here``."""
+    import time
+
+    now = time.monotonic()
+    if _stopping_itself or _alive_at is None:
+        return
+    if now - _alive_at > NOT_RUNNING:
+        began, ended = _alive_at, now
+    elif _alive_before is not None and _alive_at - _alive_before > NOT_RUNNING:
+        began, ended = _alive_before, _alive_at  # this handler ran only after the first sign of life since
+    else:
+        return
+    began = max(began, _pauses[-1][1]) if _pauses else began  # never counted twice
+    if ended > began:
+        _pauses.append((began, ended))
+        del _pauses[:-64]
+
+
 def _stop_here(signum, frame) -> None:
     """SIGTSTP (or SIGTTOU, SIGTTIN): note when, stop as the default action would (the shell sees a stopped job), and note
     when continued. Runs in the main thread, between the referee's steps (never inside a
@@ -321,16 +366,19 @@ def _stop_here(signum, frame) -> None:
     import signal
     import time
 
+    global _stopping_itself
     if signum != signal.SIGTSTP and _in_the_foreground():
         return  # the shell's fg came before this handler ran: the write or read goes through now
     stopped = time.monotonic()
     signal.signal(signum, signal.SIG_DFL)
+    _stopping_itself = True
     try:
         os.kill(os.getpid(), signum)  # returns once continued (SIGCONT: fg or bg)
     finally:
         signal.signal(signum, _stop_here)
         _pauses.append((stopped, time.monotonic()))
         del _pauses[:-64]  # decisions in progress span only the latest few
+        _stopping_itself = False
 
 
 def _in_the_foreground() -> bool:
@@ -355,10 +403,13 @@ def pause_clocks_when_stopped() -> None:
     only; a signal ignored already stays ignored). So too the stop of a background job that writes
     to (SIGTTOU, under ``stty tostop``) or reads from (SIGTTIN) its terminal until ``fg``: before,
     that stop was charged to the engine on move (a time forfeit at st=0.2 after a 1 s stop).
-    ``kill -STOP`` cannot be seen: it is charged."""
+    ``kill -STOP`` cannot be seen, but the SIGCONT that ends it can: the stop is taken to have
+    begun at the referee's last sign of life (``_continued``), and is charged to no one either."""
     import signal
 
     for name in ("SIGTSTP", "SIGTTOU", "SIGTTIN"):
         signum = getattr(signal, name, None)
         if signum is not None and signal.getsignal(signum) == signal.SIG_DFL:
             signal.signal(signum, _stop_here)
+    if hasattr(signal, "SIGCONT") and signal.getsignal(signal.SIGCONT) == signal.SIG_DFL:
+        signal.signal(signal.SIGCONT, _continued)  # the process continues all the same (the kernel's doing)

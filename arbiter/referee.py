@@ -15,7 +15,7 @@ from protocol.codec import clip, printable
 from protocol.messages import EndReason, GameOver, Info, NewGame, Reply, Request, TimeControl
 
 from .adjudication import Adjudication, Judge
-from .clock import DEFAULT_MARGIN_MS, Clock, paused_between
+from .clock import DEFAULT_MARGIN_MS, Clock, note_alive, paused_between
 from .dice import Dice
 from .games.base import CHANCE, IllegalMove, Game, State
 from .hosting.session import EngineFault, ParticipantFault, Session, wait_any
@@ -341,6 +341,7 @@ class Referee:
             if busy_since is not None:  # first a look: were replies there already while we were busy?
                 ready, arrived, busy_since = wait_any(engines, 0), busy_since, None
             now = time.monotonic()
+            note_alive(now)  # a kill -STOP from here on is charged to no one (clock._continued)
             late: dict[int, tuple[EndReason, str]] = {}
             for i, seat in enumerate(waiting):  # judge: what waits now counts from when it can have come
                 came = max(self._arrival(seat, arrived), behind.get(seat, arrived)) if i in ready else now
@@ -355,6 +356,7 @@ class Referee:
                 timeout_ms = max(0, min(50, int((due - now) * 1000) + 1))
                 ready = wait_any(engines, timeout_ms)
                 arrived = time.monotonic()  # the replies were there; reading them and freezing is the referee's time
+                note_alive(arrived)
                 if not ready and timeout_ms:  # a long think: are the others idle, as they should be?
                     for other, engine in enumerate(self.engines):
                         if other not in waiting and engine is not None:  # seats that answered included

@@ -746,6 +746,82 @@ def test_ctrl_z_stops_a_match_without_charging_the_stop_to_an_engine(tmp_path):
     assert endings == [("normal", 8)], endings
 
 
+def test_kill_stop_of_the_referee_is_not_charged_to_the_engine_on_move(tmp_path):
+    """``kill -STOP`` of the referee (uncatchable: a debugger, a freezer, an operator), then
+    ``kill -CONT`` 1.5 s later; the engine on move replies meanwhile. Before, the reply, read after
+    the continue, was charged the whole stop: a time forfeit the engine did not cause (at st=0.2).
+    Now the SIGCONT is seen and the stop, from the referee's last sign of life, is charged to no one."""
+    db = tmp_path / "m.sqlite"
+    cmd = [PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", SLOW.replace("0.01", "0.05"),
+           "--engine", RANDOM, "--seed", "ab", "--format", "games=8", "--tc", "st=0.2", "--quiet", "--db", str(db)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    export = tmp_path / "m.jsonl"
+    stops = 0
+    deadline = time.monotonic() + 90
+    while stops < 3 and proc.poll() is None and time.monotonic() < deadline:
+        if export.exists() and len(export.read_text().splitlines()) > 2 * stops:
+            time.sleep(0.1)  # mid-game
+            os.kill(proc.pid, signal.SIGSTOP)
+            time.sleep(1.5)
+            os.kill(proc.pid, signal.SIGCONT)
+            stops += 1
+        time.sleep(0.02)
+    out, _ = proc.communicate(timeout=90)
+    assert stops == 3 and proc.returncode == 0, out
+    conn = sqlite3.connect(db)
+    endings = conn.execute("SELECT reason, count(*) FROM games GROUP BY reason").fetchall()
+    conn.close()
+    assert endings == [("normal", 8)], endings
+
+
+@pytest.mark.parametrize("command", ["match", "tournament"])
+@pytest.mark.parametrize("name", [b"x\xff", b"a" * 100], ids=["not-utf8", "too-long"])
+def test_a_temporary_folder_its_sockets_cannot_be_named_in_is_named(tmp_path, command, name):
+    """TMPDIR=$'/var/tmp/x\\xff': the engines' sockets are ipc:// addresses, UTF-8. Before, the
+    first engine's start was a UnicodeEncodeError traceback (exit 1). A TMPDIR too long for a
+    socket's name (107 bytes) made every engine "cannot start" (exit 3: the engines blamed). Now
+    one line naming the folder and what to do, exit 2, before anything is made."""
+    temp = os.fsencode(tmp_path) + b"/" + name
+    os.mkdir(temp)
+    env = {**os.environ}
+    env.pop("TEMP", None), env.pop("TMP", None)
+    env = {os.fsencode(k): os.fsencode(v) for k, v in env.items()} | {b"TMPDIR": temp}
+    if command == "match":
+        proc = run("arbiter", "match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM, "--format",
+                   "games=2", "--quiet", "--db", str(tmp_path / "t.sqlite"), env=env)
+    else:
+        proc = run("tournaments", "run", str(tournament_file(tmp_path, ghost=RANDOM)), "-q", env=env)
+    why = ["\\xff", "not a valid UTF-8 name"] if name.startswith(b"x") else [os.fsdecode(temp), "too long a name"]
+    one_line_error(proc, 2, "temporary folder", *why, "set TMPDIR")
+    assert not (tmp_path / "t.sqlite").exists()
+    assert os.listdir(temp) == []
+
+
+@pytest.mark.parametrize("command", ["match", "tournament"])
+def test_a_memory_limit_too_low_for_a_thread_is_one_line_naming_the_limits(tmp_path, command):
+    """``ulimit -v`` below a thread's stack (``ulimit -s``, 2 GB here): the referee cannot start the
+    thread of an engine's connection. Before, a "can't start new thread" traceback (exit 1); now
+    one line naming the limits (exit 3, as for file descriptors), nothing left in TMPDIR."""
+    import resource
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_STACK, (2 << 30, resource.getrlimit(resource.RLIMIT_STACK)[1]))
+        resource.setrlimit(resource.RLIMIT_AS, (1536 << 20, resource.getrlimit(resource.RLIMIT_AS)[1]))
+
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp)}
+    if command == "match":
+        proc = run("arbiter", "match", "--game", "einstein", "--engine", RANDOM, "--engine", RANDOM, "--format",
+                   "games=2", "--quiet", "--db", str(tmp_path / "t.sqlite"), env=env, preexec_fn=limited)
+    else:
+        proc = run("tournaments", "run", str(tournament_file(tmp_path, ghost=RANDOM)), "-q", env=env,
+                   preexec_fn=limited)
+    one_line_error(proc, 3, "ran out of memory or threads", "can't start new thread", "1572864 KiB (ulimit -v)",
+                   "2097152 KiB (ulimit -s)")
+    assert not list(temp.iterdir())
+
+
 def test_sigterm_before_the_first_game_says_so_and_leaves_no_engine(tmp_path):
     """SIGTERM while the pre-flight waits for an engine's hello: before, the run ended 130 without
     a word (the interrupt came before the run's own handling), after waiting 1-2 s per killed
@@ -776,6 +852,90 @@ def test_sigterm_before_the_first_game_says_so_and_leaves_no_engine(tmp_path):
     assert "Traceback" not in out + err
     assert not mine()
     assert not (tmp_path / "t.sqlite").exists()
+
+
+@pytest.mark.parametrize("game", ["einstein", "aachess"], ids=["match", "table"])
+def test_an_interrupt_while_a_match_starts_its_engines_leaves_no_folder(tmp_path, game):
+    """SIGTERM while ``arbiter match`` waits for an engine's hello (its pre-flight): before, the
+    engines started so far kept their temporary folders (the session secret) after the exit 130."""
+    import psutil
+
+    tag = f"{os.getpid()}.{time.monotonic_ns() % 10**6}"
+    mute = f"{{python}} {ROOT / 'tests' / 'engines' / 'misbehave.py'} no_hello --delay {tag}"
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    seats = 2 if game == "einstein" else 3
+    engines = [arg for i in range(seats) for arg in ("--engine", mute if i == seats - 1 else RANDOM)]
+    options = [] if game == "einstein" else ["--option", "seats=3"]
+    proc = subprocess.Popen([PY, "-m", "arbiter.cli", "match", "--game", game, *options, *engines, "--quiet",
+                             "--db", str(tmp_path / "m.sqlite")], cwd=ROOT, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**os.environ, "TMPDIR": str(temp)})
+
+    def mine() -> list[psutil.Process]:
+        return [p for p in psutil.process_iter(["cmdline"])
+                if tag in " ".join(p.info["cmdline"] or ()) and p.status() != psutil.STATUS_ZOMBIE]
+
+    deadline = time.monotonic() + 60
+    while not mine() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert mine(), "the mute engine never started"
+    time.sleep(0.5)  # its hello awaited
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in out + err, out + err
+    assert not mine()
+    assert not list(temp.iterdir())
+
+
+def held(pid: int, signum: int) -> bool:
+    """Whether process ``pid`` blocks ``signum`` (its mask in /proc), as the command does from its start."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    mask = int(status.split("SigBlk:", 1)[1].split()[0], 16)
+    return bool(mask >> (signum - 1) & 1)
+
+
+@pytest.mark.parametrize("command", ["match", "tournament"])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["INT", "TERM", "HUP"])
+def test_a_signal_during_the_start_stops_the_command_cleanly(tmp_path, signum, command):
+    """Ctrl-C, ``kill PID`` or a hang-up in the first 0.3 s, while the command loads its modules:
+    before, its handlers were not in place yet, so it died of the signal (exit -15, -1) or with a
+    KeyboardInterrupt traceback; now the signals are held from the command's first line until its
+    handling is in place, then handled: "interrupted", exit 130, no engine and no temporary folder
+    left. Sent when the hold is seen, and 50, 150 and 300 ms later."""
+    import psutil
+
+    tag = f"0.00{os.getpid()}{signum}{len(command)}"  # an engine's --delay (a millisecond): names its processes
+    engine = f"{{python}} {ROOT / 'tests' / 'engines' / 'misbehave.py'} slow --after 999 --delay {tag}"
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp)}
+    for n, delay in enumerate((0, 0.05, 0.15, 0.3)):
+        db = tmp_path / f"m{n}.sqlite"
+        if command == "match":
+            cmd = [PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", engine, "--engine", RANDOM,
+                   "--format", "games=40", "--tc", "60", "--quiet", "--db", str(db)]
+        else:
+            path = tournament_file(tmp_path, ghost=engine, name=f"t{n}")
+            path.write_text(path.read_text().replace('match = "games=2"', 'match = "games=40"'))
+            cmd = [PY, "-m", "tournaments", "run", str(path), "-q"]
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)  # only this test's signal reaches it
+        deadline = time.monotonic() + 30
+        while not held(proc.pid, signum) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.001)
+        assert held(proc.pid, signum), f"{command} did not hold signal {signum} from its start"
+        time.sleep(delay)
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, (delay, proc.returncode, out + err)
+        assert "interrupted" in err and "Traceback" not in out + err, (delay, out + err)
+        left = [p for p in psutil.process_iter(["cmdline"])
+                if tag in " ".join(p.info["cmdline"] or ()) and p.status() != psutil.STATUS_ZOMBIE]
+        assert not left, (delay, left)
+        assert not list(temp.iterdir()), (delay, list(temp.iterdir()))
 
 
 def test_a_killed_process_is_dead_once_a_zombie():

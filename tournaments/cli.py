@@ -615,18 +615,27 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     import contextlib
 
+    from arbiter import release_operator_signals
     from arbiter.cli import operator_signals
 
     args = build_parser().parse_args(argv)
     if args.command in ("run", "resume", "check"):
-        from arbiter.cli import folder_gone
+        from arbiter.cli import folder_gone, temp_unusable, threads_refused
 
-        if gone := folder_gone():
+        if gone := folder_gone() or temp_unusable():
             _error(gone)
             return EXIT_USAGE
+        if threads_refused():
+            return EXIT_ENGINE
     playing = args.command in ("run", "resume")  # `kill PID` or a hang-up: stop like Ctrl-C (games saved)
-    with operator_signals() if playing else contextlib.nullcontext():
-        return _command(args)
+    if not playing:
+        release_operator_signals()  # held since the start (arbiter/__init__.py): the default handling from now on
+    try:
+        with operator_signals() if playing else contextlib.nullcontext():  # may raise a held signal's interrupt
+            return _command(args)
+    except KeyboardInterrupt:  # a signal held since the start, handled on entering: nothing was started
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 def _command(args: argparse.Namespace) -> int:
@@ -658,6 +667,12 @@ def _command(args: argparse.Namespace) -> int:
         from arbiter.cli import out_of_files
 
         if not out_of_files(exc):
+            raise
+        return EXIT_ENGINE
+    except (MemoryError, RuntimeError) as exc:  # ulimit -v too low for a thread: one line, not a traceback
+        from arbiter.cli import out_of_memory
+
+        if not out_of_memory(exc):
             raise
         return EXIT_ENGINE
 
