@@ -711,10 +711,9 @@ def test_a_hang_up_stops_a_tournament_as_ctrl_c_does(tmp_path):
         assert conn.execute("SELECT count(*) FROM games").fetchone()[0] == 40
 
 
-def test_ctrl_z_stops_a_match_without_charging_the_stop_to_an_engine(tmp_path):
-    """Ctrl-Z (SIGTSTP) stops the referee until ``fg``; the engine on move replies meanwhile. Before,
-    that reply, read after ``fg``, was charged the whole stop: a time forfeit the engine did not
-    cause (3 of 3 stops of 1 s at st=0.2 lost games). Now the stop is charged to no one."""
+def stopped_three_times(tmp_path, stop) -> None:
+    """An 8-game match at st=0.2 whose referee ``stop(proc)`` stops and continues three times
+    mid-game (the engine on move replies meanwhile): it must end 0 with every game normal."""
     db = tmp_path / "m.sqlite"
     cmd = [PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", SLOW.replace("0.01", "0.05"),
            "--engine", RANDOM, "--seed", "ab", "--format", "games=8", "--tc", "st=0.2", "--quiet", "--db", str(db)]
@@ -726,16 +725,7 @@ def test_ctrl_z_stops_a_match_without_charging_the_stop_to_an_engine(tmp_path):
     while stops < 3 and proc.poll() is None and time.monotonic() < deadline:
         if export.exists() and len(export.read_text().splitlines()) > 2 * stops:
             time.sleep(0.1)  # mid-game
-            os.killpg(proc.pid, signal.SIGTSTP)  # what the terminal sends its foreground job on Ctrl-Z
-            state = ""
-            for _ in range(100):
-                state = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-                if state == "T":
-                    break
-                time.sleep(0.01)
-            assert state == "T", "Ctrl-Z did not stop the referee"
-            time.sleep(1)
-            os.killpg(proc.pid, signal.SIGCONT)  # fg
+            stop(proc)
             stops += 1
         time.sleep(0.02)
     out, _ = proc.communicate(timeout=90)
@@ -744,6 +734,26 @@ def test_ctrl_z_stops_a_match_without_charging_the_stop_to_an_engine(tmp_path):
     endings = conn.execute("SELECT reason, count(*) FROM games GROUP BY reason").fetchall()
     conn.close()
     assert endings == [("normal", 8)], endings
+
+
+def test_ctrl_z_stops_a_match_without_charging_the_stop_to_an_engine(tmp_path):
+    """Ctrl-Z (SIGTSTP) stops the referee until ``fg``; the engine on move replies meanwhile. Before,
+    that reply, read after ``fg``, was charged the whole stop: a time forfeit the engine did not
+    cause (3 of 3 stops of 1 s at st=0.2 lost games). Now the stop is charged to no one."""
+
+    def ctrl_z(proc) -> None:
+        os.killpg(proc.pid, signal.SIGTSTP)  # what the terminal sends its foreground job on Ctrl-Z
+        state = ""
+        for _ in range(100):
+            state = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            if state == "T":
+                break
+            time.sleep(0.01)
+        assert state == "T", "Ctrl-Z did not stop the referee"
+        time.sleep(1)
+        os.killpg(proc.pid, signal.SIGCONT)  # fg
+
+    stopped_three_times(tmp_path, ctrl_z)
 
 
 def test_kill_stop_of_the_referee_is_not_charged_to_the_engine_on_move(tmp_path):
@@ -751,27 +761,13 @@ def test_kill_stop_of_the_referee_is_not_charged_to_the_engine_on_move(tmp_path)
     ``kill -CONT`` 1.5 s later; the engine on move replies meanwhile. Before, the reply, read after
     the continue, was charged the whole stop: a time forfeit the engine did not cause (at st=0.2).
     Now the SIGCONT is seen and the stop, from the referee's last sign of life, is charged to no one."""
-    db = tmp_path / "m.sqlite"
-    cmd = [PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", SLOW.replace("0.01", "0.05"),
-           "--engine", RANDOM, "--seed", "ab", "--format", "games=8", "--tc", "st=0.2", "--quiet", "--db", str(db)]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    export = tmp_path / "m.jsonl"
-    stops = 0
-    deadline = time.monotonic() + 90
-    while stops < 3 and proc.poll() is None and time.monotonic() < deadline:
-        if export.exists() and len(export.read_text().splitlines()) > 2 * stops:
-            time.sleep(0.1)  # mid-game
-            os.kill(proc.pid, signal.SIGSTOP)
-            time.sleep(1.5)
-            os.kill(proc.pid, signal.SIGCONT)
-            stops += 1
-        time.sleep(0.02)
-    out, _ = proc.communicate(timeout=90)
-    assert stops == 3 and proc.returncode == 0, out
-    conn = sqlite3.connect(db)
-    endings = conn.execute("SELECT reason, count(*) FROM games GROUP BY reason").fetchall()
-    conn.close()
-    assert endings == [("normal", 8)], endings
+
+    def kill_stop(proc) -> None:
+        os.kill(proc.pid, signal.SIGSTOP)
+        time.sleep(1.5)
+        os.kill(proc.pid, signal.SIGCONT)
+
+    stopped_three_times(tmp_path, kill_stop)
 
 
 @pytest.mark.parametrize("command", ["match", "tournament"])
