@@ -9,6 +9,7 @@ is written to the console as an error. Screenshots of each page go to the test's
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -367,20 +368,35 @@ def live_ply(page) -> int:
     return page.evaluate("() => S.live.g1 ? S.live.g1.ply : 0")
 
 
+@contextlib.contextmanager
+def fed_page(site, tmp_path, name: str, board: str):
+    """A server whose feed gets a running game ``g1`` with ``board`` (a ``Publisher``), and the
+    site's page: (server, page); afterwards, nothing new in the console."""
+    from arbiter.web import MemorySource, WebServer
+
+    endpoint = f"ipc://{tmp_path}/feed"
+    server = WebServer(MemorySource(name), endpoint, port=0, tick=0.01)
+    server.start()
+    publisher = Publisher(endpoint, board)
+    page, gap = site["page"], len(site["errors"])
+    try:
+        yield server, page
+    finally:
+        publisher.close()
+        page.goto("about:blank")
+        server.stop()
+    new = site["errors"][gap:]
+    assert new == [], new
+
+
 def test_a_malformed_address_is_not_found_and_the_page_keeps_updating(site, tmp_path):
     """A hand-typed address that is not valid percent-encoding (``#/engine/50%``): page.js's
     decodeURIComponent threw a URIError on the route and again on every live event, so the page
     went blank, stopped updating, and filled the console. It now says there is no such page, takes
     the live events as ever, and a valid address still works."""
     from arbiter.games import load_game
-    from arbiter.web import MemorySource, WebServer
 
-    endpoint = f"ipc://{tmp_path}/feed"
-    server = WebServer(MemorySource("addresses"), endpoint, port=0, tick=0.01)
-    server.start()
-    publisher = Publisher(endpoint, load_game("einstein").new_initial_state().render_svg())
-    page, gap = site["page"], len(site["errors"])
-    try:
+    with fed_page(site, tmp_path, "addresses", load_game("einstein").new_initial_state().render_svg()) as (server, page):
         for address in ("#/engine/50%", "#/game/%E0%A4%A"):
             page.goto(server.url + address)
             page.wait_for_function("() => document.querySelector('#view').textContent.includes('no such page')",
@@ -396,12 +412,6 @@ def test_a_malformed_address_is_not_found_and_the_page_keeps_updating(site, tmp_
         ply = int(page.get_attribute("#live .card[data-game='g1']", "data-ply"))
         page.wait_for_function(f"() => Number(document.querySelector(\"#live .card[data-game='g1']\").dataset.ply) > {ply}",
                                timeout=10000)
-    finally:
-        publisher.close()
-        page.goto("about:blank")
-        server.stop()
-    new = site["errors"][gap:]
-    assert new == [], new
 
 
 HOSTILE_BOARD = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 10 10" class="board" onload="window.pwned=\'svg\'">'
@@ -414,14 +424,7 @@ def test_a_board_from_the_feed_cannot_run_script_in_the_page(site, tmp_path):
     (innerHTML): an SVG's ``onload``/``onerror`` attributes ran in the page. A running game's board
     is now shown as an image (an SVG image runs no script and loads nothing), on the event page and
     on the game's own page."""
-    from arbiter.web import MemorySource, WebServer
-
-    endpoint = f"ipc://{tmp_path}/feed"
-    server = WebServer(MemorySource("hostile"), endpoint, port=0, tick=0.01)
-    server.start()
-    publisher = Publisher(endpoint, HOSTILE_BOARD)
-    page, gap = site["page"], len(site["errors"])
-    try:
+    with fed_page(site, tmp_path, "hostile", HOSTILE_BOARD) as (server, page):
         for address, card in (("#/", "#live .card[data-game='g1']"), ("#/game/g1", "#game .card[data-game='g1']")):
             page.goto(server.url + address)
             page.wait_for_selector(card, timeout=10000)
@@ -431,12 +434,6 @@ def test_a_board_from_the_feed_cannot_run_script_in_the_page(site, tmp_path):
             assert page.query_selector(f"{card} script, {card} svg") is None
             page.wait_for_function(f"() => document.querySelector(\"{card} img.board\").naturalWidth > 0",
                                    timeout=10000)  # the board is shown all the same
-    finally:
-        publisher.close()
-        page.goto("about:blank")
-        server.stop()
-    new = site["errors"][gap:]
-    assert new == [], new
 
 
 def test_win_rates_of_an_engine_without_games_are_a_dash(site):
