@@ -32,6 +32,7 @@ import msgspec
 
 from protocol.messages import EndReason
 
+from . import forget_handled_interrupts
 from .clock import DEFAULT_MARGIN_MS, parse_time_control
 from .dice import commitment, seed_for
 from .adjudication import Adjudication
@@ -1932,6 +1933,13 @@ _STARTS_ENGINES = {"match", "demo", "coop", "solo", "check-engine", "engine-info
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    finally:
+        forget_handled_interrupts()  # exit 130 means 130, under `python -m` too
+
+
+def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if args.command in _STARTS_ENGINES and (gone := folder_gone() or temp_unusable()):
         errors.print(f"[red]error:[/] {escape(gone)}")

@@ -613,6 +613,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from arbiter import forget_handled_interrupts
+
+    try:
+        return _main(argv)
+    finally:
+        forget_handled_interrupts()  # exit 130 means 130, under `python -m` too
+
+
+def _main(argv: list[str] | None) -> int:
     import contextlib
 
     from arbiter.cli import operator_signals
