@@ -3,6 +3,44 @@
 import os as _os
 import sys as _sys
 
+_HELD = ("SIGINT", "SIGTERM", "SIGHUP")
+"""The operator's stops, held (blocked) from the start of a command until its own handling of them
+is in place: one that came during the imports (0.3 s) ended the process by the signal (SIGTERM,
+SIGHUP) or with a ``KeyboardInterrupt`` traceback (SIGINT) instead of the clean stop (exit 130)."""
+
+
+def _a_command() -> bool:
+    """Whether this process is the ``arbiter`` or ``arbiter-tournament`` command (as installed, or
+    ``python -m arbiter.cli`` / ``-m tournaments``) rather than a program importing the package."""
+    if _sys.argv and _os.path.basename(_sys.argv[0]) in ("arbiter", "arbiter-tournament"):
+        return True
+    orig = getattr(_sys, "orig_argv", [])
+    if _sys.argv[:1] == ["-m"] and "-m" in orig[:-1]:  # argv[0] is "-m" while the module is found
+        return orig[orig.index("-m") + 1] in ("arbiter.cli", "tournaments", "tournaments.cli")
+    return False
+
+
+def hold_operator_signals() -> None:
+    """Block SIGINT, SIGTERM and SIGHUP in this command's process until ``release_operator_signals``:
+    one that comes meanwhile waits, and is handled then as the command handles it."""
+    import signal
+
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, [getattr(signal, n) for n in _HELD if hasattr(signal, n)])
+
+
+def release_operator_signals() -> None:
+    """Unblock what ``hold_operator_signals`` blocked: a signal that came meanwhile is handled now
+    (with Python's handler: a ``KeyboardInterrupt`` raised here)."""
+    import signal
+
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [getattr(signal, n) for n in _HELD if hasattr(signal, n)])
+
+
+if _a_command():
+    hold_operator_signals()
+
 
 def forget_handled_interrupts() -> None:
     """Called as a command returns, its interrupts handled. CPython 3.11 marks the process as ended

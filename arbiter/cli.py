@@ -1813,9 +1813,14 @@ def operator_signals():
     them again while it stops is absorbed (``_sigterm_as_interrupt``). Ctrl-Z
     (SIGTSTP), or a background job's write to its terminal under ``stty tostop`` (SIGTTOU), stops it
     until ``fg`` without charging the stop to any engine's clock. A signal
-    ignored already (``nohup``) stays ignored. Main thread only (where signals are handled)."""
+    ignored already (``nohup``) stays ignored. Main thread only (where signals are handled).
+
+    SIGINT, SIGTERM and SIGHUP are held from the command's first line (``arbiter/__init__.py``)
+    until here: one that came meanwhile raises ``KeyboardInterrupt`` on entering (the caller says
+    "interrupted", exit 130; nothing was started)."""
     import threading
 
+    from . import release_operator_signals
     from .clock import pause_clocks_when_stopped
 
     if threading.current_thread() is not threading.main_thread():
@@ -1834,6 +1839,7 @@ def operator_signals():
             previous[signum] = signal.getsignal(signum)
         pause_clocks_when_stopped()
     try:
+        release_operator_signals()  # one held since the start (during the imports) is handled now: KeyboardInterrupt
         yield
     finally:
         for signum, handler in previous.items():
@@ -1948,19 +1954,23 @@ def _main(argv: list[str] | None) -> int:
         return EXIT_ENGINE
     if getattr(args, "pin", None) is not None and (code := _pin(args)) is not None:
         return code
-    with operator_signals():
-        try:
-            return args.func(args)
-        except KeyboardInterrupt:  # outside a match's own handling (which says what it saved): say so
-            print("interrupted", file=sys.stderr)
-            return EXIT_INTERRUPTED
-        except BrokenPipeError:  # a plain print's reader left (`arbiter games | head`): not an error
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            return EXIT_OK
-        except Exception as exc:  # OSError or zmq.ZMQError (zmq is loaded only by commands that play)
-            if not out_of_files(exc) and not out_of_memory(exc):
-                raise
-            return EXIT_ENGINE
+    try:
+        with operator_signals():  # entering it may raise the KeyboardInterrupt of a signal held since the start
+            try:
+                return args.func(args)
+            except KeyboardInterrupt:  # outside a match's own handling (which says what it saved): say so
+                print("interrupted", file=sys.stderr)
+                return EXIT_INTERRUPTED
+            except BrokenPipeError:  # a plain print's reader left (`arbiter games | head`): not an error
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                return EXIT_OK
+            except Exception as exc:  # OSError or zmq.ZMQError (zmq is loaded only by commands that play)
+                if not out_of_files(exc) and not out_of_memory(exc):
+                    raise
+                return EXIT_ENGINE
+    except KeyboardInterrupt:  # a signal held since the start, handled on entering: nothing was started
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 

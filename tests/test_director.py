@@ -924,6 +924,57 @@ def test_an_interrupt_handled_in_generated_code_does_not_change_the_exit_code(tm
     one_line_error(run("tournaments", "check", str(tournament_file(tmp_path)), env=env), 3, "engine ghost cannot start")
 
 
+def held(pid: int, signum: int) -> bool:
+    """Whether process ``pid`` blocks ``signum`` (its mask in /proc), as the command does from its start."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    mask = int(status.split("SigBlk:", 1)[1].split()[0], 16)
+    return bool(mask >> (signum - 1) & 1)
+
+
+@pytest.mark.parametrize("command", ["match", "tournament"])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["INT", "TERM", "HUP"])
+def test_a_signal_during_the_start_stops_the_command_cleanly(tmp_path, signum, command):
+    """Ctrl-C, ``kill PID`` or a hang-up in the first 0.3 s, while the command loads its modules:
+    before, its handlers were not in place yet, so it died of the signal (exit -15, -1) or with a
+    KeyboardInterrupt traceback; now the signals are held from the command's first line until its
+    handling is in place, then handled: "interrupted", exit 130, no engine and no temporary folder
+    left. Sent when the hold is seen, and 50, 150 and 300 ms later."""
+    import psutil
+
+    tag = f"0.00{os.getpid()}{signum}{len(command)}"  # an engine's --delay (a millisecond): names its processes
+    engine = f"{{python}} {ROOT / 'tests' / 'engines' / 'misbehave.py'} slow --after 999 --delay {tag}"
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp)}
+    for n, delay in enumerate((0, 0.05, 0.15, 0.3)):
+        db = tmp_path / f"m{n}.sqlite"
+        if command == "match":
+            cmd = [PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", engine, "--engine", RANDOM,
+                   "--format", "games=40", "--tc", "60", "--quiet", "--db", str(db)]
+        else:
+            path = tournament_file(tmp_path, ghost=engine, name=f"t{n}")
+            path.write_text(path.read_text().replace('match = "games=2"', 'match = "games=40"'))
+            cmd = [PY, "-m", "tournaments", "run", str(path), "-q"]
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)  # only this test's signal reaches it
+        deadline = time.monotonic() + 30
+        while not held(proc.pid, signum) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.001)
+        assert held(proc.pid, signum), f"{command} did not hold signal {signum} from its start"
+        time.sleep(delay)
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, (delay, proc.returncode, out + err)
+        assert "interrupted" in err and "Traceback" not in out + err, (delay, out + err)
+        left = [p for p in psutil.process_iter(["cmdline"])
+                if tag in " ".join(p.info["cmdline"] or ()) and p.status() != psutil.STATUS_ZOMBIE]
+        assert not left, (delay, left)
+        assert not list(temp.iterdir()), (delay, list(temp.iterdir()))
+
+
 def test_a_killed_process_is_dead_once_a_zombie():
     """Waiting for killed engine processes ends when they are zombies: an orphan of a killed
     sandbox is reaped by the machine's init, at its own pace, not by the referee."""

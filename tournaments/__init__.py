@@ -7,3 +7,5 @@ commits results; kill -9 safe), ``jobs`` (the runner's messages and the ``Backen
 models; means, rates and paired tests are ``arbiter.stats``), ``report`` (text, JSON, CSV, plot),
 ``cli`` (``arbiter-tournament``). See docs/tournaments.md.
 """
+
+import arbiter as _arbiter  # noqa: F401,E402  first: holds the operator's signals until the command handles them

@@ -624,6 +624,7 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     import contextlib
 
+    from arbiter import release_operator_signals
     from arbiter.cli import operator_signals
 
     args = build_parser().parse_args(argv)
@@ -636,8 +637,14 @@ def _main(argv: list[str] | None) -> int:
         if threads_refused():
             return EXIT_ENGINE
     playing = args.command in ("run", "resume")  # `kill PID` or a hang-up: stop like Ctrl-C (games saved)
-    with operator_signals() if playing else contextlib.nullcontext():
-        return _command(args)
+    if not playing:
+        release_operator_signals()  # held since the start (arbiter/__init__.py): the default handling from now on
+    try:
+        with operator_signals() if playing else contextlib.nullcontext():  # may raise a held signal's interrupt
+            return _command(args)
+    except KeyboardInterrupt:  # a signal held since the start, handled on entering: nothing was started
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 def _command(args: argparse.Namespace) -> int:

@@ -227,7 +227,8 @@ class EngineSession:
 
     def _spawn(self, config: EngineConfig) -> None:
         secret = secrets.token_hex(16)
-        self.work_dir = Path(tempfile.mkdtemp(prefix="arb-engine-"))
+        self.work_dir = Path(tempfile.gettempdir()) / f"arb-engine-{secrets.token_hex(6)}"  # named before it is
+        self.work_dir.mkdir(mode=0o700)  # made: a hurried exit (a worker's SIGTERM) between the two cannot miss it
         secret_file = self.work_dir / "session-secret"
         secret_file.write_text(secret)
         secret_file.chmod(0o400)
