@@ -73,7 +73,15 @@ class SSE:
         raise AssertionError(f"no such event in {timeout} s; got {[e[0] for e in self.events]}")
 
     def close(self) -> None:
+        """Shut the socket down first: closing the response waits for the reading thread's blocked
+        read (its buffer's lock), which returned only with the server's next keep-alive, 10 s on."""
+        if self.conn.sock is not None:
+            try:
+                self.conn.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         self.conn.close()
+        self.thread.join(timeout=5)
 
 
 def merge_view(known: dict | None, g: dict) -> dict | None:
@@ -136,8 +144,10 @@ def test_stalingrad_spectators_see_no_hidden_counter_and_no_seed(tmp_path):
             truth[len(record.events)] = (sum(not state.s_up[a] for a in placed),
                                          sorted(codes[state.s_type[a]] for a in placed if state.s_up[a]))
 
-        series = Series(game, [EngineConfig([PY, "-m", "sample_engines.stalingrad_random", "--seed", "3"],
-                                            name="random", cwd=str(ROOT))],
+        paced = [PY, "-c", "import time; from protocol.kit import run_engine; "  # the random engine at 10 ms a move:
+                 "from sample_engines.stalingrad_random import make_decider; decide = make_decider(3); "  # views drawn
+                 "run_engine(lambda r, g: time.sleep(0.01) or decide(r, g), name='random', games=['stalingrad'])"]
+        series = Series(game, [EngineConfig(paced, name="random", cwd=str(ROOT))],  # while it thinks reach the page
                         parse_time_control("60"), run_dir=tmp_path / "logs", seed=b"leak-test",
                         on_event=chain(capture, feed.hook))
         try:
