@@ -593,6 +593,11 @@ def test_an_odd_number_of_games_with_openings_is_warned_of_by_check_run_and_resu
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert [line for line in checked.stderr.splitlines() if line.startswith("warning: ")
             and "sandbox" not in line] == expected, checked.stderr
+    assert "each played twice with the seats swapped, the last game's once (3 games per match)" in checked.stdout
+    (tmp_path / "even.toml").write_text(text.replace('match = "bo3"', 'match = "games=4"'))
+    even = run("check", str(tmp_path / "even.toml"))
+    assert even.returncode == 0 and "openings: " in even.stdout, even.stdout + even.stderr
+    assert "each played twice with the seats swapped\n" in even.stdout, even.stdout
     for argv in (("run", str(event)), ("resume", str(event))):
         played = run(*argv)
         assert played.returncode == 0, played.stdout + played.stderr

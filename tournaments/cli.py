@@ -487,10 +487,13 @@ def cmd_check(args) -> int:
                   f"results → {cfg.output}"
                   + (f"; adjudication: {cfg.adjudication.describe()}" if cfg.adjudication else ""), markup=False)
     if cfg.openings:
+        per_meeting = {"match": cfg.match.games if cfg.match else 0, "team": cfg.games}.get(cfg.kind, 0)
+        twice = "each played twice with the seats swapped" + (
+            f", the last game's once ({per_meeting} games per {'match' if cfg.kind == 'match' else 'team'})"
+            if per_meeting % 2 else "")  # as the warning above says
         how = {"solo": "one per game of the suite, the same for every engine",
                "table": f"each played by a block of {cfg.num_seats} games, every engine in every seat once"}
-        console.print(f"  openings: {len(cfg.openings)} positions, {cfg.openings_order}, "
-                      f"{how.get(cfg.kind, 'each played twice with the seats swapped')}")
+        console.print(f"  openings: {len(cfg.openings)} positions, {cfg.openings_order}, {how.get(cfg.kind, twice)}")
     shown = [s for s in plan.pairings][:40]
     for st in shown:
         p = st.pairing
