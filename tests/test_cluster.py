@@ -223,7 +223,7 @@ def test_an_engine_a_worker_cannot_start_stops_the_event_naming_it(tmp_path):
     assert run.returncode != 0
     out = " ".join((run.stdout + run.stderr).split())
     assert "an engine cannot start on the cluster" in out and "engine d0: program /nonexistent/python not found" in out
-    assert "worker tcp://" in out
+    assert "worker tls://127.0.0.1:" in out  # a local cluster speaks TLS with certificates of its own
     assert not games_of(db)
 
 
@@ -385,6 +385,53 @@ def test_a_cluster_address_where_another_service_listens_fails_fast_naming_it(tm
     assert time.monotonic() - started < 40, said
     assert run.returncode == 1 and f"no Dask scheduler answered at tcp://127.0.0.1:{port} within 2 s" in said, said
     assert "Traceback" not in said and not games_of(db)
+
+
+def test_a_cluster_over_tls_plays_and_refuses_whoever_lacks_its_certificate(tmp_path, expected):
+    """``arbiter-tournament cluster-certs`` makes the cluster's TLS credentials; a scheduler and a
+    worker started with them (as its output says) play the event for a director given them
+    through Dask's configuration, exactly the games of local workers. A director without them is
+    told what to set; a plain client and one with other certificates are refused (before, any
+    client that could reach the scheduler could run code on its workers). A plain TCP scheduler
+    on another machine is warned of."""
+    import distributed
+
+    from tournaments.cluster import plain_link_warning
+
+    certs = tmp_path / "certs"
+    made = cli("cluster-certs", str(certs))
+    assert made.returncode == 0, made.stdout + made.stderr
+    certificate, key = certs / "cluster-ca.pem", certs / "cluster-key.pem"
+    assert key.stat().st_mode & 0o777 == 0o600 and "dask worker tls://" in made.stdout
+    port = _free_port()
+    address = f"tls://127.0.0.1:{port}"
+    tls = ("--tls-ca-file", str(certificate), "--tls-cert", str(certificate), "--tls-key", str(key))
+    dask = str(Path(sys.executable).with_name("dask"))
+    procs = [subprocess.Popen([dask, "scheduler", "--protocol", "tls", "--host", "127.0.0.1", "--port", str(port),
+                               "--dashboard-address", ":0", *tls], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)]
+    procs.append(subprocess.Popen([dask, "worker", address, "--nworkers", "2", "--nthreads", "1", *tls], cwd=ROOT,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
+    try:
+        toml, db = _event(tmp_path, "tls")
+        bare = cli("run", str(toml), "--quiet", "--no-report", "--cluster", address)
+        said = " ".join((bare.stdout + bare.stderr).split())
+        assert bare.returncode == 1 and "not set: DASK_DISTRIBUTED__COMM__TLS__CA_FILE" in said, said
+        assert "Traceback" not in said and not games_of(db)
+        env = {**os.environ, "DASK_DISTRIBUTED__COMM__TLS__CA_FILE": str(certificate),
+               "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT": str(certificate),
+               "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY": str(key)}
+        run = cli("resume", str(toml), "--quiet", "--no-report", "--cluster", address, env=env, timeout=300)
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert "plain TCP" not in run.stderr, run.stderr
+        assert games_of(db) == expected
+        for stranger, security in ((f"tcp://127.0.0.1:{port}", None), (address, distributed.Security.temporary())):
+            with pytest.raises((OSError, TimeoutError)):
+                distributed.Client(stranger, timeout=3, security=security).close()
+    finally:
+        _stop(procs)
+    assert plain_link_warning("tcp://192.0.2.7:8786") and "plain TCP" in plain_link_warning("tcp://192.0.2.7:8786")
+    assert plain_link_warning(f"tcp://127.0.0.1:{port}") is None and plain_link_warning(address) is None
 
 
 def test_a_worker_in_another_folder_that_cannot_start_an_engine_stops_the_event(tmp_path):

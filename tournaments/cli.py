@@ -567,6 +567,26 @@ def cmd_serve(args) -> int:
     return EXIT_OK
 
 
+def cmd_cluster_certs(args: argparse.Namespace) -> int:
+    from .cluster import write_certificates
+    from .runner import TournamentError
+
+    try:
+        certificate, key = write_certificates(Path(args.folder))
+    except (OSError, TournamentError) as exc:
+        _error(str(exc))
+        return EXIT_USAGE
+    console = _console()
+    console.print(f"cluster TLS: certificate {certificate}, private key {key} (mode 600). Copy both to every machine "
+                  f"of the cluster, then:", markup=False)
+    tls = f"--tls-ca-file {certificate} --tls-cert {certificate} --tls-key {key}"
+    console.print(f"  dask scheduler --protocol tls {tls}\n  dask worker tls://SCHEDULER:8786 {tls}\n"
+                  f"  DASK_DISTRIBUTED__COMM__TLS__CA_FILE={certificate} DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT="
+                  f"{certificate} DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY={key} "
+                  f"arbiter-tournament run EVENT.toml --cluster tls://SCHEDULER:8786", markup=False, soft_wrap=True)
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="arbiter-tournament",
                                      description="Run tournaments between game engines, durably; report ratings.")
@@ -610,6 +630,9 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("db", help="tournament database (.sqlite)")
     w.add_argument("--port", type=parse_port, default=8080, help="port to listen on (default 8080)")
     w.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    k = sub.add_parser("cluster-certs", help="TLS credentials for a Dask cluster (--cluster tls://...): "
+                                             "docs/tournaments.md")
+    k.add_argument("folder", help="where to write cluster-ca.pem and cluster-key.pem (mode 600)")
     c = sub.add_parser("check", help="validate a tournament file and show its first pairings")
     c.add_argument("file")
     return parser
@@ -662,6 +685,8 @@ def _command(args: argparse.Namespace) -> int:
             from arbiter.cli import cmd_export
 
             return cmd_export(args)
+        if args.command == "cluster-certs":
+            return cmd_cluster_certs(args)
         if args.command == "serve":
             return cmd_serve(args)
         return cmd_check(args)

@@ -26,6 +26,9 @@ Workers never see the database.
   again from the start with the same seats and dice streams; records come back only when the
   whole block is played, so each game is counted once. A task that keeps killing workers ends the run with a clear error (resume later).
 * Every record names the machine that played it (``played_on``: host, CPU model, cores).
+* The links are mutual TLS where it matters: ``local:N`` with certificates made for the run,
+  ``tls://`` with the cluster's (``write_certificates``; Dask's configuration gives them to the
+  director); a plain ``tcp://`` scheduler elsewhere is warned of (``plain_link_warning``).
 """
 from __future__ import annotations
 
@@ -147,6 +150,70 @@ def _probe(address: str, seconds: float) -> None:
     if kind != "Scheduler":
         raise TournamentError(f"what listens at {address} is not a Dask scheduler (it says it is "
                               f"{kind or repr(reply)[:80]}): give --cluster the scheduler's address")
+
+
+def _security(address: str) -> Any:
+    """The client's side of a ``tls://`` scheduler's mutual TLS (``None`` for other schemes): the
+    cluster's certificate authority and this director's certificate and key, from Dask's own
+    configuration (``distributed.comm.tls``: a Dask config file, or the environment as below), as
+    ``dask scheduler --tls-ca-file ...`` and ``dask worker --tls-...`` take them."""
+    if not address.startswith("tls://"):
+        return None
+    security = _distributed().Security()
+    missing = [env for env, value in (("DASK_DISTRIBUTED__COMM__TLS__CA_FILE", security.tls_ca_file),
+                                      ("DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT", security.tls_client_cert))
+               if not value]
+    if missing:
+        raise TournamentError(f"--cluster {address}: TLS needs the cluster's certificate authority and this "
+                              f"director's certificate and key (Dask's distributed.comm.tls settings); "
+                              f"not set: {', '.join(missing)} (and DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY unless "
+                              f"the certificate file holds the key)")
+    return security
+
+
+CERTIFICATE, KEY = "cluster-ca.pem", "cluster-key.pem"
+
+
+def write_certificates(folder: Path) -> tuple[Path, Path]:
+    """A cluster's TLS credentials in ``folder``: ``cluster-ca.pem``, a self-signed certificate
+    that is the cluster's authority and every member's certificate, and ``cluster-key.pem``, its
+    private key (mode 600). Every machine of the cluster (scheduler, workers, the director) gets
+    both; a connection without them is refused. Made by Dask's own ``Security.temporary`` (RSA
+    2048, valid 365 days). Refuses to replace existing files."""
+    security = _distributed().Security.temporary()
+    folder.mkdir(parents=True, exist_ok=True)
+    certificate, key = folder / CERTIFICATE, folder / KEY
+    for path in (certificate, key):
+        if path.exists():
+            raise FileExistsError(f"{path} exists: remove it first, or choose another folder")
+    fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(security.tls_client_key)
+    certificate.write_text(security.tls_ca_file)
+    return certificate, key
+
+
+def plain_link_warning(address: str) -> str | None:
+    """The warning for a scheduler reached in plain TCP on another machine: Dask runs whatever a
+    connected client submits and unpickles what it is sent, so anyone on the network who can
+    reach that port can run code on every worker and on this director, and hand it made-up
+    records to sign. ``None`` for TLS, ``local:N`` (TLS too) and a scheduler on this machine."""
+    import ipaddress
+
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    scheme, location = parse_address(address)
+    if scheme != "tcp":
+        return None
+    host = parse_host_port(location, 8786)[0]
+    try:
+        if ipaddress.ip_address(socket.gethostbyname(host)).is_loopback:
+            return None
+    except (OSError, ValueError):
+        pass  # not resolvable here: _probe says so
+    return (f"the cluster at {address} is reached in plain TCP, without encryption or authentication: "
+            f"anyone who can connect to it can run code on its workers and on this director and hand it "
+            f"made-up records; use tls:// with certificates (docs/tournaments.md, \"A cluster over TLS\")")
 
 
 def parse_cluster(text: str) -> str:
@@ -485,13 +552,16 @@ class DaskBackend:
             raise TournamentError("remote participants connect to one listening port: play them without --cluster")
         try:
             if address.startswith("local:"):
-                self._cluster = distributed.LocalCluster(
-                    n_workers=int(address.removeprefix("local:")), threads_per_worker=1, processes=True,
-                    dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
+                self._cluster = distributed.LocalCluster(  # security: mutual TLS with certificates made for this
+                    n_workers=int(address.removeprefix("local:")), threads_per_worker=1, processes=True,  # run
+                    dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR, security=True)  # alone
                 self.client = distributed.Client(self._cluster, timeout=CONNECT_TIMEOUT)
             else:
+                if warning := plain_link_warning(address):
+                    say(f"warning: {warning}")  # on stderr, as every warning
+                security = _security(address)
                 _probe(address, CONNECT_TIMEOUT)
-                self.client = distributed.Client(address, timeout=CONNECT_TIMEOUT)
+                self.client = distributed.Client(address, timeout=CONNECT_TIMEOUT, security=security)
         except (OSError, TimeoutError) as exc:
             self._close_cluster()
             raise TournamentError(f"cannot reach the Dask scheduler at {address}: {exc}") from exc
