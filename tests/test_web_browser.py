@@ -133,6 +133,7 @@ def test_running_board_changes_after_a_move(site):
     card = page.query_selector("#live .card[data-game]")
     gid, ply = card.get_attribute("data-game"), int(card.get_attribute("data-ply"))
     board = card.inner_html()
+    assert card.query_selector("img.board").get_attribute("title") == "EinStein würfelt nicht!"  # the SVG's own
     page.wait_for_function("([gid, ply]) => { const c = document.querySelector(`#live .card[data-game='${gid}']`);"
                            " return !c || Number(c.dataset.ply) > ply; }", arg=[gid, ply], timeout=30000)
     served = page.evaluate("async () => JSON.stringify(await (await fetch('/api/state')).json())")
@@ -141,6 +142,7 @@ def test_running_board_changes_after_a_move(site):
     if card is not None:  # still running: its board was redrawn for the new position
         assert int(card.get_attribute("data-ply")) > ply
         assert card.inner_html() != board
+        assert card.query_selector("img.board").get_attribute("title") == "EinStein würfelt nicht!"
         shoot(site, "event.png")
     # The page merged the live events' deltas into the same whole view the server holds.
     views = page.evaluate("""async (gid) => {

@@ -115,10 +115,14 @@ function liveCard(g) {
 // A running game's board comes from the feed, which whatever can reach its socket writes to: it is
 // shown as an image (an SVG image runs no script and loads nothing), never as the page's markup.
 const boardSrc = (svg) => `data:image/svg+xml;charset=utf-8,${encodeURIComponent(svg ?? "")}`;
+// An image shows none of its SVG's tooltips: the drawing's own <title> (the game's name) becomes the image's.
+const ENTITIES = { amp: "&", lt: "<", gt: ">", quot: '"', "#x27": "'", "#39": "'" };
+const boardTitle = (svg) => ((/<title>([^<]*)<\/title>/.exec(svg ?? "") || [])[1] || "")
+  .replace(/&(amp|lt|gt|quot|#x27|#39);/g, (_, e) => ENTITIES[e]);
 const moveList = (g) => g.last.map((e) => `${esc(e.ply)}.${e.seat < 0 ? "roll " : ""}${esc(e.move)}`).join(" ");
 
 function cardBody(g) {
-  return `<div class="clocks">${clockSpans(g)}</div><img class="board" alt="board" src="${boardSrc(g.board)}">` +
+  return `<div class="clocks">${clockSpans(g)}</div><img class="board" alt="board" title="${esc(boardTitle(g.board))}" src="${boardSrc(g.board)}">` +
     `<div class="moves">${moveList(g)}</div><div class="info">${lastInfo(g)}</div>`;
 }
 
@@ -136,7 +140,10 @@ function updateCard(card, g) {
   card.dataset.ply = g.ply;
   card.querySelector(".ply").textContent = g.ply;
   const img = card.querySelector("img.board"), src = boardSrc(g.board);
-  if (img.getAttribute("src") !== src) img.src = src;  // the same image element: shown until the next is drawn
+  if (img.getAttribute("src") !== src) {  // the same image element: shown until the next is drawn
+    img.src = src;
+    img.title = boardTitle(g.board);
+  }
   card.querySelector(".clocks").innerHTML = clockSpans(g);
   card.querySelector(".moves").innerHTML = moveList(g);
   card.querySelector(".info").innerHTML = lastInfo(g);
