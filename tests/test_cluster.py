@@ -403,6 +403,11 @@ def test_a_cluster_over_tls_plays_and_refuses_whoever_lacks_its_certificate(tmp_
     assert made.returncode == 0, made.stdout + made.stderr
     certificate, key = certs / "cluster-ca.pem", certs / "cluster-key.pem"
     assert key.stat().st_mode & 0o777 == 0o600 and "dask worker tls://" in made.stdout
+    again = cli("cluster-certs", str(certs))  # nothing replaced; a file is not a folder
+    assert again.returncode == 2 and f"{certificate} exists" in again.stderr and key.stat().st_size > 0
+    (tmp_path / "file").write_text("")
+    on_a_file = cli("cluster-certs", str(tmp_path / "file"))
+    assert on_a_file.returncode == 2 and "is a file, not a folder" in on_a_file.stderr, on_a_file.stderr
     port = _free_port()
     address = f"tls://127.0.0.1:{port}"
     tls = ("--tls-ca-file", str(certificate), "--tls-cert", str(certificate), "--tls-key", str(key))
@@ -418,6 +423,12 @@ def test_a_cluster_over_tls_plays_and_refuses_whoever_lacks_its_certificate(tmp_
         said = " ".join((bare.stdout + bare.stderr).split())
         assert bare.returncode == 1 and "not set: DASK_DISTRIBUTED__COMM__TLS__CA_FILE" in said, said
         assert "Traceback" not in said and not games_of(db)
+        unreadable = cli("resume", str(toml), "--quiet", "--no-report", "--cluster", address,
+                         env={**os.environ, "DASK_DISTRIBUTED__COMM__TLS__CA_FILE": str(certs / "nothing.pem"),
+                              "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT": str(certificate)})
+        said = " ".join((unreadable.stdout + unreadable.stderr).split())
+        assert unreadable.returncode == 1 and f"cannot read DASK_DISTRIBUTED__COMM__TLS__CA_FILE ({certs / 'nothing.pem'})" \
+            in said, said
         env = {**os.environ, "DASK_DISTRIBUTED__COMM__TLS__CA_FILE": str(certificate),
                "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT": str(certificate),
                "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY": str(key)}

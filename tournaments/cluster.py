@@ -168,6 +168,15 @@ def _security(address: str) -> Any:
                               f"director's certificate and key (Dask's distributed.comm.tls settings); "
                               f"not set: {', '.join(missing)} (and DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY unless "
                               f"the certificate file holds the key)")
+    for env, value in (("DASK_DISTRIBUTED__COMM__TLS__CA_FILE", security.tls_ca_file),
+                       ("DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT", security.tls_client_cert),
+                       ("DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY", security.tls_client_key)):
+        if value and not str(value).lstrip().startswith("-----BEGIN"):  # a file's name (else its contents)
+            try:
+                Path(value).read_bytes()
+            except OSError as exc:
+                raise TournamentError(f"--cluster {address}: cannot read {env} ({value}): "
+                                      f"{exc.strerror or exc}") from exc
     return security
 
 
@@ -180,6 +189,8 @@ def write_certificates(folder: Path) -> tuple[Path, Path]:
     private key (mode 600). Every machine of the cluster (scheduler, workers, the director) gets
     both; a connection without them is refused. Made by Dask's own ``Security.temporary`` (RSA
     2048, valid 365 days). Refuses to replace existing files."""
+    if folder.exists() and not folder.is_dir():
+        raise FileExistsError(f"{folder} is a file, not a folder for the certificate files")
     security = _distributed().Security.temporary()
     folder.mkdir(parents=True, exist_ok=True)
     certificate, key = folder / CERTIFICATE, folder / KEY
