@@ -876,7 +876,10 @@ def test_spectators_on_a_finished_game_cost_the_engines_nothing(tmp_path):
     # loaded 2-core machine does not (the time per move leaves room for it: st=0.05 flaked in CI)
     latencies = [e["measured_ms"] - e["reported_ms"] for r in records for e in r["events"]
                  if e["seat"] >= 0 and e.get("measured_ms") is not None and e.get("reported_ms") is not None]
-    assert latencies and max(latencies) < 60, sorted(latencies)[-10:]
+    # (a few decisions of a loaded CI machine may exceed it: one of 112 ms failed a CI run while other
+    # work ran beside the suite; the defect showed in every game)
+    slow = [x for x in latencies if x >= 60]
+    assert latencies and len(slow) <= max(2, len(latencies) // 100), (len(latencies), sorted(latencies)[-10:])
 
 
 WEB_EVENT = """
