@@ -160,17 +160,16 @@ def _security(address: str) -> Any:
     if not address.startswith("tls://"):
         return None
     security = _distributed().Security()
-    missing = [env for env, value in (("DASK_DISTRIBUTED__COMM__TLS__CA_FILE", security.tls_ca_file),
-                                      ("DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT", security.tls_client_cert))
-               if not value]
+    settings = (("DASK_DISTRIBUTED__COMM__TLS__CA_FILE", security.tls_ca_file),
+                ("DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT", security.tls_client_cert),
+                ("DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY", security.tls_client_key))
+    missing = [env for env, value in settings[:2] if not value]  # the key may be in the certificate's file
     if missing:
         raise TournamentError(f"--cluster {address}: TLS needs the cluster's certificate authority and this "
                               f"director's certificate and key (Dask's distributed.comm.tls settings); "
                               f"not set: {', '.join(missing)} (and DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY unless "
                               f"the certificate file holds the key)")
-    for env, value in (("DASK_DISTRIBUTED__COMM__TLS__CA_FILE", security.tls_ca_file),
-                       ("DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT", security.tls_client_cert),
-                       ("DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY", security.tls_client_key)):
+    for env, value in settings:
         if value and not str(value).lstrip().startswith("-----BEGIN"):  # a file's name (else its contents)
             try:
                 Path(value).read_bytes()
