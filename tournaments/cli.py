@@ -489,7 +489,7 @@ def cmd_check(args) -> int:
     if cfg.openings:
         per_meeting = {"match": cfg.match.games if cfg.match else 0, "team": cfg.games}.get(cfg.kind, 0)
         twice = "each played twice with the seats swapped" + (
-            f", the last game's once ({per_meeting} games per {'match' if cfg.kind == 'match' else 'team'})"
+            f", the last game's once ({per_meeting} games per {cfg.kind})"
             if per_meeting % 2 else "")  # as the warning above says
         how = {"solo": "one per game of the suite, the same for every engine",
                "table": f"each played by a block of {cfg.num_seats} games, every engine in every seat once"}
