@@ -14,11 +14,12 @@ demo: $(BIN)/arbiter
 	$(BIN)/arbiter demo
 
 # The slow part of the hostile-engine suite (@pytest.mark.hostile) is left to `make hostile`.
-# One test at a time: run three files at a time (pytest -n 3 --dist loadfile, ~4.5 min instead of
-# ~9) the suite's timing tests flaked on this 2-core machine in 2 runs of 5 (@pytest.mark.serial
-# names the ones seen so far).
+# Two files at a time (pytest-xdist; a file's tests stay in one worker), the tests that measure
+# time on a quiet machine (@pytest.mark.serial) with nothing beside them (tests/conftest.py):
+# ~7 min on 2 cores instead of ~10.5. Three at a time flaked timing tests here (2 runs of 5).
+PARALLEL = -n 2 --dist loadfile
 test: $(BIN)/arbiter
-	$(BIN)/pytest -q -m "not hostile"
+	$(BIN)/pytest -q -m "not hostile" $(PARALLEL)
 
 # The whole hostile-engine suite (issue 11): every attack an entrant could try, fast ones included.
 hostile: $(BIN)/arbiter
@@ -30,7 +31,7 @@ hostile: $(BIN)/arbiter
 coverage: $(BIN)/arbiter
 	rm -rf .coverage-data coverage.json && mkdir .coverage-data
 	ARBITER_PASS_ENV=COVERAGE_PROCESS_CONFIG ARBITER_SANDBOX_WRITABLE=$(CURDIR)/.coverage-data \
-	    $(BIN)/coverage run -m pytest -q -m "not hostile"
+	    $(BIN)/coverage run -m pytest -q -m "not hostile" $(PARALLEL)
 	$(BIN)/coverage combine -q
 	$(BIN)/coverage report
 	$(BIN)/coverage json -q -o coverage.json

@@ -1,9 +1,13 @@
 """Suite-wide hooks: one closing line naming the tests this machine could not run, and why (a
 machine without bubblewrap or namespaces skips the sandbox tests, one without a C compiler or the
-libzmq/msgpack-c headers the C engine's; that must not pass unnoticed)."""
+libzmq/msgpack-c headers the C engine's; that must not pass unnoticed); and, when pytest-xdist
+runs files side by side (``make test``), a ``serial`` test runs with nothing beside it."""
 from __future__ import annotations
 
+import fcntl
 from collections import Counter
+
+import pytest
 
 SKIP_GROUPS = {
     "needs the sandbox: ": "sandbox",             # test_hostile.py
@@ -25,3 +29,26 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if reasons:
         parts = [f"{n} {group} test{'s' if n > 1 else ''} ({why})" for (group, why), n in reasons.items()]
         terminalreporter.write_line("not run: " + "; ".join(parts), yellow=True)
+
+
+@pytest.fixture(autouse=True)
+def _alone_when_serial(request, tmp_path_factory):
+    """Under pytest-xdist, a readers-writer lock shared by the run's workers: every test holds the
+    room shared, a ``serial`` test (it measures time on a quiet machine, or changes machine-wide
+    folders) holds it alone. The gate is taken first by all, and held by a serial test until it
+    is in, so the other workers cannot keep it waiting by taking turns in the room."""
+    if not hasattr(request.config, "workerinput"):  # not under xdist: one test at a time anyway
+        yield
+        return
+    shared = tmp_path_factory.getbasetemp().parent  # pytest-N/, the same for every worker of this run
+    alone = request.node.get_closest_marker("serial") is not None
+    with open(shared / "serial.gate", "a") as gate, open(shared / "serial.room", "a") as room:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(room, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(room, fcntl.LOCK_UN)

@@ -13,6 +13,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -427,10 +428,10 @@ def test_a_full_disk_mid_match_keeps_the_game_and_saves_it_once_there_is_room(ti
     assert len((mnt / "results.jsonl").read_text().splitlines()) == 3  # no torn or doubled export line
 
 
-def test_a_disk_that_stays_full_exits_4_naming_the_file_and_the_fallback(tiny_disk, tmp_path, monkeypatch, capsys):
+def test_a_disk_that_stays_full_exits_4_naming_the_file_and_the_fallback(tiny_disk, request, monkeypatch, capsys):
     mnt, fill, _ = tiny_disk
-    fallback_dir = tmp_path / "fallback"
-    fallback_dir.mkdir()
+    fallback_dir = Path(tempfile.mkdtemp(prefix="fallback-"))  # short: the engines' sockets go in it too
+    request.addfinalizer(lambda: shutil.rmtree(fallback_dir, ignore_errors=True))
     monkeypatch.setattr("tempfile.tempdir", str(fallback_dir))
     opened = []
 
