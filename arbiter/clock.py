@@ -300,24 +300,39 @@ def _floor_ms(seconds: float) -> int:
 # --- the referee's own stops --------------------------------------------------------------------
 
 _pauses: list[tuple[float, float]] = []
-"""(stopped, resumed) monotonic times of the referee's stops (Ctrl-Z, ``kill -STOP``), the latest last."""
+"""(stopped, resumed) monotonic times of the referee's stops (Ctrl-Z, ``kill -STOP``): sorted and
+disjoint (``_note_pause``), the latest last."""
 
 
 def paused_between(start: float, end: float) -> float:
     """Seconds of ``start``..``end`` (monotonic) during which the referee itself was stopped (Ctrl-Z
     until ``fg``): time charged to no engine. An engine cannot cause it (it cannot signal the
     referee); before, a reply read after the operator's ``fg`` was charged the whole stop and
-    the engine lost on time."""
+    the engine lost on time. Never more than ``end - start``: the stops are disjoint."""
     if not _pauses:
         return 0.0
     return sum(max(0.0, min(end, resumed) - max(start, stopped)) for stopped, resumed in _pauses)
 
 
+def _note_pause(stopped: float, resumed: float) -> None:
+    """Add a stop to ``_pauses``, merged with any it overlaps. Stops can be noted inside one
+    another: a handler runs again within itself when a background job's other thread, writing to
+    the terminal, raises SIGTTOU again once the first stop is over; summed twice, such a stop once
+    made a reply's time negative and ended the match with a ValueError."""
+    if resumed <= stopped:
+        return
+    apart = [p for p in _pauses if p[1] < stopped or p[0] > resumed]
+    touching = [p for p in _pauses if not (p[1] < stopped or p[0] > resumed)]
+    merged = (min([stopped] + [p[0] for p in touching]), max([resumed] + [p[1] for p in touching]))
+    _pauses[:] = sorted(apart + [merged])[-64:]  # decisions in progress span only the latest few
+
+
 _alive_at: float | None = None
 """When the referee's main thread last showed it was running (monotonic): its wait for replies
 notes it at every wake-up, at least every 50 ms (``note_alive``)."""
-_stopping_itself = False
-"""In ``_stop_here``: the stop and its SIGCONT are noted there."""
+_stopping_itself = 0
+"""How many ``_stop_here`` calls are under way (one can run within another): the stop and its
+SIGCONT are noted there."""
 NOT_RUNNING = 0.15
 """A gap (s) since the last sign of life longer than this, ended by SIGCONT, was a stop: the wait
 wakes at least every 50 ms, so a running referee never leaves one this long (starved for that
@@ -352,10 +367,7 @@ def _continued(signum, frame) -> None:
         began, ended = _alive_before, _alive_at  # this handler ran only after the first sign of life since
     else:
         return
-    began = max(began, _pauses[-1][1]) if _pauses else began  # never counted twice
-    if ended > began:
-        _pauses.append((began, ended))
-        del _pauses[:-64]
+    _note_pause(began, ended)  # overlapping a stop noted already: counted once
 
 
 def _stop_here(signum, frame) -> None:
@@ -370,7 +382,7 @@ def _stop_here(signum, frame) -> None:
     if signum != signal.SIGTSTP and _in_the_foreground():
         return  # the shell's fg came before this handler ran: the write or read goes through now
     stopped = time.monotonic()
-    _stopping_itself = True
+    _stopping_itself += 1
     try:
         if signum == signal.SIGTSTP or not _stop_while_in_the_background():
             signal.signal(signum, signal.SIG_DFL)
@@ -379,9 +391,8 @@ def _stop_here(signum, frame) -> None:
             finally:
                 signal.signal(signum, _stop_here)
     finally:
-        _pauses.append((stopped, time.monotonic()))
-        del _pauses[:-64]  # decisions in progress span only the latest few
-        _stopping_itself = False
+        _note_pause(stopped, time.monotonic())
+        _stopping_itself -= 1
 
 
 def _stop_while_in_the_background() -> bool:

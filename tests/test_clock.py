@@ -483,3 +483,27 @@ def test_a_scaled_time_control_keeps_every_time_positive_and_on_the_wire():
     assert (huge.base_ms, huge.increment_ms) == (2**31 - 1, 2**31 - 1)
     assert scale_time_control(parse_time_control("60+1"), 2) == \
         msgspec.structs.replace(parse_time_control("60+1"), base_ms=120_000, increment_ms=2_000)
+
+
+def test_stops_noted_inside_one_another_are_counted_once(monkeypatch):
+    """A background job's writer thread raises SIGTTOU again once the first stop is over, and the
+    handler runs within itself: the inner stop was noted, then the outer one around it, and the
+    time between summed both. A reply's time came out negative (-0.8 s) and the match ended with
+    a ValueError from the clock."""
+    from arbiter import clock
+
+    monkeypatch.setattr(clock, "_pauses", [])
+    clock._note_pause(11.0, 12.0)  # the inner stop, noted first
+    clock._note_pause(10.0, 13.0)  # the outer one, noted when its handler ends
+    assert clock._pauses == [(10.0, 13.0)]
+    assert clock.paused_between(9.0, 14.0) == 3.0 and clock.paused_between(10.5, 11.5) == 1.0
+    clock._note_pause(12.5, 13.5)  # a SIGCONT's guess overlapping the end of it
+    clock._note_pause(20.0, 21.0)
+    clock._note_pause(15.0, 15.0)  # nothing
+    assert clock._pauses == [(10.0, 13.5), (20.0, 21.0)]
+    for start, end in ((9.0, 25.0), (12.0, 20.5), (10.2, 10.4)):
+        assert 0 <= clock.paused_between(start, end) <= end - start
+    assert clock.paused_between(12.0, 20.5) == 2.0
+    for i in range(100):  # only the latest stops are kept
+        clock._note_pause(30.0 + 2 * i, 31.0 + 2 * i)
+    assert len(clock._pauses) == 64 and clock._pauses[-1] == (228.0, 229.0)
