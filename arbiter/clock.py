@@ -300,31 +300,37 @@ def _floor_ms(seconds: float) -> int:
 # --- the referee's own stops --------------------------------------------------------------------
 
 _pauses: list[tuple[float, float]] = []
-"""(stopped, resumed) monotonic times of the referee's stops (Ctrl-Z, ``kill -STOP``): sorted and
-disjoint (``_note_pause``), the latest last."""
+"""(stopped, resumed) monotonic times of the referee's stops (Ctrl-Z, ``kill -STOP``), the latest
+noted last. They can overlap (see ``_note_pause``); ``paused_between`` counts their union."""
 
 
 def paused_between(start: float, end: float) -> float:
     """Seconds of ``start``..``end`` (monotonic) during which the referee itself was stopped (Ctrl-Z
     until ``fg``): time charged to no engine. An engine cannot cause it (it cannot signal the
     referee); before, a reply read after the operator's ``fg`` was charged the whole stop and
-    the engine lost on time. Never more than ``end - start``: the stops are disjoint."""
+    the engine lost on time. Stops noted twice count once: never more than ``end - start``."""
     if not _pauses:
         return 0.0
-    return sum(max(0.0, min(end, resumed) - max(start, stopped)) for stopped, resumed in _pauses)
+    parts = sorted((max(start, stopped), min(end, resumed)) for stopped, resumed in _pauses
+                   if resumed > start and stopped < end)
+    total, reached = 0.0, start
+    for begin, finish in parts:
+        if finish > reached:
+            total += finish - max(begin, reached)
+            reached = finish
+    return total
 
 
 def _note_pause(stopped: float, resumed: float) -> None:
-    """Add a stop to ``_pauses``, merged with any it overlaps. Stops can be noted inside one
-    another: a handler runs again within itself when a background job's other thread, writing to
-    the terminal, raises SIGTTOU again once the first stop is over; summed twice, such a stop once
-    made a reply's time negative and ended the match with a ValueError."""
-    if resumed <= stopped:
-        return
-    apart = [p for p in _pauses if p[1] < stopped or p[0] > resumed]
-    touching = [p for p in _pauses if not (p[1] < stopped or p[0] > resumed)]
-    merged = (min([stopped] + [p[0] for p in touching]), max([resumed] + [p[1] for p in touching]))
-    _pauses[:] = sorted(apart + [merged])[-64:]  # decisions in progress span only the latest few
+    """Note a stop. Stops can be noted inside one another: a handler runs again within itself
+    when a background job's other thread, writing to the terminal, raises SIGTTOU again once the
+    first stop is over, and a SIGCONT's guess may overlap a stop noted already. Summed twice, such
+    a stop made a reply's time negative and ended the match with a ValueError; each is appended
+    whole (one step, which a handler run meanwhile cannot undo) and ``paused_between`` counts
+    their union."""
+    if resumed > stopped:
+        _pauses.append((stopped, resumed))
+        del _pauses[:-64]  # decisions in progress span only the latest few
 
 
 _alive_at: float | None = None
