@@ -6,9 +6,9 @@
 Runs `arbiter match --quiet` of two random EinStein engines in this process, with the referee's
 and the engine sessions' steps wrapped in ``perf_counter_ns`` (inclusive times: a step's line
 contains the steps it calls; each wrapper adds ~1 us per call). ``wait_any(t)`` is the blocking
-wait for an engine's reply, ``wait_any(0)`` the look before it. Printed per game: the time in
-each step, per call and calls per game; then the games/s of the run (the wrappers slow it by a
-few per cent).
+wait for an engine's reply, ``wait_any(0)`` the look before it. Printed: the run's games/s (the
+wrappers slow it by a few per cent), then per step its time per game, per call and its calls per
+game.
 """
 from __future__ import annotations
 

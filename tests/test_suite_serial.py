@@ -39,14 +39,14 @@ def test_a_serial_test_runs_while_no_other_test_does(tmp_path):
                           "loadfile", "--basetemp", str(tmp_path / "base")], cwd=suite, capture_output=True,
                          text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
+    lines = log.read_text().splitlines()
     running: set[str] = set()
     overlaps = []
-    for _, name, what in (line.split() for line in log.read_text().splitlines()):
+    for _, name, what in (line.split() for line in lines):
         if what == "start":
             if running and (name.startswith("S") or any(other.startswith("S") for other in running)):
                 overlaps.append((name, sorted(running)))
             running.add(name)
         else:
             running.discard(name)
-    started = sum(line.endswith("start") for line in log.read_text().splitlines())
-    assert started == 18 and not overlaps, overlaps
+    assert sum(line.endswith("start") for line in lines) == 18 and not overlaps, overlaps
