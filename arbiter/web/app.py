@@ -38,7 +38,11 @@ from ..stats import MIN_INTERVAL_GAMES, contested, forfeiting_seats, mean_ci, pa
 from ..records.replay import replay, start_state, verify
 
 QUEUE = 256
-"""Messages a browser may lag behind before it is dropped (and reconnects)."""
+"""Messages a browser may lag behind, queued before its stream is written directly (``Viewer``),
+before it is dropped (and reconnects)."""
+BEHIND_BYTES = 2 << 20
+"""Bytes a directly written stream may have waiting in the server, beyond what the kernel holds,
+before its connection is cut (its browser reconnects for a snapshot)."""
 STREAM_HEADERS = [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache"),
                   (b"x-accel-buffering", b"no")]
 TICK = 0.05
@@ -429,19 +433,30 @@ def game_detail(record: GameRecord, withheld: bool = False) -> dict[str, Any]:
 # --- the live state and the browsers -----------------------------------------------------------
 
 class Viewer:
-    """One browser's event stream: the messages it has yet to be sent, and its wake-up."""
+    """One browser's event stream: the messages it has yet to be sent and its wake-up, or, once
+    its snapshot is sent, its connection's transport, which ``Hub.send_all`` writes each message
+    to in place (``transport``: ``None`` until then, or where the server's HTTP layer frames the
+    body itself)."""
 
-    __slots__ = ("pending", "wake", "ended")
+    __slots__ = ("pending", "wake", "ended", "transport")
 
     def __init__(self) -> None:
         self.pending: list[bytes] = []
         self.wake = asyncio.Event()
         self.ended = False
+        self.transport: asyncio.WriteTransport | None = None
 
     def end(self) -> None:
         self.ended = True
         self.pending = []  # never sent now: a dropped browser's backlog goes at once
         self.wake.set()
+
+    def write_directly(self, transport: asyncio.WriteTransport) -> None:
+        """From now on messages go to ``transport`` as HTTP/1.1 chunks, those queued first."""
+        self.transport = transport
+        if self.pending:
+            body, self.pending = b"".join(self.pending), []
+            transport.write(b"%x\r\n%b\r\n" % (len(body), body))
 
 
 class Hub:
@@ -516,8 +531,23 @@ class Hub:
         self.send_all(b": keep-alive\n\n")
 
     def send_all(self, text: bytes) -> None:
+        """``text`` to every browser: written to each stream's connection in this one loop (framed
+        once for all), or queued for the stream's own task until its snapshot is sent."""
+        chunk = None
         for viewer in list(self.viewers):
-            if len(viewer.pending) >= QUEUE:  # too slow: drop it; its browser reconnects for a snapshot
+            transport = viewer.transport
+            if transport is not None:
+                if transport.is_closing():
+                    continue  # gone: its stream's task takes it off the list
+                if transport.get_write_buffer_size() > BEHIND_BYTES:  # too slow: cut, its backlog freed
+                    self.viewers.discard(viewer)
+                    viewer.end()
+                    transport.abort()
+                    continue
+                if chunk is None:
+                    chunk = b"%x\r\n%b\r\n" % (len(text), text)
+                transport.write(chunk)
+            elif len(viewer.pending) >= QUEUE:  # too slow: drop it; its browser reconnects for a snapshot
                 self.viewers.discard(viewer)
                 viewer.end()
             else:
@@ -768,19 +798,35 @@ class _App:
             await send({"type": "http.response.body", "more_body": True,
                         "body": f"retry: 1000\nevent: snapshot\ndata: {first}\n\n".encode()})
             gone = asyncio.ensure_future(_until_disconnect(receive, viewer))
+            transport = _chunked_transport(send)
+            if transport is not None:  # less of the server's CPU per message than a send per stream
+                viewer.write_directly(transport)
             while True:
                 await viewer.wake.wait()
                 viewer.wake.clear()
                 if viewer.ended:  # dropped for lagging (the browser reconnects), gone, or the server stops
                     break
-                # everything due in one write: a browser that lagged catches up at once
-                body, viewer.pending = b"".join(viewer.pending), []
-                await send({"type": "http.response.body", "body": body, "more_body": True})
+                if viewer.pending:  # everything due in one write: a browser that lagged catches up at once
+                    body, viewer.pending = b"".join(viewer.pending), []
+                    await send({"type": "http.response.body", "body": body, "more_body": True})
             await send({"type": "http.response.body", "body": b""})
         finally:
             self.hub.viewers.discard(viewer)
             if gone is not None:
                 gone.cancel()
+
+
+def _chunked_transport(send) -> asyncio.WriteTransport | None:
+    """The connection under an event stream whose response uvicorn writes as HTTP/1.1 chunks
+    (httptools' cycle, its body under way): there ``Hub.send_all`` may write each message to it
+    framed the same way, ahead of the stream's last chunk, which the stream's task still sends.
+    ``None`` elsewhere (h11, which frames the body itself; another server): the task sends."""
+    cycle = getattr(send, "__self__", None)
+    transport = getattr(cycle, "transport", None)
+    if getattr(cycle, "chunked_encoding", None) is True and all(
+            callable(getattr(transport, name, None)) for name in ("write", "get_write_buffer_size", "is_closing", "abort")):
+        return transport  # uvloop's transports are not asyncio.WriteTransport's subclasses
+    return None
 
 
 async def _until_disconnect(receive, viewer: Viewer) -> None:
