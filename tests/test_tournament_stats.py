@@ -354,3 +354,18 @@ def test_report_when_every_first_mover_won(tmp_path):
     assert drawn.stderr.strip().splitlines() == [
         "error: --plot: no ratings to plot: " + report["ratings_unavailable"]]
     assert not (tmp_path / "r.png").exists()
+
+
+def test_a_fit_runs_openblas_on_one_thread_and_gives_its_threads_back():
+    """The fit sets the thread count of numpy's OpenBLAS to one for its duration and restores it
+    after; the libraries are looked up once per process (a web view's standings fit ~50 times)."""
+    from tournaments.ratings import _openblas_thread_controls, single_threaded_blas
+
+    controls = _openblas_thread_controls()
+    if not controls:
+        pytest.skip("numpy here uses no OpenBLAS")
+    before = [get() for get, _ in controls]
+    with single_threaded_blas():
+        assert [get() for get, _ in controls] == [1] * len(controls)
+    assert [get() for get, _ in controls] == before
+    assert _openblas_thread_controls() is controls

@@ -724,6 +724,10 @@ def test_a_browser_that_stops_reading_is_dropped_and_one_that_leaves_is_forgotte
         while len(hub.viewers) < 2 and time.monotonic() < deadline:
             time.sleep(0.01)
         assert len(hub.viewers) == 2
+        # each stream written to in place by the hub once its snapshot is sent (uvicorn with httptools)
+        while not all(v.transport is not None for v in hub.viewers) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert all(v.transport is not None for v in hub.viewers)
         publisher.start()
         deadline = time.monotonic() + 30
         while len(hub.viewers) > 1 and time.monotonic() < deadline:

@@ -23,6 +23,7 @@ import contextlib
 import functools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -79,15 +80,12 @@ class RatingFit:
                 for k, i in enumerate(order)]
 
 
-@contextlib.contextmanager
-def single_threaded_blas():
-    """Run small dense linear algebra on one thread.
-
-    The fit's matrices are ~100 × 100: a multi-threaded OpenBLAS spends far longer waking and
-    synchronising its threads than computing, and on a loaded machine a 15 ms fit took 100-400
-    ms. This finds the OpenBLAS that numpy loaded (as threadpoolctl does) and sets its thread
-    count to one for the duration; anything unexpected leaves the settings alone."""
-    restore = []
+@functools.lru_cache(maxsize=1)
+def _openblas_thread_controls() -> tuple[tuple[Any, Any], ...]:
+    """(get, set) of the thread count of every OpenBLAS that numpy loaded (as threadpoolctl finds
+    them), looked up once per process: the look-up reads /proc/self/maps and loads each library
+    with ctypes, ~2 ms, and a web view's standings fit the ratings ~50 times (the timeline)."""
+    controls = []
     try:
         import ctypes
         import re
@@ -101,13 +99,30 @@ def single_threaded_blas():
                     get = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
                     put = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
                     if get is not None and put is not None:
-                        before = get()
-                        put(1)
-                        restore.append((put, before))
+                        controls.append((get, put))
                         break
                 else:
                     continue
                 break
+    except Exception:
+        pass
+    return tuple(controls)
+
+
+@contextlib.contextmanager
+def single_threaded_blas():
+    """Run small dense linear algebra on one thread.
+
+    The fit's matrices are ~100 × 100: a multi-threaded OpenBLAS spends far longer waking and
+    synchronising its threads than computing, and on a loaded machine a 15 ms fit took 100-400
+    ms. This sets the thread count of the OpenBLAS that numpy loaded to one for the duration;
+    anything unexpected leaves the settings alone."""
+    restore = []
+    try:
+        for get, put in _openblas_thread_controls():
+            before = get()
+            put(1)
+            restore.append((put, before))
     except Exception:
         pass
     try:
