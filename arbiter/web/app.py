@@ -674,14 +674,17 @@ async def _flush_task(hub: Hub, every: float) -> None:
             hub.keep_alive()
 
 
-async def _watch_task(hub: Hub, every: float) -> None:
+async def _watch_task(hub: Hub, every: float, made: threading.Event) -> None:
     """Push the standings when the source changes (a game committed to the database) and someone
-    watches (``Hub.summary`` says when they are due again)."""
+    watches (``Hub.summary`` says when they are due again). ``made``: set once the first standings
+    are made (``WebServer.start`` waits for them)."""
     version = hub.source.version()
     try:  # made once now, so that the first browser of a big event does not wait for them (~7 s)
         await asyncio.to_thread(hub.summary)
     except Exception:  # noqa: BLE001 - made again when asked; the page says what failed then
         logging.getLogger(__name__).exception("the standings could not be made")
+    finally:
+        made.set()
     while True:
         await asyncio.sleep(every)
         if not hub.viewers:  # nobody to tell: a browser that comes is sent a snapshot made then
@@ -706,14 +709,14 @@ def build_app(source: Source, feed: str | None, *, poll: float = 0.5, tick: floa
     replays = Replays()
     page = resources.files(__package__).joinpath("page.html").read_text()
     script = resources.files(__package__).joinpath("page.js").read_text()
-    bound = threading.Event()
+    bound, made = threading.Event(), threading.Event()
     if not feed:  # nothing to bind: ``start`` must not wait for it (it waited its whole timeout, 10 s)
         bound.set()
 
     @asynccontextmanager
     async def lifespan(app):
         app.state.loop = asyncio.get_running_loop()
-        tasks = [asyncio.create_task(_watch_task(hub, poll)), asyncio.create_task(_flush_task(hub, tick))]
+        tasks = [asyncio.create_task(_watch_task(hub, poll, made)), asyncio.create_task(_flush_task(hub, tick))]
         if feed:
             tasks.append(asyncio.create_task(_feed_task(hub, feed, bound)))
         yield
@@ -770,6 +773,7 @@ def build_app(source: Source, feed: str | None, *, poll: float = 0.5, tick: floa
     ], lifespan=lifespan)
     app.state.hub = hub
     app.state.feed_bound = bound
+    app.state.standings_made = made
     return _App(app, hub)
 
 
@@ -980,7 +984,11 @@ class WebServer:
         deadline = time.monotonic() + timeout
         while not self.server.started and time.monotonic() < deadline and self.thread.is_alive():
             time.sleep(0.02)
-        self.app.state.feed_bound.wait(max(0.0, deadline - time.monotonic()))
+        # the feed bound, and the first standings made: their imports and making (~0.4 s of CPU,
+        # seconds for a big event) are then over before a run's games start, not taken from them
+        for ready in (self.app.state.feed_bound, self.app.state.standings_made):
+            while not ready.wait(0.05) and time.monotonic() < deadline and self.thread.is_alive():
+                pass
 
     def stop(self) -> None:
         loop = getattr(self.app.state, "loop", None)
