@@ -159,6 +159,7 @@ def test_stalingrad_spectators_see_no_hidden_counter_and_no_seed(tmp_path):
         status, mid_game = get_json(server, f"/api/game/{record.game_id}")  # still running for the server
         assert status == 200 and mid_game["type"] == "live"
         feed.finished(record)
+        feed.flush()  # a game's end goes with the next game's first view, or now
         sse.wait(lambda e: e[0] == "end")
         feed.close()
         served = [g for name, data in sse.events if name == "live" for g in data["games"]]
@@ -227,6 +228,7 @@ def test_a_finished_game_keeps_the_dice_secret_of_a_game_rolling_the_same_dice(t
                 series.close()
             if name == "A":
                 feed.finished(records[0])
+                feed.flush()
                 sse.wait(lambda e: e[0] == "end")
         first, second = records
         assert first.dice_seed == second.dice_seed  # the same dice, by design
@@ -243,6 +245,7 @@ def test_a_finished_game_keeps_the_dice_secret_of_a_game_rolling_the_same_dice(t
         status, board = get_json(server, f"/api/game/{first.game_id}/board/{page['steps'] - 1}")
         assert status == 200 and board.decode() == state.render_svg(), "a face-down counter was shown"
         feed.finished(second)  # the run is over: everything may be shown
+        feed.flush()
         sse.wait(lambda e: e[0] == "end" and e[1]["game_id"] == second.game_id)
         status, page = get_json(server, f"/api/game/{first.game_id}")
         assert page["dice"]["seed"] == first.dice_seed and page["dice"]["verified"] and not page["dice"]["withheld"]
@@ -1026,6 +1029,7 @@ def test_referees_playing_at_once_in_threads_each_publish_their_own_game(tmp_pat
             t.join(60)
         assert not errors, errors
         assert len(records) == lanes
+        feed.flush()  # the games' ends not sent yet with a next game's first view go now
         got = []
         while viewer.poll(500):
             got.append(msgspec.msgpack.decode(viewer.recv()))
@@ -1230,3 +1234,49 @@ def test_a_long_game_page_draws_only_the_boards_asked_for(tmp_path, monkeypatch)
         assert not replayed, replayed
     finally:
         server.stop()
+
+
+def test_a_games_end_goes_with_the_next_view_drawn_or_at_the_close(tmp_path):
+    """Sent at the game's end, the viewer's handling of the whole record ran beside the next
+    game's start (its ``new_game`` round trips took ~300 us longer, bench/web.md): the end is sent
+    with the next view the referee draws while the next game's engines think, before that view,
+    and the last game's when the feed closes."""
+    import msgspec
+    import zmq
+
+    endpoint = f"ipc://{tmp_path}/feed"
+    viewer = zmq.Context.instance().socket(zmq.SUB)
+    viewer.setsockopt(zmq.SUBSCRIBE, b"")
+    viewer.setsockopt(zmq.LINGER, 0)
+    viewer.bind(endpoint)
+    feed = Feed(endpoint, interval=0)
+    engines = [EngineConfig([PY, "-m", "sample_engines.random_engine", "--seed", str(i)], name=f"r{i}", cwd=str(ROOT))
+               for i in (1, 2)]
+    series = Series(load_game("einstein"), engines, parse_time_control("60"), run_dir=tmp_path / "logs",
+                    seed=b"ends", on_event=feed.hook)
+
+    def received(wait_ms: int) -> list[dict]:
+        got = []
+        while viewer.poll(wait_ms):
+            got.append(msgspec.msgpack.decode(viewer.recv()))
+            wait_ms = 200
+        return got
+
+    try:
+        first = series.play_game(1, [0, 1])
+        feed.finished(first)
+        assert not [m for m in received(2000) if m["type"] == "end"], "the end went before the next view"
+        second = series.play_game(2, [1, 0])
+        feed.finished(second)
+        got = received(2000)
+        kinds = [(m["type"], m["game_id"]) for m in got]
+        assert ("end", first.game_id) in kinds and ("end", second.game_id) not in kinds
+        assert kinds.index(("end", first.game_id)) < min(i for i, k in enumerate(kinds) if k == ("live", second.game_id))
+        end = next(m for m in got if m["type"] == "end")
+        assert end["record"]["dice_seed"] == first.dice_seed and end["record"]["events"]
+        feed.close()
+        assert [(m["type"], m["game_id"]) for m in received(5000)] == [("end", second.game_id)]
+    finally:
+        series.close()
+        feed.close()
+        viewer.close(0)

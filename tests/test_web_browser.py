@@ -510,12 +510,14 @@ def test_a_withheld_game_page_shows_its_seed_when_the_run_ends(site, tmp_path):
         deadline = time.monotonic() + 10
         while not server.app.state.hub.source.lines() and time.monotonic() < deadline:
             feed.finished(first)  # (until the feed's connection is made)
+            feed.flush()
             time.sleep(0.1)
         page.goto(f"{server.url}#/game/{first.game_id}")
         page.wait_for_function("() => (document.querySelector('#dice') || {textContent: ''}).textContent.includes('withheld')")
         assert first.dice_seed not in page.content()
         page.evaluate("() => { window.sameDocument = true; }")
         feed.finished(second)  # the run is over
+        feed.flush()
         page.wait_for_function(f"() => document.querySelector('#dice').textContent.includes('{first.dice_seed}')",
                                timeout=60000)  # once the standings are made again: later on a loaded machine
         assert "verified" in page.inner_text("#dice") and "NOT" not in page.inner_text("#dice")

@@ -53,7 +53,7 @@ SUMMARY_SHARE = 9.0
 """After making the standings, wait this many times as long before making them again (~10 % of a core at most)."""
 STALE = 600.0
 """A running game not heard of for this long (seconds) is taken off the page (its referee died)."""
-SPECTATOR_NICE = 10
+SPECTATOR_NICE = 19
 """The web server's CPU niceness (its thread in the referee's or director's process): on a busy
 machine the games' referees and engines come first, the spectators' page after them."""
 
