@@ -30,11 +30,13 @@ Deferred = Callable[[], bool]
 """Work a hook leaves for the referee to do while the engines think (see ``EventHook``): it
 returns True when done, False to be called again at the next idle moment."""
 EventHook = Callable[[GameRecord, State, Event, list[Clock]], Deferred | None]
-"""Called after every event, on the referee's path between a reply and the next request, so it
-must be quick; anything slower (the live feed draws the board) it returns as ``Deferred`` work,
-which the referee runs once the next requests are out, and again at each wake-up of its wait
-while the engines think, until done. The position does not change meanwhile, so the deferred
-work sees the newest one; it is dropped when the game ends first."""
+"""Called for every event, in order, once the next requests are out (off the path between a reply
+and the next request: its few microseconds cost more there, with caches cold after an engine's
+search), or when the game ends; so the state it is given may be later than its event (the chance
+events up to the next decision applied). It must be quick all the same; anything slower (the live
+feed draws the board) it returns as ``Deferred`` work, which the referee runs next, and again at
+each wake-up of its wait while the engines think, until done. The position does not change
+meanwhile, so the deferred work sees the newest one; it is dropped when the game ends first."""
 
 
 def cap_info(info: Info | None, limit: int) -> tuple[Info | None, bool]:
@@ -111,6 +113,8 @@ class Referee:
         """Seats that answered the last step and are not frozen yet (see ``_rest_earlier_deciders``)."""
         self._deferred: list[Deferred] = []
         """The hooks' work for the engines' thinking time (see ``EventHook``)."""
+        self._unannounced: list[Event] = []
+        """Events the hook has not been called for yet (see ``EventHook``)."""
         self.record = GameRecord(
             game_id=self.game_id, match_id=match_id, game_number=game_number, game=game.name,
             options=dict(game.options), players=players or [e.name for e in engines],
@@ -155,6 +159,7 @@ class Referee:
         return self._finish(None)
 
     def _finish(self, forfeit: _Forfeit | None, verdict: tuple[list[float], str] | None = None) -> GameRecord:
+        self._announce_events()
         if verdict is not None:
             self.record.returns, self.record.detail = verdict
             self.record.reason = EndReason.ADJUDICATED
@@ -250,7 +255,8 @@ class Referee:
                 sent[seat] = self.engines[seat].ask(request)
             except EngineFault as fault:
                 raise _Forfeit(seat, fault.reason, fault.detail) from None
-        busy_since = time.monotonic() if self._unrested or self._deferred else None
+        busy_since = time.monotonic() if self._unrested or self._deferred or self._unannounced else None
+        self._announce_events()
         self._rest_earlier_deciders(keep=seats)
         self.dice.prefetch()  # while the engines think: the next roll is then quick
         self._run_deferred()
@@ -401,9 +407,16 @@ class Referee:
             event.note = note
         self.record.events.append(event)
         if self.on_event is not None:
-            work = self.on_event(self.record, self.state, event, self.clocks)
-            if work is not None and work not in self._deferred:
-                self._deferred.append(work)
+            self._unannounced.append(event)
+
+    def _announce_events(self) -> None:
+        """The hook for each event since the last call (see ``EventHook``)."""
+        if self._unannounced:
+            events, self._unannounced = self._unannounced, []
+            for event in events:
+                work = self.on_event(self.record, self.state, event, self.clocks)
+                if work is not None and work not in self._deferred:
+                    self._deferred.append(work)
 
     def _announce_result(self) -> None:
         for engine in self.engines:
