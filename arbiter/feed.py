@@ -99,9 +99,9 @@ class Feed:
     lanes): each thread's game, newest view and interval are its own, and sends take turns on the
     socket (a ZeroMQ socket must not be used by two threads at once).
 
-    The hook itself only notes the game (a few microseconds on the referee's path between a reply
-    and the next request) and hands the referee ``draw`` as deferred work: the referee runs it
-    once the next requests are out, while the engines think, so drawing the board costs the game
+    The hook itself only notes the game (a few microseconds, once the next requests are out:
+    ``referee.EventHook``) and hands the referee ``draw`` as deferred work: the referee runs it
+    next, while the engines think, so drawing the board costs the game
     no time. At most one view per ``interval`` (50 ms): a draw asked for sooner waits for the
     referee's next idle moment after the interval (the last move before a long think is shown too).
     """

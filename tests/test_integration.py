@@ -343,6 +343,33 @@ def test_engines_die_when_the_referee_is_killed(tmp_path):
     assert engine_processes() == []
 
 
+def test_event_hooks_run_once_the_next_request_is_out(tmp_path):
+    """A hook's few microseconds cost more between a reply and the next request (caches cold after
+    an engine's search; the live feed's hook cost ~19 us a decision there): every hook of a game
+    that goes on runs with the next decision already asked, each event once and in order."""
+    game = load_game("einstein")
+    engines = [EngineSession(EngineConfig(RANDOM, name=f"random{i}", cwd=str(ROOT)), tmp_path) for i in (1, 2)]
+    seen: list[tuple[int, bool, bool]] = []  # (ply, game over, the acting seats asked already)
+
+    def hook(record, state, event, clocks):
+        over = state.is_terminal()
+        asked = not over and all(engines[s].pending is not None for s in state.acting_seats())
+        seen.append((event.ply, over, asked))
+    try:
+        for e in engines:
+            e.launch()
+            e.handshake()
+        record = Referee(game, engines, parse_time_control("60"), Dice(b"s", "m|1"), match_id="m", game_number=1,
+                         on_event=hook).play()
+    finally:
+        for e in engines:
+            e.stop()
+    assert record.reason == "normal", record.detail
+    assert [ply for ply, _, _ in seen] == list(range(len(record.events)))
+    assert all(asked for _, over, asked in seen if not over)
+    assert seen[-1][1]  # the last ones when the game ended
+
+
 def test_deferred_hook_work_runs_while_engines_think_and_is_never_charged_to_them(tmp_path):
     """A hook's slow work (the live feed's drawing) is done after the next request is out; a reply
     that arrives meanwhile is timed from when the work began, so the engine is not charged for it."""
