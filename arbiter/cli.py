@@ -853,17 +853,26 @@ def replay_pool(workers: int):
     process group (the terminal, ``kill -- -PGID``, a service manager). Inherited, the command's
     handler made each print a KeyboardInterrupt traceback; killed, a worker idle on the task queue
     took its lock along and the pool's ``terminate`` waited for it for ever. The command ends the
-    pool with ``close`` and ``join``: what is queued is one batch, replayed in well under a second."""
+    pool with ``close`` and ``join``: what is queued is one batch, replayed in well under a second.
+    The signals are held while the workers are forked: one that came between a fork and the
+    worker's initializer ran the command's handler in the new worker (a traceback from
+    ``threading._after_fork``); held, it waits in the worker until the initializer ignores it."""
     import multiprocessing
 
-    return multiprocessing.get_context("fork").Pool(workers, initializer=_worker_signals)
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_IGNORES)
+    try:
+        return multiprocessing.get_context("fork").Pool(workers, initializer=_worker_signals)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)  # one that came meanwhile is the command's now
+
+
+_WORKER_IGNORES = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
 
 
 def _worker_signals() -> None:
-    import signal
-
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    for signum in _WORKER_IGNORES:
         signal.signal(signum, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _WORKER_IGNORES)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
