@@ -472,7 +472,7 @@ class Hub:
         self.live: dict[str, dict[str, Any]] = {}
         self.dirty: dict[str, dict[str, Any]] = {}
         """Games whose view changed since the last ``flush``."""
-        self.ended: list[bytes] = []
+        self.ends: list[bytes] = []
         """``end`` events since the last ``flush``, encoded (it sends them)."""
         self.broadcast_views: dict[str, dict[str, Any]] = {}
         """Per running game, the view its last ``live`` event brought the browsers (see ``delta``)."""
@@ -572,7 +572,7 @@ class Hub:
         view changed, in one write to each browser: a browser gets at most one write per tick
         however many games run and end and however fast (random engines end ~150 games a
         second; an ``end`` each, sent at once, was most of the server's writes)."""
-        parts, self.ended = self.ended, []
+        parts, self.ends = self.ends, []
         if self.dirty:
             games, self.dirty = list(self.dirty.values()), {}
             parts.append(event_text({"type": "live", "games": [self.delta(view) for view in games]}))
@@ -615,7 +615,7 @@ class Hub:
             self.dirty.pop(record.game_id, None)
             self.broadcast_views.pop(record.game_id, None)
             line = self.source.announced(record)
-            self.ended.append(event_text({"type": "end", "game_id": record.game_id, "row": game_row(line)}))
+            self.ends.append(event_text({"type": "end", "game_id": record.game_id, "row": game_row(line)}))
 
 
 def _bind_private(sock: Any, endpoint: str) -> None:
