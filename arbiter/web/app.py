@@ -50,7 +50,8 @@ TICK = 0.05
 KEEP_ALIVE = 10.0
 """Seconds between keep-alive comments to every browser."""
 SUMMARY_SHARE = 9.0
-"""After making the standings, wait this many times as long before making them again (~10 % of a core at most)."""
+"""After making the standings, wait this many times their CPU time before making them again (~10 %
+of a core at most)."""
 STALE = 600.0
 """A running game not heard of for this long (seconds) is taken off the page (its referee died)."""
 SPECTATOR_NICE = 19
@@ -499,14 +500,18 @@ class Hub:
         return out
 
     def _make_summary(self, version: Any) -> None:
-        started = time.monotonic()
+        """Make the standings and when they may be made again: ``SUMMARY_SHARE`` times the CPU time
+        this took (its wall time, which it was, grows with the load: on a busy machine, where the
+        server waits for the CPU at niceness 19, the standings and a finished event's seeds came
+        up to a minute late)."""
+        started = time.thread_time()
         recent = self.source.recent(200)
         summary = self.source.summary()
         summary["finished"] = [game_row(r) for r in recent]
         durations = [r.ended_at - r.started_at for r in recent if r.ended_at and r.started_at]
         summary["mean_game_s"] = sum(durations) / len(durations) if durations else None
         self.summary_cache = (version, summary)
-        self.summary_due = time.monotonic() + (time.monotonic() - started) * SUMMARY_SHARE
+        self.summary_due = time.monotonic() + (time.thread_time() - started) * SUMMARY_SHARE
 
     def over(self) -> bool:
         """Whether the event (or run) is over, as its source or its standings say (made at most as
