@@ -406,18 +406,23 @@ class EngineSession:
         if self._resisted_ms is not None:
             raise EngineFault(EndReason.TIME, f"used {self._resisted_ms:.0f} ms of CPU while stopped between its "
                                               f"moves (it resumed itself; pondering is off)")
+        settled = self._cpu_at_freeze  # frozen (caught pondering): its count stands at that reading
         sent = self._send(request)
-        self.offturn_cpu_ms = self._end_rest()  # after sending: its turn's first microseconds are noise
+        # after sending: its turn's first microseconds are noise; but a frozen engine's count is the
+        # one read at its freeze: read once it is thawed, it took in the engine's first moments of
+        # its turn, tens of ms where the referee lost the CPU between the two (a loaded machine)
+        self.offturn_cpu_ms = self._end_rest(until=settled)
         return sent
 
-    def _end_rest(self, judge: bool = True) -> float | None:
-        """Its rest is over: the CPU ms it used while resting (None if not counted); with
-        ``judge``, an engine that may not ponder and used more than OFFTURN_SLACK is frozen whenever
-        it rests from now on (not judged: the rest after a game, when it digests ``game_over``)."""
+    def _end_rest(self, judge: bool = True, until: float | None = None) -> float | None:
+        """Its rest is over: the CPU ms it used while resting (None if not counted), up to ``until``
+        (its CPU counter when it was frozen) or now; with ``judge``, an engine that may not ponder
+        and used more than OFFTURN_SLACK is frozen whenever it rests from now on (not judged: the
+        rest after a game, when it digests ``game_over``)."""
         started, self._cpu_at_rest = self._cpu_at_rest, None
         if started is None or self.process is None:
             return None
-        now = self.process.cpu_seconds()
+        now = until if until is not None else self.process.cpu_seconds()
         if now is None:
             return None
         if judge and now - started > OFFTURN_SLACK and not self.config.ponder:
