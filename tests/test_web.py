@@ -421,12 +421,19 @@ def test_the_view_keeps_a_line_per_game_and_reads_an_older_record_from_the_datab
     assert to_json(alone.record(records[0].game_id)) == to_json(records[0])
 
 
+def game_line(n: int):
+    """A finished game's line (``GameLine``) numbered ``n``, for a source's standings."""
+    from arbiter.records.store import GameLine
+
+    return GameLine(f"g{n}", "m", n, "einstein", ["a", "b"], [1.0, -1.0], "normal", "", None, 20, 1000.0 + n,
+                    f"m|{n}", [[10, 10, 10.0, 2.0, 0, 0.0, None, 0, 0.0, 0, 0.0, 0.0, 0.0, None, None]] * 2)
+
+
 def test_standings_that_take_long_to_make_are_made_again_only_after_nine_times_as_long():
     """A 100,000-game tournament's standings take seconds of CPU to make; made again at every
     commit they held a core (before: 18.7 s of CPU and 2.3 GB each, made whenever a game was
     committed). The hub serves the last standings until nine times their making's CPU time has
     passed (measured in CPU time, not wall time, which grows with the machine's load)."""
-    from arbiter.records.store import GameLine
     from arbiter.web.app import SUMMARY_SHARE, Hub
 
     class Slow(MemorySource):
@@ -436,17 +443,13 @@ def test_standings_that_take_long_to_make_are_made_again_only_after_nine_times_a
                 pass
             return super().summary()
 
-    def line(n: int) -> GameLine:
-        return GameLine(f"g{n}", "m", n, "einstein", ["a", "b"], [1.0, -1.0], "normal", "", None, 20, 1000.0 + n,
-                        f"m|{n}", [[10, 10, 10.0, 2.0, 0, 0.0, None, 0, 0.0, 0, 0.0, 0.0, 0.0, None, None]] * 2)
-
     source = Slow("slow")
     hub = Hub(source)
-    source.preload([line(1)])
+    source.preload([game_line(1)])
     started = time.monotonic()
     assert hub.summary()["progress"]["played"] == 1
     made = time.monotonic() - started
-    source.preload([line(2)])
+    source.preload([game_line(2)])
     assert hub.summary()["progress"]["played"] == 1  # not due yet: the standings made a moment ago
     time.sleep(made * SUMMARY_SHARE + 0.05)
     assert hub.summary()["progress"]["played"] == 2
@@ -456,7 +459,6 @@ def test_standings_slow_to_make_only_for_want_of_the_cpu_are_not_held_back_for_i
     """On a busy machine the server (niceness 19) waits for the CPU: timed in wall time, the
     standings were then held back nine times that wait (a finished event's seeds came up to a
     minute late). The hold is nine times the CPU time the making took."""
-    from arbiter.records.store import GameLine
     from arbiter.web.app import Hub
 
     class Waiting(MemorySource):
@@ -464,19 +466,15 @@ def test_standings_slow_to_make_only_for_want_of_the_cpu_are_not_held_back_for_i
             time.sleep(0.3)  # waiting, not computing
             return super().summary()
 
-    def line(n: int) -> GameLine:
-        return GameLine(f"g{n}", "m", n, "einstein", ["a", "b"], [1.0, -1.0], "normal", "", None, 20, 1000.0 + n,
-                        f"m|{n}", [[10, 10, 10.0, 2.0, 0, 0.0, None, 0, 0.0, 0, 0.0, 0.0, 0.0, None, None]] * 2)
-
     source = Waiting("busy")
     hub = Hub(source)
-    source.preload([line(1)])
+    source.preload([game_line(1)])
     assert hub.summary()["progress"]["played"] == 1  # the first making (its imports take CPU)
     time.sleep(max(0.0, hub.summary_due - time.monotonic()))
-    source.preload([line(2)])
+    source.preload([game_line(2)])
     assert hub.summary()["progress"]["played"] == 2  # 0.3 s of waiting, little CPU
     time.sleep(0.2)
-    source.preload([line(3)])
+    source.preload([game_line(3)])
     assert hub.summary()["progress"]["played"] == 3  # held for nine times that CPU, not 2.7 s
 
 
