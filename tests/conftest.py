@@ -52,3 +52,57 @@ def _alone_when_serial(request, tmp_path_factory):
             yield
         finally:
             fcntl.flock(room, fcntl.LOCK_UN)
+
+
+class FeedViewer:
+    """What the web view does with the live feed (``arbiter.feed``): binds a SUB socket and reads
+    it all the time, in a thread. Read all the time it must be: ZeroMQ attaches a publisher that
+    connects to a bound socket, and sends it the subscription, only when the socket is next used,
+    so a viewer read only later misses what was published meanwhile."""
+
+    def __init__(self, endpoint: str):
+        import threading
+
+        self.endpoint, self.messages = endpoint, []
+        self._bound, self._stop = threading.Event(), threading.Event()
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+        assert self._bound.wait(10)
+
+    def _read(self) -> None:
+        import msgspec
+        import zmq
+
+        sock = zmq.Context.instance().socket(zmq.SUB)
+        sock.setsockopt(zmq.SUBSCRIBE, b"")
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.bind(self.endpoint)
+        self._bound.set()
+        try:
+            while not self._stop.is_set():
+                if sock.poll(20):
+                    self.messages.append(msgspec.msgpack.decode(sock.recv()))
+        finally:
+            sock.close(0)
+
+    def wait_for(self, kind: str, game_id: str, timeout: float) -> bool:
+        """Whether a message of ``kind`` about ``game_id`` came within ``timeout`` seconds."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        while not any(m["type"] == kind and m["game_id"] == game_id for m in list(self.messages)):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+        return True
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+
+@pytest.fixture
+def feed_viewer(tmp_path):
+    viewer = FeedViewer(f"ipc://{tmp_path}/feed")
+    yield viewer
+    viewer.close()

@@ -576,3 +576,28 @@ def test_the_code_digest_covers_the_packages_data_files_but_not_their_bytecode(t
     edition = tmp_path / "arbiter" / "games" / "stalingrad" / "edition.toml"
     edition.write_text(edition.read_text() + "\n")
     assert digest() != before
+
+
+def test_a_blocks_last_end_reaches_the_live_feed_before_the_next_block(tmp_path, feed_viewer):
+    """A game's end goes to the feed with the next view drawn (``Feed.finished``); whether the
+    worker gets another block is Dask's choice, so a block sends its last end as it returns."""
+    import uuid
+
+    from arbiter.clock import parse_time_control
+    from arbiter.hosting import EngineConfig
+    from tournaments import cluster
+    from tournaments.jobs import GameJob, WorkerSetup
+
+    engines = [EngineConfig([sys.executable, "-m", "sample_engines.random_engine", "--seed", str(i)], name=f"r{i}",
+                            cwd=str(ROOT)) for i in (0, 1)]
+    setup = WorkerSetup(run_id=uuid.uuid4().hex[:8], game="einstein", game_options={}, game_class=None,
+                        engines=engines, time_control=parse_time_control("60"), margin=0.05, master_seed=b"x",
+                        tid="t", run_dir=tmp_path / "logs", db_marker=uuid.uuid4().hex[:16],
+                        feed=feed_viewer.endpoint)
+    try:
+        played = cluster.play_block(setup, sys.executable, [GameJob("t:m1", 1, (0, 1), "t:m1|1")])
+        game_id = msgspec.msgpack.decode(played, type=cluster.Block).finished[0].game_record().game_id
+        assert feed_viewer.wait_for("live", game_id, 1), "the viewer missed the game's views"
+        assert feed_viewer.wait_for("end", game_id, 5), "the block's last end waits for the next block"
+    finally:
+        cluster.close_run(setup.run_id)

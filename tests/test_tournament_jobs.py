@@ -263,3 +263,21 @@ def _games(db: Path) -> dict:
         r = json.loads(rec)
         out[(mid, num)] = (r["players"], r["returns"], r["reason"], r["rolls"], [e["move"] for e in r["events"]])
     return out
+
+
+@pytest.mark.parametrize("lanes", [1, 2])
+def test_an_idle_worker_sends_its_finished_games_end_to_the_live_feed(tmp_path, feed_viewer, lanes):
+    """The feed sends a game's end with the next view drawn (``Feed.finished``); a worker left
+    without a next game (a Swiss round's end, a director waiting) sends it after ``IDLE_FLUSH``,
+    or the web page would show the finished game as running until the event's end."""
+    pool = LocalPool(setup_for(tmp_path, feed=feed_viewer.endpoint, lanes=lanes), 1)
+    try:
+        pool.submit(0, [GameJob("t:m1", 1, (0, 1), "t:m1|1")])
+        done = _wait_for(pool)
+        assert isinstance(done, FinishedGame)
+        game_id = done.game_record().game_id
+        assert feed_viewer.wait_for("live", game_id, 1), "the viewer missed the game's views"
+        assert feed_viewer.wait_for("end", game_id, 10), "no end while the worker waits for a game"
+        assert pool._workers[0].process.is_alive()  # sent by the waiting worker, not at its close
+    finally:
+        pool.stop(graceful=True)

@@ -500,6 +500,8 @@ def play_block(setup: WorkerSetup, parent_python: str, jobs: list[GameJob],
             if setup.speed_reference > 0:
                 record.tc_scale = series.tc_scale
             finished.append(FinishedGame(0, job, pack(record), tuple(series.running())))
+        if series.feed is not None:
+            series.feed.flush()  # the block's last end: whether another block comes here is Dask's choice
         return msgspec.msgpack.encode(Block(host, finished))
     finally:
         with _series_lock:

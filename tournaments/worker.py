@@ -39,6 +39,9 @@ from .jobs import FinishedGame, GameJob, WorkerError, WorkerExit, WorkerSetup
 DB_ENV = "ARBITER_TOURNAMENT"
 RUN_ENV = "ARBITER_TOURNAMENT_RUN"
 WORKER_ENV = "ARBITER_TOURNAMENT_WORKER"
+IDLE_FLUSH = 0.1
+"""Seconds a worker waits for its next game before it sends the live feed the ends of the games it
+finished (``Feed.finished`` defers them to the next view drawn, which an idle worker never draws)."""
 
 _terminating = False
 _cleanup_hooks: list = []
@@ -189,6 +192,8 @@ def worker_main(conn: Any, setup: WorkerSetup) -> None:
     try:
         while True:
             try:
+                if feed is not None and not conn.poll(IDLE_FLUSH):
+                    feed.flush()  # no next game at once (a round's end, a director waiting): its end goes now
                 while not conn.poll(0.5):  # wake up now and then: signal handlers run in between
                     pass
                 job: GameJob | None = conn.recv()
@@ -270,7 +275,10 @@ def _play_lanes(conn: Any, setup: WorkerSetup, hub, lanes: list, keep: int, part
         if stopping:
             time.sleep(0.02)  # the games in play finish (a graceful stop comes between games)
         try:
-            if not stopping and conn.poll(0.02 if running or jobs else 0.5):
+            if not stopping and not conn.poll(0.02 if running or jobs else IDLE_FLUSH):
+                if feed is not None and not running:
+                    feed.flush()  # every lane idle: nobody draws the next view that would carry the ends
+            elif not stopping:
                 job = conn.recv()
                 if job is None:
                     stopping = True

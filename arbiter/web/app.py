@@ -445,14 +445,14 @@ class Viewer:
         self.pending: list[bytes] = []
         self.wake = asyncio.Event()
         self.ended = False
-        self.transport: asyncio.WriteTransport | None = None
+        self.transport: Any = None  # a transport as ``_chunked_transport`` finds one, or None
 
     def end(self) -> None:
         self.ended = True
         self.pending = []  # never sent now: a dropped browser's backlog goes at once
         self.wake.set()
 
-    def write_directly(self, transport: asyncio.WriteTransport) -> None:
+    def write_directly(self, transport: Any) -> None:
         """From now on messages go to ``transport`` as HTTP/1.1 chunks, those queued first."""
         self.transport = transport
         if self.pending:
@@ -836,10 +836,11 @@ class _App:
                 gone.cancel()
 
 
-def _chunked_transport(send) -> asyncio.WriteTransport | None:
+def _chunked_transport(send) -> Any:
     """The connection under an event stream whose response uvicorn writes as HTTP/1.1 chunks
     (httptools' cycle, its body under way): there ``Hub.send_all`` may write each message to it
     framed the same way, ahead of the stream's last chunk, which the stream's task still sends.
+    Duck-typed (asyncio's, or uvloop's, which is no ``asyncio.WriteTransport``).
     ``None`` elsewhere (h11, which frames the body itself; another server): the task sends."""
     cycle = getattr(send, "__self__", None)
     transport = getattr(cycle, "transport", None)
