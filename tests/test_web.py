@@ -1212,6 +1212,27 @@ def test_the_feed_socket_is_private_whatever_the_umask(tmp_path):
         os.umask(old)
 
 
+def test_the_server_child_yields_the_cpu_to_the_games_among_sessions_too():
+    """The server runs at niceness 19 in a session of its own; Linux with autogroups shares the CPU
+    between sessions first and applies niceness only within one, so the server weighed as much as
+    a referee on a busy machine. Its session's autogroup is at niceness 19 as well."""
+    import os
+
+    from arbiter.web.app import SPECTATOR_NICE
+    from arbiter.web.live import LiveView
+
+    view = LiveView("nice", port=0)
+    try:
+        pid = view.server.process.pid
+        assert os.getpriority(os.PRIO_PROCESS, pid) == SPECTATOR_NICE
+        assert os.getsid(pid) == pid != os.getsid(0)
+        if os.path.exists("/proc/self/autogroup"):  # a kernel with autogroups
+            assert Path(f"/proc/{pid}/autogroup").read_text().split()[-1] == str(SPECTATOR_NICE)
+            assert Path("/proc/self/autogroup").read_text().split()[-1] != str(SPECTATOR_NICE)
+    finally:
+        view.close()
+
+
 def test_a_long_game_page_draws_only_the_boards_asked_for(tmp_path, monkeypatch):
     """A finished game's page drew the board of every step of the game at its first request (an
     A&A Chess game of ~400 moves: ~400 SVGs, 0.5 s of CPU and ~17 MB held per game; a long one
