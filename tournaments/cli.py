@@ -18,6 +18,7 @@ database...: the run stops, the unsaved games go to a fallback file named in the
 from __future__ import annotations
 
 import argparse
+import os
 import sqlite3
 import sys
 import time
@@ -216,8 +217,6 @@ class Display:
 
 def _check_output(output: Path, source: str) -> None:
     """The results database's folder must exist or be creatable, and be writable (else ConfigError)."""
-    import os
-
     from .config import ConfigError
 
     folder = Path(output).parent
@@ -333,10 +332,10 @@ def cmd_run(args, resume: bool) -> int:
         return code
     web = None
     if args.web is not None:  # the live web view (docs/web.md), in a child process of the director
-        from .web import web_process
-
-        try:
-            web = web_process(opened.db.path, args.web_host, args.web)
+        from arbiter.web.process import ServerProcess  # not tournaments.web: the server's imports (numpy among
+                                                       # them) made the workers forked later slower (bench/web.md)
+        try:  # the child serves the database, and the feed beside it
+            web = ServerProcess("tournaments.web", ["--db", os.path.abspath(opened.db.path)], args.web_host, args.web)
         except OSError as exc:
             _error(f"--web {args.web}: {exc}")
             opened.db.close()

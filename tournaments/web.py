@@ -19,7 +19,7 @@ from arbiter.records import GameRecord
 from arbiter.records.store import GameLine, game_lines, iter_records, recent_lines
 from arbiter.web import Source, WebServer
 from arbiter.web.app import engine_page
-from arbiter.web.process import ServerProcess, serve_until_stdin_closes
+from arbiter.web.process import serve_until_stdin_closes
 
 from .report import build_report, stored_config, to_json
 
@@ -88,14 +88,9 @@ def web_server(db_path: str | Path, host: str, port: int) -> WebServer:
     return WebServer(TournamentSource(db_path), feed_endpoint(db_path), host=host, port=port)
 
 
-def web_process(db_path: str | Path, host: str, port: int) -> ServerProcess:
-    """The web view of a running tournament's ``db_path`` in a child process (``run --web``);
-    PortError naming the port, OSError if it did not start."""
-    return ServerProcess("tournaments.web", ["--db", os.path.abspath(db_path)], host, port)  # the feed beside it
-
-
 def main(argv: list[str] | None = None) -> int:
-    """The child of ``web_process``: serve the listening socket ``--fd`` until stdin closes."""
+    """The child ``run --web`` starts (``arbiter.web.process.ServerProcess``): serve the listening
+    socket ``--fd`` until stdin closes."""
     ap = argparse.ArgumentParser(prog="python -m tournaments.web")
     ap.add_argument("--fd", type=int, required=True)
     ap.add_argument("--db", required=True)

@@ -36,6 +36,7 @@ from ..records import GameRecord
 from ..records.store import SEAT_FIELDS, GameLine, iter_records
 from ..stats import MIN_INTERVAL_GAMES, contested, forfeiting_seats, mean_ci, paired_rows, wilson_interval
 from ..records.replay import replay, start_state, verify
+from .process import SPECTATOR_NICE, PortError, listening_socket  # noqa: F401 - PortError: arbiter.web's
 
 QUEUE = 256
 """Messages a browser may lag behind, queued before its stream is written directly (``Viewer``),
@@ -54,9 +55,6 @@ SUMMARY_SHARE = 9.0
 of a core at most)."""
 STALE = 600.0
 """A running game not heard of for this long (seconds) is taken off the page (its referee died)."""
-SPECTATOR_NICE = 19
-"""The web server's CPU niceness (its thread in the referee's or director's process): on a busy
-machine the games' referees and engines come first, the spectators' page after them."""
 
 
 # --- what the page shows besides the running games -------------------------------------------
@@ -928,28 +926,6 @@ def _guarded_protocol() -> type:
             super().connection_lost(exc)
 
     return Guarded
-
-
-class PortError(OSError):
-    """The web view cannot listen where asked (the message names the address and port)."""
-
-
-def listening_socket(host: str = "127.0.0.1", port: int = 8080) -> socket.socket:
-    """A TCP socket bound to host:port and listening (port 0: any free one); ``PortError`` names
-    the address when it cannot be had, before anything else starts. An empty address is refused:
-    the kernel reads it as every interface, which must be asked for by name (0.0.0.0)."""
-    if not host.strip():
-        raise PortError(f"cannot listen on {host!r}:{port}: an empty address would be every interface; "
-                        f"name one (0.0.0.0 for all)")
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise PortError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    sock.listen(128)
-    return sock
 
 
 class WebServer:

@@ -14,14 +14,43 @@ from __future__ import annotations
 import os
 import select
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .app import SPECTATOR_NICE, WebServer, listening_socket
+if TYPE_CHECKING:  # the server itself is imported by the child alone: the parent (a tournament's
+    from .app import WebServer  # director, before it forks its workers) stays lean (bench/web.md)
+
+SPECTATOR_NICE = 19
+"""The web server's CPU niceness (its thread in the referee's or director's process): on a busy
+machine the games' referees and engines come first, the spectators' page after them."""
 
 START_TIMEOUT = 20.0
 """Seconds the child may take to import the server, bind the feed and start serving."""
+
+
+class PortError(OSError):
+    """The web view cannot listen where asked (the message names the address and port)."""
+
+
+def listening_socket(host: str = "127.0.0.1", port: int = 8080) -> socket.socket:
+    """A TCP socket bound to host:port and listening (port 0: any free one); ``PortError`` names
+    the address when it cannot be had, before anything else starts. An empty address is refused:
+    the kernel reads it as every interface, which must be asked for by name (0.0.0.0)."""
+    if not host.strip():
+        raise PortError(f"cannot listen on {host!r}:{port}: an empty address would be every interface; "
+                        f"name one (0.0.0.0 for all)")
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise PortError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.listen(128)
+    return sock
 
 
 class ServerProcess:
