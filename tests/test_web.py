@@ -968,6 +968,17 @@ def test_the_web_view_process_goes_when_its_parent_is_killed(tmp_path, command):
         servers = [p for p in psutil.Process(parent.pid).children()
                    if "web" in " ".join(p.cmdline()) and "--fd" in p.cmdline()]
         assert len(servers) == 1, [p.cmdline() for p in psutil.Process(parent.pid).children()]
+        # The process that plays or schedules games did not import the server's modules (numpy: a
+        # tournament's workers forked from a director that had, played 6-10 % slower: bench/web.md)
+        def players() -> list[int]:
+            return [parent.pid] + [p.pid for p in psutil.Process(parent.pid).children()
+                                   if p.cmdline() == argv + ["--web", str(port)]]  # forked workers
+
+        while command == "tournament" and len(players()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert command == "match" or len(players()) == 2, "no worker found"
+        for pid in players():
+            assert "numpy" not in Path(f"/proc/{pid}/maps").read_text(), f"numpy in process {pid}"
         feed = servers[0].cmdline()[servers[0].cmdline().index("--feed") + 1] if command == "match" else None
         if feed:
             assert Path(feed.removeprefix("ipc://")).parent.is_dir()
