@@ -100,7 +100,6 @@ def serve_until_stdin_closes(server: WebServer, folder: Path | None = None) -> i
         os.setpriority(os.PRIO_PROCESS, 0, SPECTATOR_NICE)
     except OSError:
         pass
-    yield_to_other_sessions(SPECTATOR_NICE)
     server.start()
     try:
         sys.stdout.write("ready\n")
@@ -115,17 +114,3 @@ def serve_until_stdin_closes(server: WebServer, folder: Path | None = None) -> i
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
     return 0
-
-
-def yield_to_other_sessions(nice: int) -> None:
-    """Give this process's session (started for it: ``start_new_session``) the CPU niceness
-    ``nice`` among sessions. Linux with autogroups (the default on desktop and many server kernels)
-    shares the CPU between sessions first and applies a process's own niceness only within its
-    session: alone in a session of its own, the server at niceness 19 still weighed as much as a
-    referee (bench/web.md). Nothing where the kernel has no autogroups."""
-    try:
-        with open("/proc/self/autogroup", "w") as f:
-            f.write(str(nice))
-    except OSError:
-        pass
-
