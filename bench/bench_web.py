@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import re
 import selectors
 import socket
@@ -250,6 +251,19 @@ def hook_cost(games: int) -> dict:
     return out
 
 
+def ratio_interval(runs: list[tuple[dict, dict]], resamples: int = 4000) -> tuple[float, float]:
+    """A 95 % bootstrap interval of the overall ratio watched / alone, the pairs resampled (a
+    pair's two runs share the machine's state of the moment, so they are drawn together)."""
+    rng = random.Random(1)
+
+    def ratio(pairs: list[tuple[dict, dict]]) -> float:
+        alone = sum(b["total"] * b["decisions"] for b, _ in pairs) / sum(b["decisions"] for b, _ in pairs)
+        return sum(w["total"] * w["decisions"] for _, w in pairs) / sum(w["decisions"] for _, w in pairs) / alone
+
+    draws = sorted(ratio([rng.choice(runs) for _ in runs]) for _ in range(resamples))
+    return draws[int(0.025 * resamples)], draws[int(0.975 * resamples) - 1]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--games", type=int, default=20, help="games per pairing (3 pairings)")
@@ -305,6 +319,10 @@ def main() -> None:
     watched = sum(w["total"] * w["decisions"] for _, w in runs) / sum(w["decisions"] for _, w in runs)
     print(f"overhead ratio (all games of all runs, watched / alone): {watched / alone:.3f} "
           f"({alone:.0f} -> {watched:.0f} us); per pair: {', '.join(f'{r:.2f}' for r in ratios)}")
+    low, high = ratio_interval(runs)
+    medians = [statistics.median(w["per"]) / statistics.median(b["per"]) for b, w in runs]
+    print(f"  95 % interval of that ratio (bootstrap over the pairs): {low:.3f}-{high:.3f}; the median game's, "
+          f"per pair: {', '.join(f'{r:.2f}' for r in medians)} (median {statistics.median(medians):.3f})")
     lat = sorted(x for _, w in runs if w["clients"] is not None for x in w["clients"].latencies)
     if lat:
         q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))] * 1000  # noqa: E731

@@ -968,8 +968,8 @@ def test_the_web_view_process_goes_when_its_parent_is_killed(tmp_path, command):
         servers = [p for p in psutil.Process(parent.pid).children()
                    if "web" in " ".join(p.cmdline()) and "--fd" in p.cmdline()]
         assert len(servers) == 1, [p.cmdline() for p in psutil.Process(parent.pid).children()]
-        # The process that plays or schedules games did not import the server's modules (numpy: a
-        # tournament's workers forked from a director that had, played 6-10 % slower: bench/web.md)
+        # The process that plays or schedules games did not import the server's modules (asyncio,
+        # numpy: a tournament's workers forked from a director that had played 6-10 % slower: bench/web.md)
         def players() -> list[int]:
             return [parent.pid] + [p.pid for p in psutil.Process(parent.pid).children()
                                    if p.cmdline() == argv + ["--web", str(port)]]  # forked workers
@@ -978,7 +978,8 @@ def test_the_web_view_process_goes_when_its_parent_is_killed(tmp_path, command):
             time.sleep(0.05)
         assert command == "match" or len(players()) == 2, "no worker found"
         for pid in players():
-            assert "numpy" not in Path(f"/proc/{pid}/maps").read_text(), f"numpy in process {pid}"
+            maps = Path(f"/proc/{pid}/maps").read_text()  # their C parts, mapped once imported
+            assert "numpy" not in maps and "_asyncio" not in maps, f"the server's modules in process {pid}"
         feed = servers[0].cmdline()[servers[0].cmdline().index("--feed") + 1] if command == "match" else None
         if feed:
             assert Path(feed.removeprefix("ipc://")).parent.is_dir()
@@ -1221,27 +1222,6 @@ def test_the_feed_socket_is_private_whatever_the_umask(tmp_path):
             view.close()
     finally:
         os.umask(old)
-
-
-def test_the_server_child_yields_the_cpu_to_the_games_among_sessions_too():
-    """The server runs at niceness 19 in a session of its own; Linux with autogroups shares the CPU
-    between sessions first and applies niceness only within one, so the server weighed as much as
-    a referee on a busy machine. Its session's autogroup is at niceness 19 as well."""
-    import os
-
-    from arbiter.web.app import SPECTATOR_NICE
-    from arbiter.web.live import LiveView
-
-    view = LiveView("nice", port=0)
-    try:
-        pid = view.server.process.pid
-        assert os.getpriority(os.PRIO_PROCESS, pid) == SPECTATOR_NICE
-        assert os.getsid(pid) == pid != os.getsid(0)
-        if os.path.exists("/proc/self/autogroup"):  # a kernel with autogroups
-            assert Path(f"/proc/{pid}/autogroup").read_text().split()[-1] == str(SPECTATOR_NICE)
-            assert Path("/proc/self/autogroup").read_text().split()[-1] != str(SPECTATOR_NICE)
-    finally:
-        view.close()
 
 
 def test_a_long_game_page_draws_only_the_boards_asked_for(tmp_path, monkeypatch):

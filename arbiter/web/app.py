@@ -50,9 +50,10 @@ TICK = 0.05
 """Seconds between pushes of the running games' changed views (see ``Hub.flush``)."""
 KEEP_ALIVE = 10.0
 """Seconds between keep-alive comments to every browser."""
-SUMMARY_SHARE = 9.0
-"""After making the standings, wait this many times their CPU time before making them again (~10 %
-of a core at most)."""
+SUMMARY_SHARE = 30.0
+"""After making the standings, wait this many times their CPU time before making them again (~3 %
+of a core at most: at 9, ~10 %, they were most of the server's CPU, which the games paid for on a
+busy machine; a small event's standings take ~27 ms, so they still follow within a second)."""
 STALE = 600.0
 """A running game not heard of for this long (seconds) is taken off the page (its referee died)."""
 

@@ -10,12 +10,15 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import say
 from ..feed import Feed, chain
 from ..records.store import game_lines, recent_lines
-from .app import MemorySource, WebServer
 from .process import ServerProcess, serve_until_stdin_closes
+
+if TYPE_CHECKING:
+    from .app import MemorySource
 
 
 class LiveView:
@@ -71,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--db", default=None, help="the run's results database (older games' records, --match)")
     ap.add_argument("--match", action="append", default=[], help="a match whose stored games to show")
     args = ap.parse_args(argv)
+    from .app import MemorySource, WebServer  # the child's alone: the referee that starts it stays lean
+
     source = MemorySource(args.title, args.total, db=args.db)
     server = WebServer(source, args.feed, sock=socket.socket(fileno=args.fd))
     if args.db and args.match:  # read while the page is already served (a long match's games take a while to parse)
