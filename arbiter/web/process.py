@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # the server itself is imported by the child alone: the paren
     from .app import WebServer  # director, before it forks its workers) stays lean (bench/web.md)
 
 SPECTATOR_NICE = 19
-"""The web server's CPU niceness (its thread in the referee's or director's process): on a busy
+"""The web server's CPU niceness (the child's, or the serving thread's in ``serve``): on a busy
 machine the games' referees and engines come first, the spectators' page after them."""
 
 START_TIMEOUT = 20.0
