@@ -638,7 +638,9 @@ def test_thinking_while_the_referee_decodes_the_reply_counts_as_off_turn(tmp_pat
     assert record.reason == "normal", record.detail
     seat = record.players.index("H")
     offturn = [e.offturn_cpu_ms for e in record.events if e.seat == seat and e.offturn_cpu_ms is not None]
-    assert max(offturn) > 10, offturn
+    # What it gets of its 20 ms spin before it is stopped is its share of a core during the ~15 ms
+    # decode: ~7 ms beside another test worker under coverage (CI); an honest turn shows <= 0.1 ms.
+    assert max(offturn) > 3, offturn
 
 
 @needs_cgroup
