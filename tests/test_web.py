@@ -429,11 +429,11 @@ def game_line(n: int):
                     f"m|{n}", [[10, 10, 10.0, 2.0, 0, 0.0, None, 0, 0.0, 0, 0.0, 0.0, 0.0, None, None]] * 2)
 
 
-def test_standings_that_take_long_to_make_are_made_again_only_after_nine_times_as_long():
+def test_standings_that_take_long_to_make_are_made_again_only_after_summary_share_times_as_long():
     """A 100,000-game tournament's standings take seconds of CPU to make; made again at every
     commit they held a core (before: 18.7 s of CPU and 2.3 GB each, made whenever a game was
-    committed). The hub serves the last standings until nine times their making's CPU time has
-    passed (measured in CPU time, not wall time, which grows with the machine's load)."""
+    committed). The hub serves the last standings until ``SUMMARY_SHARE`` times their making's CPU
+    time has passed (measured in CPU time, not wall time, which grows with the machine's load)."""
     from arbiter.web.app import SUMMARY_SHARE, Hub
 
     class Slow(MemorySource):
@@ -457,8 +457,8 @@ def test_standings_that_take_long_to_make_are_made_again_only_after_nine_times_a
 
 def test_standings_slow_to_make_only_for_want_of_the_cpu_are_not_held_back_for_it():
     """On a busy machine the server (niceness 19) waits for the CPU: timed in wall time, the
-    standings were then held back nine times that wait (a finished event's seeds came up to a
-    minute late). The hold is nine times the CPU time the making took."""
+    standings were then held back ``SUMMARY_SHARE`` times that wait (a finished event's seeds came
+    up to a minute late). The hold is that many times the CPU time the making took."""
     from arbiter.web.app import Hub
 
     class Waiting(MemorySource):
@@ -475,7 +475,7 @@ def test_standings_slow_to_make_only_for_want_of_the_cpu_are_not_held_back_for_i
     assert hub.summary()["progress"]["played"] == 2  # 0.3 s of waiting, little CPU
     time.sleep(0.2)
     source.preload([game_line(3)])
-    assert hub.summary()["progress"]["played"] == 3  # held for nine times that CPU, not 2.7 s
+    assert hub.summary()["progress"]["played"] == 3  # held for SUMMARY_SHARE times that CPU, not 9 s
 
 
 def test_live_events_carry_only_what_changed_and_merge_into_the_whole_view():

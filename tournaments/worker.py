@@ -275,16 +275,16 @@ def _play_lanes(conn: Any, setup: WorkerSetup, hub, lanes: list, keep: int, part
         if stopping:
             time.sleep(0.02)  # the games in play finish (a graceful stop comes between games)
         try:
-            if not stopping and not conn.poll(0.02 if running or jobs else IDLE_FLUSH):
-                if feed is not None and not running:
+            if not stopping:
+                if conn.poll(0.02 if running or jobs else IDLE_FLUSH):
+                    job = conn.recv()
+                    if job is None:
+                        stopping = True
+                        jobs.clear()  # told to stop: what has not started is not played
+                    else:
+                        jobs.append(job)
+                elif feed is not None and not running:
                     feed.flush()  # every lane idle: nobody draws the next view that would carry the ends
-            elif not stopping:
-                job = conn.recv()
-                if job is None:
-                    stopping = True
-                    jobs.clear()  # told to stop: what has not started is not played
-                else:
-                    jobs.append(job)
         except (EOFError, OSError):
             stopping = True
             jobs.clear()

@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from .process import PortError  # light: whoever starts the server child stays lean (arbiter.web.process)
+
 __all__ = ["MemorySource", "Source", "WebServer", "build_app", "PortError", "parse_port"]
 
 

@@ -36,7 +36,7 @@ from ..records import GameRecord
 from ..records.store import SEAT_FIELDS, GameLine, iter_records
 from ..stats import MIN_INTERVAL_GAMES, contested, forfeiting_seats, mean_ci, paired_rows, wilson_interval
 from ..records.replay import replay, start_state, verify
-from .process import SPECTATOR_NICE, PortError, listening_socket  # noqa: F401 - PortError: arbiter.web's
+from .process import SPECTATOR_NICE, listening_socket
 
 QUEUE = 256
 """Messages a browser may lag behind, queued before its stream is written directly (``Viewer``),
