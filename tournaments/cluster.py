@@ -714,7 +714,8 @@ class DaskBackend:
                 continue
             jobs = self._jobs.pop(slot)
             del self._running[slot]
-            if future.status == "cancelled":  # not finished: planned and handed out again
+            if future.status in ("cancelled", "lost", "pending"):  # not finished, or its result gone with a
+                # worker that died after it finished (Dask would compute it again): handed out again
                 self._started.pop(slot, None)
                 out.extend(GameLost(slot, job) for job in jobs)
                 continue
