@@ -492,6 +492,10 @@ def main() -> int:
             sock.send(Reply(game_id="other-game", seq=msg.seq, move="zz99"))
         if mode == "after_reply" and decisions > after:
             reply.info = Info(pv=["a1b2"] * 150_000)
+        # Taken before the send: the referee may freeze this engine as soon as the reply is in, and
+        # an instant taken after the thaw made that off-turn look ~0 ms long (CI: 486 ms of 1.5 s).
+        t = os.times()
+        cpu_at_reply, wall_at_reply = t.user + t.system, time.monotonic()
         sock.send(reply)
         if mode == "after_reply" and decisions > after:
             started = time.process_time()
@@ -503,8 +507,6 @@ def main() -> int:
             sock.socket.close(linger=1000)
             sock = EngineSocket(own)
             sock.send(Hello(name="hostile-again", wants_legal_moves=True, secret=session_secret()))
-        t = os.times()
-        cpu_at_reply, wall_at_reply = t.user + t.system, time.monotonic()
 
 
 if __name__ == "__main__":
