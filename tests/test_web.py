@@ -1277,47 +1277,37 @@ def test_a_long_game_page_draws_only_the_boards_asked_for(tmp_path, monkeypatch)
         server.stop()
 
 
-def test_a_games_end_goes_with_the_next_view_drawn_or_at_the_close(tmp_path):
+def test_a_games_end_goes_with_the_next_view_drawn_or_at_the_close(tmp_path, feed_viewer):
     """Sent at the game's end, the viewer's handling of the whole record ran beside the next
     game's start (its ``new_game`` round trips took ~300 us longer, bench/web.md): the end is sent
     with the next view the referee draws while the next game's engines think, before that view,
     and the last game's when the feed closes."""
-    import msgspec
-    import zmq
-
-    endpoint = f"ipc://{tmp_path}/feed"
-    viewer = zmq.Context.instance().socket(zmq.SUB)
-    viewer.setsockopt(zmq.SUBSCRIBE, b"")
-    viewer.setsockopt(zmq.LINGER, 0)
-    viewer.bind(endpoint)
-    feed = Feed(endpoint, interval=0)
+    feed = Feed(feed_viewer.endpoint, interval=0)
     engines = [EngineConfig([PY, "-m", "sample_engines.random_engine", "--seed", str(i)], name=f"r{i}", cwd=str(ROOT))
                for i in (1, 2)]
     series = Series(load_game("einstein"), engines, parse_time_control("60"), run_dir=tmp_path / "logs",
                     seed=b"ends", on_event=feed.hook)
 
-    def received(wait_ms: int) -> list[dict]:
-        got = []
-        while viewer.poll(wait_ms):
-            got.append(msgspec.msgpack.decode(viewer.recv()))
-            wait_ms = 200
-        return got
+    def kinds() -> list[tuple[str, str]]:
+        return [(m["type"], m["game_id"]) for m in list(feed_viewer.messages)]
 
     try:
         first = series.play_game(1, [0, 1])
         feed.finished(first)
-        assert not [m for m in received(2000) if m["type"] == "end"], "the end went before the next view"
+        assert feed_viewer.wait_for("live", first.game_id, 5), "the viewer missed the first game's views"
+        time.sleep(0.3)
+        assert ("end", first.game_id) not in kinds(), "the end went before the next view"
         second = series.play_game(2, [1, 0])
         feed.finished(second)
-        got = received(2000)
-        kinds = [(m["type"], m["game_id"]) for m in got]
-        assert ("end", first.game_id) in kinds and ("end", second.game_id) not in kinds
-        assert kinds.index(("end", first.game_id)) < min(i for i, k in enumerate(kinds) if k == ("live", second.game_id))
-        end = next(m for m in got if m["type"] == "end")
+        assert feed_viewer.wait_for("live", second.game_id, 5) and feed_viewer.wait_for("end", first.game_id, 5)
+        got = kinds()
+        assert ("end", second.game_id) not in got
+        assert got.index(("end", first.game_id)) < got.index(("live", second.game_id))
+        end = next(m for m in feed_viewer.messages if m["type"] == "end")
         assert end["record"]["dice_seed"] == first.dice_seed and end["record"]["events"]
         feed.close()
-        assert [(m["type"], m["game_id"]) for m in received(5000)] == [("end", second.game_id)]
+        assert feed_viewer.wait_for("end", second.game_id, 5), "the last game's end did not go at the close"
+        assert [k for k in kinds() if k[0] == "end"] == [("end", first.game_id), ("end", second.game_id)]
     finally:
         series.close()
         feed.close()
-        viewer.close(0)
