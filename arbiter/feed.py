@@ -179,13 +179,14 @@ class Feed:
                 self._ended.append(record)
 
     def flush(self) -> None:
-        """Send the ends of the games over now (``finished``)."""
-        from .records import to_json
-
+        """Send the ends of the games over now (``finished``). The record goes as the Struct it is,
+        encoded once: through its JSON and back it cost 63 us a game against 6 (a 24-move EinStein
+        game), on the referee's thread while the next game's engines think, which random engines
+        do not."""
         with self._sending:
             ended, self._ended = self._ended, []
         for record in ended:
-            self._send({"type": "end", "game_id": record.game_id, "record": msgspec.json.decode(to_json(record))})
+            self._send({"type": "end", "game_id": record.game_id, "record": record})
 
     def close(self, linger: float = 1.0) -> None:
         """Send the ends not sent yet (waiting up to ``linger`` seconds for them to leave), then close."""
