@@ -97,6 +97,17 @@ def test_an_event_its_sprt_stopped_is_finished_with_no_game_to_go(stopped):
     assert TournamentSource(stopped).summary()["tournament"]["seed"] == "9"
 
 
+def test_the_web_views_standings_leave_out_the_rating_timeline_nobody_draws(stopped):
+    """The live page draws the ratings table; the timeline (~50 rating fits, a quarter of the
+    server's CPU under load, bench/web.md) was made at every making of the standings and sent to
+    every browser unread. The exported report keeps it."""
+    from tournaments.web import TournamentSource
+
+    served = TournamentSource(stopped).summary()
+    assert "rating_timeline" not in served and served["ratings"]["table"]
+    assert build_report(stopped)["rating_timeline"]["games"]
+
+
 def test_the_match_an_sprt_stopped_is_not_shown_as_playing(stopped):
     """The text report's match row of a stopped event said "playing", with winner "…", for ever."""
     from tournaments.report import render_text
