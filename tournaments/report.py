@@ -141,8 +141,8 @@ def _game_or_none(cfg: TournamentConfig) -> Any:
         return None
 
 
-def build_report(db_path: str | Path, timeline: bool = True) -> dict[str, Any]:
-    """The report of the event in ``db_path``. ``timeline=False``: without the ratings after every
+def build_report(db_path: str | Path, with_timeline: bool = True) -> dict[str, Any]:
+    """The report of the event in ``db_path``. ``with_timeline=False``: without the ratings after every
     stretch of games (``rating_timeline``: ~50 rating fits, a quarter of the live view's CPU, for a
     chart only the exported report draws)."""
     cfg, meta, games = _load(db_path)
@@ -183,7 +183,7 @@ def build_report(db_path: str | Path, timeline: bool = True) -> dict[str, Any]:
         "terminations": terminations(games, names, _game_or_none(cfg)),
         "engine_stats": engine_stats(games, names, meta.pop("_decisions", [])),
     }
-    timeline = rating_timeline(cfg, names, games) if timeline else None
+    timeline = rating_timeline(cfg, names, games) if with_timeline else None
     if timeline is not None:
         report["rating_timeline"] = timeline
     if cfg.kind == "match":

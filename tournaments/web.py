@@ -73,7 +73,7 @@ class TournamentSource(Source):
         import json
 
         try:
-            report = json.loads(to_json(self._cached("report", lambda: build_report(self.path, timeline=False))))
+            report = json.loads(to_json(self._cached("report", lambda: build_report(self.path, with_timeline=False))))
         except Exception as exc:  # the report's fit can fail on a few games: the page still shows scores
             return {**super().summary(), "note": f"the full report is not available yet ({exc})"}
         if not report["tournament"]["finished"]:
