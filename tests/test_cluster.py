@@ -601,3 +601,41 @@ def test_a_blocks_last_end_reaches_the_live_feed_before_the_next_block(tmp_path,
         assert feed_viewer.wait_for("end", game_id, 5), "the block's last end waits for the next block"
     finally:
         cluster.close_run(setup.run_id)
+
+
+def test_a_block_whose_result_died_with_its_worker_is_played_again_not_failed(tmp_path):
+    """A worker can die after its block finished and before the director reads the result: the
+    future is then "lost" or "pending" again (Dask computes it anew). It was taken for a failed
+    block, whose error was read from a future that had none: the run stopped with "worker 0 failed
+    playing ... NoneType: None" (CI). Its games are handed out again, as a cancelled block's."""
+    import uuid
+
+    from arbiter.clock import parse_time_control
+    from arbiter.hosting import EngineConfig
+    from tournaments import cluster
+    from tournaments.jobs import GameJob, GameLost, WorkerSetup
+
+    engines = [EngineConfig([sys.executable, "-m", "sample_engines.random_engine", "--seed", str(i)], name=f"r{i}",
+                            cwd=str(ROOT)) for i in (0, 1)]
+    setup = WorkerSetup(run_id=uuid.uuid4().hex[:8], game="einstein", game_options={}, game_class=None,
+                        engines=engines, time_control=parse_time_control("60"), margin=0.05, master_seed=b"x",
+                        tid="t", run_dir=tmp_path / "logs", db_marker=uuid.uuid4().hex[:16])
+    backend = cluster.DaskBackend(setup, 1, "local:2", log=lambda *_: None)
+    try:
+        job = GameJob("t:m1", 1, (0, 1), "t:m1|1")
+        backend.submit(0, [job])
+        future = backend._running[0]
+        deadline = time.monotonic() + 60
+        while future.status != "finished" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert future.status == "finished"
+        (holder,) = backend.client.who_has(future)[future.key]
+        os.kill(backend.client.run(os.getpid, workers=[holder])[holder], signal.SIGKILL)  # the result with it
+        while future.status == "finished" and time.monotonic() < deadline:
+            time.sleep(0.002)
+        assert future.status in ("lost", "pending"), future.status  # read before Dask has it again
+        out = backend.wait(10)  # at once: playing it again takes the other worker its engines' start
+        assert out == [GameLost(0, job)], out
+    finally:
+        backend.stop(graceful=False)
+        backend.close_client()
