@@ -622,6 +622,11 @@ def test_a_block_whose_result_died_with_its_worker_is_played_again_not_failed(tm
                         tid="t", run_dir=tmp_path / "logs", db_marker=uuid.uuid4().hex[:16])
     backend = cluster.DaskBackend(setup, 1, "local:2", log=lambda *_: None)
     try:
+        # the setup on both workers: the one killed must not take its only copy, or the block is
+        # "cancelled" for want of it (CI, under coverage: the broadcast had reached one worker)
+        backend.client.wait_for_workers(2, timeout=60)
+        backend._setup_future = backend.client.scatter(backend._setup, broadcast=True)
+        assert len(backend.client.who_has(backend._setup_future)[backend._setup_future.key]) == 2
         job = GameJob("t:m1", 1, (0, 1), "t:m1|1")
         backend.submit(0, [job])
         future = backend._running[0]
