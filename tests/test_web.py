@@ -455,6 +455,26 @@ def test_standings_that_take_long_to_make_are_made_again_only_after_summary_shar
     assert hub.summary()["progress"]["played"] == 2
 
 
+def test_a_match_s_progress_counts_the_games_its_standings_hold():
+    """A game announced while the standings were being made (the feed's thread announces, the
+    hub's makes them) made ``progress.played`` one more than the standings' games: the progress
+    counted the games again after the standings had read them (seen in CI on a resumed match)."""
+
+    class Racing(MemorySource):
+        def lines(self):
+            lines = super().lines()
+            if len(lines) == 1:  # the next game ends right after the standings read the games
+                self.preload([game_line(2)])
+            return lines
+
+    source = Racing("race", total=10)
+    source.preload([game_line(1)])
+    summary = source.summary()
+    assert summary["progress"] == {"played": 1, "total": 10}
+    assert [row["games"] for row in summary["standings"]] == [1, 1]
+    assert source.summary()["progress"]["played"] == 2
+
+
 def test_standings_slow_to_make_only_for_want_of_the_cpu_are_not_held_back_for_it():
     """On a busy machine the server (niceness 19) waits for the CPU: timed in wall time, the
     standings were then held back ``SUMMARY_SHARE`` times that wait (a finished event's seeds came

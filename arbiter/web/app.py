@@ -211,9 +211,12 @@ class Source:
         return engine_page(self.lines(), name)
 
     def summary(self) -> dict[str, Any]:
-        """Public standings (no seed of a game still to be played); for a solo game played by
-        several engines, their comparisons on common seeds too (as a solo tournament's report)."""
-        records = self.lines()
+        """Public standings (no seed of a game still to be played)."""
+        return self.standings_of(self.lines())
+
+    def standings_of(self, records: list[GameLine]) -> dict[str, Any]:
+        """The standings of ``records``; for a solo game played by several engines, their
+        comparisons on common seeds too (as a solo tournament's report)."""
         out: dict[str, Any] = {"title": self.title, "standings": scores(records)}
         if records and _utility(records[0].game) is Utility.SOLO and len(out["standings"]) > 1:
             by_engine: dict[str, dict[str, float]] = {}
@@ -280,8 +283,11 @@ class MemorySource(Source):
                     self._lines[line.game_id] = line
 
     def summary(self) -> dict[str, Any]:
-        out = super().summary()
-        out["progress"] = {"played": len(self._lines), "total": self.total}
+        """The standings and the progress of one list of games (counted apart, a game announced
+        between the two made the page say a game more was played than the standings held)."""
+        records = self.lines()
+        out = self.standings_of(records)
+        out["progress"] = {"played": len(records), "total": self.total}
         return out
 
     def over(self) -> bool:
