@@ -603,27 +603,65 @@ def test_a_blocks_last_end_reaches_the_live_feed_before_the_next_block(tmp_path,
         cluster.close_run(setup.run_id)
 
 
+def test_the_run_s_setup_lost_with_the_only_worker_holding_it_is_put_on_the_cluster_again(tmp_path):
+    """The run's ``WorkerSetup`` is scattered once; a worker that joins later fetches it from one
+    that holds it. When every worker that held it dies, each block after that lacked it and came
+    back "cancelled", to be handed out again against the same lost setup (CI, under coverage:
+    the broadcast had reached one worker). The backend puts the setup on the cluster again."""
+    from tournaments import cluster
+    from tournaments.jobs import FinishedGame, GameJob
+
+    backend = cluster.DaskBackend(_setup(tmp_path), 1, "local:2", log=lambda *_: None)
+    try:
+        backend.client.wait_for_workers(2, timeout=60)
+        only, other = sorted(backend.client.nthreads())
+        backend.client.cancel(backend._setup_future)  # as CI had it: the setup on one worker
+        backend._setup_future = backend.client.scatter(backend._setup, workers=[only], hash=False)
+        assert backend.client.who_has(backend._setup_future)[backend._setup_future.key] == (only,)
+        os.kill(backend.client.run(os.getpid, workers=[only])[only], signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while backend._setup_future.status == "finished" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        lost = backend._setup_future.status
+        job = GameJob("t:m1", 1, (0, 1), "t:m1|1")
+        backend.submit(0, [job])
+        out = []
+        while not out and time.monotonic() < deadline:
+            out = backend.wait(1)
+        assert len(out) == 1 and isinstance(out[0], FinishedGame), (lost, out)
+        assert out[0].job == job
+    finally:
+        backend.stop(graceful=False)
+        backend.close_client()
+
+
+def _setup(tmp_path):
+    """A two-engine EinStein run's ``WorkerSetup`` for the backend's own tests."""
+    import uuid
+
+    from arbiter.clock import parse_time_control
+    from arbiter.hosting import EngineConfig
+    from tournaments.jobs import WorkerSetup
+
+    engines = [EngineConfig([sys.executable, "-m", "sample_engines.random_engine", "--seed", str(i)], name=f"r{i}",
+                            cwd=str(ROOT)) for i in (0, 1)]
+    return WorkerSetup(run_id=uuid.uuid4().hex[:8], game="einstein", game_options={}, game_class=None,
+                       engines=engines, time_control=parse_time_control("60"), margin=0.05, master_seed=b"x",
+                       tid="t", run_dir=tmp_path / "logs", db_marker=uuid.uuid4().hex[:16])
+
+
 def test_a_block_whose_result_died_with_its_worker_is_played_again_not_failed(tmp_path):
     """A worker can die after its block finished and before the director reads the result: the
     future is then "lost" or "pending" again (Dask computes it anew). It was taken for a failed
     block, whose error was read from a future that had none: the run stopped with "worker 0 failed
     playing ... NoneType: None" (CI). Its games are handed out again, as a cancelled block's."""
-    import uuid
-
-    from arbiter.clock import parse_time_control
-    from arbiter.hosting import EngineConfig
     from tournaments import cluster
-    from tournaments.jobs import GameJob, GameLost, WorkerSetup
+    from tournaments.jobs import GameJob, GameLost
 
-    engines = [EngineConfig([sys.executable, "-m", "sample_engines.random_engine", "--seed", str(i)], name=f"r{i}",
-                            cwd=str(ROOT)) for i in (0, 1)]
-    setup = WorkerSetup(run_id=uuid.uuid4().hex[:8], game="einstein", game_options={}, game_class=None,
-                        engines=engines, time_control=parse_time_control("60"), margin=0.05, master_seed=b"x",
-                        tid="t", run_dir=tmp_path / "logs", db_marker=uuid.uuid4().hex[:16])
-    backend = cluster.DaskBackend(setup, 1, "local:2", log=lambda *_: None)
+    backend = cluster.DaskBackend(_setup(tmp_path), 1, "local:2", log=lambda *_: None)
     try:
         # the setup on both workers: the one killed must not take its only copy, or the block is
-        # "cancelled" for want of it (CI, under coverage: the broadcast had reached one worker)
+        # "cancelled" for want of it, not lost (the test above)
         backend.client.wait_for_workers(2, timeout=60)
         backend._setup_future = backend.client.scatter(backend._setup, broadcast=True)
         assert len(backend.client.who_has(backend._setup_future)[backend._setup_future.key]) == 2

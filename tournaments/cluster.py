@@ -671,6 +671,11 @@ class DaskBackend:
         if worker in self._running:
             raise TournamentError(f"slot {worker} is busy with {self._jobs[worker][0].key}; "
                                   f"cannot start {jobs[0].key}")
+        if self._setup_future.status != "finished" and self.client.status == "running":
+            # every worker that held the setup died (a worker fetches it from another when it first
+            # needs it, so it may have been on one): each block would come back cancelled for want
+            # of it, to be handed out again against the same lost setup, for ever
+            self._setup_future = self.client.scatter(self._setup, broadcast=True, hash=False)
         self._jobs[worker] = jobs
         self._started[worker] = time.monotonic()
         first = jobs[0]
