@@ -401,4 +401,7 @@ def test_deferred_hook_work_runs_while_engines_think_and_is_never_charged_to_the
     moves = [e.ply for e in decisions if e.kind != "setup"]  # the set-up is asked before any event
     assert [ran for ran, _ in calls] == moves  # once per request, right after it: not once per event
     assert all(ran == wanted for ran, wanted in calls)  # the position did not move on before it ran
-    assert max(e.measured_ms for e in decisions) < 30, [e.measured_ms for e in decisions]
+    # charged the work, every decision would take >= 30 ms; an engine descheduled on a busy machine
+    # can take that long once (CI: one reply took 59.7 ms)
+    slow = [e.measured_ms for e in decisions if e.measured_ms >= 30]
+    assert len(slow) <= len(decisions) // 10, [e.measured_ms for e in decisions]
