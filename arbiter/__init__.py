@@ -42,6 +42,30 @@ if _a_command():
     hold_operator_signals()
 
 
+_stop_raised = False
+"""The operator's stop was raised as a ``KeyboardInterrupt`` (``stop_raised``) and no loop that plays
+has seen it since (``raise_a_lost_stop``)."""
+
+
+def stop_raised(raised: bool = True) -> None:
+    """Note that the operator's signal handler raised its ``KeyboardInterrupt`` (or, with False,
+    that a new command starts with none)."""
+    global _stop_raised
+    _stop_raised = raised
+
+
+def raise_a_lost_stop() -> None:
+    """Raise the operator's stop again if it was lost. A ``KeyboardInterrupt`` raised where Python
+    cannot pass an exception on (a ZeroMQ frame's ``__dealloc__``, any ``__del__``) is printed as
+    "Exception ignored" and dropped: a ``kill PID`` that landed there was lost, and the match
+    played on to its end. Called at the head of the loops that play (each decision, the
+    director's each wait), which a stop that went its way has left for good."""
+    global _stop_raised
+    if _stop_raised:
+        _stop_raised = False
+        raise KeyboardInterrupt
+
+
 def forget_handled_interrupts() -> None:
     """Called as a command returns, its interrupts handled. CPython 3.11 marks the process as ended
     by Ctrl-C when a ``KeyboardInterrupt`` leaves code that ``eval``/``exec`` ran from a string (a

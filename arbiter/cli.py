@@ -32,7 +32,7 @@ import msgspec
 
 from protocol.messages import EndReason
 
-from . import forget_handled_interrupts
+from . import forget_handled_interrupts, stop_raised
 from .clock import DEFAULT_MARGIN_MS, parse_time_control
 from .dice import commitment, seed_for
 from .adjudication import Adjudication
@@ -1796,6 +1796,7 @@ def _sigterm_as_interrupt(signum, frame):
     if _stopping_since is not None and now - _stopping_since < _STOPPING_GRACE:
         return
     _stopping_since = now
+    stop_raised()  # if it is swallowed, the referee raises it again (``raise_a_lost_stop``)
     raise KeyboardInterrupt
 
 
@@ -1837,6 +1838,7 @@ def operator_signals():
         return
     global _stopping_since
     _stopping_since = None
+    stop_raised(False)
     wanted = [signal.SIGTERM]
     if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) == signal.SIG_DFL:
         wanted.append(signal.SIGHUP)

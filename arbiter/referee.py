@@ -14,6 +14,7 @@ from typing import Callable
 from protocol.codec import clip, printable
 from protocol.messages import EndReason, GameOver, Info, NewGame, Reply, Request, TimeControl
 
+from . import raise_a_lost_stop
 from .adjudication import Adjudication, Judge
 from .clock import DEFAULT_MARGIN_MS, Clock, note_alive, paused_between
 from .dice import Dice
@@ -148,6 +149,7 @@ class Referee:
         try:
             self._start_engines()
             while not self.state.is_terminal():
+                raise_a_lost_stop()
                 if self.state.current_player() == CHANCE:
                     self._roll()
                 else:

@@ -625,6 +625,68 @@ def test_sigterm_marks_the_match_interrupted_and_resume_finishes_it(tmp_path):
                    f"games; `arbiter show {db} --list`", "is finished (")
 
 
+SWALLOWED_STOP = """
+import os, signal, sys, time
+from arbiter import referee
+from tournaments import runner
+
+class Swallower:
+    def __del__(self):  # the signal's KeyboardInterrupt raised in here is printed and dropped
+        os.kill(os.getpid(), signal.SIGTERM)
+        until = time.monotonic() + 0.2
+        while time.monotonic() < until:
+            pass
+
+decide, commit, fired = referee.Referee._decide, runner.Runner._commit, []
+def _decide(self, seats):  # a match: in game 3
+    if self.record.game_number == 3 and len(self.record.events) >= 4 and not fired:
+        fired.append(True)
+        Swallower()  # dropped at once: its __del__ runs here
+    return decide(self, seats)
+def _commit(self, batch):  # a tournament: after its first commit
+    commit(self, batch)
+    if not fired:
+        fired.append(True)
+        Swallower()
+referee.Referee._decide, runner.Runner._commit = _decide, _commit
+if sys.argv[1] == "match":
+    from arbiter.cli import main
+else:
+    from tournaments.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_stop_whose_interrupt_was_swallowed_still_stops_the_match(tmp_path):
+    """A signal's ``KeyboardInterrupt`` raised where Python cannot pass it on (a ZeroMQ frame's
+    ``__dealloc__``, any ``__del__``) is printed as "Exception ignored" and dropped: a SIGTERM that
+    landed there was lost and the match played on to its end (exit 0, seen under load). The
+    referee raises a stop it was given again where it next looks (each decision). Here the
+    SIGTERM is sent from a ``__del__`` in game 3, as the frame's would have been."""
+    db = tmp_path / "m.sqlite"
+    done = subprocess.run([PY, "-c", SWALLOWED_STOP, "match", "--game", "einstein", "--engine", RANDOM.format(python=PY),
+                           "--engine", RANDOM.format(python=PY), "--seed", "ab", "--format", "bo41", "--tc", "60",
+                           "--quiet", "--db", str(db)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert "Exception ignored in" in done.stderr, done.stderr  # the interrupt was swallowed...
+    assert done.returncode == 130, done.stdout + done.stderr  # ...and the match stopped all the same
+    conn = sqlite3.connect(db)
+    (status, played), = conn.execute("SELECT status, (SELECT count(*) FROM games) FROM matches").fetchall()
+    conn.close()
+    assert (status, played) == ("interrupted", 2)
+
+
+def test_a_stop_whose_interrupt_was_swallowed_still_stops_the_tournament(tmp_path):
+    """The same in the director of a tournament: the stop is raised again at its next wait."""
+    path = tournament_file(tmp_path, ghost=RANDOM)
+    path.write_text(path.read_text().replace('match = "games=2"', 'match = "games=400"'))
+    done = subprocess.run([PY, "-c", SWALLOWED_STOP, "run", str(path), "-q", "--no-report"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert "Exception ignored in" in done.stderr, done.stderr
+    assert done.returncode == 130, done.stdout + done.stderr
+    with sqlite3.connect(tmp_path / "t.sqlite") as conn:
+        assert conn.execute("SELECT count(*) FROM games").fetchone()[0] < 400
+
+
 def on_a_terminal(cmd: list[str]):
     """Start ``cmd`` on a pseudo-terminal that is its controlling terminal (a session of its own, as
     an ssh login's): (the process, the terminal's master end, what it has shown so far, the

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from arbiter import games as arbiter_games
+from arbiter import raise_a_lost_stop
 from arbiter.feed import feed_endpoint
 from arbiter.records.store import STORAGE_ERRORS, PackedGame
 from arbiter.sprt import concluded, test_points
@@ -299,6 +300,7 @@ class Runner:
     def _loop(self, backend: Backend) -> None:
         last_progress = 0.0
         while True:
+            raise_a_lost_stop()
             plan = self.plan
             if (plan.finished or self.sprt_stopped) and not self.in_flight:
                 return
