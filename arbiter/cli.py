@@ -1827,7 +1827,11 @@ def operator_signals():
 
     SIGINT, SIGTERM and SIGHUP are held from the command's first line (``arbiter/__init__.py``)
     until here: one that came meanwhile raises ``KeyboardInterrupt`` on entering (the caller says
-    "interrupted", exit 130; nothing was started)."""
+    "interrupted", exit 130; nothing was started).
+
+    A stop raised where Python cannot pass it on (a ZeroMQ frame's ``__dealloc__``) is raised again
+    by the referee (``raise_a_lost_stop``): Python's "Exception ignored" traceback of it is not
+    printed (it looked like a crash)."""
     import threading
 
     from . import release_operator_signals
@@ -1845,6 +1849,8 @@ def operator_signals():
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not when ignored (`cmd &` in a script)
         wanted.append(signal.SIGINT)
     previous = {signum: signal.signal(signum, _sigterm_as_interrupt) for signum in wanted}
+    unraisable = sys.unraisablehook
+    sys.unraisablehook = lambda report: None if isinstance(report.exc_value, KeyboardInterrupt) else unraisable(report)
     if hasattr(signal, "SIGTSTP"):
         for signum in (signal.SIGTSTP, signal.SIGTTOU, signal.SIGTTIN):
             previous[signum] = signal.getsignal(signum)
@@ -1855,6 +1861,7 @@ def operator_signals():
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        sys.unraisablehook = unraisable
 
 
 def out_of_files(exc: Exception) -> bool:
