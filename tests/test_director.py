@@ -631,7 +631,7 @@ from arbiter import referee
 from tournaments import runner
 
 class Swallower:
-    def __del__(self):  # the signal's KeyboardInterrupt raised in here is printed and dropped
+    def __del__(self):  # the signal's KeyboardInterrupt raised in here is dropped by Python
         os.kill(os.getpid(), signal.SIGTERM)
         until = time.monotonic() + 0.2
         while time.monotonic() < until:
