@@ -56,8 +56,8 @@ def stop_raised(raised: bool = True) -> None:
 
 def raise_a_lost_stop() -> None:
     """Raise the operator's stop again if it was lost. A ``KeyboardInterrupt`` raised where Python
-    cannot pass an exception on (a ZeroMQ frame's ``__dealloc__``, any ``__del__``) is printed as
-    "Exception ignored" and dropped: a ``kill PID`` that landed there was lost, and the match
+    cannot pass an exception on (a ZeroMQ frame's ``__dealloc__``, any ``__del__``) is dropped
+    (Python's "Exception ignored"): a ``kill PID`` that landed there was lost, and the match
     played on to its end. Called at the head of the loops that play (each decision, the
     director's each wait), which a stop that went its way has left for good."""
     global _stop_raised

@@ -581,19 +581,10 @@ def test_the_code_digest_covers_the_packages_data_files_but_not_their_bytecode(t
 def test_a_blocks_last_end_reaches_the_live_feed_before_the_next_block(tmp_path, feed_viewer):
     """A game's end goes to the feed with the next view drawn (``Feed.finished``); whether the
     worker gets another block is Dask's choice, so a block sends its last end as it returns."""
-    import uuid
-
-    from arbiter.clock import parse_time_control
-    from arbiter.hosting import EngineConfig
     from tournaments import cluster
-    from tournaments.jobs import GameJob, WorkerSetup
+    from tournaments.jobs import GameJob
 
-    engines = [EngineConfig([sys.executable, "-m", "sample_engines.random_engine", "--seed", str(i)], name=f"r{i}",
-                            cwd=str(ROOT)) for i in (0, 1)]
-    setup = WorkerSetup(run_id=uuid.uuid4().hex[:8], game="einstein", game_options={}, game_class=None,
-                        engines=engines, time_control=parse_time_control("60"), margin=0.05, master_seed=b"x",
-                        tid="t", run_dir=tmp_path / "logs", db_marker=uuid.uuid4().hex[:16],
-                        feed=feed_viewer.endpoint)
+    setup = msgspec.structs.replace(_setup(tmp_path), feed=feed_viewer.endpoint)
     try:
         played = cluster.play_block(setup, sys.executable, [GameJob("t:m1", 1, (0, 1), "t:m1|1")])
         game_id = msgspec.msgpack.decode(played, type=cluster.Block).finished[0].game_record().game_id
