@@ -667,7 +667,9 @@ def test_a_block_whose_result_died_with_its_worker_is_played_again_not_failed(tm
         os.kill(backend.client.run(os.getpid, workers=[holder])[holder], signal.SIGKILL)  # the result with it
         while future.status == "finished" and time.monotonic() < deadline:
             time.sleep(0.002)
-        assert future.status in ("lost", "pending"), future.status  # read before Dask has it again
+        # read before Dask has it again; "cancelled" when the setup went with the worker after all
+        # (CI, once: the scheduler counted the broadcast copy on the worker killed as the only one)
+        assert future.status in ("lost", "pending", "cancelled"), future.status
         out = backend.wait(10)  # at once: playing it again takes the other worker its engines' start
         assert out == [GameLost(0, job)], out
     finally:
