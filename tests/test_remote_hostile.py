@@ -72,12 +72,16 @@ def test_a_storm_on_the_tcp_port_is_bounded_and_charged_to_no_one(tmp_path, keys
     watcher.join(5)
     said = dict(line.split(" ", 1)[1].split("=", 1) for line in attack.stdout.splitlines() if line.startswith("ATTACK "))
     assert said.get("done") == "1", attack.stdout + attack.stderr
+    assert not attack.stderr, attack.stderr  # an attack thread that died would leave its report out
     assert referee.returncode == 0, out
     assert "Traceback" not in out, out
     records = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
     assert [r["reason"] for r in records] == ["normal"] * 4, [r["detail"] for r in records]
     assert int(said["storm"]) == 3000
-    assert int(said["slowloris_dropped_by_referee"]) >= 250, said  # the 5 s handshake limit closed them
+    # the 5 s handshake limit closed them (under load some of the 300 do not get in within the attacker's 0.5 s:
+    # one run connected 202)
+    assert int(said["slowloris_connected"]) >= 100, said
+    assert int(said["slowloris_dropped_by_referee"]) >= int(said["slowloris_connected"]) - 50, said
     assert said["strangers_answered"] == "0"
     assert "key not in the roster" in out  # logged, with address and fingerprint
     peak_fds = max(f for f, _ in samples)
