@@ -162,9 +162,32 @@ def test_local_pool_plays_a_job_replaces_a_killed_worker_and_stops(tmp_path):
         assert isinstance(again, FinishedGame) and again.game_record().players == ["r1", "r0"]
     finally:
         pool.stop(graceful=True)
-        kill_marked("ARBITER_TOURNAMENT", setup.db_marker)  # the killed worker's engines, if they linger
     assert pool.cpu_seconds > 0  # both workers said goodbye with their CPU time
+    assert _with_env("ARBITER_TOURNAMENT_RUN", setup.run_id) == []  # the killed worker's engines too
     assert all(not w.process.is_alive() for w in pool._workers)
+
+
+def test_a_stopped_pool_leaves_no_process_of_its_run_behind(tmp_path):
+    """An engine a worker was still starting when it was stopped is in no list the worker keeps
+    (its sandbox's inner process can even outlive the worker, bubblewrap's death signal not yet
+    armed); its guardian kills it, but after the worker has gone, which may be after the command
+    has exited. ``stop`` kills whatever carries the run's marker before it returns. Here such a
+    process is a double-forked sleeper with the run's marker, started by no worker."""
+    setup = setup_for(tmp_path)
+    pool = LocalPool(setup, 1)
+    env = {**os.environ, "ARBITER_TOURNAMENT_RUN": setup.run_id}
+    hider = [PY, "-c", "import os, time\nif os.fork(): os._exit(0)\nos.setsid()\ntime.sleep(60)"]
+    subprocess.run(hider, env=env, check=True)
+    deadline = time.monotonic() + 5
+    while not _with_env("ARBITER_TOURNAMENT_RUN", setup.run_id) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    [left] = _with_env("ARBITER_TOURNAMENT_RUN", setup.run_id)
+    try:
+        pool.stop(graceful=False)
+        assert not left.is_running() or left.status() == psutil.STATUS_ZOMBIE
+    finally:
+        if left.is_running():
+            left.kill()
 
 
 def _wait_for(pool, timeout: float = 60):

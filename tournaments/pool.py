@@ -147,3 +147,7 @@ class LocalPool:
                 w.process.kill()
                 w.process.join(5)
             w.conn.close()
+        # What a worker stopped (or killed) in the middle of starting an engine could not reach: its
+        # guardian kills that too, but only once the worker has gone, maybe after this command has
+        # ended (CI saw a sandbox still running at the exit of a tournament stopped at 0.3 s).
+        kill_marked(RUN_ENV, self._setup.run_id)
