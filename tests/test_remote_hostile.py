@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -25,12 +26,16 @@ ARBITER = str(Path(sys.executable).with_name("arbiter"))
 
 @pytest.mark.hostile
 def test_a_storm_on_the_tcp_port_is_bounded_and_charged_to_no_one(tmp_path, keys):
+    """The match is longer than the attack (100 games, ~200 s): once the attack is over, the
+    referee must give its descriptors back while it plays on; the test then stops it (SIGTERM). A
+    match of 4 games used to end before the attack did on a busy machine, and nothing looked at
+    what it gave back."""
     folder, roster = keys
     port = free_port()
     endpoint = f"tcp://127.0.0.1:{port}"
     referee = subprocess.Popen([ARBITER, "match", "--game", "einstein", "--engine", "remote:alice", "--engine",
                                 RANDOM, "--roster", str(roster), "--server-key", str(folder / "referee.key"),
-                                "--listen", endpoint, "--tc", "st=0.5", "--format", "games=4", "--quiet",
+                                "--listen", endpoint, "--tc", "st=0.5", "--format", "games=100", "--quiet",
                                 "--db", str(tmp_path / "r.sqlite"), "--wait", "30"],
                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     alice = subprocess.Popen([PY, str(STEADY), "--connect", endpoint, "--server-key", str(folder / "referee.pub"),
@@ -49,21 +54,27 @@ def test_a_storm_on_the_tcp_port_is_bounded_and_charged_to_no_one(tmp_path, keys
 
     watcher = threading.Thread(target=sample, daemon=True)
     watcher.start()
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:  # the referee is up and listening
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    time.sleep(0.5)
-    baseline = samples[-1][0] if samples else 0
-    attack = subprocess.run([PY, str(ATTACKER), endpoint, str(folder), "--seconds", "7"], cwd=ROOT,
-                            capture_output=True, text=True, timeout=120,
-                            preexec_fn=lambda: os.nice(19))  # its own CPU would be on its own machine
-    after_attack = len(samples)
     try:
-        out, _ = referee.communicate(timeout=120)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # the referee is up and listening
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        time.sleep(0.5)
+        baseline = samples[-1][0] if samples else 0
+        attack = subprocess.run([PY, str(ATTACKER), endpoint, str(folder), "--seconds", "7"], cwd=ROOT,
+                                capture_output=True, text=True, timeout=120,
+                                preexec_fn=lambda: os.nice(19))  # its own CPU would be on its own machine
+        after_attack = len(samples)
+        assert referee.poll() is None, "the match ended before the attack did"
+        given_back = time.monotonic() + 10  # a sample after the attack, back near the baseline (or 10 s)
+        while time.monotonic() < given_back and all(f >= baseline + 50 for f, _ in samples[after_attack:]):
+            time.sleep(0.1)
+        stopped_at = len(samples)
+        referee.send_signal(signal.SIGTERM)
+        out, _ = referee.communicate(timeout=60)
     finally:
         for p in (referee, alice):
             if p.poll() is None:
@@ -73,10 +84,10 @@ def test_a_storm_on_the_tcp_port_is_bounded_and_charged_to_no_one(tmp_path, keys
     said = dict(line.split(" ", 1)[1].split("=", 1) for line in attack.stdout.splitlines() if line.startswith("ATTACK "))
     assert said.get("done") == "1", attack.stdout + attack.stderr
     assert not attack.stderr, attack.stderr  # an attack thread that died would leave its report out
-    assert referee.returncode == 0, out
+    assert referee.returncode == 130 and "interrupted" in out, out
     assert "Traceback" not in out, out
     records = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
-    assert [r["reason"] for r in records] == ["normal"] * 4, [r["detail"] for r in records]
+    assert records and [r["reason"] for r in records] == ["normal"] * len(records), [r["detail"] for r in records]
     assert int(said["storm"]) == 3000
     # the 5 s handshake limit closed them (under load some of the 300 do not get in within the attacker's 0.5 s:
     # one run connected 202)
@@ -86,11 +97,11 @@ def test_a_storm_on_the_tcp_port_is_bounded_and_charged_to_no_one(tmp_path, keys
     assert "key not in the roster" in out  # logged, with address and fingerprint
     peak_fds = max(f for f, _ in samples)
     peak_rss = max(m for _, m in samples)
-    settled = [f for f, _ in samples[after_attack:]]
-    print(f"referee fds: baseline {baseline}, peak {peak_fds}, after the attack {settled[-1] if settled else '-'}; "
-          f"peak rss {peak_rss >> 20} MB")
+    settled = [f for f, _ in samples[after_attack:stopped_at]]  # the attack over, the match playing on
+    print(f"referee fds: baseline {baseline}, peak {peak_fds}, after the attack {min(settled)}; "
+          f"peak rss {peak_rss >> 20} MB; {len(records)} games")
     assert peak_fds < baseline + 700, (baseline, peak_fds)
-    assert not settled or min(settled) < baseline + 50  # all given back
+    assert min(settled) < baseline + 50  # all given back
     assert peak_rss < 400 << 20
     local = [e for r in records for e in r["events"] if e["seat"] >= 0 and r["players"][e["seat"]] != "alice"]
     lag = [e["measured_ms"] - e["reported_ms"] for r in records for e in r["events"]
