@@ -930,9 +930,9 @@ def test_an_interrupt_while_a_match_starts_its_engines_leaves_no_folder(tmp_path
                              "--db", str(tmp_path / "m.sqlite")], cwd=ROOT, text=True, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env={**os.environ, "TMPDIR": str(temp)})
 
-    def mine() -> list[psutil.Process]:
-        return [p for p in psutil.process_iter(["cmdline"])
-                if tag in " ".join(p.info["cmdline"] or ()) and p.status() != psutil.STATUS_ZOMBIE]
+    def mine() -> list[psutil.Process]:  # the referee's own command line holds the tag too: not it
+        return [p for p in psutil.process_iter(["cmdline"]) if p.pid != proc.pid
+                and tag in " ".join(p.info["cmdline"] or ()) and p.status() != psutil.STATUS_ZOMBIE]
 
     deadline = time.monotonic() + 60
     while not mine() and time.monotonic() < deadline and proc.poll() is None:

@@ -211,11 +211,14 @@ def test_reordered_export_lines_are_named(copy):
     assert out.returncode == 1 and "reordered" in out.stdout and f"game {ids[1]}" in out.stdout, out.stdout
 
 
-def test_results_files_are_readable_by_their_owner_only(copy, signed):
-    base, _, _ = signed
-    for name in ("results.sqlite", "results.sqlite-wal", "results.jsonl"):
-        if (base / name).exists():
-            assert (base / name).stat().st_mode & 0o077 == 0, name
+def test_results_files_are_readable_by_their_owner_only(tmp_path):
+    """Looked at while the store is open: its write-ahead log exists only then."""
+    store, _ = play(tmp_path / "results.sqlite")
+    try:
+        for name in ("results.sqlite", "results.sqlite-wal", "results.jsonl", "results.sqlite.matches.lock"):
+            assert (tmp_path / name).stat().st_mode & 0o077 == 0, name
+    finally:
+        store.close()
 
 
 def test_an_edited_record_is_named_by_its_signature_and_by_the_chain(copy):
