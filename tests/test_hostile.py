@@ -127,7 +127,8 @@ class Parallel:
         self.proc = cli_match(folder, slow(), slow(), fmt=f"games={games}", wait=False, name_h="P1", name_o="P2")
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:  # its engines are up (both run the slow misbehave engine)
-            if sum("misbehave.py" in " ".join(p.cmdline()) for p in engine_processes()) >= 2:
+            # the engines themselves: each one's bwrap processes carry its command line too
+            if sum(p.name() != "bwrap" and "misbehave.py" in " ".join(p.cmdline()) for p in engine_processes()) >= 2:
                 return
             time.sleep(0.1)
         raise AssertionError("the parallel match did not start its engines")
@@ -399,7 +400,8 @@ def test_a_tmpfs_file_counts_against_the_memory_limit(tmp_path):
     result = run_match(tmp_path, hostile_cmd("tmpfs"), fmt="games=1", limits=Limits(memory_mb=256))
     found = reports(tmp_path)
     record = result.records[0]
-    assert int(found.get("disk_mb", ["0"])[0]) < 600 or record.reason == "memory", (found, record.detail)
+    # killed for its memory before it could say how much it wrote, or refused short of 600 MB
+    assert record.reason == "memory" or int(found["disk_mb"][0]) < 600, (found, record.detail)
     assert_honest(result.records)
 
 
@@ -525,7 +527,10 @@ def test_busy_threads_are_frozen_off_turn(tmp_path, sandbox):
     seat = record.players.index("H")
     counted = [e.offturn_cpu_ms for e in record.events if e.seat == seat and e.offturn_cpu_ms is not None]
     others = sum(e.measured_ms for e in record.events if e.seat >= 0 and e.seat != seat)
-    assert sum(counted) < 0.15 * others, (counted, others)
+    if sandbox == "none" or not SANDBOX.cgroup:  # no control group: nothing counts the CPU of a resting engine
+        assert counted == [], counted
+    else:
+        assert counted and sum(counted) < 0.15 * others, (counted, others)
 
 
 @pytest.mark.parametrize("sandbox", ["auto", "none"])
@@ -744,20 +749,21 @@ def test_attacks_find_their_targets_without_a_sandbox(tmp_path):
 # --- protocol abuse (already handled before the sandbox) ----------------------------------------
 
 HANDLED = [
-    # mode, time control, expected (reason, detail fragment) of the hostile engine's games
-    ("hello_exit", "60", ("crash", "")),
+    # mode, time control, expected (reason, detail fragment or fragments: one of them; None: a normal end's
+    # detail says who won) of the hostile engine's games
+    ("hello_exit", "60", ("crash", "exited with code 0")),
     ("crash", "60", ("crash", "exited with code 7")),
-    ("hang", "2", ("time", "")),
+    ("hang", "2", ("time", "no reply within 2050 ms")),
     ("garbage", "60", ("protocol_error", "not msgpack")),
     ("oversize", "60", ("disconnect", "disconnected")),
     ("illegal", "60", ("illegal_move", "zz99")),
     ("multi_frame", "60", ("protocol_error", "one frame per message")),
-    ("reconnect", "60", ("disconnect", "")),
-    ("flood", "60", ("normal", "")),
-    ("stale", "60", ("normal", "")),
-    ("reply_twice", "60", ("normal", "")),
-    ("after_game_over", "60", ("normal", "")),
-    ("children", "60", ("normal", "")),
+    ("reconnect", "60", ("disconnect", ("socket disconnected", "cannot send to the engine"))),
+    ("flood", "60", ("normal", None)),
+    ("stale", "60", ("normal", None)),
+    ("reply_twice", "60", ("normal", None)),
+    ("after_game_over", "60", ("normal", None)),
+    ("children", "60", ("normal", None)),
 ]
 FAST = {"crash", "garbage", "illegal"}
 
@@ -769,7 +775,9 @@ def test_protocol_abuse_gets_its_exact_reason(tmp_path, mode, tc, expected):
     reason, detail = expected
     for record in result.records:
         assert record.reason == reason, (record.reason, record.detail)
-        assert detail in (record.detail or "")
+        if detail is not None:
+            assert any(f in (record.detail or "") for f in ((detail,) if isinstance(detail, str) else detail)), \
+                record.detail
         if reason != "normal":
             assert record.players[record.forfeit_seat] == "H"
         assert verify(record) == []
