@@ -61,6 +61,8 @@ class EngineSpec:
     cwd: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
     """Values for the options the engine declares in its hello (checked at the handshake)."""
+    options_at: dict[str, str] = field(default_factory=dict)
+    """Where each option was given (``file:line: key``): named when the engine refuses its value."""
     args: dict[str, Any] = field(default_factory=dict)
     """Command-line flags appended to ``command``."""
     env: dict[str, str] = field(default_factory=dict)
@@ -109,10 +111,14 @@ class Checker:
             path = path[:-1]
         return None
 
-    def error(self, path: tuple, message: str) -> ConfigError:
+    def where(self, path: tuple) -> str:
+        """``file:line: key`` of ``path`` (the line of its nearest enclosing key found)."""
         line = self.line_of(path)
         where = f"{self.source}:{line}" if line else self.source
-        return ConfigError(f"{where}: {dotted(path)}: {message}" if path else f"{where}: {message}")
+        return f"{where}: {dotted(path)}" if path else where
+
+    def error(self, path: tuple, message: str) -> ConfigError:
+        return ConfigError(f"{self.where(path)}: {message}")
 
     def unknown_keys(self, table: dict, allowed: dict, path: tuple) -> None:
         for key in table:
@@ -262,6 +268,7 @@ def engine_spec(c: Checker, e: dict, p: tuple, defaults: EngineDefaults, check_p
             raise c.error(p + ("env", k), "an environment value must not hold a NUL character")
     return EngineSpec(
         name=name, command=argv, cwd=cwd, options=options, args=flags, env={k: str(v) for k, v in env.items()},
+        options_at={k: c.where(p + ("options", k)) for k in options},
         restart=c.get(e, "restart", p, bool, defaults.restart),
         handshake_timeout=c.seconds(e, "handshake_timeout", p, 10.0),
         ready_timeout=c.seconds(e, "ready_timeout", p, 10.0),

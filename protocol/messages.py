@@ -123,20 +123,29 @@ class EngineOption(msgspec.Struct, kw_only=True, omit_defaults=True):
         return value
 
 
+class BadOption(ValueError):
+    """An option value an engine's declaration refuses; ``option`` is its name (so that the referee
+    can point at the line of the operator's file that gave it)."""
+
+    def __init__(self, option: str, message: str):
+        super().__init__(message)
+        self.option = option
+
+
 def check_engine_options(declared: list[EngineOption], given: dict[str, Any]) -> dict[str, Any]:
     """``given`` checked against an engine's declaration and converted to the declared types;
-    ``ValueError`` naming the first unknown or bad option."""
+    ``BadOption`` naming the first unknown or bad option."""
     by_name = {o.name: o for o in declared}
     out = {}
     for name, value in given.items():
         option = by_name.get(name)
         if option is None:
             known = ", ".join(sorted(by_name)) or "none"
-            raise ValueError(f"unknown option {name!r} (the engine declares: {known})")
+            raise BadOption(name, f"unknown option {name!r} (the engine declares: {known})")
         try:
             out[name] = option.accept(value)
         except ValueError as exc:
-            raise ValueError(f"option {name}: {exc}") from None
+            raise BadOption(name, f"option {name}: {exc}") from None
     return out
 
 

@@ -264,8 +264,29 @@ def test_tournament_with_a_bad_option_exits_2_before_any_game(tmp_path, on_fail)
                              cwd=ROOT, capture_output=True, text=True, timeout=120)
         out = " ".join((run.stdout + run.stderr).split())
         assert run.returncode == 2, run.stdout + run.stderr
-        assert "engine scorer: options: option style: must be one of calm, wild, not 'loud'" in out
+        assert (f"{path}:12: engines[0].options.style: engine scorer: options: option style: must be one of calm, "
+                "wild, not 'loud'") in out
     assert not (tmp_path / "t.sqlite").exists()
+
+
+def test_a_bad_option_from_an_engines_file_is_named_at_its_line_there(tmp_path):
+    """The event takes the engine by name from a shared engines file: the refused option's line is
+    the engines file's, unless the event gives options of its own (then the event's line)."""
+    engines = tmp_path / "engines.toml"
+    engines.write_text('[[engines]]\nname = "random"\ncommand = "{python} -m sample_engines.random_engine"\n\n'
+                       '[[engines]]\nname = "scorer"\ncommand = "{python} tests/engines/scorer.py"\n'
+                       'options = { style = "loud" }\n')
+    event = tmp_path / "t.toml"
+    for own, line, where in (("", 8, engines), ('\n[[engines]]\nuse = "scorer"\noptions = { style = "mute" }\n', 11, event)):
+        event.write_text(f'game = "einstein"\nmatch = "games=2"\noutput = "{tmp_path / "t.sqlite"}"\n'
+                         f'engines_file = "{engines}"\n' + ('engines = ["scorer", "random"]\n' if not own else
+                                                             '\n[[engines]]\nuse = "random"\n' + own))
+        run = subprocess.run([PY, "-m", "tournaments", "check", str(event)], cwd=ROOT, capture_output=True, text=True,
+                             timeout=120)
+        out = " ".join((run.stdout + run.stderr).split())
+        assert run.returncode == 2, run.stdout + run.stderr
+        assert f"error: {where}:{line}: engines[1].options.style: engine scorer: options: option style: must be one" \
+            in out, out
 
 
 def test_tournament_sends_each_engine_its_options(tmp_path):

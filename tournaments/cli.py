@@ -261,10 +261,14 @@ def _preflight(console, cfg, db_path, show: bool = False) -> int:
     if show:
         for name, text in hellos.items():
             console.print(f"  {escape(name)}: {escape(text)}")
+    given_at = {e.name: e.options_at for e in cfg.engines}
     for name, fault in failures:
-        _console(stderr=True).print(f"[red]error:[/] engine {escape(name)}: options: {escape(fault.detail)}"
-                                    if isinstance(fault, OptionFault) else
-                                    f"[red]error:[/] engine {escape(name)} cannot start: {escape(str(fault))}")
+        if isinstance(fault, OptionFault):
+            at = given_at.get(name, {}).get(fault.option)
+            _console(stderr=True).print(f"[red]error:[/] {escape(at) + ': ' if at else ''}engine {escape(name)}: "
+                                        f"options: {escape(fault.detail)}")
+        else:
+            _console(stderr=True).print(f"[red]error:[/] engine {escape(name)} cannot start: {escape(str(fault))}")
     if failures and not bad_options and cfg.on_start_failure == "forfeit":  # `check` of such a file
         _console(stderr=True).print("(on_start_failure = \"forfeit\": a run plays anyway, these engines' games "
                                     "lost as not_started)")

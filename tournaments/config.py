@@ -594,8 +594,12 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
             if "remote" in e:
                 raise c.error(p + ("remote",), "an engine of the engines_file runs here; remote engines are "
                                                "[[engines]] tables with name and remote")
-            engines_file.spec(use, defaults, check_paths)  # its own keys, errors at its own line
+            from_file = engines_file.spec(use, defaults, check_paths)  # its own keys, errors at its own line
+            if "options" in e:
+                from_file = None  # the event's own options replace the file's: their lines are the event's
             e = {**engines_file.tables[use][1], **{k: v for k, v in e.items() if k != "use"}}
+        else:
+            from_file = None
         ename = engine_name(c, e, p)
         if ename in seen:
             raise c.error(p + ("name",), f"duplicate engine name {ename!r} (also engines[{seen[ename]}])")
@@ -608,12 +612,15 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
                 raise c.error(p + ("remote",), "a remote engine needs the [remote] table (roster, server_key)")
             if roster is not None and roster.find(remote) is None:
                 raise c.error(p + ("remote",), f"{remote!r} is not in the roster {remote_spec.roster}")
-            engines.append(EngineSpec(name=ename, command=[], remote=remote,
-                                      options=engine_options(c, e, p, "options"),
+            options = engine_options(c, e, p, "options")
+            engines.append(EngineSpec(name=ename, command=[], remote=remote, options=options,
+                                      options_at={k: c.where(p + ("options", k)) for k in options},
                                       ready_timeout=c.seconds(e, "ready_timeout", p, 10.0),
                                       limits=check_limits(c, e, p, default_limits)))
             continue
         engines.append(engine_spec(c, e, p, defaults, check_paths))
+        if from_file is not None:
+            engines[-1].options_at = from_file.options_at
 
     n = len(engines)
     need = {"solo": 1, "team": 1 if self_pairs else 2, "match": 2, "table": num_seats}[kind]

@@ -31,7 +31,7 @@ from protocol.codec import printable
 from protocol.connection import Connection, wait_any as wait_any_connection
 from protocol.kit import Decide, as_reply
 from protocol.messages import (EndReason, Error, ErrorCode, Hello, Message, NewGame, Ping, Pong, Quit, Ready,
-                               Reject, Reply, Request, Welcome, check_engine_options)
+                               Reject, Reply, Request, Welcome, BadOption, check_engine_options)
 from protocol.transport import ENDPOINT_ENV, SECRET_ENV, ZmqConnection, new_ipc_endpoint
 
 from .. import say
@@ -70,8 +70,10 @@ class OptionFault(EngineFault):
     """The operator's engine options do not fit what the engine declares in its hello (unknown
     option, wrong type, out of range): a configuration error, not the engine's misbehaviour."""
 
-    def __init__(self, detail: str):
+    def __init__(self, detail: str, option: str = ""):
         super().__init__(EndReason.PROTOCOL_ERROR, detail)
+        self.option = option
+        """The option's name: the operator's file says on which line it was given."""
 
 
 class ParticipantFault(EngineFault):
@@ -271,9 +273,9 @@ class EngineSession:
                               f"engine does not play {game} (it plays {', '.join(msg.games)})")
         try:
             self.options = check_engine_options(msg.options, self.config.options)
-        except ValueError as exc:
+        except BadOption as exc:
             self._send_quietly(Reject(reason=str(exc)))
-            raise OptionFault(str(exc)) from None
+            raise OptionFault(str(exc), exc.option) from None
         self.hello = msg
         self._send(Welcome(referee="arbiter"))
         self.rest(watch=True)
