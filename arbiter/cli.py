@@ -349,7 +349,7 @@ def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_b
                   seed=seed, match_id=match_id, on_event=None if args.quiet and web is None else on_event,
                   on_game=on_game, sprt=sprt_bounds, adjudication=adjudication, openings=openings, keep_records=False)
     if failed := _start_all(match.series, store):  # pre-flight: a broken command must not hand out wins
-        return _not_started(configs, failed)
+        return _not_started(configs, failed, args)
     for config, engine in zip(configs, match.series.engines):
         console.print(escape(f"{config.name}: {hello_text(engine.hello)}"), highlight=False)
     console.print(f"match [bold]{match.match_id}[/]: " + escape(
@@ -392,15 +392,19 @@ def _start_all(series, store: ResultsStore) -> list[tuple[int, EngineFault]]:
     return failed
 
 
-def _not_started(configs, failed: list[tuple[int, EngineFault]]) -> int:
+def _not_started(configs, failed: list[tuple[int, EngineFault]], args: argparse.Namespace) -> int:
     """Say which engines failed the pre-flight and why; the exit code: 2 for options an engine
     does not declare (the operator's mistake), 3 for engines that cannot start."""
     from .hosting import OptionFault
 
     for index, fault in failed:
-        errors.print(f"[red]error:[/] engine {escape(configs[index].name)} "
-                      + (f"--engine-option: {escape(fault.detail)}" if isinstance(fault, OptionFault)
-                         else f"cannot start: {escape(str(fault))}"))
+        name = escape(configs[index].name)
+        if not isinstance(fault, OptionFault):
+            errors.print(f"[red]error:[/] engine {name} cannot start: {escape(str(fault))}")
+        elif at := _option_from_engines_file(args, index, fault.option):
+            errors.print(f"[red]error:[/] {escape(at)}: engine {name}: options: {escape(fault.detail)}")
+        else:
+            errors.print(f"[red]error:[/] engine {name} --engine-option: {escape(fault.detail)}")
     console.print("no game was played, no result recorded")
     return EXIT_USAGE if any(isinstance(fault, OptionFault) for _, fault in failed) else EXIT_ENGINE
 
@@ -416,7 +420,19 @@ def _preflight(game, configs, tc, args, store) -> tuple[str | None, int | None]:
         failed = series.start_all()
     finally:
         series.close()
-    return (None, _not_started(configs, failed)) if failed else (series.match_id, None)
+    return (None, _not_started(configs, failed, args)) if failed else (series.match_id, None)
+
+
+def _option_from_engines_file(args: argparse.Namespace, index: int, option: str) -> str | None:
+    """``file:line: key`` of ``option`` when engine ``index`` took it from ``--engines-file`` (not
+    given again with ``--engine-option``); None otherwise."""
+    path, engines = getattr(args, "engines_file", None), getattr(args, "engine", None) or []
+    if not path or index >= len(engines) or option in parse_engine_options(args.engine_option, len(engines))[index]:
+        return None
+    try:
+        return _load_engines_file(path).spec(engines[index]).options_at.get(option)
+    except (ValueError, KeyError):  # not a name of the file (a command line), or the file changed meanwhile
+        return None
 
 
 def parse_engine_options(pairs: list[str], engines: int) -> list[dict[str, str]]:
@@ -2110,7 +2126,7 @@ def _run_table(args, game, tc, fmt, seed, configs, setup, match_id, done, openin
                        margin=args.margin / 1000, seed=seed, match_id=match_id, on_game=on_game, openings=openings,
                        adjudication=adjudication)
     if failed := _start_all(table.series, store):
-        return _not_started(configs, failed)
+        return _not_started(configs, failed, args)
     console.print(escape(f"match {table.match_id}: {game.name} {game.options}, {len(configs)} seats, "
                          f"{' / '.join(c.name for c in configs)}, tc {tc.text}, {fmt.games} games with the seats "
                          f"rotated, results → {args.db}") + (f" (resumed after {len(done)} game(s))" if match_id else ""), highlight=False)

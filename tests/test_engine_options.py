@@ -115,6 +115,22 @@ def test_match_with_a_bad_engine_option_exits_2_before_any_game(tmp_path, flag, 
     assert load_records(tmp_path / "r.sqlite") == []
 
 
+def test_a_bad_option_of_an_engines_file_engine_names_its_line_unless_given_again(tmp_path):
+    engines = tmp_path / "engines.toml"
+    engines.write_text('[[engines]]\nname = "scorer"\ncommand = "{python} tests/engines/scorer.py"\n\n'
+                       'options = { style = "bold" }\n')
+    run = match(tmp_path, "--engines-file", str(engines), engines=("scorer", RANDOM))
+    out = " ".join((run.stdout + run.stderr).split())
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert (f"error: {engines}:5: engines[0].options.style: engine scorer: options: option style: must be one of "
+            "calm, wild, not 'bold'") in out
+    run = match(tmp_path, "--engines-file", str(engines), "--engine-option", "1:style=loud", engines=("scorer", RANDOM))
+    out = " ".join((run.stdout + run.stderr).split())
+    assert run.returncode == 2 and "error: engine scorer --engine-option: option style: must be one of calm, wild, " \
+        "not 'loud'" in out, out
+    assert load_records(tmp_path / "r.sqlite") == []
+
+
 @pytest.mark.parametrize("flag", ["score=1", "0:score=1", "3:score=1", "1:=1", "1:score"])
 def test_a_malformed_engine_option_flag_exits_2(tmp_path, flag):
     run = match(tmp_path, "--engine-option", flag)
