@@ -290,6 +290,8 @@ def test_a_stranger_flooding_the_endpoint_costs_bounded_memory_and_no_ones_time(
     grown = psutil.Process().memory_info().rss - before
     record = result.records[0]
     assert (record.reason, record.players[record.forfeit_seat]) == ("not_started", "H"), record.detail
+    assert record.detail.startswith("stall: no hello"), record.detail  # not an engine that died at its start
+    assert reports(tmp_path).get("stranger_sent"), "the stranger never sent"
     assert_honest(result.records)
     assert grown < 400 << 20, f"referee grew by {grown >> 20} MB"
 
@@ -513,6 +515,7 @@ def test_busy_threads_are_frozen_off_turn(tmp_path, sandbox):
     result = run_match(tmp_path, hostile_cmd("busy"), slow(0.15), fmt="games=1", sandbox=sandbox)
     record = result.records[0]
     assert record.reason == "normal", record.detail
+    assert reports(tmp_path).get("threads") == ["4"]  # they spun: the bounds below are met by an idle engine too
     cpu, wall = _offturn(tmp_path)
     assert wall > 600, wall  # the opponent took its time
     # Unfrozen, the threads burn about one core (they share the GIL) the whole time: ~85 % of each
@@ -542,6 +545,7 @@ def test_an_engine_that_answered_a_simultaneous_decision_is_idle_while_the_other
     result = run_match(tmp_path, hostile_cmd("busy"), slow_setup, fmt="games=1", sandbox=sandbox)
     record = result.records[0]
     assert record.reason == "normal", record.detail
+    assert reports(tmp_path).get("threads") == ["4"]  # they spun from its set-up answer on
     setup = [e for e in record.events if e.kind == "setup"]
     assert [record.players[e.seat] for e in setup if e.measured_ms > 900] == ["O"], setup  # O took its time
     # From its set-up answer to its first move's request, as the engine measured it: unfrozen, a
@@ -656,6 +660,7 @@ def test_an_engine_caught_pondering_is_stopped_as_soon_as_its_reply_is_read(tmp_
     assert record.reason == "normal", record.detail
     seat = record.players.index("H")
     offturn = [e.offturn_cpu_ms for e in record.events if e.seat == seat and e.offturn_cpu_ms is not None]
+    assert max(offturn[:3]) > 3, offturn  # it spun after its replies, and was caught at it
     assert len(offturn) >= 6 and sorted(offturn[3:])[len(offturn[3:]) // 2] < 5, offturn
 
 
@@ -766,6 +771,9 @@ HANDLED = [
     ("children", "60", ("normal", None)),
 ]
 FAST = {"crash", "garbage", "illegal"}
+SENT = {"flood": "flooded", "stale": "stale", "reply_twice": "replied_twice", "after_game_over": "after_game_over",
+        "children": "children"}
+"""What an abuse that must change nothing reports having done: a normal end alone cannot tell it from no abuse."""
 
 
 @pytest.mark.parametrize("mode, tc, expected", [
@@ -781,6 +789,8 @@ def test_protocol_abuse_gets_its_exact_reason(tmp_path, mode, tc, expected):
         if reason != "normal":
             assert record.players[record.forfeit_seat] == "H"
         assert verify(record) == []
+    if mode in SENT:
+        assert reports(tmp_path).get(SENT[mode]), f"{mode}: the engine never reported {SENT[mode]}"
     assert_honest(result.records)
     cli_verify(tmp_path / "results.sqlite")
 

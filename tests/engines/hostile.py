@@ -400,6 +400,7 @@ def main() -> int:
                     sock.send(Reply(game_id=msg.game_id, seq=seq, move="zz99"))
                 sock.socket.send(b"\xc1 garbage after the game")
                 sock.send(Ping(game_id=game, seq=1))
+                report("after_game_over", 102)
             continue
         if not isinstance(msg, Request):
             continue
@@ -453,6 +454,7 @@ def main() -> int:
                 sys.setswitchinterval(0.0005)  # the main thread gets the GIL back soon after a thaw
                 for _ in range(4):
                     threading.Thread(target=spin, daemon=True).start()
+                report("threads", 4)
             elif mode == "unfreeze":
                 for _ in range(20):
                     if os.fork() == 0:
@@ -487,9 +489,11 @@ def main() -> int:
         if mode == "flood":
             for seq in range(2000):
                 sock.send(Reply(game_id=msg.game_id, seq=msg.seq + 1 + seq, move="zz99"))
+            report("flooded", 2000)
         if mode == "stale":
             sock.send(Reply(game_id=msg.game_id, seq=msg.seq - 1, move="zz99"))
             sock.send(Reply(game_id="other-game", seq=msg.seq, move="zz99"))
+            report("stale", 2)
         if mode == "after_reply" and decisions > after:
             reply.info = Info(pv=["a1b2"] * 150_000)
         # Taken before the send: the referee may freeze this engine as soon as the reply is in, and
@@ -503,6 +507,7 @@ def main() -> int:
                 pass
         if mode == "reply_twice":
             sock.send(Reply(game_id=msg.game_id, seq=msg.seq, move="zz99"))
+            report("replied_twice", 1)
         if mode == "reconnect" and decisions == after + 1:
             sock.socket.close(linger=1000)
             sock = EngineSocket(own)
