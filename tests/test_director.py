@@ -934,10 +934,14 @@ def test_an_interrupt_while_a_match_starts_its_engines_leaves_no_folder(tmp_path
         return [p for p in psutil.process_iter(["cmdline"]) if p.pid != proc.pid
                 and tag in " ".join(p.info["cmdline"] or ()) and p.status() != psutil.STATUS_ZOMBIE]
 
+    # Every seat's engine folder (its session secret) is made: the mute engine, the last, is being started.
+    # (Waiting for its process instead once found the referee, whose command line holds the tag; and once,
+    # in CI, never saw it within the 10 s the referee waits for a hello.)
     deadline = time.monotonic() + 60
-    while not mine() and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.05)
-    assert mine(), "the mute engine never started"
+    while len(list(temp.glob("arb-engine-*"))) < seats and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.02)
+    assert proc.poll() is None, proc.communicate()
+    assert len(list(temp.glob("arb-engine-*"))) == seats, list(temp.iterdir())
     time.sleep(0.5)  # its hello awaited
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
