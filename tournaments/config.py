@@ -585,6 +585,7 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
                              "or the name of an engine in engines_file")
         c.unknown_keys(e, ENGINE_KEYS, p)
         use = c.get(e, "use", p, str, None)
+        file_options_at = None
         if use is not None:
             where = p if named else p + ("use",)
             if engines_file is None:
@@ -594,12 +595,10 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
             if "remote" in e:
                 raise c.error(p + ("remote",), "an engine of the engines_file runs here; remote engines are "
                                                "[[engines]] tables with name and remote")
-            from_file = engines_file.spec(use, defaults, check_paths)  # its own keys, errors at its own line
-            if "options" in e:
-                from_file = None  # the event's own options replace the file's: their lines are the event's
+            spec = engines_file.spec(use, defaults, check_paths)  # its own keys, errors at its own line
+            if "options" not in e:  # (the event's own options replace the file's, and are at the event's lines)
+                file_options_at = spec.options_at
             e = {**engines_file.tables[use][1], **{k: v for k, v in e.items() if k != "use"}}
-        else:
-            from_file = None
         ename = engine_name(c, e, p)
         if ename in seen:
             raise c.error(p + ("name",), f"duplicate engine name {ename!r} (also engines[{seen[ename]}])")
@@ -619,8 +618,8 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
                                       limits=check_limits(c, e, p, default_limits)))
             continue
         engines.append(engine_spec(c, e, p, defaults, check_paths))
-        if from_file is not None:
-            engines[-1].options_at = from_file.options_at
+        if file_options_at is not None:
+            engines[-1].options_at = file_options_at
 
     n = len(engines)
     need = {"solo": 1, "team": 1 if self_pairs else 2, "match": 2, "table": num_seats}[kind]

@@ -30,8 +30,8 @@ from protocol import PROTOCOL_VERSION, ProtocolError
 from protocol.codec import printable
 from protocol.connection import Connection, wait_any as wait_any_connection
 from protocol.kit import Decide, as_reply
-from protocol.messages import (EndReason, Error, ErrorCode, Hello, Message, NewGame, Ping, Pong, Quit, Ready,
-                               Reject, Reply, Request, Welcome, BadOption, check_engine_options)
+from protocol.messages import (BadOption, EndReason, Error, ErrorCode, Hello, Message, NewGame, Ping, Pong, Quit,
+                               Ready, Reject, Reply, Request, Welcome, check_engine_options)
 from protocol.transport import ENDPOINT_ENV, SECRET_ENV, ZmqConnection, new_ipc_endpoint
 
 from .. import say
