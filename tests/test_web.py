@@ -93,6 +93,13 @@ def merge_view(known: dict | None, g: dict) -> dict | None:
     fresh = {e["ply"] for e in g["last"]}
     merged = sorted([e for e in known["last"] if e["ply"] not in fresh] + g["last"], key=lambda e: e["ply"])
     view = {**known, **g, "last": merged[max(0, len(merged) - g["keep"]):]}
+    if "board_patch" in g:
+        if known["ply"] == g["board_from"]:
+            parts = known["board"].split("<")
+            for start, end, add in reversed(g["board_patch"]):
+                parts[start:end] = add
+            view["board"] = "<".join(parts)
+        del view["board_patch"], view["board_from"]
     del view["delta"], view["keep"]
     return view
 
@@ -501,7 +508,7 @@ def test_standings_slow_to_make_only_for_want_of_the_cpu_are_not_held_back_for_i
 def test_live_events_carry_only_what_changed_and_merge_into_the_whole_view():
     """After a game's first live event, browsers get its ply, the fields that changed and the new
     events (the static fields and the repeated events were two thirds of the bytes, 20 times a
-    second to every browser). Merged as page.js merges them they make exactly the hub's view, also
+    second to every browser), the board as edits of the one before. Merged as page.js merges them they make exactly the hub's view, also
     for a browser whose snapshot is newer than the deltas queued for it before the snapshot."""
     import os
     import random
@@ -545,7 +552,7 @@ def test_live_events_carry_only_what_changed_and_merge_into_the_whole_view():
     browsers = {"early": Viewer(), "between ticks": Viewer(), "queued before its snapshot": Viewer()}
     hub.viewers.add(browsers["early"])
     held: dict[str, dict[str, dict]] = {"early": {}}
-    whole = delta = 0
+    whole = delta = patched = 0
     for i, view in enumerate(views):
         hub.on_feed(view)
         if i == 20:  # arrives while a newer view than the last broadcast waits for the tick
@@ -567,10 +574,88 @@ def test_live_events_carry_only_what_changed_and_merge_into_the_whole_view():
                         delta += len(json.dumps(g))
                         whole += len(json.dumps(hub.live[g["game_id"]]))  # what the event carried before
                         assert "players" not in g and "dice_commitment" not in g
+                        patched += "board_patch" in g
                     games[g["game_id"]] = merge_view(games.get(g["game_id"]), g)
             assert games == hub.live, f"{who}, after event {i}"
     assert len(held) == 3
-    assert delta < 0.75 * whole, (delta, whole)
+    assert delta < 0.3 * whole, (delta, whole)  # 0.19 (0.43 with every changed board whole)
+    assert patched > 10
+
+
+def apply_board_patch(board: str, patch: list) -> str:
+    parts = board.split("<")
+    for start, end, add in reversed(patch):
+        parts[start:end] = add
+    return "<".join(parts)
+
+
+@pytest.mark.parametrize("name", ["einstein", "smess", "catalonia"])
+def test_a_board_patch_makes_the_next_board_and_is_much_smaller(name):
+    """Each game's boards over a random game: the patch of one board into the next makes exactly the
+    next (or is None, and the board goes whole), and over the game the patches are a small part of
+    the boards they stand for."""
+    import random
+
+    from arbiter.web.app import board_patch
+
+    rng = random.Random(7)
+    state = load_game(name).new_initial_state()
+    before, whole, patched, patches = state.render_svg(), 0, 0, 0
+    for _ in range(80):
+        if state.is_terminal():
+            break
+        seats = state.acting_seats()
+        if not seats:
+            outcome = rng.choice(state.chance_outcomes())
+            state.apply_chance(outcome[0] if isinstance(outcome, tuple) else outcome)
+        elif len(seats) == 1:
+            state.apply(rng.choice(state.legal_moves(seats[0])))
+        else:
+            state.apply_joint({s: rng.choice(state.legal_moves(s)) for s in seats})
+        board = state.render_svg()
+        patch = board_patch(before, board)
+        whole += len(board)
+        if patch is None:
+            patched += len(board)
+        else:
+            patches += 1
+            assert apply_board_patch(before, patch) == board
+            patched += len(json.dumps(patch))
+        before = board
+    assert patches > 5
+    assert patched < 0.6 * whole, (patched, whole)
+
+
+def test_a_board_patch_is_exact_for_any_edit():
+    """Elements changed, added, taken away, at either end or none; and a board that shares nothing
+    with the one before goes whole (None)."""
+    import random
+
+    from arbiter.web.app import board_patch
+
+    rng = random.Random(3)
+    elements = [f'<use href="#sq" x="{i}" y="{j}"/>' for i in range(12) for j in range(12)]
+    checked = 0
+    for _ in range(400):
+        old = list(elements)
+        new = list(old)
+        for _ in range(rng.randint(0, 4)):
+            k = rng.randrange(len(new))
+            op = rng.choice("cad")
+            if op == "c":
+                new[k] = new[k].replace("sq", "cube")
+            elif op == "a":
+                new.insert(k, f'<text x="{k}">{rng.random()}</text>')
+            else:
+                del new[k]
+        a, b = "<svg>" + "".join(old) + "</svg>", "<svg>" + "".join(new) + "</svg>"
+        patch = board_patch(a, b)
+        if patch is not None:
+            assert apply_board_patch(a, patch) == b
+            checked += 1
+    assert checked > 200
+    assert board_patch("<svg><a/></svg>", "<svg><b/></svg>") is None  # no smaller than the board
+    assert board_patch("<p>x", "<p>x") == []
 
 
 def test_a_cooperative_or_solo_run_is_scored_as_a_tournament_report_scores_it(tmp_path):
@@ -749,7 +834,7 @@ def _publish_views(endpoint: str, stop: threading.Event, board: str) -> None:
             "type": "live", "game_id": "g1", "match_id": "m", "number": 1, "game": "einstein",
             "players": ["a", "b"], "roles": ["x", "y"], "time_control": "60", "dice_commitment": "c",
             "started_at": now, "ply": ply, "acting": [0], "clocks_ms": [1000, 1000], "sent_at": now,
-            "event_at": now, "board": f"{board}<!-- {ply} -->", "last": []}))  # a new board each move
+            "event_at": now, "board": board.replace(">", f">{ply}", 1), "last": []}))  # a new board each move, whole
         time.sleep(0.005)
     pub.close(0)
     ctx.term()

@@ -306,7 +306,8 @@ function onUpdate(gid) {
 }
 
 // A running game's view from a live event: whole the first time, then only what changed
-// ("delta": its ply, the changed fields, the new events and how many to keep; Hub.delta).
+// ("delta": its ply, the changed fields, the new events and how many to keep, the board perhaps as
+// edits of the one before; Hub.delta).
 // A delta older than the view held (queued before this browser's snapshot) changes nothing: null.
 function merge(g) {
   if (!g.delta) return g;
@@ -316,6 +317,14 @@ function merge(g) {
   const all = known.last.filter((e) => !fresh.has(e.ply)).concat(g.last).sort((a, b) => a.ply - b.ply);
   const last = all.slice(Math.max(0, all.length - g.keep));
   const view = { ...known, ...g, last };
+  if (g.board_patch) {  // edits of the board at ply board_from (Hub.delta); a newer one held is kept
+    if (known.ply === g.board_from) {
+      const parts = known.board.split("<");
+      for (const [start, end, add] of [...g.board_patch].reverse()) parts.splice(start, end - start, ...add);
+      view.board = parts.join("<");
+    }
+    delete view.board_patch; delete view.board_from;
+  }
   delete view.delta; delete view.keep;
   return view;
 }
