@@ -145,6 +145,44 @@ class Viewers:
             key.fileobj.close()
 
 
+class ViewersApart:
+    """``Viewers`` in a child process leading a session of its own, whose autogroup (Linux shares
+    the CPU between sessions first) is at niceness ``nice``: spectators whose reading weighs on the
+    games' cores as little as the kernel allows, as if they watched from other machines. What is
+    left of the watched run's extra is then the server's (and the kernel's loopback) share."""
+
+    def __init__(self, port: int, n: int, nice: int = 19, timing: int = 1):
+        import multiprocessing
+
+        self.conn, child = multiprocessing.get_context("fork").Pipe()
+        self.process = multiprocessing.get_context("fork").Process(target=self._child, args=(child, port, n, nice,
+                                                                                              timing))
+        self.process.start()
+        if self.conn.recv() != "connected":
+            raise RuntimeError("the viewers did not connect")
+
+    @staticmethod
+    def _child(conn, port: int, n: int, nice: int, timing: int) -> None:
+        os.setsid()
+        try:
+            with open("/proc/self/autogroup", "w") as f:
+                f.write(str(nice))
+        except OSError as exc:
+            print(f"viewers: the autogroup's niceness could not be set: {exc}", file=sys.stderr)
+        os.setpriority(os.PRIO_PROCESS, 0, nice)
+        viewers = Viewers(port, n, 0, timing)
+        conn.send("connected")
+        conn.recv()
+        viewers.close()
+        conn.send({"latencies": viewers.latencies, "counts": viewers.counts, "received": viewers.received,
+                   "by_event": viewers.by_event})
+
+    def close(self) -> None:
+        self.conn.send("stop")
+        self.__dict__.update(self.conn.recv())
+        self.process.join(10)
+
+
 def overheads(db: Path) -> tuple[list[float], float, int]:
     """Per game: (wall - engines' measured time) / decisions, in microseconds; and the total."""
     conn = sqlite3.connect(db)
@@ -161,7 +199,7 @@ def overheads(db: Path) -> tuple[list[float], float, int]:
 
 
 def run(tmp: Path, tag: str, games: int, viewers: int, movetime: float, nice: int = 0, concurrency: int = 2,
-        pin: bool = False, timing: int = 1) -> dict:
+        pin: bool = False, timing: int = 1, apart: bool = False) -> dict:
     db = tmp / f"{tag}.sqlite"
     toml = tmp / f"{tag}.toml"
     engines = "".join((SEARCH if movetime else RANDOM).format(i=i, movetime=movetime) for i in (1, 2, 3))
@@ -182,7 +220,7 @@ def run(tmp: Path, tag: str, games: int, viewers: int, movetime: float, nice: in
                 break
             except OSError:
                 time.sleep(0.02)
-        clients = Viewers(port, viewers, nice, timing)
+        clients = ViewersApart(port, viewers, nice, timing) if apart else Viewers(port, viewers, nice, timing)
     out = proc.communicate()[0]
     elapsed = time.monotonic() - t0
     if proc.returncode:
@@ -281,6 +319,9 @@ def main() -> None:
                     help="pin = true: each worker and its engines on a core of their own (docs/tournaments.md)")
     ap.add_argument("--viewer-nice", type=int, default=0,
                     help="niceness of the viewers' thread (e.g. 19: spectators on other machines)")
+    ap.add_argument("--viewers-apart", action="store_true",
+                    help="the viewers in a process of their own session, its autogroup at --viewer-nice (19 "
+                         "for spectators on other machines: what is left is the server's share)")
     a = ap.parse_args()
     print(f"load average before: {os.getloadavg()}; {os.cpu_count()} cores")
     print("tournament engines: " + (f"3 expectimax, --movetime {a.movetime}" if a.movetime else "3 random (instant)"))
@@ -295,7 +336,8 @@ def main() -> None:
         print(f"  Feed.draw (deferred: while the engines think) per call: median {dr[len(dr) // 2] * 1e6:.1f} us, "
               f"p99 {dr[int(len(dr) * 0.99)] * 1e6:.1f} us ({len(dr)} calls)")
     print(f"tournament (concurrency {a.concurrency}{', pinned' if a.pin else ''}), the same seed, alone and watched alternately (ABBA), {a.repeat} time(s); "
-          f"viewers at nice {a.viewer_nice}, {'each' if a.timing == 1 else f'one in {a.timing}'} timing its messages:")
+          f"viewers at nice {a.viewer_nice}{' (a session and autogroup of their own)' if a.viewers_apart else ''}, "
+          f"{'each' if a.timing == 1 else f'one in {a.timing}'} timing its messages:")
     runs: list[tuple[dict, dict]] = []
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -305,7 +347,7 @@ def main() -> None:
 
             def watched():
                 return run(tmp, f"watched{i}", a.games, a.viewers, a.movetime, a.viewer_nice, a.concurrency,
-                           a.pin, a.timing)
+                           a.pin, a.timing, a.viewers_apart)
             if i % 2:
                 web, base = watched(), alone()
             else:
