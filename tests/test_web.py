@@ -582,6 +582,38 @@ def test_live_events_carry_only_what_changed_and_merge_into_the_whole_view():
     assert patched > 10
 
 
+def test_with_no_browser_the_hub_keeps_no_broadcast_and_a_late_one_merges_to_its_view():
+    """Nobody watching: ``flush`` sends nothing and keeps nothing to build deltas on (no board is
+    diffed for no one); a browser that comes then gets its snapshot and whole views, then deltas,
+    and merges them into exactly the hub's views."""
+    from arbiter.web.app import Hub, Viewer
+
+    hub = Hub(MemorySource("nobody"))
+    board = "<svg>" + "".join(f'<use x="{i}"/>' for i in range(50)) + "</svg>"
+
+    def view(ply: int) -> dict:
+        return {"type": "live", "game_id": "g", "ply": ply, "acting": [ply % 2], "sent_at": time.time(),
+                "board": board.replace(f'x="{ply}"', 'x="moved"'), "last": [{"ply": ply - 1, "seat": 0}]}
+    for ply in range(1, 5):
+        hub.on_feed(view(ply))
+        hub.flush()
+    assert hub.broadcast_views == {} and hub.dirty == {}
+    browser = Viewer()
+    hub.viewers.add(browser)
+    held = {g["game_id"]: g for g in hub.snapshot()["live"]}
+    patched = 0
+    for ply in range(5, 12):
+        hub.on_feed(view(ply))
+        hub.flush()
+        text, browser.pending = b"".join(browser.pending).decode(), []
+        for block in filter(None, text.split("\n\n")):
+            for g in json.loads(block.split("data: ", 1)[1])["games"]:
+                patched += "board_patch" in g
+                held[g["game_id"]] = merge_view(held.get(g["game_id"]), g)
+        assert held == hub.live
+    assert patched >= 5
+
+
 def apply_board_patch(board: str, patch: list) -> str:
     parts = board.split("<")
     for start, end, add in reversed(patch):

@@ -615,6 +615,10 @@ class Hub:
         however many games run and end and however fast (random engines end ~150 games a
         second; an ``end`` each, sent at once, was most of the server's writes)."""
         parts, self.ends = self.ends, []
+        if not self.viewers:  # nobody to tell (nor a board to diff): a browser that comes gets a
+            self.dirty.clear()  # snapshot of the views as they are, then whole views, then deltas
+            self.broadcast_views.clear()
+            return
         if self.dirty:
             games, self.dirty = list(self.dirty.values()), {}
             parts.append(event_text({"type": "live", "games": [self.delta(view) for view in games]}))
