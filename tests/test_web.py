@@ -84,6 +84,14 @@ class SSE:
         self.thread.join(timeout=5)
 
 
+def apply_board_patch(board: str, patch: list) -> str:
+    """A board after ``Hub.delta``'s edits of it (page.js ``merge``, in Python)."""
+    parts = board.split("<")
+    for start, end, add in reversed(patch):
+        parts[start:end] = add
+    return "<".join(parts)
+
+
 def merge_view(known: dict | None, g: dict) -> dict | None:
     """A browser's running game after a live event's ``g`` (page.js ``merge``, in Python)."""
     if not g.get("delta"):
@@ -95,10 +103,7 @@ def merge_view(known: dict | None, g: dict) -> dict | None:
     view = {**known, **g, "last": merged[max(0, len(merged) - g["keep"]):]}
     if "board_patch" in g:
         if known["ply"] == g["board_from"]:
-            parts = known["board"].split("<")
-            for start, end, add in reversed(g["board_patch"]):
-                parts[start:end] = add
-            view["board"] = "<".join(parts)
+            view["board"] = apply_board_patch(known["board"], g["board_patch"])
         del view["board_patch"], view["board_from"]
     del view["delta"], view["keep"]
     return view
@@ -612,13 +617,6 @@ def test_with_no_browser_the_hub_keeps_no_broadcast_and_a_late_one_merges_to_its
                 held[g["game_id"]] = merge_view(held.get(g["game_id"]), g)
         assert held == hub.live
     assert patched >= 5
-
-
-def apply_board_patch(board: str, patch: list) -> str:
-    parts = board.split("<")
-    for start, end, add in reversed(patch):
-        parts[start:end] = add
-    return "<".join(parts)
 
 
 @pytest.mark.parametrize("name", ["einstein", "smess", "catalonia"])
