@@ -31,6 +31,8 @@ RECEIVE_HWM = 64
 """Messages queued from one engine before ZeroMQ stops reading more: a flood costs bounded memory."""
 
 _ipc_dir: str | None = None
+_ipc_dir_owner = 0
+"""The process that made ``_ipc_dir`` (a forked child shares it, and must not remove it)."""
 
 
 def context() -> zmq.Context:
@@ -78,9 +80,9 @@ def new_ipc_endpoint(own_folder: bool = False) -> str:
     """A fresh ``ipc://`` path in a private directory (kept short: Unix paths max ~107 bytes);
     with ``own_folder``, in a folder of its own (so a sandbox can show an engine its socket and
     nothing else)."""
-    global _ipc_dir
+    global _ipc_dir, _ipc_dir_owner
     if _ipc_dir is None or not os.path.isdir(_ipc_dir):
-        _ipc_dir = tempfile.mkdtemp(prefix="arb-")
+        _ipc_dir, _ipc_dir_owner = tempfile.mkdtemp(prefix="arb-"), os.getpid()
         os.chmod(_ipc_dir, 0o711)  # others may pass through to their own folder, not list it
         atexit.register(shutil.rmtree, _ipc_dir, True)
     name = uuid.uuid4().hex[:12]
@@ -89,6 +91,16 @@ def new_ipc_endpoint(own_folder: bool = False) -> str:
         os.mkdir(folder, 0o700)
         return f"ipc://{folder}/s"
     return f"ipc://{_ipc_dir}/{name}.sock"
+
+
+def remove_ipc_dir() -> None:
+    """Remove the private folder of this process's ipc sockets now: a process that ends with
+    ``os._exit`` (a tournament worker stopped in a hurry) runs no ``atexit``, and left it in the
+    temporary folder. A folder inherited through a fork is its creator's to remove."""
+    global _ipc_dir
+    if _ipc_dir is not None and _ipc_dir_owner == os.getpid():
+        shutil.rmtree(_ipc_dir, True)
+        _ipc_dir = None
 
 
 class ZmqConnection:

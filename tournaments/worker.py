@@ -33,6 +33,7 @@ from typing import Any
 
 from arbiter.hosting import kill_marked
 from arbiter.hosting.process import stopped_engines_cpu
+from protocol.transport import remove_ipc_dir
 
 from .jobs import FinishedGame, GameJob, WorkerError, WorkerExit, WorkerSetup
 
@@ -128,6 +129,7 @@ def worker_main(conn: Any, setup: WorkerSetup) -> None:
             if series is not None:
                 series.kill_now()
         kill_marked(WORKER_ENV, marker)  # and whatever carries this worker's marker
+        remove_ipc_dir()  # os._exit runs no atexit: the sockets' folder would be left behind
 
     _cleanup_hooks[:] = [emergency_cleanup]
     try:
