@@ -291,6 +291,34 @@ def test_strangers_are_refused_at_the_handshake_and_each_participant_takes_only_
         hub.close()
 
 
+def test_a_connection_the_hub_does_not_answer_for_is_refused_and_takes_no_seat(tmp_path, keys):
+    """A hub's socket whose ZAP domain nobody answers for (the hub not yet registered: it once was,
+    for a moment after the port opened; CI saw a redialling participant come in then, unnamed, and
+    be ignored until its deadline) admits nobody. The old rule admitted such a connection without a
+    participant's name, and a hello saying "alice" then took alice's seat, whatever its key."""
+    from arbiter.hosting.remote import _Zap
+    folder, roster = keys
+    logs: list[str] = []
+    hub = hub_for(folder, roster, logs=logs)
+    _Zap.unregister(hub)
+    mallory = connect(hub.endpoint, folder, "mallory", "sample_engines.random_engine", "--name", "alice")
+    bob = connect(hub.endpoint, folder, "bob", "sample_engines.random_engine", "--name", "alice")
+    alice = None
+    try:
+        time.sleep(1.5)
+        assert hub.peers["alice"].hello is None and hub.peers["bob"].hello is None
+        _Zap.register(hub)
+        alice = connect(hub.endpoint, folder, "alice")
+        result = play(hub, remote(hub, "alice"), EngineConfig(RANDOM, name="local", cwd=str(ROOT)), tmp_path,
+                      fmt="games=1")
+        assert result.records[0].reason == "normal"
+        assert alice.wait(10) == 0
+    finally:
+        stop(mallory, bob, *([alice] if alice else []))
+        hub.close()
+    assert "the referee at" in mallory.stdout.read() and "refused" in bob.stdout.read()
+
+
 def alice_socket(folder, hub) -> zmq.Socket:
     """A participant written by hand from SPEC.md: alice's CurveZMQ DEALER, connected to the hub."""
     sock = zmq.Context.instance().socket(zmq.DEALER)

@@ -63,6 +63,8 @@ SUSPECT_PROBING = 2.0
 SILENT_ADMISSION = HANDSHAKE_MS / 1000
 """Seconds after admitting a connection of a participant during which another one of it is refused
 unless the first has spoken (an engine says hello at once)."""
+HUB_DOMAIN = b"arbiter-hub-"
+"""Prefix of every hub's ZAP domain: a connection to a hub's socket is admitted only by that hub."""
 PROBE_SEQ = -1
 """Seq of the referee's liveness probes; their pongs are the hub's, not a session's."""
 
@@ -222,6 +224,7 @@ class _Zap(threading.Thread):
 
     def __init__(self):
         super().__init__(name="zap", daemon=True)
+        self.pid = os.getpid()
         self.hubs: dict[bytes, RemoteHub] = {}
         self.socket = network_context().socket(zmq.REP)
         self.socket.linger = 0
@@ -230,7 +233,7 @@ class _Zap(threading.Thread):
     @classmethod
     def register(cls, hub: "RemoteHub") -> None:
         with cls._lock:
-            if cls._instance is None:
+            if cls._instance is None or cls._instance.pid != os.getpid():  # a forked process has no parent's thread
                 cls._instance = cls()
                 cls._instance.start()
             cls._instance.hubs[hub.domain] = hub
@@ -249,9 +252,12 @@ class _Zap(threading.Thread):
             version, request_id, domain, address, _identity, mechanism = frames[:6]
             hub = self.hubs.get(domain)
             try:
-                # another socket of this process (not a hub's): as without a handler, admitted
-                status, text, user = (hub.authenticate(address.decode(errors="replace"), mechanism, frames[6:])
-                                      if hub is not None else (200, "OK", ""))
+                if hub is not None:
+                    status, text, user = hub.authenticate(address.decode(errors="replace"), mechanism, frames[6:])
+                elif domain.startswith(HUB_DOMAIN):  # a hub's socket not (or no longer) answered for: nobody gets in
+                    status, text, user = 400, "the referee is not admitting connections", ""
+                else:  # another socket of this process (not a hub's): as without a handler, admitted
+                    status, text, user = 200, "OK", ""
             except Exception as exc:  # never let the handler die: the socket would stop admitting anyone
                 status, text, user = 500, f"internal error: {exc}", ""
             self.socket.send_multipart([version, request_id, str(status).encode(), text.encode(),
@@ -324,7 +330,7 @@ class RemoteHub:
         self.strangers = 0
         self.stale = 0
         """Messages for no session (a game that is over, a ping nobody waits for), dropped."""
-        self.domain = f"arbiter-{id(self):x}".encode()
+        self.domain = HUB_DOMAIN + f"{id(self):x}".encode()
         self._seqs = itertools.count(1)
         self._lock = threading.Lock()
         """Held for every use of the socket: the I/O thread's reads, any session's sends."""
@@ -342,6 +348,7 @@ class RemoteHub:
         if endpoint.startswith("tcp://["):  # tcp://[::]:PORT, [::1]: "No such device" without it (only then: set
             s.setsockopt(zmq.IPV6, 1)     # for 0.0.0.0, ZeroMQ calls the endpoint tcp://[::ffff:0.0.0.0]:PORT)
         s.zap_domain = self.domain
+        _Zap.register(self)  # before the port opens: a connection admitted without it had no participant's name
         try:
             if not insecure:
                 public, secret = load_keypair(server_key)
@@ -351,10 +358,10 @@ class RemoteHub:
             self._wake_r, self._wake_w = os.pipe()
         except BaseException:
             s.close(linger=0)
+            _Zap.unregister(self)
             raise
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
-        _Zap.register(self)
         monitor = s.get_monitor_socket(zmq.EVENT_DISCONNECTED | zmq.EVENT_MONITOR_STOPPED
                                        | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL)
         self._watcher = threading.Thread(target=self._watch, args=(monitor,), name="hub-monitor", daemon=True)
@@ -510,7 +517,7 @@ class RemoteHub:
                 msg = decode(data.bytes)
             except ProtocolError as exc:
                 msg = exc  # garbage: the session that reads it forfeits the engine (``receive``)
-        if not user:
+        if self.insecure:
             peer = self._insecure_peer(route, msg)
         if peer is None:
             self.strangers += 1
