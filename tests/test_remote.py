@@ -319,6 +319,24 @@ def test_a_connection_the_hub_does_not_answer_for_is_refused_and_takes_no_seat(t
     assert "the referee at" in mallory.stdout.read() and "refused" in bob.stdout.read()
 
 
+def test_a_frame_from_an_unauthenticated_connection_has_no_participant():
+    """ZeroMQ has no User-Id for a connection no ZAP handler admitted; asking raised, and the hub's
+    I/O thread died of it (every participant was then absent)."""
+    from arbiter.hosting.remote import _user_id
+    ctx = zmq.Context.instance()
+    router, dealer = ctx.socket(zmq.ROUTER), ctx.socket(zmq.DEALER)
+    try:
+        port = router.bind_to_random_port("tcp://127.0.0.1")
+        dealer.connect(f"tcp://127.0.0.1:{port}")
+        dealer.send(b"hello")
+        assert router.poll(5000)
+        _route, frame = router.recv_multipart(copy=False)
+        assert _user_id(frame) == ""
+    finally:
+        router.close(linger=0)
+        dealer.close(linger=0)
+
+
 def alice_socket(folder, hub) -> zmq.Socket:
     """A participant written by hand from SPEC.md: alice's CurveZMQ DEALER, connected to the hub."""
     sock = zmq.Context.instance().socket(zmq.DEALER)

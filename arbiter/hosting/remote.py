@@ -191,6 +191,15 @@ def _head(data: bytes) -> _Head | None:
         return None
 
 
+def _user_id(frame: zmq.Frame) -> str:
+    """The participant a frame's connection was admitted as; "" if it came in unauthenticated
+    (ZeroMQ then has no such property, and asking raised in the hub's I/O thread, which died)."""
+    try:
+        return frame.get("User-Id")
+    except zmq.ZMQError:
+        return ""
+
+
 def _says_hello(data: bytes) -> bool:
     """``data`` is a msgpack map whose ``type`` is ``hello`` (a hello, valid or not)."""
     try:
@@ -496,7 +505,7 @@ class RemoteHub:
             self.strangers += 1
             return False
         data = payload[0]
-        user = data.get("User-Id") if not self.insecure else ""
+        user = "" if self.insecure else _user_id(data)
         peer = self.peers.get(user) if user else None
         if peer is not None:
             peer.admitted = None  # its admitted connection spoke: the usual rule (one healthy route) holds
