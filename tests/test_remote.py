@@ -25,7 +25,8 @@ from arbiter.hosting.remote import LagPolicy, RemoteHub, Roster, RosterError
 from arbiter.records.replay import verify
 from protocol import curve
 from protocol.codec import decode, encode
-from protocol.messages import GameOver, Hello, NewGame, Ping, Pong, Quit, Ready, Reply, Request, Welcome
+from protocol.messages import (PROTOCOL_VERSION, GameOver, Hello, NewGame, Ping, Pong, Quit, Ready, Reply, Request,
+                               Welcome)
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -344,6 +345,37 @@ def alice_socket(folder, hub) -> zmq.Socket:
     curve.client_options(sock, curve.load_public(folder / "referee.pub"), curve.load_keypair(folder / "alice.key"))
     sock.connect(hub.endpoint)
     return sock
+
+
+def test_a_frame_the_hub_fails_to_file_is_dropped_and_the_hub_hears_the_next(tmp_path, keys):
+    """One thread hears every participant: an error filing one frame (a bug) is logged and the frame
+    dropped, never that thread's end (all the event's remote games would go absent)."""
+    folder, roster = keys
+    logs: list[str] = []
+    hub = hub_for(folder, roster, logs=logs)
+    file, calls = hub._file, []
+
+    def failing_once(frames, arrived):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("a bug")
+        return file(frames, arrived)
+
+    hub._file = failing_once
+    sock = alice_socket(folder, hub)
+    try:
+        sock.send(encode(Pong(seq=5)))
+        hello = Hello(name="alice", protocol_version=PROTOCOL_VERSION)
+        sock.send(encode(hello))
+        deadline = time.monotonic() + 10
+        while hub.peers["alice"].hello is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert hub.peers["alice"].hello == hello
+        dropped = "dropped a frame the hub could not file (1 so far): RuntimeError('a bug')"
+        assert hub.unfiled == 1 and any(dropped in line for line in logs), logs
+    finally:
+        sock.close(linger=0)
+        hub.close()
 
 
 def play_by_hand(sock: zmq.Socket, reply) -> None:
