@@ -587,6 +587,96 @@ def test_live_events_carry_only_what_changed_and_merge_into_the_whole_view():
     assert patched > 10
 
 
+def merge_summary(held: dict | None, summary: dict) -> dict:
+    """A browser's standings after a summary event (page.js's ``summary`` listener, in Python)."""
+    if held is not None and held["made"] >= summary["made"]:
+        return held  # queued before a newer snapshot
+    if "finished_new" in summary:
+        rows = {r["game_id"]: r for r in held["finished"]}
+        rows.update((r["game_id"], r) for r in summary["finished_new"])
+        newest = sorted(rows.values(), key=lambda r: (-(r["ended_at"] or 0), r["game_id"]))
+        keep = summary["finished_keep"]
+        summary = {k: v for k, v in summary.items() if k not in ("finished_new", "finished_keep")}
+        summary["finished"] = newest[:keep]
+    return summary
+
+
+def test_summaries_carry_the_new_finished_games_and_merge_into_the_whole_list():
+    """A summary repeated the 200 newest finished games' rows every time (70 % of its bytes); it now
+    carries the rows new or changed since the last broadcast. Merged as page.js merges them they
+    make exactly the hub's list: past 200 games, games ending out of order, a row that changed (a
+    resumed run's line that learnt its start), a browser that came between two broadcasts, and one
+    whose snapshot is newer than the summary queued for it; games replaced go whole."""
+    import random
+
+    from arbiter.web.app import Hub, MemorySource, Viewer, game_row
+
+    def received(viewer: Viewer) -> list[dict]:
+        text, viewer.pending = b"".join(viewer.pending).decode(), []
+        blocks = [dict(line.split(": ", 1) for line in b.split("\n")) for b in filter(None, text.split("\n\n"))]
+        assert all(b["event"] == "summary" for b in blocks)
+        return [json.loads(b["data"]) for b in blocks]
+
+    def line(n: int, ended: float, started: float | None = None):
+        out = game_line(n)
+        out.ended_at, out.started_at = ended, started
+        return out
+
+    rng = random.Random(7)
+    source = MemorySource("rows")
+    hub = Hub(source)
+    browsers: dict[str, Viewer] = {}
+    held: dict[str, dict] = {}
+
+    def come(who: str) -> None:
+        browsers[who] = Viewer()
+        hub.viewers.add(browsers[who])
+        held[who] = hub.snapshot()["summary"]
+
+    def publish() -> dict:
+        hub.summary_due = 0.0  # made at once (the hold is another test's)
+        summary = hub.summary()
+        event = hub.summary_event(summary)
+        hub.broadcast(event)
+        for who, viewer in browsers.items():
+            for message in received(viewer):
+                held[who] = merge_summary(held[who], message)
+            assert held[who] == summary, who
+        return event
+
+    come("early")
+    n, sizes = 0, []
+    for step in range(60):
+        for _ in range(rng.randint(1, 8)):
+            n += 1
+            source.preload([line(n, 1000.0 + n + rng.choice([0.0, -3.5, 0.25]))])  # some end before others
+        if step == 10:
+            source.preload([line(3, source._lines["g3"].ended_at, started=900.0)])  # learnt when it started
+        if step == 20:
+            come("between broadcasts")
+        if step == 30:  # a summary made and queued before its snapshot, which is newer
+            hub.summary_due = 0.0
+            browsers["queued"] = Viewer()
+            hub.viewers.add(browsers["queued"])
+            hub.broadcast(hub.summary_event(hub.summary()))
+            n += 1
+            source.preload([line(n, 1000.0 + n)])
+            hub.summary_due = 0.0
+            held["queued"] = hub.snapshot()["summary"]
+            for message in received(browsers["queued"]):  # the older summary, queued first
+                held["queued"] = merge_summary(held["queued"], message)
+            assert held["queued"] == hub.summary()
+        event = publish()
+        if step > 0 and "finished_new" in event:
+            sizes.append((len(json.dumps(event)), len(json.dumps(hub.summary()))))
+    assert n > 200 and len(held["early"]["finished"]) == 200
+    assert held["early"]["finished"][0]["game_id"] == f"g{n}"
+    assert len(sizes) >= 55 and sum(a for a, _ in sizes) < 0.5 * sum(b for _, b in sizes), sizes
+    hub.source = MemorySource("another run")  # the games replaced: the next summary is whole
+    hub.source.preload([line(1, 5.0)])
+    assert "finished" in publish() and held["early"]["finished"] == [game_row(line(1, 5.0))]
+
+
 def test_with_no_browser_the_hub_keeps_no_broadcast_and_a_late_one_merges_to_its_view():
     """Nobody watching: ``flush`` sends nothing and keeps nothing to build deltas on (no board is
     diffed for no one); a browser that comes then gets its snapshot and whole views, then deltas,

@@ -197,6 +197,18 @@ def test_standings_change_when_a_game_ends(site):
                            timeout=90000)
     assert played(page) > before
     assert "expectimax" in page.inner_text("#standings")
+    # the finished games the page holds (its snapshot's, the ends', the summaries' new ones merged) are the server's
+    same = page.evaluate("""async () => {
+        const ids = (rows) => JSON.stringify((rows || []).map((r) => r.game_id));
+        for (let i = 0; i < 100; i++) {
+            const served = (await (await fetch('/api/state')).json()).summary;
+            if (S.summary && S.summary.made === served.made) return [ids(S.summary.finished), ids(served.finished)];
+            await new Promise((r) => setTimeout(r, 50));
+        }
+        return null;
+    }""")
+    if same is not None:  # else the standings moved on all the while
+        assert same[0] == same[1]
     site["proc"].wait(120)  # the whole event: all four games; its web view stops with it
     assert site["proc"].returncode == 0
     gap = len(site["errors"])
@@ -526,6 +538,27 @@ def test_a_withheld_game_page_shows_its_seed_when_the_run_ends(site, tmp_path):
         feed.close()
         page.goto("about:blank")
         server.stop()
+
+
+def test_the_page_orders_and_keeps_finished_games_as_the_server_does(site):
+    """page.js ``finishedMerged`` (a summary's new rows into the ones held) against the server's order
+    (``newest_first``): games ending out of order, equal end times, a row replaced, the newest kept."""
+    import json
+    import random
+
+    from arbiter.web.app import newest_first
+
+    rng = random.Random(3)
+    held = [{"game_id": f"g{i}", "ended_at": float(rng.randint(0, 30)), "plies": 1} for i in range(40)]
+    new = [{"game_id": f"g{i}", "ended_at": float(rng.randint(0, 40)), "plies": 2} for i in range(30, 60)]
+    merged = {r["game_id"]: r for r in held} | {r["game_id"]: r for r in new}
+    expected = sorted(merged.values(), key=newest_first)[:25]
+    script = (ROOT / "arbiter" / "web" / "page.js").read_text()
+    function = script[script.index("function finishedMerged("):]
+    function = function[:function.index("\n}\n") + 3]  # the page may be elsewhere by now: the function alone
+    got = site["page"].evaluate(f"([held, rows]) => {{ {function} return finishedMerged(held, rows, 25); }}",
+                                [held, new])
+    assert got == json.loads(json.dumps(expected))
 
 
 def test_no_console_errors(site):

@@ -55,6 +55,8 @@ SUMMARY_SHARE = 30.0
 """After making the standings, wait this many times their CPU time before making them again (~3 %
 of a core at most: at 9, ~10 %, they were most of the server's CPU, which the games paid for on a
 busy machine; a small event's standings take ~27 ms, so they still follow within a second)."""
+FINISHED_ROWS = 200
+"""Finished games a summary lists (the newest; the page's table of finished games)."""
 STALE = 600.0
 """A running game not heard of for this long (seconds) is taken off the page (its referee died)."""
 
@@ -68,6 +70,11 @@ def game_row(r: GameLine) -> dict[str, Any]:
             "players": r.players, "returns": r.returns, "reason": r.reason, "detail": r.detail,
             "forfeit_seat": r.forfeit_seat, "forfeit_seats": forfeiting_seats(r.forfeit_seat, r.forfeit_seats),
             "plies": r.plies, "started_at": r.started_at, "ended_at": r.ended_at}
+
+
+def newest_first(row: dict[str, Any]) -> tuple[float, str]:
+    """The finished games' order, newest first (page.js ``finishedMerged`` sorts alike)."""
+    return -(row["ended_at"] or 0.0), row["game_id"]
 
 
 RESULT_ROWS = 500
@@ -518,6 +525,9 @@ class Hub:
         self.summary_cache: tuple[Any, dict] | None = None
         self.summary_due = 0.0
         """When the standings may be made again (monotonic; see ``summary``)."""
+        self.summaries_made = 0
+        self.broadcast_finished: dict[str, dict[str, Any]] | None = None
+        """The finished games' rows of the last summary broadcast, by game id (see ``summary_event``)."""
         self._making = threading.Lock()
         self.messages = 0
 
@@ -542,13 +552,35 @@ class Hub:
         server waits for the CPU at niceness 19, the standings and a finished event's seeds came
         up to a minute late)."""
         started = time.thread_time()
-        recent = self.source.recent(200)
+        recent = self.source.recent(FINISHED_ROWS)
         summary = self.source.summary()
-        summary["finished"] = [game_row(r) for r in recent]
+        summary["finished"] = sorted(map(game_row, recent), key=newest_first)
         durations = [r.ended_at - r.started_at for r in recent if r.ended_at and r.started_at]
         summary["mean_game_s"] = sum(durations) / len(durations) if durations else None
+        self.summaries_made += 1
+        summary["made"] = self.summaries_made  # a browser keeps the newer of its snapshot's and a queued summary
         self.summary_cache = (version, summary)
         self.summary_due = time.monotonic() + (time.thread_time() - started) * SUMMARY_SHARE
+
+    def summary_event(self, summary: dict[str, Any]) -> dict[str, Any]:
+        """``summary`` as broadcast: with only the finished games' rows that are new or changed since
+        the last broadcast (``finished_new``; the page merges them into the ones it holds, newest
+        first, ``finished_keep`` of them), not all 200 again (70 % of the summary's bytes, and a
+        third of what a browser read). Every browser holds the last broadcast's rows or newer: its
+        snapshot (made after it was added to the viewers), then every broadcast. Whole when a row
+        the last one had is gone other than off the end (the games were replaced)."""
+        rows = summary["finished"]
+        before, self.broadcast_finished = self.broadcast_finished, {r["game_id"]: r for r in rows}
+        if before is None:
+            return summary
+        last = newest_first(rows[-1]) if len(rows) >= FINISHED_ROWS else None
+        if any(gid not in self.broadcast_finished and (last is None or newest_first(row) < last)
+               for gid, row in before.items()):
+            return summary
+        out = {k: v for k, v in summary.items() if k != "finished"}
+        out["finished_new"] = [r for r in rows if before.get(r["game_id"]) != r]
+        out["finished_keep"] = FINISHED_ROWS
+        return out
 
     def over(self) -> bool:
         """Whether the event (or run) is over, as its source or its standings say (made at most as
@@ -746,7 +778,7 @@ async def _watch_task(hub: Hub, every: float, made: threading.Event) -> None:
             summary = await asyncio.to_thread(hub.summary)
             if hub.summary_cache is not None and hub.summary_cache[0] == now:  # made for this change
                 version = now
-                hub.broadcast(summary)
+                hub.broadcast(hub.summary_event(summary))
 
 
 def build_app(source: Source, feed: str | None, *, poll: float = 0.5, tick: float = TICK):

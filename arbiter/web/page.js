@@ -329,6 +329,15 @@ function merge(g) {
   return view;
 }
 
+// Finished games' rows merged (a summary sends those new since the last one, an end its game's),
+// newest first as the server orders them (Hub newest_first), the first `keep` kept.
+function finishedMerged(held, rows, keep) {
+  const byId = new Map((held || []).map((r) => [r.game_id, r]));
+  rows.forEach((r) => byId.set(r.game_id, r));
+  return [...byId.values()].sort((a, b) => (b.ended_at || 0) - (a.ended_at || 0)
+    || (a.game_id < b.game_id ? -1 : a.game_id > b.game_id ? 1 : 0)).slice(0, keep);
+}
+
 function connect() {
   const es = new EventSource("/events");
   es.addEventListener("snapshot", (ev) => {
@@ -350,10 +359,18 @@ function connect() {
   es.addEventListener("end", (ev) => {
     const d = JSON.parse(ev.data);
     delete S.live[d.game_id];
-    if (S.summary) S.summary.finished = [d.row, ...(S.summary.finished || []).filter((r) => r.game_id !== d.row.game_id)];
+    if (S.summary) S.summary.finished = finishedMerged(S.summary.finished, [d.row], (S.summary.finished || []).length + 1);
     onUpdate(d.game_id);
   });
-  es.addEventListener("summary", (ev) => { S.summary = JSON.parse(ev.data); onUpdate(); });
+  es.addEventListener("summary", (ev) => {
+    const d = JSON.parse(ev.data);
+    if (S.summary && S.summary.made >= d.made) return;  // queued before a newer snapshot
+    if (d.finished_new) {
+      d.finished = finishedMerged(S.summary && S.summary.finished, d.finished_new, d.finished_keep);
+      delete d.finished_new; delete d.finished_keep;
+    }
+    S.summary = d; onUpdate();
+  });
   es.onerror = () => { $("#status").textContent = "reconnecting…"; };
 }
 
