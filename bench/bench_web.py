@@ -235,17 +235,26 @@ def hook_cost(games: int) -> dict:
     """In this process: EinStein games between two random engine subprocesses with a feed to a
     SUB socket bound by another process (which counts what it gets); the time spent in
     ``Feed.hook`` per event, beside the referee's whole overhead per decision in the same games."""
+    tmp = Path(tempfile.mkdtemp(prefix="bench-web-"))
+    endpoint = f"ipc://{tmp}/feed"
+    drain = subprocess.Popen([PY, "-c", DRAIN, endpoint], stdout=subprocess.PIPE, text=True)  # the viewer's socket
+    while not (tmp / "feed").exists():
+        time.sleep(0.01)
+    try:
+        return _hook_cost(games, tmp, endpoint, drain)
+    finally:
+        if drain.poll() is None:  # the bench failed: no process left behind
+            drain.kill()
+            drain.wait()
+
+
+def _hook_cost(games: int, tmp: Path, endpoint: str, drain: subprocess.Popen) -> dict:
     from arbiter.clock import parse_time_control
     from arbiter.feed import Feed
     from arbiter.formats.match import Series
     from arbiter.games import load_game
     from arbiter.hosting import EngineConfig
 
-    tmp = Path(tempfile.mkdtemp(prefix="bench-web-"))
-    endpoint = f"ipc://{tmp}/feed"
-    drain = subprocess.Popen([PY, "-c", DRAIN, endpoint], stdout=subprocess.PIPE, text=True)  # the viewer's socket
-    while not (tmp / "feed").exists():
-        time.sleep(0.01)
     feed = Feed(endpoint)
     spent: list[float] = []
 
@@ -278,6 +287,8 @@ def hook_cost(games: int) -> dict:
                 n_dec += len(decisions)
         finally:
             series.close()
+        if not n_dec:
+            raise SystemExit(f"bench_web: the {tag!r} games had no decisions (do the engines start? logs in {tmp})")
         out[tag] = over / n_dec * 1e6
     feed.close()
     time.sleep(0.3)
