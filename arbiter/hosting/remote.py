@@ -338,9 +338,9 @@ class RemoteHub:
         """(address, key fingerprint, why) of every refused connection, in order."""
         self.strangers = 0
         self.stale = 0
+        """Messages for no session (a game that is over, a ping nobody waits for), dropped."""
         self.unfiled = 0
         """Frames dropped because filing them failed (a bug: each is logged, up to a point)."""
-        """Messages for no session (a game that is over, a ping nobody waits for), dropped."""
         self.domain = HUB_DOMAIN + f"{id(self):x}".encode()
         self._seqs = itertools.count(1)
         self._lock = threading.Lock()
@@ -720,8 +720,6 @@ class RemoteConnection:
         then the answer, not dropped: dropped, a participant back within the wait stalled)."""
         self.reconnections = 0
         self.stale = 0
-        self.unfiled = 0
-        """Frames dropped because filing them failed (a bug: each is logged, up to a point)."""
         """Messages before the participant's hello, dropped unread."""
         self.on_pong = None
         """Called by the I/O thread with each pong for this session; True: consumed (not filed)."""
