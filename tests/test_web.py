@@ -651,7 +651,8 @@ def test_summaries_carry_the_new_finished_games_and_merge_into_the_whole_list():
             n += 1
             source.preload([line(n, 1000.0 + n + rng.choice([0.0, -3.5, 0.25]))])  # some end before others
         if step == 10:
-            source.preload([line(3, source._lines["g3"].ended_at, started=900.0)])  # learnt when it started
+            third = next(g for g in source.lines() if g.game_id == "g3")
+            source.preload([line(3, third.ended_at, started=900.0)])  # a line that learnt when its game started
         if step == 20:
             come("between broadcasts")
         if step == 30:  # a summary made and queued before its snapshot, which is newer
