@@ -660,8 +660,12 @@ def test_an_engine_caught_pondering_is_stopped_as_soon_as_its_reply_is_read(tmp_
     assert record.reason == "normal", record.detail
     seat = record.players.index("H")
     offturn = [e.offturn_cpu_ms for e in record.events if e.seat == seat and e.offturn_cpu_ms is not None]
-    assert max(offturn[:3]) > 3, offturn  # it spun after its replies, and was caught at it
-    assert len(offturn) >= 6 and sorted(offturn[3:])[len(offturn[3:]) // 2] < 5, offturn
+    # it spun after its replies and was caught at it (on a loaded machine its spin may wait a few moves for a core:
+    # [0, 0, 0, 0, 5.6, 0.1, ...] beside two busy loops), then stopped from each reply on
+    caught = next((i for i, ms in enumerate(offturn) if ms > 3), None)
+    assert caught is not None and caught < len(offturn) - 3, offturn
+    after = sorted(offturn[caught + 1:])
+    assert after[len(after) // 2] < 5, offturn
 
 
 @needs_cgroup
