@@ -131,7 +131,8 @@ def free_port() -> int:
 
 
 def get_json(server: WebServer, path: str) -> tuple[int, dict]:
-    conn = http.client.HTTPConnection(server.host, server.port, timeout=30)
+    # the server runs at niceness 19: beside two busy loops under coverage a long A&A game's page took over 30 s
+    conn = http.client.HTTPConnection(server.host, server.port, timeout=120)
     conn.request("GET", path)
     resp = conn.getresponse()
     body = resp.read()
