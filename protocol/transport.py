@@ -84,7 +84,7 @@ def new_ipc_endpoint(own_folder: bool = False) -> str:
     if _ipc_dir is None or not os.path.isdir(_ipc_dir):
         _ipc_dir, _ipc_dir_owner = tempfile.mkdtemp(prefix="arb-"), os.getpid()
         os.chmod(_ipc_dir, 0o711)  # others may pass through to their own folder, not list it
-        atexit.register(shutil.rmtree, _ipc_dir, True)
+        atexit.register(remove_ipc_dir)  # the same rule at exit: a forked child inherits this, not the folder
     name = uuid.uuid4().hex[:12]
     if own_folder:
         folder = os.path.join(_ipc_dir, name)
@@ -94,9 +94,9 @@ def new_ipc_endpoint(own_folder: bool = False) -> str:
 
 
 def remove_ipc_dir() -> None:
-    """Remove the private folder of this process's ipc sockets now: a process that ends with
-    ``os._exit`` (a tournament worker stopped in a hurry) runs no ``atexit``, and left it in the
-    temporary folder. A folder inherited through a fork is its creator's to remove."""
+    """Remove the private folder of this process's ipc sockets (at exit, and at once by a process
+    that ends with ``os._exit``, as a tournament worker stopped in a hurry: it runs no ``atexit``,
+    and left the folder behind). A folder inherited through a fork is its creator's to remove."""
     global _ipc_dir
     if _ipc_dir is not None and _ipc_dir_owner == os.getpid():
         shutil.rmtree(_ipc_dir, True)

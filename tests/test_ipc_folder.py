@@ -12,9 +12,9 @@ from protocol.transport import new_ipc_endpoint, remove_ipc_dir
 folder = os.path.dirname(new_ipc_endpoint()[len("ipc://"):])
 print(folder, flush=True)
 pid = os.fork()
-if pid == 0:  # a forked child shares the folder: not its to remove
+if pid == 0:  # a forked child shares the folder: not its to remove, now or at its exit
     remove_ipc_dir()
-    os._exit(0)
+    sys.exit(0)
 os.waitpid(pid, 0)
 print(os.path.isdir(folder), flush=True)
 if sys.argv[1] == "remove":
