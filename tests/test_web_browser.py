@@ -130,18 +130,21 @@ def played(page) -> int:
 def test_running_board_changes_after_a_move(site):
     page = site["page"]
     page.wait_for_selector("#live .card[data-game] img.board", timeout=30000)
-    card = page.query_selector("#live .card[data-game]")
-    gid, ply = card.get_attribute("data-game"), int(card.get_attribute("data-ply"))
-    board = card.inner_html()
-    assert card.query_selector("img.board").get_attribute("title") == "EinStein würfelt nicht!"  # the SVG's own
+    # The card's game, ply and drawing are read in one step: the page may redraw between two reads.
+    gid, ply, board = page.evaluate("""() => { const c = document.querySelector('#live .card[data-game]');
+        return [c.dataset.game, Number(c.dataset.ply), c.innerHTML]; }""")
+    card = page.query_selector(f"#live .card[data-game='{gid}']")
+    if card is not None:
+        assert card.query_selector("img.board").get_attribute("title") == "EinStein würfelt nicht!"  # the SVG's own
     page.wait_for_function("([gid, ply]) => { const c = document.querySelector(`#live .card[data-game='${gid}']`);"
                            " return !c || Number(c.dataset.ply) > ply; }", arg=[gid, ply], timeout=30000)
     served = page.evaluate("async () => JSON.stringify(await (await fetch('/api/state')).json())")
     assert SEED not in served  # every game's dice derive from it: hidden until the event is over
     card = page.query_selector(f"#live .card[data-game='{gid}']")
     if card is not None:  # still running: its board was redrawn for the new position
-        assert int(card.get_attribute("data-ply")) > ply
-        assert card.inner_html() != board
+        now_ply, now_board = page.evaluate("(c) => [Number(c.dataset.ply), c.innerHTML]", card)
+        assert now_ply > ply
+        assert now_board != board
         assert card.query_selector("img.board").get_attribute("title") == "EinStein würfelt nicht!"
         shoot(site, "event.png")
     # The page merged the live events' deltas into the same whole view the server holds.
