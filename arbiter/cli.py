@@ -308,7 +308,7 @@ def cmd_match(args: argparse.Namespace) -> int:
     try:
         try:
             args.live_view = _start_web(args, " vs ".join(c.name for c in configs), fmt.games, [match_id])
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             errors.print(f"[red]error:[/] --web {args.web}: {escape(str(exc))}")
             return EXIT_USAGE
         if game.num_seats > 2:
@@ -1210,7 +1210,8 @@ def cmd_keygen(args: argparse.Namespace) -> int:
 
 
 def _start_web(args: argparse.Namespace, title: str, total: int | None = None, resumed=()):
-    """``--web PORT``: the live web view (docs/web.md) in a child process, or None; OSError names the port.
+    """``--web PORT``: the live web view (docs/web.md) in a child process, or None; OSError names the port,
+    ValueError a bad ``ARBITER_WEB_NICE``.
     ``resumed``: the matches a resumed run continues, whose stored games the view shows too."""
     if getattr(args, "web", None) is None:
         return None
@@ -1337,7 +1338,7 @@ def cmd_coop(args: argparse.Namespace) -> int:
                  **kept)
     try:
         web = _start_web(args, f"{configs[0].name} + {configs[1].name}", args.count, [resumed])
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
         errors.print(f"[red]error:[/] --web {args.web}: {escape(str(exc))}")
         store.close()
         return EXIT_USAGE
@@ -1506,7 +1507,7 @@ def cmd_solo(args: argparse.Namespace) -> int:
     try:
         web = _start_web(args, f"solo: {', '.join(c.name for c in configs)}", args.count * len(configs),
                          [match_id for match_id, _, _ in stored])
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
         errors.print(f"[red]error:[/] --web {args.web}: {escape(str(exc))}")
         store.close()
         return EXIT_USAGE

@@ -10,6 +10,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import os
 import re
 import signal
 import socket
@@ -33,6 +34,8 @@ from arbiter.web import MemorySource, PortError, WebServer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
+
+pytestmark = pytest.mark.usefixtures("web_servers_at_games_priority")
 
 
 class SSE:
@@ -317,6 +320,35 @@ def test_port_in_use_is_named(tmp_path):
             WebServer(MemorySource(), None, host="", port=0)  # it bound 0.0.0.0, without a word
     finally:
         busy.close()
+
+
+def test_the_server_runs_after_the_games_unless_the_operator_says_otherwise(monkeypatch, tmp_path):
+    """The serving thread runs at niceness 19 by default (the games first); ``ARBITER_WEB_NICE``
+    sets it from 0 (a machine of its own) to 19. A value outside that is refused, naming the
+    variable, before anything listens: never below 0, where the spectators would go first."""
+    import os
+
+    for value, expected in ((None, 19), ("0", 0), ("7", 7)):
+        if value is None:
+            monkeypatch.delenv("ARBITER_WEB_NICE", raising=False)
+        else:
+            monkeypatch.setenv("ARBITER_WEB_NICE", value)
+        server = WebServer(MemorySource(), None, port=0)
+        server.start()
+        try:
+            assert os.getpriority(os.PRIO_PROCESS, server.thread.native_id) == expected
+            assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == 0  # the caller's own: untouched
+        finally:
+            server.stop()
+    for bad in ("-5", "20", "high", ""):
+        monkeypatch.setenv("ARBITER_WEB_NICE", bad)
+        with pytest.raises(ValueError, match=f"ARBITER_WEB_NICE={bad!r}: expected a niceness from 0"):
+            WebServer(MemorySource(), None, port=0)
+    port = free_port()
+    r = subprocess.run([PY, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", "true", "--engine", "true",
+                        "--db", str(tmp_path / "m.sqlite"), "--web", str(port)], cwd=ROOT, capture_output=True,
+                       text=True, timeout=60, env={**os.environ, "ARBITER_WEB_NICE": "-5"})
+    assert r.returncode == 2 and f"--web {port}: ARBITER_WEB_NICE='-5': expected a niceness" in r.stderr, r.stderr
 
 
 def _http_json(port: int, path: str) -> tuple[int, dict]:

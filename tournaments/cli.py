@@ -340,7 +340,7 @@ def cmd_run(args, resume: bool) -> int:
                                                        # them) made the workers forked later slower (bench/web.md)
         try:  # the child serves the database, and the feed beside it
             web = ServerProcess("tournaments.web", ["--db", os.path.abspath(opened.db.path)], args.web_host, args.web)
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             _error(f"--web {args.web}: {exc}")
             opened.db.close()
             return EXIT_USAGE

@@ -37,7 +37,7 @@ from ..records import GameRecord
 from ..records.store import SEAT_FIELDS, GameLine, iter_records
 from ..stats import MIN_INTERVAL_GAMES, contested, forfeiting_seats, mean_ci, paired_rows, wilson_interval
 from ..records.replay import replay, start_state, verify
-from .process import SPECTATOR_NICE, listening_socket
+from .process import listening_socket, spectator_nice
 
 QUEUE = 256
 """Messages a browser may lag behind, queued before its stream is written directly (``Viewer``),
@@ -1018,6 +1018,7 @@ class WebServer:
                  poll: float = 0.5, tick: float = TICK, sock: socket.socket | None = None):
         import uvicorn
 
+        self.nice = spectator_nice()
         self.sock = sock if sock is not None else listening_socket(host, port)
         self.host, self.port = self.sock.getsockname()[:2]
         self.app = build_app(source, feed, poll=poll, tick=tick)
@@ -1036,7 +1037,7 @@ class WebServer:
 
     def run(self) -> None:
         try:  # Linux: the niceness of this thread and of the threads it starts
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), SPECTATOR_NICE)
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.nice)
         except OSError:
             pass
         self.server.run(sockets=[self.sock])

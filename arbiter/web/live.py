@@ -26,7 +26,7 @@ class LiveView:
     hooks. ``db``: the run's results database, where the view reads an older game's record (it
     keeps only the last few); ``match_ids``: a resumed run's matches, whose games played before
     are shown too (the standings are the run's, not this process's). Raises ``PortError`` (the
-    port) or ``OSError`` (the server did not start)."""
+    port), ``OSError`` (the server did not start) or ``ValueError`` (a bad ``ARBITER_WEB_NICE``)."""
 
     def __init__(self, title: str, port: int, host: str = "127.0.0.1", total: int | None = None,
                  db: str | Path | None = None, match_ids: tuple[str, ...] | list[str] = ()):
@@ -38,7 +38,7 @@ class LiveView:
             self.server = ServerProcess("arbiter.web.live", ["--feed", endpoint, "--title", title] +
                                         (["--total", str(total)] if total is not None else []) +
                                         stored, host, port)
-        except OSError:
+        except (OSError, ValueError):
             shutil.rmtree(self.folder, ignore_errors=True)
             raise
         self.feed = Feed(endpoint)

@@ -27,6 +27,25 @@ SPECTATOR_NICE = 19
 """The web server's CPU niceness (the child's, or the serving thread's in ``serve``): on a busy
 machine the games' referees and engines come first, the spectators' page after them."""
 
+NICE_VARIABLE = "ARBITER_WEB_NICE"
+
+
+def spectator_nice() -> int:
+    """``SPECTATOR_NICE``, or the operator's ``ARBITER_WEB_NICE`` from 0 to 19: 0 where the server
+    has the machine to itself (at 19 beside busy loops it got ~1 % of a core, and took minutes to
+    make a page). Never below 0: spectators do not go before the games. ValueError names a bad one."""
+    text = os.environ.get(NICE_VARIABLE)
+    if text is None:
+        return SPECTATOR_NICE
+    try:
+        nice = int(text)
+    except ValueError:
+        nice = -1
+    if not 0 <= nice <= 19:
+        raise ValueError(f"{NICE_VARIABLE}={text!r}: expected a niceness from 0 (as the games) "
+                         f"to {SPECTATOR_NICE} (the default: after them)")
+    return nice
+
 START_TIMEOUT = 20.0
 """Seconds the child may take to import the server, bind the feed and start serving."""
 
@@ -55,9 +74,11 @@ def listening_socket(host: str = "127.0.0.1", port: int = 8080) -> socket.socket
 
 class ServerProcess:
     """``python -m MODULE --fd N *args`` serving a socket bound here to ``host:port``. Raises
-    ``PortError`` (the port) or ``OSError`` (the server did not start)."""
+    ``PortError`` (the port), ``OSError`` (the server did not start) or ``ValueError`` (a bad
+    ``ARBITER_WEB_NICE``)."""
 
     def __init__(self, module: str, args: list[str], host: str = "127.0.0.1", port: int = 8080):
+        spectator_nice()  # a bad ARBITER_WEB_NICE is the caller's error, before the child starts
         sock = listening_socket(host, port)
         self.host, self.port = sock.getsockname()[:2]
         with sock:
@@ -97,7 +118,7 @@ def serve_until_stdin_closes(server: WebServer, folder: Path | None = None) -> i
     """The child's life: serve, say ``ready``, stop when stdin closes; then remove ``folder``
     (the parent's private folder for this view: gone even when the parent was killed)."""
     try:
-        os.setpriority(os.PRIO_PROCESS, 0, SPECTATOR_NICE)
+        os.setpriority(os.PRIO_PROCESS, 0, server.nice)
     except OSError:
         pass
     server.start()
