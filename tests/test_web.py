@@ -1113,7 +1113,7 @@ def test_the_event_stream_answers_only_get(tmp_path):
 
 
 @pytest.mark.serial
-def test_spectators_on_a_finished_game_cost_the_engines_nothing(tmp_path):
+def test_spectators_on_a_finished_game_cost_the_engines_nothing(tmp_path, monkeypatch):
     """``arbiter match --web`` at 50 ms a move while eight spectators keep asking for a finished
     A&A game (its page replays the whole game: seconds of Python each) and 200 idle connections
     sit on the port. Every game ends normally and no decision waits on the referee's side: the
@@ -1121,6 +1121,7 @@ def test_spectators_on_a_finished_game_cost_the_engines_nothing(tmp_path):
     ended in time forfeits of honest engines: "took 170 ms; allowed 50 ms + 50 ms margin".)"""
     import sqlite3
 
+    monkeypatch.delenv("ARBITER_WEB_NICE", raising=False)  # the server at its default niceness, as an operator runs it
     port = free_port()
     db = tmp_path / "r.sqlite"
     engine = "{python} -m sample_engines.aachess_random"
