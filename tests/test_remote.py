@@ -1035,8 +1035,14 @@ def test_connections_of_one_key_opened_at_once_before_any_speaks_are_refused(tmp
         while sum("alice is connecting already" in line for line in logs) < 19 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert sum("alice is connecting already" in line for line in logs) >= 19, logs
+        sent = 0
         for sock in silent:  # the admitted one's gets through (the others are refused, redialling)
-            sock.send(encode(Hello(name="alice")), zmq.NOBLOCK)
+            try:
+                sock.send(encode(Hello(name="alice")), zmq.NOBLOCK)
+                sent += 1
+            except zmq.Again:  # a refused one has no pipe between its redials: nothing to queue on
+                pass
+        assert sent >= 1
         conn = hub.connection("alice")
         assert conn.wait(3000) and isinstance(conn.receive(), Hello)
     finally:
