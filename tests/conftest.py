@@ -5,7 +5,6 @@ runs files side by side (``make test``), a ``serial`` test runs with nothing bes
 from __future__ import annotations
 
 import fcntl
-import os
 from collections import Counter
 
 import pytest
@@ -114,10 +113,6 @@ def web_servers_at_games_priority():
     """The web servers a module starts run at niceness 0 (``ARBITER_WEB_NICE``), not 19: beside the
     other worker's tests (or busy loops) a server at 19 got ~1 % of a core, and a page waited over a
     minute for it. The default niceness is checked on its own (test_web.py)."""
-    before = os.environ.get("ARBITER_WEB_NICE")
-    os.environ["ARBITER_WEB_NICE"] = "0"
-    yield
-    if before is None:
-        del os.environ["ARBITER_WEB_NICE"]
-    else:
-        os.environ["ARBITER_WEB_NICE"] = before
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ARBITER_WEB_NICE", "0")
+        yield
