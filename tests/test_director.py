@@ -2,6 +2,7 @@
 every kind (one clear line, the right exit code), files in expected places, reproducible examples."""
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -10,6 +11,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -948,6 +950,46 @@ def test_an_interrupt_while_a_match_starts_its_engines_leaves_no_folder(tmp_path
     assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in out + err, out + err
     assert not mine()
     assert not list(temp.iterdir())
+
+
+@pytest.mark.parametrize("game", ["einstein", "aachess"], ids=["match", "table"])
+def test_an_interrupt_after_the_engines_started_and_before_the_first_game_stops_them(tmp_path, game):
+    """SIGTERM after the pre-flight, while the command prints the engines' hellos (its output a
+    full pipe here, so it waits in that print): before, nothing stopped the engines then; the
+    command exited 130 and their folders (the session secret) went only when the guardian came
+    (CI once saw them still there, with SIGTERM at 0.3 s)."""
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    seats = 2 if game == "einstein" else 3
+    options = [] if game == "einstein" else ["--option", "seats=3"]
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            os.write(write_end, b"x" * 4096)  # the command's stdout is full before it starts
+    os.set_blocking(write_end, True)
+    proc = subprocess.Popen([PY, "-m", "arbiter.cli", "match", "--game", game, *options,
+                             *[arg for _ in range(seats) for arg in ("--engine", RANDOM)], "--quiet",
+                             "--db", str(tmp_path / "m.sqlite")], cwd=ROOT, text=True, stdout=write_end,
+                            stderr=subprocess.PIPE, env={**os.environ, "TMPDIR": str(temp)})
+    os.close(write_end)
+    try:
+        deadline = time.monotonic() + 60
+        while len(list(temp.glob("arb-engine-*"))) < seats and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.02)
+        assert len(list(temp.glob("arb-engine-*"))) == seats, list(temp.iterdir())
+        time.sleep(1.0)  # the hellos are in: the command waits in its first print
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGTERM)
+        drained = threading.Thread(target=lambda: [None for _ in iter(lambda: os.read(read_end, 65536), b"")],
+                                   daemon=True)
+        drained.start()
+        err = proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
+    assert not list(temp.iterdir())  # at its exit, not later
 
 
 HANDLED_INTERRUPTS = """\
