@@ -350,20 +350,20 @@ def _run_match(args, game, tc, fmt, seed, configs, setup, match_id, done, sprt_b
                   on_game=on_game, sprt=sprt_bounds, adjudication=adjudication, openings=openings, keep_records=False)
     if failed := _start_all(match.series, store):  # pre-flight: a broken command must not hand out wins
         return _not_started(configs, failed, args)
-    try:
+    with _stopped_if_interrupted(match.series, store):
         for config, engine in zip(configs, match.series.engines):
             console.print(escape(f"{config.name}: {hello_text(engine.hello)}"), highlight=False)
         console.print(f"match [bold]{match.match_id}[/]: " + escape(
             f"{game.name}, {configs[0].name} vs {configs[1].name}, tc {tc.text}, format {args.format}, results → {args.db}"
             + (f", adjudication: {adjudication.describe()}" if adjudication else "")
             + (f" (resumed after {len(done)} game(s))" if match_id else "")))
+    try:
         if args.quiet:
             result = match.play(setup, done)
         else:
             with Live(board, console=console, refresh_per_second=4):
                 result = match.play(setup, done)
     except KeyboardInterrupt:
-        match.series.close()  # interrupted before its games began (``play`` closes them itself once in it)
         errors.print(f"[yellow]interrupted[/]: finished games are saved; continue with "
                       f"`arbiter match --resume {match.match_id} --db {escape(str(args.db))}`")
         store.close()
@@ -381,16 +381,26 @@ def _start_all(series, store: ResultsStore) -> list[tuple[int, EngineFault]]:
     meanwhile (Ctrl-C, ``kill PID`` while engines start), the engines started so far are stopped
     and the store closed: before, an interrupt there left each started engine's temporary folder
     (its session secret) behind."""
-    try:
+    with _stopped_if_interrupted(series, store):
         failed = series.start_all()
-    except BaseException:
-        series.close()
-        store.close()
-        raise
     if failed:
         series.close()
         store.close()
     return failed
+
+
+@contextlib.contextmanager
+def _stopped_if_interrupted(series, store: ResultsStore):
+    """From the pre-flight to the first game (``play`` stops its engines itself): an interrupt or
+    error stops the engines started so far and closes the store, then goes on up (nothing was
+    played: the command says "interrupted"). Before, one landing in the hellos' print left the
+    engines and their folders to the guardian, after the exit."""
+    try:
+        yield
+    except BaseException:
+        series.close()
+        store.close()
+        raise
 
 
 def _not_started(configs, failed: list[tuple[int, EngineFault]], args: argparse.Namespace) -> int:
@@ -2129,13 +2139,13 @@ def _run_table(args, game, tc, fmt, seed, configs, setup, match_id, done, openin
                        adjudication=adjudication)
     if failed := _start_all(table.series, store):
         return _not_started(configs, failed, args)
-    try:
+    with _stopped_if_interrupted(table.series, store):
         console.print(escape(f"match {table.match_id}: {game.name} {game.options}, {len(configs)} seats, "
                              f"{' / '.join(c.name for c in configs)}, tc {tc.text}, {fmt.games} games with the seats "
                              f"rotated, results → {args.db}") + (f" (resumed after {len(done)} game(s))" if match_id else ""), highlight=False)
+    try:
         result = table.play(setup, done)
     except KeyboardInterrupt:
-        table.series.close()  # interrupted before its games began (``play`` closes them itself once in it)
         errors.print(f"[yellow]interrupted[/]: finished games are saved; continue with "
                       f"`arbiter match --resume {table.match_id} --db {escape(str(args.db))}`")
         store.close()
