@@ -134,7 +134,7 @@ def free_port() -> int:
 
 
 def get_json(server: WebServer, path: str) -> tuple[int, dict]:
-    # the server runs at niceness 19: beside two busy loops under coverage a long A&A game's page took over 30 s
+    # beside two busy loops under coverage a long A&A game's page took over 30 s (the server then at niceness 19)
     conn = http.client.HTTPConnection(server.host, server.port, timeout=120)
     conn.request("GET", path)
     resp = conn.getresponse()
@@ -326,8 +326,6 @@ def test_the_server_runs_after_the_games_unless_the_operator_says_otherwise(monk
     """The serving thread runs at niceness 19 by default (the games first); ``ARBITER_WEB_NICE``
     sets it from 0 (a machine of its own) to 19. A value outside that is refused, naming the
     variable, before anything listens: never below 0, where the spectators would go first."""
-    import os
-
     for value, expected in ((None, 19), ("0", 0), ("7", 7)):
         if value is None:
             monkeypatch.delenv("ARBITER_WEB_NICE", raising=False)

@@ -62,9 +62,6 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-pytestmark = pytest.mark.usefixtures("web_servers_at_games_priority")
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, web_servers_at_games_priority):
     """The tournament running with its web view, a browser page on it, and where shots go."""
