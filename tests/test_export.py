@@ -307,6 +307,20 @@ def test_an_export_given_where_records_are_read_is_named_an_export(results_db, t
                               f"--db NEW.sqlite` rebuilds them\n"), (argv, run.stderr)
 
 
+@pytest.mark.parametrize("content", [b"garbage\nmore\n", b"\x1f\x8b\x08\x00\x00\x00", b"  <html>\n"])
+def test_a_file_that_is_neither_a_database_nor_records_is_named_so(tmp_path, content):
+    """A log, a gzipped export or a web page given where records are read was said to be "not a
+    game record: JSON is malformed: invalid character (byte 0)", as if a record were damaged; each
+    command now says the file is neither kind, and how it begins."""
+    path = tmp_path / "results.sqlite"
+    path.write_bytes(content)
+    for argv in (("verify", path), ("show", path), ("show", path, "--list"), ("export", path, "--format", "csv")):
+        run = arbiter(*map(str, argv))
+        assert run.returncode == 2 and run.stdout == "", (argv, run.stdout, run.stderr)
+        assert run.stderr == (f"error: {path}: neither a results database (SQLite) nor game records (JSON Lines): "
+                              f"it begins {content.lstrip()[:12]!r}\n"), (argv, run.stderr)
+
+
 def test_text_format_quotes_moves_with_blanks(results_db):
     """A move with blanks or brackets is a JSON string; a bare word stays bare."""
     record = next(iter(load_records(results_db)))

@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from .record import GameRecord, from_json, record_hash, signed_bytes
 from .signing import check_signature, key_id
-from .store import chain_statement, check_is_file, open_readonly, refuse_text_export, summarize
+from .store import chain_statement, check_is_file, open_readonly, refuse_non_records, summarize
 
 INDEXED = ("game_id", "match_id", "game_number", "game", "players", "returns", "reason", "forfeit_seat", "plies",
            "ended_at")
@@ -68,7 +68,7 @@ def open_stored(path: str | Path) -> tuple[Iterator["Stored | str"], dict[tuple[
         head = f.read(16)
     if not head:
         raise ValueError(f"{path}: empty file, not a results database or export")
-    refuse_text_export(path, head)
+    refuse_non_records(path, head)
     heads: dict[tuple[str, str], Head] = {}
     if not head.startswith(b"SQLite format 3"):
         with open(path, "rb") as f:

@@ -848,12 +848,17 @@ def check_is_file(path: str | Path) -> None:
         raise FileNotFoundError(f"{path}: no such file")
 
 
-def refuse_text_export(path: str | Path, head: bytes) -> None:
-    """ValueError when ``head`` (a file's first bytes) begins a text or CSV export (``arbiter
-    export``), given where records are read: said as such, not as JSON the parser cannot read."""
+def refuse_non_records(path: str | Path, head: bytes) -> None:
+    """ValueError when ``head`` (a file's first bytes, not empty) begins neither a results database
+    nor game records, given where records are read: a text or CSV export (``arbiter export``) said
+    as such, with how to rebuild its records; anything else (a log, a compressed or damaged file)
+    said to be neither, not as JSON its first line is not."""
     if head.startswith((b"[Event ", b"Event,Match,")):
         raise ValueError(f"{path}: a {'text' if head.startswith(b'[') else 'CSV'} export (arbiter export), not game "
                          f"records: `arbiter import {path} --db NEW.sqlite` rebuilds them")
+    if not head.startswith(b"SQLite format 3") and head.strip() and not head.lstrip().startswith(b"{"):
+        raise ValueError(f"{path}: neither a results database (SQLite) nor game records (JSON Lines): "
+                         f"it begins {head.lstrip()[:12]!r}")
 
 
 def _is_sqlite(path: str | Path) -> bool:
@@ -864,7 +869,7 @@ def _is_sqlite(path: str | Path) -> bool:
         head = f.read(16)
     if not head:
         raise ValueError(f"{path}: empty file, not a results database or export")
-    refuse_text_export(path, head)
+    refuse_non_records(path, head)
     return head.startswith(b"SQLite format 3")
 
 
