@@ -226,6 +226,10 @@ def test_resume_refuses_what_is_not_a_tournament(tmp_path):
     with pytest.raises(TournamentStateError, match="is not a tournament database"):
         api.resume(plain)
     TournamentDB(plain).close()  # the refusal released the lock
+    damaged = tmp_path / "event.sqlite"  # named a database, and not one: it was read as TOML ("g.sqlite:1: TOML
+    damaged.write_bytes(b"\x1f\x8b\x08\x00 zipped")  # syntax error"), or as text it could not decode
+    with pytest.raises(TournamentStateError, match=r"event.sqlite: not a database \(it begins b'\\x1f\\x8b"):
+        api.resume(damaged)
 
 
 def test_resume_of_a_file_whose_output_is_not_a_tournament_changes_nothing(tmp_path):

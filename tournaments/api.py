@@ -219,6 +219,11 @@ def resume(target: str | Path, *, check_paths: bool = True) -> Opened:
         raise TournamentStateError(f"{target} is a folder: name the tournament's file or database")
     if target.is_file() and target.stat().st_size == 0:
         raise TournamentStateError(f"{target}: empty file, not a tournament file or database")
+    if target.suffix in (".sqlite", ".sqlite3", ".db") and not is_database(target):  # not read as a TOML file
+        with open(target, "rb") as f:
+            head = f.read(12)
+        raise TournamentStateError(f"{target}: not a database (it begins {head!r}): name the tournament's file "
+                                   f"or database")
     if is_database(target):
         target = target.resolve() if target.is_symlink() else target  # its export and logs are beside it
         db = open_locked(target)
