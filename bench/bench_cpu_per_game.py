@@ -113,7 +113,7 @@ def main() -> None:
             parts = ", ".join(f"{r} {' + '.join(f'{x:.2f}' for x in sorted(v, reverse=True))}"
                               for r, v in sorted(by_role.items()))
             print(f"{name}: {total:.2f} ms of CPU per game ({parts})", flush=True)
-            print(f"    referee by thread: " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(by_thread.items())
+            print("    referee by thread: " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(by_thread.items())
                                                           if v >= 0.005), flush=True)
 
 

@@ -3,7 +3,6 @@ absent participants, plain tcp only when asked for. Engines are the sample engin
 separate programs with ``--connect``, exactly as an entrant would run them."""
 from __future__ import annotations
 
-import os
 import queue
 import socket
 import subprocess
@@ -25,7 +24,7 @@ from arbiter.hosting.remote import LagPolicy, RemoteHub, Roster, RosterError
 from arbiter.records.replay import verify
 from protocol import curve
 from protocol.codec import decode, encode
-from protocol.messages import (PROTOCOL_VERSION, GameOver, Hello, NewGame, Ping, Pong, Quit, Ready, Reply, Request,
+from protocol.messages import (PROTOCOL_VERSION, Hello, NewGame, Ping, Pong, Quit, Ready, Reply, Request,
                                Welcome)
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,12 +8,10 @@ import json
 import re
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from protocol import curve
 from test_remote import ROOT, PY, free_port, keys  # noqa: F401  (fixture)
 
 

@@ -10,7 +10,7 @@ import pytest
 from arbiter.clock import parse_time_control
 from arbiter.hosting import EngineConfig
 from arbiter.games import load_game
-from arbiter.games.einstein import BLUE, GOAL, HOME, LAYOUTS, RED, SQUARE_NAMES
+from arbiter.games.einstein import BLUE, GOAL, HOME, LAYOUTS, RED
 from arbiter.formats.match import Match, MatchFormat
 from arbiter.records.store import ResultsStore
 from protocol.messages import Info, Request

@@ -284,7 +284,6 @@ def cmd_run(args, resume: bool) -> int:
     from . import api
     from .config import ConfigError
     from .db import TournamentLocked
-    from .runner import TournamentError
 
     console = _console()
     cfg = None

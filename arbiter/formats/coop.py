@@ -18,7 +18,6 @@ clocks, records in the results store); ``arbiter coop`` is its command line (``a
 """
 from __future__ import annotations
 
-import math
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -114,11 +113,6 @@ class CoopResult:
             return float("nan"), float("nan")
         _, low, high = mean_ci(self.scores, confidence)
         return low, high
-
-    @property
-    def stdev(self) -> float:
-        se = self.stderr
-        return se * math.sqrt(self.count) if self.count > 1 else float("nan")
 
     def median(self) -> float:
         s = sorted(self.scores)

@@ -326,10 +326,6 @@ def trapped_peasants(board: list[int], pits: int, colour: int) -> list[int]:
     return [sq for sq in range(64) if board[sq] == code and is_trapped_peasant(pits, sq, colour)]
 
 
-def pit_squares(pits: int) -> list[int]:
-    return [sq for sq in range(64) if (pits >> sq) & 1]
-
-
 def board_text(board: list[int], pits: int) -> str:
     """Ranks 8 to 1 separated by ``/``; piece letters, ``*`` for a pit, digits for empty runs."""
     rows = []

@@ -208,11 +208,6 @@ def chain_members(succ: Sequence[int], white: int, min_len: int = MIN_CHAIN) -> 
     return length, members
 
 
-def chain_length(succ: Sequence[int], white: int) -> int:
-    """Length of the longest chain (0 when there is none)."""
-    return len(longest_chain(succ, white))
-
-
 def chain_through(succ: Sequence[int], white: int, v: int, min_len: int = MIN_CHAIN) -> tuple[int, ...]:
     """Some chain that contains vertex ``v`` (in cycle order starting at ``v``), or ``()``.
 

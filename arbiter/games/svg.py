@@ -20,7 +20,7 @@ def text_board(text: str) -> str:
     """A game without a drawing of its own: its text board, set in a monospace font."""
     lines = text.splitlines() or [""]
     width = max(len(line) for line in lines) * 7.2 + 16
-    body = [f'<rect width="100%" height="100%" fill="#fbfaf5"/>',
+    body = ['<rect width="100%" height="100%" fill="#fbfaf5"/>',
             '<text font-family="monospace" font-size="12" fill="#222">']
     body += [f'<tspan x="8" y="{18 + 15 * i}" xml:space="preserve">{esc(line)}</tspan>' for i, line in enumerate(lines)]
     body.append("</text>")

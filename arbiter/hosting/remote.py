@@ -23,7 +23,6 @@ import math
 import os
 import re
 import struct
-import sys
 import threading
 import time
 import tomllib

@@ -15,7 +15,6 @@ import resource
 import secrets
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 import traceback

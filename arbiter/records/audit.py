@@ -134,15 +134,6 @@ def _rows(path: Path) -> Iterator["Stored | str"]:
         db.close()
 
 
-def load_stored(path: str | Path) -> tuple[list[Stored], dict[tuple[str, str], Head], list[str]]:
-    """``open_stored`` as lists: (records, chain heads, rows that are not records)."""
-    rows, heads, _ = open_stored(path)
-    stored, broken = [], []
-    for item in rows:
-        (broken if isinstance(item, str) else stored).append(item)
-    return stored, heads, broken
-
-
 def _column_problems(s: Stored) -> list[str]:
     r, cols = s.record, s.columns
     expected = dict(game_id=r.game_id, match_id=r.match_id, game_number=r.game_number, game=r.game,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import shutil
 import socket
-import sys
 import tempfile
 import threading
 from pathlib import Path

@@ -91,9 +91,6 @@ class Unit:
         if not self.has(flag):
             self.flags = f"{self.flags},{flag}" if self.flags else flag
 
-    def as_list(self) -> list:
-        return [self.id, self.t, self.p, self.at, self.used, self.on, self.came, self.flags]
-
 
 class AAChessState(State):
     """One position of A&A Chess (mutable; ``clone`` copies it)."""
@@ -154,9 +151,6 @@ class AAChessState(State):
 
     def seat_of(self, p: int) -> int:
         return self.game.seat_of_power[p]
-
-    def utype(self, code: str):
-        return self.board.units[code]
 
     def kind(self, u: Unit) -> str:
         return self.board.units[u.t].kind
