@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 
 import numpy as np
 import pytest
@@ -135,15 +134,12 @@ def test_cluster_robust_covariance_uses_the_pair_as_the_unit():
     assert np.all(robust.se < 0.8 * model.se)
 
 
-def test_fit_speed_100_players_100k_games():
+def test_fit_of_100_players_over_100k_games_recovers_their_strengths():
+    """At the scale of a big event. Its speed (target < 1 s) is a benchmark's: bench/bench_tournaments.py."""
     rng = np.random.default_rng(6)
     true = rng.normal(0, 200, 100)
     f, s, score = simulate_games(rng, true, 100_000, h_elo=30)
-    fit_bradley_terry(f[:1000], s[:1000], score[:1000], 100)  # warm up
-    t = time.perf_counter()
     fit = fit_bradley_terry(f, s, score, 100)
-    elapsed = time.perf_counter() - t
-    assert elapsed < 2.0, elapsed  # target < 1 s; slack for a loaded CI machine
     assert np.corrcoef(fit.elo, true)[0, 1] > 0.99
 
 
