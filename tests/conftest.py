@@ -112,7 +112,8 @@ def feed_viewer(tmp_path):
 def web_servers_at_games_priority():
     """The web servers a module starts run at niceness 0 (``ARBITER_WEB_NICE``), not 19: beside the
     other worker's tests (or busy loops) a server at 19 gets ~1 % of a core, and a page waited over a
-    minute for it. Every test of test_web_browser.py takes it through ``site``. The default niceness is checked on its own (test_web.py)."""
+    minute for it. Every test of test_web_browser.py takes it through ``site``. The default
+    niceness is checked on its own (test_web.py)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("ARBITER_WEB_NICE", "0")
         yield

@@ -33,7 +33,8 @@ NICE_VARIABLE = "ARBITER_WEB_NICE"
 def spectator_nice() -> int:
     """``SPECTATOR_NICE``, or the operator's ``ARBITER_WEB_NICE`` from 0 to 19: 0 where the server
     has the machine to itself (at 19, beside processes keeping every core busy, it gets ~1 % of a
-    core by the scheduler's weights, and a page waited over a minute). Never below 0: spectators do not go before the games. ValueError names a bad one."""
+    core by the scheduler's weights, and a page waited over a minute). Never below 0: spectators
+    do not go before the games. ValueError names a bad one."""
     text = os.environ.get(NICE_VARIABLE)
     if text is None:
         return SPECTATOR_NICE
