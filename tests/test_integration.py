@@ -32,7 +32,9 @@ def misbehave(mode: str, after: int = 2) -> str:
 
 RUN_MARK = "ARBITER_TEST_RUN"
 os.environ[RUN_MARK] = uuid.uuid4().hex  # passed to every engine this test run starts:
-os.environ["ARBITER_PASS_ENV"] = RUN_MARK  # the operator's way to name variables engines inherit
+# The operator's way to name variables engines inherit; added to, not replaced: `make coverage`
+# names COVERAGE_PROCESS_CONFIG there, and every test worker imports this module.
+os.environ["ARBITER_PASS_ENV"] = ",".join(filter(None, (os.environ.get("ARBITER_PASS_ENV"), RUN_MARK)))
 
 
 def engine_processes() -> list[psutil.Process]:
