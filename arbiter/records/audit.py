@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from .record import GameRecord, from_json, record_hash, signed_bytes
 from .signing import check_signature, key_id
-from .store import chain_statement, check_is_file, open_readonly, refuse_non_records, summarize
+from .store import chain_statement, is_database, open_readonly, summarize
 
 INDEXED = ("game_id", "match_id", "game_number", "game", "players", "returns", "reason", "forfeit_seat", "plies",
            "ended_at")
@@ -63,14 +63,8 @@ def open_stored(path: str | Path) -> tuple[Iterator["Stored | str"], dict[tuple[
     order), one at a time (a row that is not a record comes as a message saying so), the chain
     heads (database only) and how many rows there are. Nothing is held but the heads."""
     path = Path(path)
-    check_is_file(path)
-    with open(path, "rb") as f:
-        head = f.read(16)
-    if not head:
-        raise ValueError(f"{path}: empty file, not a results database or export")
-    refuse_non_records(path, head)
     heads: dict[tuple[str, str], Head] = {}
-    if not head.startswith(b"SQLite format 3"):
+    if not is_database(path):
         with open(path, "rb") as f:
             total = sum(1 for line in f if line.strip())
         return _lines(path), heads, total

@@ -861,8 +861,9 @@ def refuse_non_records(path: str | Path, head: bytes) -> None:
                          f"it begins {head.lstrip()[:12]!r}")
 
 
-def _is_sqlite(path: str | Path) -> bool:
-    """True for a SQLite file, False for JSON Lines; ValueError/FileNotFoundError name the file."""
+def is_database(path: str | Path) -> bool:
+    """True for a results database (SQLite), False for game records (JSON Lines), where records
+    are read; a file that is neither (or missing, empty, a folder) gets an error naming it."""
     path = Path(path)
     check_is_file(path)
     with open(path, "rb") as f:
@@ -922,7 +923,7 @@ def iter_records(path: str | Path, game_id: str | None = None) -> Iterator[GameR
     """Records from a SQLite results file (commit order), a .jsonl export or a single-record
     .json file (line order), one at a time: memory stays constant however many there are."""
     path = Path(path)
-    if _is_sqlite(path):
+    if is_database(path):
         where, args = ("WHERE game_id = ?", (game_id,)) if game_id else ("", ())
         for data in _rows(path, where, args):
             yield from_json(data)
@@ -995,7 +996,7 @@ def game_lines(path: str | Path, player: str | None = None, match_id: str | None
     summaries (no record is parsed): every game in commit order, or those of ``match_id`` in game
     order; with ``player``, only games in which it may have sat (the caller checks the seats). A
     JSON Lines export's records are parsed, in line order."""
-    if not _is_sqlite(path):
+    if not is_database(path):
         return (GameLine.of(r) for r in iter_records(path)
                 if (player is None or player in r.players) and match_id in (None, r.match_id))
     where, args, order = [], [], "g.rowid"
@@ -1024,7 +1025,7 @@ def records_in_chain_order(path: str | Path) -> Iterator[GameRecord]:
     A SQLite file is sorted on its keys alone and read a batch of records at a time (memory
     stays constant however many there are); a JSON Lines export is read whole, then sorted."""
     path = Path(path)
-    if not _is_sqlite(path):
+    if not is_database(path):
         yield from sorted(iter_records(path), key=lambda r: (r.event_seq == 0, r.event_id, r.event_seq))
         return
     db = open_readonly(path)
@@ -1051,7 +1052,7 @@ def records_in_chain_order(path: str | Path) -> Iterator[GameRecord]:
 def count_records(path: str | Path) -> int:
     """How many records a results file holds (a JSON Lines file: its non-empty lines)."""
     path = Path(path)
-    if _is_sqlite(path):
+    if is_database(path):
         db = open_readonly(path)
         try:
             return db.execute("SELECT count(*) FROM games").fetchone()[0]
@@ -1070,7 +1071,7 @@ def load_records(path: str | Path, game_id: str | None = None) -> list[GameRecor
 def last_record(path: str | Path) -> GameRecord | None:
     """The last record saved (database) or written (export): read from the end, not the whole file."""
     path = Path(path)
-    if _is_sqlite(path):
+    if is_database(path):
         for data in _rows(path, order="rowid DESC LIMIT 1"):
             return from_json(data)
         return None
@@ -1098,7 +1099,7 @@ def find_records(path: str | Path, wanted: str) -> tuple[list[GameRecord], int]:
     ``MATCH.N.xxxxxx``), else the ids it begins. Returns (at most two of them, how many)."""
     path = Path(path)
     steps = (("=", wanted), ("^", wanted + "."), ("^", wanted))
-    if _is_sqlite(path):
+    if is_database(path):
         for op, key in steps:
             if op == "=":
                 where, args = "WHERE game_id = ?", (key,)
