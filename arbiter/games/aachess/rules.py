@@ -652,12 +652,12 @@ class AAChessState(State):
 
     def move(self, text: str, combat: bool) -> None:
         """Play one move of the current plan (raises IllegalMove with the reason)."""
-        b, p = self.board, self.mover
+        p = self.mover
         if text.strip().lower().startswith("rocket "):
             self._launch(text.strip()[7:], combat)
             return
         raid, units_text, path = self.parse_move(text)
-        start, dest, steps = path[0], path[-1], len(path) - 1
+        start, steps = path[0], len(path) - 1
         pool = [u for u in self.units.values() if u.p == p and u.at == start and u.t != "ic"]
         units = self.select(units_text, pool, steps)
         kinds = {self.kind(u) for u in units}
