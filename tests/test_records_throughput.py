@@ -215,3 +215,18 @@ def test_export_repair_reads_the_tail_and_falls_back_to_a_full_scan_on_a_gap(tmp
             store.close()
         got = jsonl.read_bytes().splitlines(keepends=True)
         assert got == want
+
+
+def test_finished_games_are_committed_before_an_engine_is_started_again(tmp_path):
+    """Group commit holds a finished game up to 0.1 s; starting an engine is where an engine still
+    running can make the referee abort (SECURITY.md, "Per-user kernel budgets"), so the series
+    commits first. An engine restarted every game notes, as it starts, what the database holds:
+    every game before it, each time."""
+    db, notes = tmp_path / "r.sqlite", tmp_path / "notes"
+    counter = f"{{python}} {ROOT / 'tests' / 'engines' / 'count_at_start.py'} {db} {notes}"
+    run = subprocess.run([sys.executable, "-m", "arbiter.cli", "match", "--game", "einstein", "--engine", RANDOM,
+                          "--engine", counter, "--restart", "--sandbox", "none", "--format", "games=10",
+                          "--quiet", "--seed", "ab", "--db", str(db)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert notes.read_text().split() == ["0"] + [str(n) for n in range(10)]  # the pre-flight start, then one a game

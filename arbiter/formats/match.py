@@ -253,7 +253,14 @@ class Series:
 
     def _greet(self, indices: list[int]) -> dict[int, EngineFault]:
         """Start these engines: spawn them all first, then shake hands with each that started
-        (engine start-up dominates short matches). Returns the fault of each that failed."""
+        (engine start-up dominates short matches). Returns the fault of each that failed.
+
+        The games handed to the store are committed first: starting an engine is where an engine
+        still running can make the referee abort (a new socket is one more epoll watch, a budget
+        that engines sharing the referee's uid can exhaust: libzmq then aborts, SECURITY.md), so
+        no finished game waits in the group-commit window then."""
+        if indices and self.store is not None:
+            self.store.sync()
         failures: dict[int, EngineFault] = {}
         for index in indices:
             self.engines[index] = open_session(self.configs[index], self.run_dir, hide=self.hidden)
