@@ -229,4 +229,4 @@ def test_finished_games_are_committed_before_an_engine_is_started_again(tmp_path
                           "--quiet", "--seed", "ab", "--db", str(db)],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
-    assert notes.read_text().split() == ["0"] + [str(n) for n in range(10)]  # the pre-flight start, then one a game
+    assert notes.read_text().split() == [str(n) for n in range(10)]  # the pre-flight start plays game 1

@@ -184,6 +184,8 @@ class EngineSession:
         """CPU ms it used while it was frozen, once seen above STOPPED_SLACK: it resumed itself (control
         groups v1 stop each process with SIGSTOP, and one process can SIGCONT another); its next
         request in this game is then a time forfeit."""
+        self._has_played = False
+        """Sent a game: ``restart_each_game`` makes it unusable for another (not one only started)."""
         self.options: dict = {}
         """``config.options`` converted to the types the engine declared (set at the handshake)."""
         self.insecure = bool(config.remote and (config.endpoint or "").startswith("tcp://"))
@@ -198,7 +200,7 @@ class EngineSession:
     @property
     def reusable(self) -> bool:
         flooded = self.process is not None and getattr(self.connection, "flooded", False)
-        return not self.config.restart_each_game and self.alive() and not flooded
+        return (not self.config.restart_each_game or not self._has_played) and self.alive() and not flooded
 
     @property
     def limits(self) -> Limits:
@@ -391,6 +393,7 @@ class EngineSession:
 
     def start_game(self, message: NewGame) -> None:
         self._resisted_ms = None  # a game is forfeited only for what happened in it
+        self._has_played = True
         self._announce(message)
 
     def new_game(self, message: NewGame) -> None:
