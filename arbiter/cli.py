@@ -2113,7 +2113,8 @@ def _check_table_format(game, fmt: MatchFormat, args: argparse.Namespace) -> Non
 
 
 def _run_table(args, game, tc, fmt, seed, configs, setup, match_id, done, openings, adjudication=None) -> int:
-    """An n-seat series (3-5 engines): seats rotated every game, a line per game, a summary."""
+    """An n-seat series (3-5 engines): seats rotated every game, a line per game (none with
+    ``--quiet``), a summary."""
     from .formats.match import TableMatch
 
     store, code = _prepare(args, configs)
@@ -2123,6 +2124,8 @@ def _run_table(args, game, tc, fmt, seed, configs, setup, match_id, done, openin
         return EXIT_USAGE
 
     def on_game(result, record):
+        if args.quiet:
+            return
         winners = [record.players[s] for s, r in enumerate(record.returns)
                    if r == max(record.returns) and min(record.returns) < max(record.returns)]
         opening = f" from opening {record.opening.index}" if record.opening else ""

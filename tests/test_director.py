@@ -1247,6 +1247,7 @@ def test_a_table_of_engines_given_the_same_name_keeps_them_apart(tmp_path):
                "--engine", aa, "--name", "X", "--engine", aa + " --seed 2", "--name", "X", "--engine", aa, "--name", "Y",
                "--seed", "ab", "--tc", "10", "--quiet", "--db", str(db))
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "game 1" not in proc.stdout and ": 3 games" in proc.stdout, proc.stdout  # --quiet: the summary alone
     conn = sqlite3.connect(db)
     seatings = [json.loads(p) for (p,) in conn.execute("SELECT players FROM games ORDER BY game_number")]
     conn.close()
