@@ -132,6 +132,8 @@ class ZmqConnection:
         self.peer: bytes | None = None
         self._disconnected = False  # before the watcher starts: it may set it at once
         self.strangers = 0
+        self.unproven_hellos = 0
+        """Hellos dropped for want of the right secret (``_introduce``)."""
         monitor = self.socket.get_monitor_socket(zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED
                                                  | zmq.EVENT_MONITOR_STOPPED)
         self._watcher = threading.Thread(target=self._watch, args=(monitor, secret is not None),
@@ -224,6 +226,8 @@ class ZmqConnection:
         if isinstance(msg, Hello) and hmac.compare_digest(msg.secret.encode(), self.secret.encode()):
             self.peer = identity
             return msg
+        if isinstance(msg, Hello):  # most often an engine that forgot the secret: said at the stall
+            self.unproven_hellos += 1
         self.strangers += 1
         return None
 

@@ -215,6 +215,16 @@ def test_engine_without_hello_stalls_and_is_killed(tmp_path):
     assert record.returns[record.players.index("A")] == -1.0
 
 
+def test_a_hello_without_the_secret_is_named_at_the_stall(tmp_path):
+    """Dropped unread, as any message without the seat's secret; an author who forgot the secret
+    was told only "no hello", about an engine that had said hello."""
+    result = run_match(tmp_path, misbehave("no_secret"), RANDOM, handshake_timeout=1.0)
+    detail = result.records[0].detail
+    assert detail.startswith("stall: no hello within the time allowed: 1 hello(s) without the engine's session "
+                             "secret were dropped"), detail
+    assert "ARBITER_SECRET_FILE" in detail
+
+
 def test_an_invalid_hello_carrying_the_secret_is_answered_malformed(tmp_path):
     """A spawned engine's hello with a field of the wrong type is its own (it carries the secret):
     it is told what is wrong at once, not left to a silent handshake timeout."""

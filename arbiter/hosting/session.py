@@ -260,7 +260,14 @@ class EngineSession:
     def handshake(self, game: str | None = None) -> None:
         """Wait for hello and answer welcome or reject (an engine whose hello lists only other
         games than ``game`` is rejected); raise ``EngineFault``."""
-        msg = self._receive(time.monotonic() + self.config.handshake_timeout, what="hello")
+        try:
+            msg = self._receive(time.monotonic() + self.config.handshake_timeout, what="hello")
+        except EngineFault as fault:
+            if fault.reason == EndReason.STALL and (unproven := getattr(self.connection, "unproven_hellos", 0)):
+                raise EngineFault(EndReason.STALL, f"{fault.detail}: {unproven} hello(s) without the engine's session "
+                                                   f"secret were dropped (a spawned engine sends the text of the "
+                                                   f"file ARBITER_SECRET_FILE names; protocol/SPEC.md)") from None
+            raise
         if not isinstance(msg, Hello):
             self._send_quietly(Error(code=ErrorCode.UNEXPECTED, message=f"expected hello, got {_tag(msg)}"))
             raise EngineFault(EndReason.PROTOCOL_ERROR, f"expected hello, got {_tag(msg)}")

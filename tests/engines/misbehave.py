@@ -1,11 +1,12 @@
 """A test engine that plays randomly until told to misbehave in one specific way.
 
 Usage: python tests/engines/misbehave.py MODE [--after N] [--delay SECONDS] [--seat S]
-MODE: hang | crash | illegal | garbage | no_hello | double_fork | stale | wrong_type | oversize | wrong_game | huge_illegal | deep
+MODE: hang | crash | illegal | garbage | no_hello | no_secret | double_fork | stale | wrong_type | oversize | wrong_game | huge_illegal | deep
       | exit_after_reply | close_after_reply | bad_hello | not_ready | game_over_for_ready | slow_ready | slow | old_protocol | chatty | hang_after_game
 The misbehaviour happens at the engine's (N+1)-th decision request (default N=2), with ``--seat S``
 at the first such request for seat S (a copy of the engine in another seat plays on); ``bad_hello``
-says hello with a field of the wrong type and logs the answer; ``not_ready``
+says hello with a field of the wrong type and logs the answer; ``no_secret`` says hello without the
+session secret (an engine author's first mistake) and waits; ``not_ready``
 answers new_game with a pong, ``game_over_for_ready`` with a game_over; ``old_protocol`` says hello with another protocol version;
 ``slow_ready`` waits ``--delay`` before each ready; ``hang_after_game`` stops answering once told its first game is over; ``chatty`` sends an ``error`` message and a ping before every reply; ``slow`` plays legally but takes 0.3 s (``--delay``) per decision (an opponent that
 gives the referee time to notice a peer that left).
@@ -55,6 +56,9 @@ def main() -> int:
                                                  "secret": session_secret()}))
         print(sock.recv(), file=sys.stderr, flush=True)  # the referee's error, in the engine's log
         return 0
+    if mode == "no_secret":
+        sock.send(Hello(name="misbehave-no_secret", wants_legal_moves=True))
+        time.sleep(3600)
     sock.send(Hello(name=f"misbehave-{mode}", wants_legal_moves=True, games=games, secret=session_secret(), **version))
     rng = random.Random(1)
     decisions = 0
