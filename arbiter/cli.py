@@ -276,6 +276,10 @@ def cmd_match(args: argparse.Namespace) -> int:
                 raise ValueError("this match's master seed was drawn by the referee and is stored with it; "
                                  "resume it without --seed, --seed-file or ARBITER_SEED")
             seed = bytes.fromhex(stored)
+        elif args.resume is not None and not seeded and seed is not None:
+            raise ValueError(f"this match was started without a master seed (fresh dice every game): the seed "
+                             f"from {source} would give its remaining games other dice than its first; resume it "
+                             f"without --seed, --seed-file or ARBITER_SEED")
         engine_options = parse_engine_options(args.engine_option, len(args.engine))
         adjudication = parse_adjudication(args, game)
         configs = tuple(dataclasses.replace(c, options={**c.options, **engine_options[i]})

@@ -194,6 +194,8 @@ def test_a_setting_given_again_with_resume_is_refused_not_silently_replaced(tmp_
     refused = arbiter("match", "--resume", "--db", str(db), "--quiet", "--tc", "10", "--format", "games=5")
     assert refused.returncode == 2 and refused.stderr.startswith("error: --tc, --format: a resumed match keeps the "
                                                                  "settings it was started with"), refused.stderr
+    seeded = arbiter("match", "--resume", "--db", str(db), "--quiet", "--seed-file", str(seed_file(tmp_path)))
+    assert seeded.returncode == 2 and "started without a master seed" in seeded.stderr, seeded.stderr  # was taken
     assert games_in(db) == before and status(db) == ["interrupted"]  # nothing played, nothing marked
     coop_db = tmp_path / "c.sqlite"
     cut = interrupted("coop", "--game", "catalonia", "--engine", RANDOM, "--games", "300", "--tc", "60",
