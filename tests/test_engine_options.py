@@ -282,6 +282,7 @@ def test_tournament_with_a_bad_option_exits_2_before_any_game(tmp_path, on_fail)
         assert run.returncode == 2, run.stdout + run.stderr
         assert (f"{path}:12: engines[0].options.style: engine scorer: options: option style: must be one of calm, "
                 "wild, not 'loud'") in out
+        assert ": ok" not in out, out  # `check` said "ok" before starting the engines
     assert not (tmp_path / "t.sqlite").exists()
 
 

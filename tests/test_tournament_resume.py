@@ -308,7 +308,9 @@ def test_the_command_line_checks_runs_refuses_and_reports(tmp_path, capsys):
     toml = write_toml(tmp_path)
     assert main(["check", str(toml)]) == EXIT_OK
     out = said(capsys)
-    assert "ok — resume-test: einstein" in out and out.count("round ") == 3 and "r1 vs r2" in out
+    assert f"{toml}: resume-test: einstein" in out and out.count("round ") == 3 and "r1 vs r2" in out
+    verdict = out.index(f"{toml}: ok — every engine started and said hello (r1, r2, r3)")
+    assert verdict > out.index("r3: random 1"), out  # the verdict once the engines answered, not before
     # Not a terminal: one line per finished game, then the summary and the report.
     assert main(["run", str(toml), "--concurrency", "1"]) == EXIT_OK
     out = said(capsys)

@@ -484,7 +484,7 @@ def cmd_check(args) -> int:
         _warn(text)
     plan = Director(ScheduleSpec.from_config(cfg, cfg.seed or "(random)")).plan({})
     names = [e.name for e in cfg.engines]
-    console.print(f"{args.file}: ok — {cfg.name}: {cfg.game}, {cfg.kind} games, format {cfg.format}, "
+    console.print(f"{args.file}: {cfg.name}: {cfg.game}, {cfg.kind} games, format {cfg.format}, "
                   f"{len(names)} engines, at most {plan.max_remaining} games, concurrency {cfg.concurrency}, "
                   f"results → {cfg.output}"
                   + (f"; adjudication: {cfg.adjudication.describe()}" if cfg.adjudication else ""), markup=False)
@@ -516,7 +516,7 @@ def cmd_check(args) -> int:
     console.print("engines (started once and greeted, as before a run):")
     if code := _preflight(console, cfg, cfg.output, show=True):
         return code
-    console.print(f"  every engine started and said hello ({', '.join(names)})", markup=False)
+    console.print(f"{args.file}: ok — every engine started and said hello ({', '.join(names)})", markup=False)
     return EXIT_OK
 
 
