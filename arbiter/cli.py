@@ -64,11 +64,20 @@ EXIT_OK, EXIT_VERIFY_FAILED, EXIT_USAGE, EXIT_ENGINE, EXIT_STORAGE, EXIT_INTERRU
 SEED_ENV = "ARBITER_SEED"
 """The environment variable a master seed may come from (removed from the environment once read)."""
 
+PIPED_WIDTH = 200
+"""Columns of output that is not a terminal (unless ``COLUMNS`` says): tables whole, not cut."""
+
+
 class ReaderMayLeave(Console):
     """A console whose reader may go away (``arbiter match ... | head``). rich's answer to the broken
     pipe is ``SystemExit(1)``: a match or a tournament ended mid-game with the code of a failed
     verification, before its games were saved. Here what is printed from then on goes to
     /dev/null and the command carries on to its own end and exit code."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        if not self.is_terminal and "width" not in kwargs and not os.environ.get("COLUMNS"):
+            self.width = PIPED_WIDTH  # piped or redirected: rich's 80 cut names and numbers in tables
 
     def on_broken_pipe(self) -> None:
         self.quiet = True
@@ -730,7 +739,7 @@ def _print_summary(result) -> None:
     table = Table(title=f"match {result.match_id}" + (f": the last {len(result.recent)} of {result.games} games"
                                                       if result.games > len(result.recent) else ""))
     for col in ("game", "first", "second", "winner", "how it ended", "events", "ms/move"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for r in result.recent:
         w = r.winner()
         times = [e.measured_ms for e in r.events if e.measured_ms is not None]
@@ -1150,7 +1159,7 @@ def cmd_engine_info(args: argparse.Namespace) -> int:
         return EXIT_OK
     table = Table(title="options")
     for col in ("name", "type", "default", "range / choices", "description"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for o in hello.options:
         span = (f"{'' if o.min is None else o.min} .. {'' if o.max is None else o.max}" if o.type == "spin"
                 else " | ".join(o.choices) if o.type == "combo" else "")
@@ -1407,7 +1416,7 @@ def coop_summary_table(result: CoopResult):
     table = Table(title=f"coop series {result.match_id}: {result.game}, master seed {result.master_seed}")
     for col in ("pair", "games", "mean score", "std. error", "95% CI", "median", "min", "max",
                 "rule losses", "forfeits", "avg ms/decision"):
-        table.add_column(col, justify="left" if col == "pair" else "right")
+        table.add_column(col, justify="left" if col == "pair" else "right", overflow="fold")
     lo, hi = result.ci()
     ms = result.mean_ms()
     rule = ", ".join(f"{n} {why}" for why, n in sorted(result.losses_by_rule.items())) or "0"
@@ -1424,9 +1433,9 @@ def coop_summary_table(result: CoopResult):
 def coop_distribution_table(result: CoopResult, buckets: int = 8):
     """The score distribution as a small histogram (count per score range)."""
     table = Table(title="score distribution")
-    table.add_column("score")
-    table.add_column("games", justify="right")
-    table.add_column("")
+    table.add_column("score", overflow="fold")
+    table.add_column("games", justify="right", overflow="fold")
+    table.add_column("", overflow="fold")
     scores = result.scores
     if not scores:
         return table
@@ -1572,7 +1581,7 @@ def cmd_solo(args: argparse.Namespace) -> int:
 def solo_summary_table(suites: list[SuiteResult]):
     table = Table(title=f"solo suite: {suites[0].game}, master seed {suites[0].master_seed}")
     for col in ("engine", "games", "wins", "win rate", "95% CI (Wilson)", "forfeits", "avg ms/decision"):
-        table.add_column(col, justify="left" if col == "engine" else "right")
+        table.add_column(col, justify="left" if col == "engine" else "right", overflow="fold")
     for s in suites:
         lo, hi = s.ci()
         ms = s.mean_ms()
@@ -1583,18 +1592,19 @@ def solo_summary_table(suites: list[SuiteResult]):
 
 def solo_comparison_table(suites: list[SuiteResult]):
     from .formats.solo import compare
+    from .stats import MIN_INTERVAL_GAMES
 
     table = Table(title="paired comparison on common seeds (same dice)")
     for col in ("A", "B", "seeds", "both won", "A only", "B only", "neither", "sign test p",
                 "win-rate diff A−B (95% CI)"):
-        table.add_column(col, justify="left" if col in ("A", "B") else "right")
+        table.add_column(col, justify="left" if col in ("A", "B") else "right", overflow="fold")
     for i in range(len(suites)):
         for j in range(i + 1, len(suites)):
             c = compare(suites[i], suites[j])
+            interval = (f"({c.rate_low:+.1%} … {c.rate_high:+.1%})" if c.n >= MIN_INTERVAL_GAMES  # as reports do
+                        else f"(none below {MIN_INTERVAL_GAMES} seeds)")
             table.add_row(escape(suites[i].engine), escape(suites[j].engine), str(c.n), str(c.both), str(c.a_only),
-                          str(c.b_only),
-                          str(c.neither), f"{c.p_value:.3g}",
-                          f"{c.rate_diff:+.1%} ({c.rate_low:+.1%} … {c.rate_high:+.1%})")
+                          str(c.b_only), str(c.neither), f"{c.p_value:.3g}", f"{c.rate_diff:+.1%} {interval}")
     return table
 
 
@@ -2160,7 +2170,7 @@ def _run_table(args, game, tc, fmt, seed, configs, setup, match_id, done, openin
     store.close()
     summary = Table(title=f"match {result.match_id}: {len(result.records)} games")
     for col in ("engine", "games", "wins", "total return"):
-        summary.add_column(col, justify="left" if col == "engine" else "right")
+        summary.add_column(col, justify="left" if col == "engine" else "right", overflow="fold")
     for i, name in enumerate(result.players):
         summary.add_row(escape(name), str(len(result.records)), str(result.wins[i]), f"{result.returns[i]:g}")
     console.print(summary)

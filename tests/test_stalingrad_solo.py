@@ -139,14 +139,18 @@ def test_two_engines_on_the_same_seeds_get_the_same_dice(tmp_path):
 
 
 def test_cli_solo_compares_engines(tmp_path):
-    env = {**os.environ, "COLUMNS": "200"}
+    """Piped (no terminal, no COLUMNS), the tables are printed whole: at rich's 80 columns the
+    names were cut ("stalingrad…" twice) and so were the numbers."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     run = subprocess.run([PY, "-m", "arbiter.cli", "solo", "--game", "stalingrad", "--engine", RANDOM,
-                          "--engine", PLANNER, "--name", "rnd", "--name", "plan", "--seeds", "3", "--seed", "ab12",
-                          "--db", str(tmp_path / "r.sqlite"), "--quiet"],
+                          "--engine", PLANNER, "--name", "random-suite-engine", "--name", "planning-suite-engine",
+                          "--seeds", "3", "--seed", "ab12", "--db", str(tmp_path / "r.sqlite"), "--quiet"],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "master seed ab12" in run.stdout and "Wilson" in run.stdout and "paired comparison" in run.stdout
-    assert "rnd" in run.stdout and "plan" in run.stdout
+    assert "…" not in run.stdout.replace("% …", ""), run.stdout  # the interval's own "…" aside
+    assert "│ random-suite-engine " in run.stdout and "│ planning-suite-engine " in run.stdout, run.stdout
+    assert "(none below 5 seeds)" in run.stdout, run.stdout  # 3 common seeds: no interval, as reports
     bad = subprocess.run([PY, "-m", "arbiter.cli", "solo", "--game", "stalingrad", "--engine", RANDOM,
                           "--option", "max_turns=0", "--db", str(tmp_path / "r.sqlite")],
                          cwd=ROOT, capture_output=True, text=True, timeout=60)

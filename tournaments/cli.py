@@ -150,7 +150,7 @@ class Display:
                 f"{rate:.2f} games/s · elapsed {_fmt_duration(elapsed)} · ETA ≤ {_fmt_duration(eta)}")
         table = Table(box=None, padding=(0, 2), show_header=True, header_style="bold")
         for col in ("#", "engine", "score"):
-            table.add_column(col)
+            table.add_column(col, overflow="fold")
         for k, (name, _, _, text) in enumerate(live_standings(runner)[:12], 1):
             table.add_row(str(k), escape(name), text)
         playing = [escape(f"  {spec.pairing} game {spec.number}: " + " vs ".join(runner.names[e % len(runner.names)]
