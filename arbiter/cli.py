@@ -937,7 +937,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     pool = replay_pool(workers) if workers > 1 else None
     try:
         with Progress(TextColumn("verifying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=console, transient=True) as progress:
+                      console=console, transient=True,  # piped, it left only an empty first line
+                      disable=not console.is_terminal) as progress:
             task = progress.add_task("verify", total=total)
             for batch in _batches(rows, 256):
                 broken += [b for b in batch if isinstance(b, str)]

@@ -89,7 +89,7 @@ def test_export_import_verify_roundtrip(results_db, tmp_path, fmt):
     assert f"{len(originals)} game(s) rebuilt" in run.stdout
     check = arbiter("verify", new)
     assert check.returncode == 0, check.stdout
-    assert f"{len(originals)} of {len(originals)} records consistent" in check.stdout
+    assert check.stdout.startswith(f"{len(originals)} of {len(originals)} records consistent"), check.stdout  # piped: no blank line first
     imported = {r.game_id: r for r in load_records(new)}
     assert imported.keys() == originals.keys()
     for gid, original in originals.items():
