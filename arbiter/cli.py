@@ -1447,11 +1447,12 @@ def coop_distribution_table(result: CoopResult, buckets: int = 8):
         lo, hi = positive[0], positive[-1]
         width = max(1.0, (hi - lo + 1) / buckets)
         counts = Counter(min(buckets - 1, int((s - lo) // width)) for s in positive)
-        for b in range(buckets):
-            start = lo + b * width
-            if start > hi:
+        for b in range(buckets):  # bucket b holds lo + b * width <= s < lo + (b + 1) * width
+            first, last = math.ceil(lo + b * width), min(hi, math.ceil(lo + (b + 1) * width) - 1)
+            if first > hi:
                 break
-            rows.append((f"{start:.0f}–{min(hi, start + width - 1):.0f}", counts.get(b, 0)))
+            label = f"{first:g}" if first == last else f"{first:g}–{last:g}"  # whole scores: no two ranges share one
+            rows.append((label, counts.get(b, 0)))
     most = max(n for _, n in rows) or 1
     for label, n in rows:
         table.add_row(label, str(n), "█" * round(20 * n / most))

@@ -141,3 +141,26 @@ def test_cli_coop_show_and_verify(tmp_path):
     bad = subprocess.run([PY, "-m", "arbiter.cli", "coop", "--game", "einstein", "--engine", RANDOM, "--db",
                           str(db)], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "cooperative" in bad.stderr
+
+
+def test_the_score_distribution_gives_each_score_one_range():
+    """Its ranges were rounded ends of fractional buckets: "1937–2034", "2034–2131" (a score of 2034
+    in which?). Each range now holds the whole scores its bucket counts."""
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from arbiter.cli import coop_distribution_table
+
+    scores = [0, 0] + list(range(1937, 2716, 7))
+    console = Console(width=100, record=True)
+    console.print(coop_distribution_table(SimpleNamespace(scores=scores)))
+    rows = [line.strip("│ ").split("│") for line in console.export_text().splitlines() if line.startswith("│")]
+    ranges = [[int(x) for x in label.strip().split("–")] for label, *_ in rows[1:]]
+    counted = {s: sum(lo <= s <= hi for lo, hi in ranges) for s in scores if s > 0}
+    assert rows[0][0].strip() == "0" and int(rows[0][1]) == 2
+    assert set(counted.values()) == {1}, ranges  # every score in exactly one range
+    assert sum(int(count) for _, count, *_ in rows[1:]) == len(scores) - 2
+    for (lo, hi), (_, count, *_) in zip(ranges, rows[1:]):
+        assert int(count) == sum(lo <= s <= hi for s in scores), (lo, hi)
+
