@@ -152,7 +152,7 @@ def test_the_score_distribution_gives_each_score_one_range():
 
     from arbiter.cli import coop_distribution_table
 
-    scores = [0, 0] + list(range(1937, 2716, 7))
+    scores = [0, 0] + list(range(1937, 2716, 7)) + [2716]  # buckets 97.5 wide: ends at .5
     console = Console(width=100, record=True)
     console.print(coop_distribution_table(SimpleNamespace(scores=scores)))
     rows = [line.strip("│ ").split("│") for line in console.export_text().splitlines() if line.startswith("│")]
@@ -160,6 +160,7 @@ def test_the_score_distribution_gives_each_score_one_range():
     counted = {s: sum(lo <= s <= hi for lo, hi in ranges) for s in scores if s > 0}
     assert rows[0][0].strip() == "0" and int(rows[0][1]) == 2
     assert set(counted.values()) == {1}, ranges  # every score in exactly one range
+    assert all(a[1] + 1 == b[0] for a, b in zip(ranges, ranges[1:])), ranges  # and the ranges meet, not overlap
     assert sum(int(count) for _, count, *_ in rows[1:]) == len(scores) - 2
     for (lo, hi), (_, count, *_) in zip(ranges, rows[1:]):
         assert int(count) == sum(lo <= s <= hi for s in scores), (lo, hi)
