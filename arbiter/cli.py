@@ -1547,9 +1547,10 @@ def cmd_solo(args: argparse.Namespace) -> int:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[score]}"),
                       TimeElapsedColumn(), console=console, disable=args.quiet) as progress:
             for i, (config, match_id) in enumerate(zip(configs, match_ids)):
-                task = progress.add_task(escape(config.name), total=args.count, score="",
-                                         completed=stored[i][2] if stored else 0)
-                wins = [0, 0]
+                done = list(store.games(match_id)) if stored else []
+                wins = [sum(bool(r.returns) and r.returns[0] > 0 for r in done), len(done)]  # a resumed run's too
+                task = progress.add_task(escape(config.name), total=args.count, completed=len(done),
+                                         score=f"won {wins[0]}/{wins[1]}" if done else "")
 
                 def on_game(k, record, task=task, wins=wins):
                     wins[0] += record.returns and record.returns[0] > 0
@@ -1561,7 +1562,7 @@ def cmd_solo(args: argparse.Namespace) -> int:
                                       markup=False, highlight=False)
                 suites.append(run_suite(game, config, tc, args.count, master, store=store, match_id=match_id,
                                         run_dir=logs_dir(args.db), margin=args.margin / 1000, setup=setups[i],
-                                        done=store.games(match_id) if stored else (),
+                                        done=done,
                                         on_event=web.on_event() if web else None,
                                         on_game=web.on_game(on_game) if web else on_game))
     except KeyboardInterrupt:

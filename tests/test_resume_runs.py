@@ -5,6 +5,7 @@ continues from its results database and ends with exactly the games an uninterru
 Real referee processes, real engine subprocesses, a real SIGINT, real SQLite files."""
 from __future__ import annotations
 
+import re
 import signal
 import sqlite3
 import subprocess
@@ -119,11 +120,14 @@ def test_a_solo_run_resumes_every_suite_on_a_stored_master_seed(tmp_path):
     assert match.returncode == 2 and "no unfinished match" in match.stderr, match.stderr
     assert "none was started by `arbiter match`" in match.stderr, match.stderr
 
-    resumed = arbiter("solo", "--resume", "--db", str(db), "--quiet")
+    resumed = arbiter("solo", "--resume", "--db", str(db))  # the bars, drawn once at the end (not a terminal)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "master seed from the results database" in resumed.stdout
     records = load_records(db)
     assert len(records) == 80 and status(db) == ["finished", "finished"]
+    for name in {r.players[0] for r in records}:  # the wins of the whole suite, as the bar's 40/40 (was: this run's)
+        won = sum(r.returns[0] > 0 for r in records if r.players[0] == name)
+        assert re.search(rf"{re.escape(name)} .* 40/40 won {won}/40", resumed.stdout), resumed.stdout
     by_engine: dict[str, dict[int, list]] = {}
     for r in records:
         by_engine.setdefault(r.players[0], {})[r.game_number] = r.dice_commitment
