@@ -80,6 +80,36 @@ def test_as_root_an_engine_whose_program_is_reachable_runs_under_its_own_uid(tmp
     assert "0000000000000000" in out  # and with no capability
 
 
+@needs_sandbox
+@pytest.mark.skipif(os.geteuid() != 0 or not sandbox_module.support().setpriv, reason="needs root and setpriv")
+def test_as_root_a_program_in_roots_home_runs_under_a_uid_of_its_own(tmp_path):
+    """/root is 0700: on the host no other uid can reach a program there (pyenv's Python, CI's).
+    Such an engine ran as root without capabilities, sharing root's per-user kernel budgets: an
+    engine that used up the epoll watches made the referee abort (SECURITY.md). The sandbox is now
+    built as root and shows the program's folder in a fresh /root, where the engine's own uid
+    reaches it."""
+    folder = Path(tempfile.mkdtemp(prefix="arbiter-test-", dir="/root"))
+    try:
+        folder.chmod(0o755)
+        program = folder / "engine.sh"
+        program.write_text("#!/bin/sh\nid -u\ngrep CapEff /proc/self/status\n")
+        program.chmod(0o755)
+        work = Path(tempfile.mkdtemp(prefix="arb-test-"))
+        cfg = EngineConfig([str(program)], name="home", cwd=str(folder))
+        proc = EngineProcess(cfg, cfg.argv(""), env=engine_environment(cfg, {"HOME": str(work)}), token="t" * 8,
+                             log_path=tmp_path / "engine.log", work_dir=work)
+        try:
+            assert proc.wait(10), "the program did not finish"
+        finally:
+            proc.kill()
+            shutil.rmtree(work, ignore_errors=True)
+    finally:
+        shutil.rmtree(folder)
+    out = (tmp_path / "engine.log").read_text()
+    assert int(out.split()[0]) >= sandbox_module.FIRST_ENGINE_UID, out
+    assert "0000000000000000" in out, out  # and no capability
+
+
 def test_no_sandbox_means_none(tmp_path):
     out = run_shell(tmp_path, "ls /proc | grep -c '^[0-9]'", sandbox=SandboxMode.NONE)
     assert int(out.split()[0]) > 4  # it sees the machine's processes: explicit trust

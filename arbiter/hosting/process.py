@@ -31,7 +31,7 @@ import psutil
 
 from .guardian import ensure_guardian
 from .sandbox import (ControlGroup, SandboxMode, SandboxUnavailable, bwrap_argv, next_engine_uid,
-                      reachable_unprivileged, support, warn_once)
+                      reachable_in_sandbox, support, warn_once)
 
 TOKEN_ENV = "ARBITER_ENGINE_TOKEN"
 """Environment variable carrying a per-engine token, so stray descendants can be found."""
@@ -313,8 +313,14 @@ class EngineProcess:
                 self.sandboxed = True
                 program = shutil.which(argv[0], path=env.get("PATH")) or argv[0]
                 _refuse_hidden_program(config, argv, program)
-                needed = (program, os.path.realpath(program), config.cwd or str(work_dir))
-                if s.root and reachable_unprivileged(needed):
+                needed = (program, os.path.realpath(program), str(work_dir.parent),  # where its socket and home are
+                          *((config.cwd,) if config.cwd else ()))
+                visible = [Path(config.cwd or os.getcwd()).resolve(), Path(program).parent, Path(program).parent.parent,
+                           Path(os.path.realpath(program)).parent, Path(os.path.realpath(program)).parent.parent]
+                if os.path.realpath(program) == os.path.realpath(sys.executable):
+                    visible += own_python_paths()
+                hidden = [Path(h).resolve() for h in config.hide]
+                if s.root and reachable_in_sandbox(needed, tuple(visible), tuple(hidden)):
                     self.uid = next_engine_uid()
                     for path in filter(None, (work_dir, endpoint_dir)):
                         os.chown(path, self.uid, self.uid)
@@ -322,15 +328,11 @@ class EngineProcess:
                             os.chown(child, self.uid, self.uid)
                 elif s.root:
                     warn_once(f"engines run as root without capabilities in their namespaces, not under a uid of "
-                              f"their own: {' or '.join(needed[:2])} is not reachable by unprivileged users "
-                              f"(e.g. a Python in root's home); the referee's folders are hidden from them")
-                visible = [Path(config.cwd or os.getcwd()).resolve(), Path(program).parent, Path(program).parent.parent,
-                           Path(os.path.realpath(program)).parent, Path(os.path.realpath(program)).parent.parent]
-                if os.path.realpath(program) == os.path.realpath(sys.executable):
-                    visible += own_python_paths()
-                argv = bwrap_argv(argv, work_dir=work_dir, endpoint_dir=endpoint_dir, cwd=config.cwd,
-                                  hide=[Path(h).resolve() for h in config.hide], network=config.network, uid=self.uid,
-                                  visible=visible, disk_mb=config.limits.disk_mb, cgroup=self.cgroup)
+                              f"their own: {' or '.join(needed[:2])} or its folder is not reachable by other users "
+                              f"(a folder of mode 0700 on the way); the referee's folders are hidden from them")
+                argv = bwrap_argv(argv, work_dir=work_dir, endpoint_dir=endpoint_dir, cwd=config.cwd, hide=hidden,
+                                  network=config.network, uid=self.uid, visible=visible,
+                                  disk_mb=config.limits.disk_mb, cgroup=self.cgroup)
             self.log = LogPump(log_path, int(config.limits.log_mb * 1024 * 1024),
                                int(config.limits.log_total_mb * 1024 * 1024))
             cwd = None if self.sandboxed else config.cwd

@@ -3,14 +3,16 @@
 Threat model (SECURITY.md): an engine may run any code an ordinary program can. So each engine
 process tree runs
 
-* in its own user, PID, mount, IPC, UTS and (by default) network namespace, made by bubblewrap
-  (``bwrap``, the tool behind Flatpak): it sees a read-only view of the system, a private ``/proc``
-  (only its own processes), fresh ``/tmp``, ``/dev``, ``/run``, its own writable work folder, and
-  of the referee's sockets only its own. The referee's folders (results, logs, other engines'
-  folders) are covered by empty file systems. When the namespace's first process dies the kernel
-  kills everything in it, so no double fork, setsid or fork-hopping outlives the engine;
-* as root, under its own unprivileged uid (``setpriv``), so it cannot signal or read anything of
-  another engine or of the referee even outside the namespaces;
+* in its own PID, mount, IPC, UTS, user (as root: none, see below) and (by default) network
+  namespace, made by bubblewrap (``bwrap``, the tool behind Flatpak): it sees a read-only view
+  of the system, a private ``/proc`` (only its own processes), fresh ``/tmp``, ``/dev``,
+  ``/run``, its own writable work folder, and of the referee's sockets only its own. The
+  referee's folders (results, logs, other engines' folders) are covered by empty file systems.
+  When the namespace's first process dies the kernel kills everything in it, so no double fork,
+  setsid or fork-hopping outlives the engine;
+* as root, under its own unprivileged uid (``setpriv`` inside the sandbox), so it cannot signal or
+  read anything of another engine or of the referee even outside the namespaces, and its per-user
+  kernel budgets (epoll watches...) are its own;
 * in its own control group (v1 or v2, where the machine lets the referee create one): a memory
   limit whose breach is detected (forfeit ``memory``), a process limit, CPU accounting; and the
   whole tree is stopped while it is not its turn (``ponder = false``).
@@ -119,19 +121,27 @@ PROBE_UID = FIRST_ENGINE_UID - 1
 
 
 @functools.cache
-def reachable_unprivileged(paths: tuple[str, ...]) -> bool:
-    """Whether an unprivileged uid can reach every path (programs executable, folders
-    searchable): as root the referee runs an engine under its own uid only when its program
-    and folder are reachable so (a Python living in root's 0700 home is not)."""
+def reachable_in_sandbox(paths: tuple[str, ...], visible: tuple[Path, ...], hide: tuple[Path, ...]) -> bool:
+    """Whether an unprivileged uid, in the sandbox an engine with these folders gets, can reach
+    every path (programs executable, folders searchable): as root the referee runs an engine under
+    its own uid when it can. The sandbox covers root's home and shows the engine's interpreter
+    and folder again, so a Python in root's 0700 home is reachable there; an engine folder of
+    mode 0700 is not. Asked once per engine configuration (a sandbox start, ~15 ms)."""
     s = support()
-    if not s.setpriv:
+    if not (s.root and s.setpriv and s.sandbox):
         return False
     test = ["test"]
     for path in paths:
         test += ["-x", path, "-a"]
-    probe = subprocess.run([s.setpriv, f"--reuid={PROBE_UID}", f"--regid={PROBE_UID}", "--clear-groups",
-                            *test[:-1]], capture_output=True)
-    return probe.returncode == 0
+    work_dir = Path(tempfile.mkdtemp(prefix="arb-probe-"))
+    try:
+        argv = bwrap_argv(test[:-1], work_dir=work_dir, endpoint_dir=None, cwd=None, hide=list(hide), network=False,
+                          uid=PROBE_UID, visible=list(visible), disk_mb=1)
+        return subprocess.run(argv, capture_output=True, timeout=10).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
 
 
 def next_engine_uid() -> int:
@@ -354,14 +364,19 @@ def bwrap_argv(argv: list[str], *, work_dir: Path, endpoint_dir: Path | None, cw
     engine reads its own limits there (runtimes size their heaps by them) and nothing of the
     other engines' groups (their CPU use, their processes)."""
     s = support()
-    cmd: list[str] = []
-    if uid is not None and s.setpriv:
-        cmd += [s.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all"]
+    own_uid = uid is not None and s.root and s.setpriv is not None
+    """As root: bubblewrap builds the sandbox as root (no user namespace: the engine's uid is then a
+    real one, with its own per-user kernel budgets, SECURITY.md), and ``setpriv`` inside it drops
+    to ``uid`` with no capability before the engine starts. Built so, the view is root's (an
+    interpreter in root's 0700 home is shown), and the engine reaches what its uid may."""
     size = ["--size", str(disk_mb * 1024 * 1024)]  # every writable place is a tmpfs this big at most
-    cmd += [s.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            *size, "--tmpfs", "/tmp", *size, "--tmpfs", "/var/tmp", *size, "--tmpfs", "/run", *size, "--tmpfs", "/dev/shm",
-            "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-            "--die-with-parent", "--new-session", "--hostname", "engine"]
+    if own_uid:
+        size = ["--perms", "1777", *size]  # made by root: writable by the engine's uid too
+    cmd: list[str] = [s.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                      *size, "--tmpfs", "/tmp", *size, "--tmpfs", "/var/tmp", *size, "--tmpfs", "/run", *size,
+                      "--tmpfs", "/dev/shm", *([] if own_uid else ["--unshare-user"]), "--unshare-pid",
+                      "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session",
+                      "--hostname", "engine"]
     if uid is None and s.root:
         cmd += ["--cap-drop", "ALL"]  # root in its own user namespace, with no capability at all
     if not network:
@@ -370,6 +385,9 @@ def bwrap_argv(argv: list[str], *, work_dir: Path, endpoint_dir: Path | None, cw
     """Where each folder mount below goes, in order: a remount must find its folder still on top."""
 
     def mount(*args: str) -> None:
+        if own_uid:  # a mount point's missing folders, made by root, would be 0700: the engine's uid passes
+            for parent in reversed(Path(args[-1]).parents[:-1]):
+                cmd.extend(("--perms", "0755", "--dir", str(parent)))
         cmd.extend(args)
         mounts.append(args[-1])
 
@@ -410,8 +428,7 @@ def bwrap_argv(argv: list[str], *, work_dir: Path, endpoint_dir: Path | None, cw
             mount("--tmpfs", str(path))
         elif path.exists():
             cmd += ["--ro-bind", "/dev/null", str(path)]
-    cmd += size
-    mount("--tmpfs", str(work_dir))  # its own folder: in memory (charged to it), never the referee's disk
+    mount(*size, "--tmpfs", str(work_dir))  # its own folder: in memory (charged to it), never the referee's disk
     for keep in sorted(work_dir.iterdir()):  # what the referee put there (the session secret), read-only
         cmd += ["--ro-bind", str(keep), str(keep)]
     for extra in os.environ.get("ARBITER_SANDBOX_WRITABLE", "").split(","):  # the operator's own choice
@@ -432,6 +449,9 @@ def bwrap_argv(argv: list[str], *, work_dir: Path, endpoint_dir: Path | None, cw
         if not any(Path(cover).is_relative_to(later) and cover != later for later in mounts[last + 1:]):
             cmd += ["--remount-ro", cover]
     cmd += ["--chdir", cwd or str(work_dir), "--"]
+    if own_uid:
+        cmd += [s.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
+                "--bounding-set=-all", "--no-new-privs"]
     return cmd + argv
 
 
