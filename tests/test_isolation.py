@@ -110,6 +110,30 @@ def test_as_root_a_program_in_roots_home_runs_under_a_uid_of_its_own(tmp_path):
     assert "0000000000000000" in out, out  # and no capability
 
 
+@needs_sandbox
+def test_a_sandboxed_engine_cannot_use_the_kernels_keyrings(tmp_path):
+    """Keys are not namespaced: a red-team engine stored one in its user keyring, opened its
+    permissions, and an engine of another uid read it in the next match (a channel across
+    matches and restarts, e.g. for duplicate dice). add_key, request_key and keyctl now fail."""
+    code = ("import ctypes, os\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "for name, args in (('add_key', (248, b'user', b'note', b'data', 4, -4)), ('keyctl', (250, 0, -4, 0)),\n"
+            "                   ('request_key', (249, b'user', b'note', None, 0))):\n"
+            "    r = libc.syscall(*args)\n"
+            "    print(name, r, os.strerror(ctypes.get_errno()) if r < 0 else 'allowed')\n")
+    work = Path(tempfile.mkdtemp(prefix="arb-test-"))
+    cfg = EngineConfig([sys.executable, "-c", code], name="keys", cwd=str(Path(__file__).resolve().parent))
+    proc = EngineProcess(cfg, cfg.argv(""), env=engine_environment(cfg, {"HOME": str(work)}), token="t" * 8,
+                         log_path=tmp_path / "engine.log", work_dir=work)
+    try:
+        assert proc.wait(10), "the program did not finish"
+    finally:
+        proc.kill()
+        shutil.rmtree(work, ignore_errors=True)
+    out = (tmp_path / "engine.log").read_text()
+    assert out.count("-1 Operation not permitted") == 3 and "allowed" not in out, out
+
+
 def test_no_sandbox_means_none(tmp_path):
     out = run_shell(tmp_path, "ls /proc | grep -c '^[0-9]'", sandbox=SandboxMode.NONE)
     assert int(out.split()[0]) > 4  # it sees the machine's processes: explicit trust

@@ -30,8 +30,8 @@ from pathlib import Path
 import psutil
 
 from .guardian import ensure_guardian
-from .sandbox import (ControlGroup, SandboxMode, SandboxUnavailable, bwrap_argv, next_engine_uid,
-                      reachable_in_sandbox, support, warn_once)
+from .sandbox import (ControlGroup, SandboxMode, SandboxUnavailable, bwrap_argv, keyring_filter_fd,
+                      next_engine_uid, reachable_in_sandbox, support, warn_once)
 
 TOKEN_ENV = "ARBITER_ENGINE_TOKEN"
 """Environment variable carrying a per-engine token, so stray descendants can be found."""
@@ -308,6 +308,7 @@ class EngineProcess:
                 if exc.errno in (errno.EMFILE, errno.ENFILE):
                     raise  # short of files now: the engine is not started rather than started unconfined
                 warn_once(f"no control group for engines ({exc}): memory falls back to an address-space limit")
+        seccomp_fd: int | None = None
         try:  # from here on, a failure must not leave the control group behind
             if mode != SandboxMode.NONE and s.sandbox:
                 self.sandboxed = True
@@ -330,9 +331,10 @@ class EngineProcess:
                     warn_once(f"engines run as root without capabilities in their namespaces, not under a uid of "
                               f"their own: {' or '.join(needed[:2])} or its folder is not reachable by other users "
                               f"(a folder of mode 0700 on the way); the referee's folders are hidden from them")
+                seccomp_fd = keyring_filter_fd()
                 argv = bwrap_argv(argv, work_dir=work_dir, endpoint_dir=endpoint_dir, cwd=config.cwd, hide=hidden,
                                   network=config.network, uid=self.uid, visible=visible,
-                                  disk_mb=config.limits.disk_mb, cgroup=self.cgroup)
+                                  disk_mb=config.limits.disk_mb, cgroup=self.cgroup, seccomp_fd=seccomp_fd)
             self.log = LogPump(log_path, int(config.limits.log_mb * 1024 * 1024),
                                int(config.limits.log_total_mb * 1024 * 1024))
             cwd = None if self.sandboxed else config.cwd
@@ -362,7 +364,8 @@ class EngineProcess:
             try:
                 self.popen = subprocess.Popen(argv, cwd=cwd, env={**env, TOKEN_ENV: token}, stdin=subprocess.DEVNULL,
                                               stdout=self.log.write_end, stderr=subprocess.STDOUT, start_new_session=True,
-                                              preexec_fn=in_child, close_fds=True)
+                                              preexec_fn=in_child, close_fds=True,
+                                              pass_fds=() if seccomp_fd is None else (seccomp_fd,))
             except BaseException:
                 self.log.close_write_end()
                 self.log.stop()
@@ -370,9 +373,14 @@ class EngineProcess:
             finally:
                 for fd in join_fds:
                     os.close(fd)
+                if seccomp_fd is not None:
+                    os.close(seccomp_fd)
+                    seccomp_fd = None
             self.log.close_write_end()
             self.log.start()
         except BaseException:
+            if seccomp_fd is not None:  # made, but the start failed before it was handed over
+                os.close(seccomp_fd)
             if self.cgroup is not None:
                 self.cgroup.remove()
             raise

@@ -32,6 +32,7 @@ import functools
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import tempfile
 import time
@@ -356,13 +357,14 @@ def _owner_only_scan() -> tuple[float, tuple[tuple[str, bool], ...]]:
 
 def bwrap_argv(argv: list[str], *, work_dir: Path, endpoint_dir: Path | None, cwd: str | None, hide: list[Path],
                network: bool, uid: int | None, visible: list[Path] = (), disk_mb: int = 1024,
-               cgroup: "ControlGroup | None" = None) -> list[str]:
+               cgroup: "ControlGroup | None" = None, seccomp_fd: int | None = None) -> list[str]:
     """The command line that runs ``argv`` inside a fresh sandbox (see the module docstring).
     ``visible``: folders the engine needs (its folder, its interpreter's) shown read-only even
     where they lie under one of the fresh folders (a checkout in /tmp). ``cgroup``: the engine's
     control group, shown as the whole of ``/sys/fs/cgroup`` (as a container sees its own): the
     engine reads its own limits there (runtimes size their heaps by them) and nothing of the
-    other engines' groups (their CPU use, their processes)."""
+    other engines' groups (their CPU use, their processes). ``seccomp_fd``: ``keyring_filter_fd``'s,
+    inherited by bubblewrap (the engine may not use the kernel's keyrings)."""
     s = support()
     own_uid = uid is not None and s.root and s.setpriv is not None
     """As root: bubblewrap builds the sandbox as root (no user namespace: the engine's uid is then a
@@ -448,11 +450,56 @@ def bwrap_argv(argv: list[str], *, work_dir: Path, endpoint_dir: Path | None, cw
         last = len(mounts) - 1 - mounts[::-1].index(cover) if cover in mounts else -1
         if not any(Path(cover).is_relative_to(later) and cover != later for later in mounts[last + 1:]):
             cmd += ["--remount-ro", cover]
+    if seccomp_fd is not None:
+        cmd += ["--seccomp", str(seccomp_fd)]
     cmd += ["--chdir", cwd or str(work_dir), "--"]
     if own_uid:
         cmd += [s.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
                 "--bounding-set=-all", "--no-new-privs"]
     return cmd + argv
+
+
+# --- the kernel keyring, closed by a seccomp filter ----------------------------------------------
+
+_KEYRING_CALLS = {  # audit arch -> syscall numbers of add_key, request_key, keyctl
+    0xC000003E: (248, 249, 250, 0x40000000 | 248, 0x40000000 | 249, 0x40000000 | 250),  # x86_64 (and its x32 ABI)
+    0x40000003: (286, 287, 288),  # i386 (a 32-bit engine on an x86_64 kernel)
+    0xC00000B7: (217, 218, 219),  # aarch64
+    0x40000028: (309, 310, 311),  # arm (a 32-bit engine on an arm64 kernel)
+}
+
+
+def keyring_filter() -> bytes:
+    """A seccomp program (classic BPF) that fails ``add_key``, ``request_key`` and ``keyctl`` with
+    EPERM and allows everything else. The kernel's keyrings are not namespaced: a key outlives its
+    engine and, with its permissions opened, any later engine of any uid reads it (a red-team
+    engine passed notes so between matches). Docker's default profile blocks the same calls."""
+    load, jeq, ret = 0x20, 0x15, 0x06  # BPF_LD|BPF_W|BPF_ABS, BPF_JMP|BPF_JEQ|BPF_K, BPF_RET|BPF_K
+    allow, deny = 0x7FFF0000, 0x00050000 | errno.EPERM  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+    prog: list[tuple[int, int, int, int]] = [(load, 0, 0, 4)]  # seccomp_data.arch
+    denials: list[int] = []  # indices of the jumps to the final deny
+    for arch, calls in _KEYRING_CALLS.items():
+        prog.append((jeq, 0, len(calls) + 2, arch))  # not this arch: past its block
+        prog.append((load, 0, 0, 0))  # seccomp_data.nr
+        for nr in calls:
+            denials.append(len(prog))
+            prog.append((jeq, 0, 0, nr))
+        prog.append((ret, 0, 0, allow))
+    prog.append((ret, 0, 0, allow))  # another architecture: none of these calls exist there
+    prog.append((ret, 0, 0, deny))
+    for i in denials:
+        code, _, jf, k = prog[i]
+        prog[i] = (code, len(prog) - 1 - (i + 1), jf, k)
+    return b"".join(struct.pack("=HBBI", *insn) for insn in prog)
+
+
+def keyring_filter_fd() -> int:
+    """A file descriptor holding ``keyring_filter`` from its start, for bubblewrap's ``--seccomp``
+    (the caller passes it to the sandbox and closes it)."""
+    fd = os.memfd_create("arbiter-seccomp", 0)
+    os.write(fd, keyring_filter())
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def warn_once(message: str) -> None:
