@@ -24,9 +24,14 @@ needs_sandbox = pytest.mark.skipif(not SANDBOX, reason=f"no sandbox here: {sandb
 
 def run_shell(tmp_path: Path, script: str, cwd: str = "/", **config) -> str:
     """Run ``/bin/sh -c script`` as an engine process (it need not speak the protocol); its log."""
+    return run_program(tmp_path, ["/bin/sh", "-c", script], cwd, **config)
+
+
+def run_program(tmp_path: Path, argv: list[str], cwd: str, **config) -> str:
+    """Run ``argv`` as an engine process (the sandbox shows its program's folder); its log."""
     work = Path(tempfile.mkdtemp(prefix="arb-test-"))  # as the referee makes them: reachable by any uid
     log = tmp_path / "logs" / "engine.log"
-    cfg = EngineConfig(["/bin/sh", "-c", script], name="sh", cwd=cwd, **config)
+    cfg = EngineConfig(argv, name="sh", cwd=cwd, **config)
     env = engine_environment(cfg, {"HOME": str(work)})  # what EngineSession gives an engine
     proc = EngineProcess(cfg, cfg.argv(""), env=env, token="t" * 8, log_path=log, work_dir=work)
     try:
@@ -94,18 +99,9 @@ def test_as_root_a_program_in_roots_home_runs_under_a_uid_of_its_own(tmp_path):
         program = folder / "engine.sh"
         program.write_text("#!/bin/sh\nid -u\ngrep CapEff /proc/self/status\n")
         program.chmod(0o755)
-        work = Path(tempfile.mkdtemp(prefix="arb-test-"))
-        cfg = EngineConfig([str(program)], name="home", cwd=str(folder))
-        proc = EngineProcess(cfg, cfg.argv(""), env=engine_environment(cfg, {"HOME": str(work)}), token="t" * 8,
-                             log_path=tmp_path / "engine.log", work_dir=work)
-        try:
-            assert proc.wait(10), "the program did not finish"
-        finally:
-            proc.kill()
-            shutil.rmtree(work, ignore_errors=True)
+        out = run_program(tmp_path, [str(program)], str(folder))
     finally:
         shutil.rmtree(folder)
-    out = (tmp_path / "engine.log").read_text()
     assert int(out.split()[0]) >= sandbox_module.FIRST_ENGINE_UID, out
     assert "0000000000000000" in out, out  # and no capability
 
@@ -121,16 +117,7 @@ def test_a_sandboxed_engine_cannot_use_the_kernels_keyrings(tmp_path):
             "                   ('request_key', (249, b'user', b'note', None, 0))):\n"
             "    r = libc.syscall(*args)\n"
             "    print(name, r, os.strerror(ctypes.get_errno()) if r < 0 else 'allowed')\n")
-    work = Path(tempfile.mkdtemp(prefix="arb-test-"))
-    cfg = EngineConfig([sys.executable, "-c", code], name="keys", cwd=str(Path(__file__).resolve().parent))
-    proc = EngineProcess(cfg, cfg.argv(""), env=engine_environment(cfg, {"HOME": str(work)}), token="t" * 8,
-                         log_path=tmp_path / "engine.log", work_dir=work)
-    try:
-        assert proc.wait(10), "the program did not finish"
-    finally:
-        proc.kill()
-        shutil.rmtree(work, ignore_errors=True)
-    out = (tmp_path / "engine.log").read_text()
+    out = run_program(tmp_path, [sys.executable, "-c", code], str(Path(__file__).resolve().parent))
     assert out.count("-1 Operation not permitted") == 3 and "allowed" not in out, out
 
 
