@@ -314,11 +314,12 @@ class EngineProcess:
                 self.sandboxed = True
                 program = shutil.which(argv[0], path=env.get("PATH")) or argv[0]
                 _refuse_hidden_program(config, argv, program)
-                needed = (program, os.path.realpath(program), str(work_dir.parent),  # where its socket and home are
+                real = os.path.realpath(program)
+                needed = (program, real, str(work_dir.parent),  # where its socket and home are
                           *((config.cwd,) if config.cwd else ()))
                 visible = [Path(config.cwd or os.getcwd()).resolve(), Path(program).parent, Path(program).parent.parent,
-                           Path(os.path.realpath(program)).parent, Path(os.path.realpath(program)).parent.parent]
-                if os.path.realpath(program) == os.path.realpath(sys.executable):
+                           Path(real).parent, Path(real).parent.parent]
+                if real == os.path.realpath(sys.executable):
                     visible += own_python_paths()
                 hidden = [Path(h).resolve() for h in config.hide]
                 if s.root and reachable_in_sandbox(needed, tuple(visible), tuple(hidden)):

@@ -469,6 +469,7 @@ _KEYRING_CALLS = {  # audit arch -> syscall numbers of add_key, request_key, key
 }
 
 
+@functools.cache
 def keyring_filter() -> bytes:
     """A seccomp program (classic BPF) that fails ``add_key``, ``request_key`` and ``keyctl`` with
     EPERM and allows everything else. The kernel's keyrings are not namespaced: a key outlives its
