@@ -218,3 +218,27 @@ def test_a_tournament_stopped_by_sigterm_leaves_no_temporary_folder(tmp_path):
         stop(proc)
     assert psutil.wait_procs(workers, timeout=10)[1] == []
     assert sorted(p.name for p in temp.iterdir()) == []
+
+
+def test_a_director_starting_on_an_output_another_is_starting_on_is_refused_and_touches_nothing(tmp_path):
+    """Two ``run``s of one new event at once. Before: the lock was taken only once the new
+    database was in place, so the second director, finding no database yet, deleted the first's
+    new database and export and put its own in their place; both then stopped (seen 2 times in 9).
+    The test holds the lock a director holds while it makes the database (``lock_file(new=True)``)."""
+    toml, db = event(tmp_path)
+    toml.write_text(toml.read_text().replace('match = "games=400"', 'match = "games=2"'))
+    db.parent.mkdir()
+    held = lock_file(db, new=True)
+    try:
+        refused = cli("run", str(toml))
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert f"is in use by another tournament process (pid {os.getpid()})" in " ".join(refused.stderr.split())
+        assert sorted(p.name for p in db.parent.iterdir()) == ["t.sqlite.lock"]  # no database made, no engine started
+        db.write_text("the first director's new database")  # in place now: the second still keeps off it
+        assert cli("run", str(toml), "--overwrite").returncode == 2
+        assert db.read_text() == "the first director's new database"
+    finally:
+        held.close()
+    db.unlink()
+    played = cli("run", str(toml))  # the first director gone: the output is free
+    assert played.returncode == 0, played.stdout + played.stderr

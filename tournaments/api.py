@@ -13,7 +13,7 @@ from arbiter.hosting import EngineFault
 from arbiter.records.signing import KeyFileError, Signer, load_signer
 
 from .config import ConfigError, TournamentConfig, load_config, parse_config
-from .db import TournamentDB, lock_file
+from .db import Lock, TournamentDB, lock_file
 from .director import PLANNING_RULES
 from arbiter.records.store import STORAGE_ERRORS, open_readonly
 
@@ -82,14 +82,27 @@ def _export_lines(path: Path) -> int:
         return 0
 
 
-def refuse_start(cfg: TournamentConfig, *, overwrite: bool = False) -> None:
-    """TournamentLocked or TournamentStateError if ``start`` would refuse ``cfg``'s output as it is
-    now, ConfigError if ``cfg`` has settings its format ignores (``TournamentConfig.unused``; a
-    resume only warns of them): ``run`` asks before its pre-flight, which would otherwise start
-    every engine first."""
+def claim(cfg: TournamentConfig, *, overwrite: bool = False) -> Lock:
+    """The lock of ``cfg``'s output, taken (its folder made if need be) once ``cfg`` is found fit to
+    start there: ConfigError if it has settings its format ignores (``TournamentConfig.unused``; a
+    resume only warns of them), TournamentLocked if another director holds the output (running
+    there, or starting there right now), TournamentStateError if the output holds games. ``run``
+    claims before its pre-flight, so a refusal comes before any engine starts, and of two directors
+    starting on one output at once the second touches nothing; ``start`` keeps the lock."""
     if cfg.unused:  # a new event: a setting its format ignores is a mistake in the file
         raise ConfigError(cfg.unused[0] + (f" (and {len(cfg.unused) - 1} more such)" if len(cfg.unused) > 1 else ""))
     path = Path(cfg.output)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    held = lock_file(path, new=True)
+    try:
+        _refuse_output(path, overwrite)
+    except BaseException:
+        held.close()
+        raise
+    return held
+
+
+def _refuse_output(path: Path, overwrite: bool) -> None:
     if not path.exists():
         export = TournamentDB.jsonl_path(path)
         lines = _export_lines(export)
@@ -98,11 +111,7 @@ def refuse_start(cfg: TournamentConfig, *, overwrite: bool = False) -> None:
                                        f"{path} beside it: starting would discard them; move it away first (or "
                                        f"discard it with `run --overwrite`)")
         return
-    held = lock_file(path)  # a tournament running on it is never replaced, --overwrite or not
-    try:
-        has_games, meta = _contents(path)
-    finally:
-        held.close()
+    has_games, meta = _contents(path)
     if meta and not overwrite:
         raise TournamentStateError(f"{path} already holds a tournament ({has_games} games); "
                                    f"continue it with `resume`, or start over with --overwrite")
@@ -112,19 +121,28 @@ def refuse_start(cfg: TournamentConfig, *, overwrite: bool = False) -> None:
                                    f"them with --overwrite")
 
 
-def start(cfg: TournamentConfig, *, overwrite: bool = False) -> Opened:
+def start(cfg: TournamentConfig, *, overwrite: bool = False, held: Lock | None = None) -> Opened:
     """Create the tournament database for ``cfg`` (refusing to start over an existing one unless
     ``overwrite``); the seed is the file's, or a fresh random one stored with the tournament.
+    ``held``: the output's lock, from ``claim`` (called here if not given); the opened database
+    keeps it (closed here on failure).
 
     The database appears atomically, complete with its metadata: it is built under a temporary
     name and renamed into place, so a crash during the start leaves no half-made tournament."""
     path = Path(cfg.output)
     signer = _signer(cfg)
-    refuse_start(cfg, overwrite=overwrite)
+    held = held if held is not None else claim(cfg, overwrite=overwrite)
+    try:
+        return _start_locked(cfg, path, signer, held, overwrite)
+    except BaseException:
+        held.close()
+        raise
+
+
+def _start_locked(cfg: TournamentConfig, path: Path, signer: Signer | None, held: Lock, overwrite: bool) -> Opened:
     if path.exists():
         remove_database(path)
     seed = cfg.seed if cfg.seed is not None else secrets.token_hex(16)  # 128 bits: not to be found from revealed game seeds
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     staged = (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm"), TournamentDB.jsonl_path(tmp), Path(f"{tmp}.lock"))
     remove_database(tmp)
@@ -146,8 +164,8 @@ def start(cfg: TournamentConfig, *, overwrite: bool = False) -> Opened:
         raise
     for leftover in staged[1:]:
         leftover.unlink(missing_ok=True)
-    db = TournamentDB(path)
-    db.lock()
+    held.add_file(path)
+    db = TournamentDB(path, held)
     db.sign_with(signer, cfg.tid)
     return Opened(cfg, db, seed, started=True)
 

@@ -287,6 +287,7 @@ def cmd_run(args, resume: bool) -> int:
 
     console = _console()
     cfg = None
+    held = None
     try:
         if resume:
             opened = api.resume(args.target)
@@ -295,10 +296,10 @@ def cmd_run(args, resume: bool) -> int:
 
             cfg = load_config(args.file)
             _check_output(cfg.output, cfg.source_path)
-            api.refuse_start(cfg, overwrite=args.overwrite)  # locked or already started: before any engine starts
+            held = api.claim(cfg, overwrite=args.overwrite)  # locked or already started: refused before any engine starts
             if code := _preflight(console, cfg, cfg.output):
                 return code  # before the database exists: fix the command and `run` again
-            opened = api.start(cfg, overwrite=args.overwrite)
+            opened, held = api.start(cfg, overwrite=args.overwrite, held=held), None
     except ConfigError as exc:
         _error(str(exc))
         return EXIT_USAGE
@@ -309,6 +310,9 @@ def cmd_run(args, resume: bool) -> int:
         where = getattr(exc, "filename", None) or (args.target if resume else cfg.output if cfg else args.file)
         _error(f"output {where}: {(exc.strerror or exc) if isinstance(exc, OSError) else exc}")
         return EXIT_USAGE
+    finally:
+        if held is not None:  # refused, or the pre-flight failed: the output is free again
+            held.close()
     cfg = opened.cfg
     for text in cfg.notices:
         _warn(text)

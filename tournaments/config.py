@@ -179,7 +179,7 @@ class TournamentConfig:
     unused: list[str] = field(default_factory=list)
     """Settings given that this event never uses (``bye_points`` outside Swiss, ``anchor`` for a
     table game, ...: ``FORMAT_KEYS``, ``KIND_KEYS``): one
-    ``FILE:LINE: key: why`` each. A new event is refused with them (``api.refuse_start``, ``check``);
+    ``FILE:LINE: key: why`` each. A new event is refused with them (``api.claim``, ``check``);
     an event started before they were refused resumes with a warning (they change none of its games)."""
 
     def fingerprint(self) -> str:

@@ -56,13 +56,30 @@ class Lock:
     also holds the holder's pid for the refusal. ``fds``: what a forked worker must close, or the
     lock would outlive the tournament process."""
 
-    def __init__(self, fds: tuple[int, ...]):
+    def __init__(self, fds: tuple[int, ...], new_database: str | None = None):
         self.fds = fds
+        self.new_database = new_database
+        """``lock_file(new=True)``: the database about to be made, whose ``.lock`` ``close`` removes
+        if it was not made after all."""
 
     def close(self) -> None:
+        if self.fds and self.new_database is not None and not os.path.exists(self.new_database):
+            try:  # still held: whoever opened it meanwhile finds it unlinked once theirs (lock_file)
+                os.unlink(self.new_database + ".lock")
+            except OSError:
+                pass
         for fd in self.fds:
             os.close(fd)
         self.fds = ()
+
+    def add_file(self, path: Path) -> None:
+        """Take the flock of the database file just made at ``path`` as well (``lock_file(new=True)``
+        held only its ``.lock``); TournamentLocked if a process that opened it meanwhile holds it."""
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        if not _flock(fd):
+            os.close(fd)
+            raise TournamentLocked(f"{path} is in use by another tournament process")
+        self.fds = (*self.fds, fd)
 
 
 def _flock(fd: int) -> bool:
@@ -78,21 +95,46 @@ def _flock(fd: int) -> bool:
     return True
 
 
-def lock_file(path: Path) -> Lock:
+def _still_named(fd: int, path: str) -> bool:
+    """Whether ``path`` still names the file open as ``fd``: a director whose start failed removes
+    its ``.lock`` (``Lock.close``), and a lock taken on the removed file guards nothing."""
+    try:
+        return os.stat(path).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        return False
+
+
+def lock_file(path: Path, new: bool = False) -> Lock:
     """``path``'s lock, taken (TournamentLocked when another process holds it); held until the
     returned ``Lock`` is closed or the process dies (kill -9 too). It follows the database file:
     a symbolic or hard link to a running tournament's database finds it taken. The flock on the
-    database's own inode is independent of SQLite's POSIX record locks (Linux)."""
+    database's own inode is independent of SQLite's POSIX record locks (Linux).
+
+    ``new``: for a tournament about to start, whose database may not exist yet: the ``.lock``
+    file's flock first (then the file's, if there is one), so that of two directors starting on
+    one output only one goes on to replace it (``Lock.add_file`` once the new file is in place)."""
     resolved = str(Path(path).resolve())
-    fds = [os.open(resolved, os.O_RDONLY | os.O_CLOEXEC)]
+    fds: list[int] = []
     try:
-        if _flock(fds[0]):
+        if new:
             fds.append(os.open(resolved + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644))
-            if _flock(fds[1]):
-                os.ftruncate(fds[1], 0)
-                os.pwrite(fds[1], f"pid {os.getpid()}\n".encode(), 0)
-                lock, fds = Lock(tuple(fds)), []
-                return lock
+            taken = _flock(fds[0]) and _still_named(fds[0], resolved + ".lock")
+            if taken and os.path.exists(resolved):
+                fds.append(os.open(resolved, os.O_RDONLY | os.O_CLOEXEC))
+                taken = _flock(fds[1])
+            marker = fds[0]
+        else:
+            fds.append(os.open(resolved, os.O_RDONLY | os.O_CLOEXEC))
+            taken = _flock(fds[0])
+            if taken:
+                fds.append(os.open(resolved + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644))
+                taken = _flock(fds[1])
+            marker = fds[-1]
+        if taken:
+            os.ftruncate(marker, 0)
+            os.pwrite(marker, f"pid {os.getpid()}\n".encode(), 0)
+            lock, fds = Lock(tuple(fds), resolved if new else None), []
+            return lock
         try:  # the holder's pid, when it reached the database by this name (a hard link's is unknown)
             with open(resolved + ".lock") as f:
                 holder = f.read().strip()
@@ -116,12 +158,6 @@ class TournamentDB:
     @staticmethod
     def jsonl_path(path: Path) -> Path:
         return Path(path).with_suffix(".jsonl")
-
-    # --- locking: one running tournament process per database --------------------------------
-
-    def lock(self) -> None:
-        """Take the database's lock (``lock_file``; released by the OS when the process dies, even by kill -9)."""
-        self._lock_file = lock_file(self.path)
 
     # --- meta ---------------------------------------------------------------------------------
 
