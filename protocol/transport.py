@@ -32,7 +32,7 @@ RECEIVE_HWM = 64
 
 _ipc_dir: str | None = None
 _ipc_dir_owner = 0
-"""The process that made ``_ipc_dir`` (a forked child shares it, and must not remove it)."""
+"""The process that made ``_ipc_dir`` (a forked child inherits the name: not its to use or remove)."""
 
 
 def context() -> zmq.Context:
@@ -79,9 +79,10 @@ def calm_io_threads() -> None:
 def new_ipc_endpoint(own_folder: bool = False) -> str:
     """A fresh ``ipc://`` path in a private directory (kept short: Unix paths max ~107 bytes);
     with ``own_folder``, in a folder of its own (so a sandbox can show an engine its socket and
-    nothing else)."""
+    nothing else). A forked child makes a folder of its own, for it or its guardian to remove: in
+    its parent's, neither could (a tournament worker's sockets were in the director's folder)."""
     global _ipc_dir, _ipc_dir_owner
-    if _ipc_dir is None or not os.path.isdir(_ipc_dir):
+    if _ipc_dir is None or _ipc_dir_owner != os.getpid() or not os.path.isdir(_ipc_dir):
         _ipc_dir, _ipc_dir_owner = tempfile.mkdtemp(prefix="arb-"), os.getpid()
         os.chmod(_ipc_dir, 0o711)  # others may pass through to their own folder, not list it
         atexit.register(remove_ipc_dir)  # the same rule at exit: a forked child inherits this, not the folder
