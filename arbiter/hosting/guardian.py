@@ -17,9 +17,11 @@ referee, removes the groups, and exits. It also removes the groups of referees t
 already stopped its engines: its guardian finds empty groups, or none.
 
 The same pipe tells the guardian which temporary folders to remove if the referee dies (an
-engine's folder with its session secret, its socket's folder): a line ``+PATH`` when one is
+engine's folder with its session secret, its socket's folder): a line ``+PATH`` before one is
 made (``*PATH``: and its parent, if that is left empty: the folder of this process's sockets),
-``-PATH`` when the referee has removed it itself.
+``-PATH`` when the referee has removed it itself. The parent stays noted after that: it outlives
+its engines (a tournament director's pre-flight engines are stopped before the event plays), and
+nothing but the referee's exit removes it.
 """
 from __future__ import annotations
 
@@ -78,9 +80,10 @@ def _ensure_guardian() -> None:
 
 
 def guard_folder(path: Path, parent_too: bool = False) -> None:
-    """Have the guardian remove ``path`` (and its parent if left empty) if this process dies
-    before ``release_folder(path)``. Best effort, never blocks: without a guardian (no control
-    groups) the folder stays."""
+    """Have the guardian remove ``path`` if this process dies before ``release_folder(path)``
+    (``parent_too``: and its parent then, released or not, if that is empty). Told before the
+    folder is made, so that no moment leaves it unknown. Best effort, never blocks: without a
+    guardian (no control groups) the folder stays."""
     _tell(f"{'*' if parent_too else '+'}{path}\n")
 
 
@@ -162,7 +165,8 @@ def main(argv: list[str]) -> int:
     os.setpriority(os.PRIO_PROCESS, 0, 10)
     stale = [g for g in _group_dirs(None) if (pid := _referee_of(g)) is not None and not _alive(pid)]
     sweep(stale, patience=0.5)
-    folders: dict[str, bool] = {}  # path -> its parent too
+    folders: set[str] = set()
+    parents: set[str] = set()  # removed if empty once the folders are
     pending = b""
     while True:
         try:
@@ -177,15 +181,17 @@ def main(argv: list[str]) -> int:
         for line in lines:
             path = os.fsdecode(line[1:])
             if line[:1] in (b"+", b"*"):
-                folders[path] = line[:1] == b"*"
+                folders.add(path)
+                if line[:1] == b"*":
+                    parents.add(os.path.dirname(path))
             else:
-                folders.pop(path, None)
+                folders.discard(path)
     sweep(_group_dirs(referee))  # first: nothing of the engines writes in the folders any more
-    for path, parent_too in folders.items():
+    for path in folders:
         shutil.rmtree(path, ignore_errors=True)
+    for path in parents:
         try:
-            if parent_too:
-                os.rmdir(os.path.dirname(path))  # only if empty: another process's sockets keep it
+            os.rmdir(path)  # only if empty: what else is there is not known to be the referee's
         except OSError:
             pass
     return 0

@@ -275,6 +275,15 @@ def _refuse_hidden_program(config: EngineConfig, argv: list[str], program: str) 
                     f"their own, away from the engines (a tournament's output = \"results/event.sqlite\")")
 
 
+def start_guardian(config: EngineConfig) -> None:
+    """Start this process's guardian now if ``config``'s engine will get a control group: before
+    the engine's folders are made. Started with the engine's process, it came after them, and a
+    referee killed with -9 in that start (a Python to start, a sandbox probe: tenths of a second
+    on a busy machine) left them, its session secret included, for ever."""
+    if SandboxMode(config.sandbox) != SandboxMode.NONE and support().cgroup:
+        ensure_guardian()
+
+
 class EngineProcess:
     """One spawned engine and everything it starts."""
 

@@ -36,7 +36,7 @@ from protocol.transport import ENDPOINT_ENV, SECRET_ENV, ZmqConnection, new_ipc_
 from .. import say
 from ..clock import paused_between
 from .guardian import guard_folder, release_folder
-from .process import EngineConfig, EngineProcess, Limits, engine_environment
+from .process import EngineConfig, EngineProcess, Limits, engine_environment, start_guardian
 from .sandbox import SandboxUnavailable
 
 _POLL_SLICE_MS = 50
@@ -230,15 +230,20 @@ class EngineSession:
 
     def _spawn(self, config: EngineConfig) -> None:
         secret = secrets.token_hex(16)
+        start_guardian(config)  # before the first folder: a kill -9 while the engine starts leaves none
         self.work_dir = Path(tempfile.gettempdir()) / f"arb-engine-{secrets.token_hex(6)}"  # named before it is
-        self.work_dir.mkdir(mode=0o700)  # made: a hurried exit (a worker's SIGTERM) between the two cannot miss it
+        guard_folder(self.work_dir)  # made: a hurried exit (a worker's SIGTERM), or a kill -9 that leaves it to
+        self.work_dir.mkdir(mode=0o700)  # the guardian, between the two cannot miss it
         secret_file = self.work_dir / "session-secret"
         secret_file.write_text(secret)
         secret_file.chmod(0o400)
-        self.connection = ZmqConnection(config.endpoint or new_ipc_endpoint(own_folder=True), secret=secret)
+        endpoint = config.endpoint or new_ipc_endpoint(own_folder=True)
+        if not config.endpoint:  # a socket folder made for it (removed by kill_now): the guardian told at once
+            self._socket_dir = Path(endpoint[len("ipc://"):]).parent
+            guard_folder(self._socket_dir, parent_too=True)
+        self.connection = ZmqConnection(endpoint, secret=secret)
         endpoint = self.connection.endpoint
         endpoint_dir = Path(endpoint[len("ipc://"):]).parent if endpoint.startswith("ipc://") else None
-        self._socket_dir = None if config.endpoint else endpoint_dir  # made for it (removed by kill_now)
         env = engine_environment(config, {ENDPOINT_ENV: endpoint, SECRET_ENV: str(secret_file),
                                           "HOME": str(self.work_dir), "TMPDIR": "/tmp"})
         hidden = dataclasses.replace(config, hide=(*config.hide, str(self.log_path.parent.resolve())),
@@ -253,9 +258,6 @@ class EngineSession:
             if exc.errno in (errno.EMFILE, errno.ENFILE):
                 raise
             raise EngineFault(EndReason.CRASH, f"cannot start {config.command!r}: {exc}") from None
-        guard_folder(self.work_dir)  # a referee killed with -9 removes nothing: its guardian does
-        if self._socket_dir is not None:
-            guard_folder(self._socket_dir, parent_too=True)
 
     def handshake(self, game: str | None = None) -> None:
         """Wait for hello and answer welcome or reject (an engine whose hello lists only other
