@@ -40,6 +40,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from .. import say
+from .guardian import guard_folder, release_folder
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 FIRST_ENGINE_UID = 300_000
@@ -134,7 +135,13 @@ def reachable_in_sandbox(paths: tuple[str, ...], visible: tuple[Path, ...], hide
     test = ["test"]
     for path in paths:
         test += ["-x", path, "-a"]
-    work_dir = Path(tempfile.mkdtemp(prefix="arb-probe-"))
+    work_dir = Path(tempfile.gettempdir()) / f"arb-probe-{uuid.uuid4().hex[:12]}"
+    guard_folder(work_dir)  # before it is made: a referee killed with -9 meanwhile left it
+    try:
+        work_dir.mkdir(mode=0o700)
+    except OSError:
+        release_folder(work_dir)
+        raise
     try:
         argv = bwrap_argv(test[:-1], work_dir=work_dir, endpoint_dir=None, cwd=None, hide=list(hide), network=False,
                           uid=PROBE_UID, visible=list(visible), disk_mb=1)
@@ -143,6 +150,7 @@ def reachable_in_sandbox(paths: tuple[str, ...], visible: tuple[Path, ...], hide
         return False
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
+        release_folder(work_dir)
 
 
 def next_engine_uid() -> int:
