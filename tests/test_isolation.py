@@ -514,6 +514,61 @@ def test_a_referee_killed_with_9_leaves_no_temporary_folder(tmp_path):
             referee.kill()
 
 
+REFEREE_PAUSED_IN_A_START = """
+import sys, time
+from arbiter.hosting import EngineConfig, EngineSession, process, sandbox
+
+def paused(real, probe_only=False):
+    def wrapper(*args, **kwargs):
+        if not probe_only or kwargs.get("uid") == sandbox.PROBE_UID:
+            print("paused", flush=True)
+            time.sleep(600)
+        return real(*args, **kwargs)
+    return wrapper
+
+if sys.argv[3] == "probe":  # its folder made, whether the engine's uid can reach its program being asked
+    sandbox.bwrap_argv = paused(sandbox.bwrap_argv, probe_only=True)
+else:  # its folders made and given to its uid, its process about to start
+    process.keyring_filter_fd = paused(process.keyring_filter_fd)
+EngineSession(EngineConfig([sys.executable, "-m", "sample_engines.random_engine"], name="e", cwd=sys.argv[1]),
+              sys.argv[2]).launch()
+"""
+
+
+@pytest.mark.skipif(not sandbox_module.support().cgroup, reason="no control groups for engines here")
+@pytest.mark.parametrize("moment", ["probe", "spawn"])
+def test_a_referee_killed_with_9_while_it_starts_an_engine_leaves_no_temporary_folder(tmp_path, moment):
+    """Before: the guardian was told of an engine's folders only once its process had started,
+    and of none of the sandbox probe's: a referee killed in the tenths of a second before (a
+    tournament director in its pre-flight) left its session secret and socket folder for ever."""
+    import signal
+    import subprocess
+
+    s = sandbox_module.support()
+    if moment == "probe" and not (s.root and s.setpriv and s.sandbox):
+        pytest.skip("no probe here: engines get no uid of their own")
+    root = Path(__file__).resolve().parent.parent
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    referee = subprocess.Popen([sys.executable, "-c", REFEREE_PAUSED_IN_A_START, str(root), str(tmp_path / "logs"),
+                                moment], cwd=root, stdout=subprocess.PIPE, text=True,
+                               env={**os.environ, "TMPDIR": str(temp)})
+    try:
+        assert referee.stdout.readline().strip() == "paused"
+        made = {next((k for k in ("engine", "probe") if p.name.startswith(f"arb-{k}-")), "sockets")
+                for p in temp.iterdir()}
+        assert made == ({"engine", "sockets", "probe"} if moment == "probe" else {"engine", "sockets"}), made
+        referee.send_signal(signal.SIGKILL)
+        referee.wait(10)
+        deadline = time.monotonic() + 10
+        while list(temp.iterdir()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sorted(p.name for p in temp.iterdir()) == []
+    finally:
+        if referee.poll() is None:
+            referee.kill()
+
+
 def test_the_process_tree_read_from_proc_is_the_tree_psutil_finds(tmp_path):
     """``freeze`` without a control group signals the tree ``process_tree`` reads from /proc's
     children lists (psutil's walk scans every process: ~2 ms a move); both must agree, grandchildren

@@ -4,7 +4,9 @@ workers and engines on a real SQLite file.
 * a hard link to a running tournament's database (another name for the same file) finds it
   locked, as a symbolic link does; a forked worker keeps no part of the lock once its tournament
   process is dead;
-* a second ``run``/``resume`` of a running tournament is refused before any engine starts.
+* a second ``run``/``resume`` of a running tournament is refused before any engine starts;
+* a tournament process stopped (SIGTERM) or killed (``kill -9``) leaves nothing in the
+  temporary directory.
 """
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
+from arbiter.hosting import sandbox
 from tournaments.db import lock_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -218,6 +222,62 @@ def test_a_tournament_stopped_by_sigterm_leaves_no_temporary_folder(tmp_path):
         stop(proc)
     assert psutil.wait_procs(workers, timeout=10)[1] == []
     assert sorted(p.name for p in temp.iterdir()) == []
+
+
+SLEEPY_ENGINE = """
+import sys, time
+time.sleep(2)  # a pre-flight that lasts: the test kills the director in it
+exec(open(sys.argv[0].replace("sleepy.py", "slow.py")).read())
+"""
+
+
+@pytest.mark.skipif(not sandbox.support().cgroup, reason="no control groups for engines here: no guardian")
+@pytest.mark.parametrize("when", ["preflight", "play"])
+def test_a_tournament_killed_with_9_leaves_no_temporary_folder(tmp_path, when):
+    """Before: the forked workers bound their engines' sockets in the director's folder, which
+    stayed (empty) after a ``kill -9`` of the director once its pre-flight was over: its guardian
+    was told of that folder only with the pre-flight's engines, and forgot it when they stopped.
+    (A kill in the start of an engine: tests/test_isolation.py.)"""
+    toml, db = event(tmp_path)
+    text = toml.read_text().replace('sandbox = "none"\n', "")  # sandboxed, in control groups: guarded
+    text = text.replace("command = ", f'cwd = "{tmp_path / "engine"}"  # shown in the sandbox\ncommand = ')
+    if when == "preflight":
+        (tmp_path / "engine" / "sleepy.py").write_text(SLEEPY_ENGINE)
+        text = text.replace("slow.py", "sleepy.py")
+    toml.write_text(text)
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    with open(toml.with_suffix(".out"), "w") as out:
+        proc = subprocess.Popen([PY, "-m", "tournaments", "run", str(toml), "--quiet", "--no-report"], cwd=ROOT,
+                                stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "TMPDIR": str(temp)})
+    workers: list[psutil.Process] = []
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            workers = forked_children(proc.pid)
+            if len(list(temp.glob("arb-engine-*"))) == 2 and (when == "play") == bool(workers):
+                break
+            time.sleep(0.02)
+        else:
+            raise AssertionError(f"no engines in {when}: {toml.with_suffix('.out').read_text()}")
+        time.sleep(0.5)
+        assert when == "play" or not forked_children(proc.pid), "the pre-flight was over"
+        proc.kill()
+        proc.wait()
+        assert psutil.wait_procs(workers, timeout=10)[1] == []
+        deadline = time.monotonic() + 10  # the guardians' work
+        while list(temp.iterdir()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sorted(p.name for p in temp.iterdir()) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for w in workers:
+            try:
+                w.kill()
+            except psutil.NoSuchProcess:
+                pass
 
 
 def test_a_director_starting_on_an_output_another_is_starting_on_is_refused_and_touches_nothing(tmp_path):
