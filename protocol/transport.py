@@ -94,13 +94,18 @@ def new_ipc_endpoint(own_folder: bool = False) -> str:
     return f"ipc://{_ipc_dir}/{name}.sock"
 
 
-def remove_ipc_dir() -> None:
+def remove_ipc_dir(if_empty: bool = False) -> None:
     """Remove the private folder of this process's ipc sockets (at exit, and at once by a process
     that ends with ``os._exit``, as a tournament worker stopped in a hurry: it runs no ``atexit``,
-    and left the folder behind). A folder inherited through a fork is its creator's to remove."""
+    and left the folder behind). A folder inherited through a fork is its creator's to remove.
+    ``if_empty``: only if no socket is left in it (a tournament director's, once its pre-flight's
+    engines are gone: kept for the event, it outlived a ``kill -9`` with no guardian to remove it)."""
     global _ipc_dir
     if _ipc_dir is not None and _ipc_dir_owner == os.getpid():
-        shutil.rmtree(_ipc_dir, True)
+        try:
+            os.rmdir(_ipc_dir) if if_empty else shutil.rmtree(_ipc_dir, True)
+        except OSError:
+            return
         _ipc_dir = None
 
 

@@ -290,6 +290,7 @@ def preflight(cfg: TournamentConfig, db_path: str | Path,
     from arbiter.cli import hello_text
     from arbiter.formats.match import Series
     from arbiter.games import load_game
+    from protocol.transport import remove_ipc_dir
 
     from .pool import db_marker
     from .runner import hidden_paths, logs_dir
@@ -311,6 +312,7 @@ def preflight(cfg: TournamentConfig, db_path: str | Path,
                     hellos[spec.name] = hello_text(engine.hello)
     finally:
         series.close()
+        remove_ipc_dir(if_empty=True)  # the engines' sockets are gone: their folder need not last the event
     return [(local[i].name, fault) for i, fault in failures]
 
 
