@@ -132,6 +132,70 @@ def test_what_may_change_between_runs_is_accepted(tmp_path):
         opened.db.close()
 
 
+OPTIONS_TOML = TOML.replace(
+    'name = "r3"\ncommand = "{{python}} -m sample_engines.random_engine --seed 3"\n',
+    'name = "deep"\ncommand = "{{python}} -m sample_engines.einstein_expectimax"\noptions = {{ depth = 3 }}\n'
+    'args = {{ movetime = 0.05 }}\nlimits = {{ memory_mb = 1024 }}\n')
+assert "deep" in OPTIONS_TOML
+
+
+@pytest.mark.parametrize("old, new, what", [
+    ("depth = 3", "depth = 0", "engine 'deep' options.depth"),
+    ("options = {{ depth = 3 }}", "options = {{}}", "engine 'deep' options.depth"),
+    ("movetime = 0.05", "movetime = 0.05, seed = 7", "engine 'deep' args.seed"),
+    ('seed = "resume-tests"', 'seed = "resume-tests"\nrestart = true',
+     "engine 'deep' restart, engine 'r1' restart, engine 'r2' restart"),
+    ("depth = 3 }}", "depth = 3 }}\nponder = true", "engine 'deep' ponder"),
+])
+def test_a_changed_engine_option_is_refused_naming_the_engine_and_key(tmp_path, old, new, what):
+    """Before: an engine's options, args, restart and ponder were not in the fingerprint: a file
+    edited to depth = 0 resumed silently, one engine name then covering two strengths."""
+    toml = write_toml(tmp_path, OPTIONS_TOML)
+    api.start(load_config(toml)).db.close()
+    resume_and_close(toml)  # unchanged: fine
+    text = toml.read_text()
+    old, new = old.replace("{{", "{").replace("}}", "}"), new.replace("{{", "{").replace("}}", "}")
+    assert old in text
+    toml.write_text(text.replace(old, new))
+    with pytest.raises(TournamentStateError, match=f"does not describe the tournament stored in .*: {what} changed$"):
+        api.resume(toml)
+    toml.write_text(text)
+    resume_and_close(toml)
+
+
+def test_an_engines_limits_and_command_may_change_between_runs(tmp_path):
+    """Limits (memory, processes, ...) change no honest engine's play: a resume may raise them,
+    as it may move the engine's program."""
+    toml = write_toml(tmp_path, OPTIONS_TOML)
+    api.start(load_config(toml)).db.close()
+    toml.write_text(toml.read_text().replace("memory_mb = 1024", "memory_mb = 2048, processes = 64")
+                    .replace("-m sample_engines.einstein_expectimax", "-m  sample_engines.einstein_expectimax"))
+    opened = api.resume(toml)
+    try:
+        deep = opened.cfg.engines[2]
+        assert deep.limits.memory_mb == 2048 and deep.options == {"depth": 3}
+    finally:
+        opened.db.close()
+
+
+def test_an_event_with_engine_options_resumes_whatever_fingerprint_it_stored(tmp_path):
+    """Real games (the engine's options accepted at its handshake); the stored fingerprint set to
+    what an older version would have stored: the resume re-derives both sides from the stored file's
+    text and the file, so an event started before engine settings counted resumes unchanged."""
+    toml = write_toml(tmp_path, OPTIONS_TOML)
+    opened = api.start(load_config(toml))
+    try:
+        opened.db.set_meta(fingerprint="older-format")
+        _, summary = api.play(opened)
+    finally:
+        opened.db.close()
+    assert summary.finished and summary.committed == 6
+    resume_and_close(toml)
+    toml.write_text(toml.read_text().replace("depth = 3", "depth = 2"))
+    with pytest.raises(TournamentStateError, match="engine 'deep' options.depth changed$"):
+        api.resume(toml)
+
+
 # --- a contradicted pairing is detected ---------------------------------------------------------
 
 def test_a_stored_pairing_that_the_schedule_contradicts_stops_the_run(tmp_path, played):

@@ -220,10 +220,29 @@ FINGERPRINT_NAMES = {"tc": "time_control", "margin": "margin_ms", "duplicate": "
 def changed(stored: TournamentConfig, cfg: TournamentConfig, seed: str) -> str:
     """The keys of the file that differ from the stored tournament's, as the file names them."""
     before, now = stored.fingerprinted(), cfg.fingerprinted()
-    keys = [FINGERPRINT_NAMES.get(k, k) for k in sorted(before.keys() | now.keys()) if before.get(k) != now.get(k)]
+    keys = []
+    for k in sorted(before.keys() | now.keys()):
+        if before.get(k) == now.get(k):
+            continue
+        if k.startswith("engine "):  # ``engine NAME``: its options, args, restart or ponder
+            keys += [f"engine {k[7:]!r} {what}" for what in _play_changes(before.get(k, {}), now.get(k, {}))]
+        else:
+            keys.append(FINGERPRINT_NAMES.get(k, k))
     if cfg.seed is not None and cfg.seed != seed:
         keys.append("seed")
     return ", ".join(keys)
+
+
+def _play_changes(before: dict, now: dict) -> list[str]:
+    """The keys of an engine's ``engine_play`` that differ: ``options.depth``, ``args.hash``, ``restart``."""
+    out = []
+    for key in sorted(before.keys() | now.keys()):
+        old, new = before.get(key, {}), now.get(key, {})
+        if isinstance(old, dict) and isinstance(new, dict):
+            out += [f"{key}.{k}" for k in sorted(old.keys() | new.keys()) if old.get(k, ...) != new.get(k, ...)]
+        elif old != new:
+            out.append(key)
+    return out
 
 
 def resume(target: str | Path, *, check_paths: bool = True) -> Opened:

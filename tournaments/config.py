@@ -185,7 +185,7 @@ class TournamentConfig:
     def fingerprint(self) -> str:
         """A hash of everything that decides which games are played and how: a resume refuses a
         file whose fingerprint differs from the one stored with the tournament. Concurrency,
-        output and engine commands may change between runs."""
+        output and engine commands (and limits: ``engine_play``) may change between runs."""
         return hashlib.sha256(json.dumps(self.fingerprinted(), sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def fingerprinted(self) -> dict[str, Any]:
@@ -204,7 +204,26 @@ class TournamentConfig:
             data["openings"] = [[o.index, o.position] for o in self.openings] + [self.openings_order]
         if self.sprt.stop:  # the SPRT decides which games are played (absent otherwise: fingerprints unchanged)
             data["sprt_stop"] = [self.sprt.elo0, self.sprt.elo1, self.sprt.alpha, self.sprt.beta]
+        for e in self.engines:  # how it plays: one name must not cover two strengths (absent if default)
+            if play := engine_play(e):
+                data[f"engine {e.name}"] = play
         return data
+
+
+def engine_play(spec: EngineSpec) -> dict[str, Any]:
+    """The settings of an engine that change how it plays, those not at their defaults: ``options``,
+    ``args`` (flags), ``restart`` (state kept between games) and ``ponder``. Its command, cwd, env,
+    limits, cpus, sandbox and timeouts may change between runs (a moved program, a machine's limits)."""
+    play: dict[str, Any] = {}
+    if spec.options:
+        play["options"] = dict(spec.options)
+    if spec.args:
+        play["args"] = dict(spec.args)
+    if spec.restart:
+        play["restart"] = True
+    if spec.ponder:
+        play["ponder"] = True
+    return play
 
 
 def default_concurrency() -> int:
