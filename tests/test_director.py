@@ -75,6 +75,29 @@ def test_on_start_failure_forfeit_keeps_playing_its_games_lost(tmp_path):
     assert "set on_start_failure" not in check.stderr
 
 
+def test_on_start_failure_forfeit_warns_once_and_leaves_nothing_in_tmpdir(tmp_path):
+    """Before: stderr was empty (only each game's line said not_started, and nothing at all with
+    -q), and every worker left an empty arb-XXXXXXXX folder in $TMPDIR (a forked process ends with
+    os._exit, which runs no atexit)."""
+    path = tournament_file(tmp_path, 'on_start_failure = "forfeit"\nconcurrency = 2')
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    proc = run("tournaments", "run", str(path), "-q", "--no-report", env={**os.environ, "TMPDIR": str(temp)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1, proc.stderr
+    assert "engine ghost cannot start" in warnings[0] and "/nonexistent/engine" in warnings[0]
+    assert 'not_started (on_start_failure = "forfeit")' in " ".join(proc.stderr.split())
+    assert sorted(os.listdir(temp)) == []
+    # Played through the API (no pre-flight in this process): each worker made the folder itself.
+    script = ("import sys; from tournaments import api; from tournaments.config import load_config; "
+              "o = api.start(load_config(sys.argv[1]), overwrite=True); api.play(o); o.db.close()")
+    proc = subprocess.run([PY, "-c", script, str(path)], cwd=ROOT, capture_output=True, text=True, timeout=180,
+                          env={**os.environ, "TMPDIR": str(temp)})
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(os.listdir(temp)) == []
+
+
 def run_with_two_broken_engines(tmp_path: Path, head: str, sample: str) -> None:
     """Run t.toml (``head``: the game and its format) with engines ghost (no such command) and
     wraith (exits at once), which cannot start, and random (``sample_engines.<sample>``), under

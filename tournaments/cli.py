@@ -251,12 +251,14 @@ def _preflight(console, cfg, db_path, show: bool = False) -> int:
     from .api import preflight
 
     forfeit = cfg.on_start_failure == "forfeit" and not show
-    if forfeit and not any(e.options and not e.remote for e in cfg.engines):
-        return EXIT_OK
     hellos: dict[str, str] = {}
     failures = preflight(cfg, db_path, hellos)
     bad_options = [(name, fault) for name, fault in failures if isinstance(fault, OptionFault)]
-    if forfeit:
+    if forfeit:  # played anyway, but said once here: else only each game's line says not_started
+        if not bad_options:
+            for name, fault in failures:
+                _warn(f"engine {name} cannot start: {fault}; its games are lost as not_started "
+                      f"(on_start_failure = \"forfeit\")")
         failures = bad_options
     if show:
         for name, text in hellos.items():

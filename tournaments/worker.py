@@ -231,6 +231,7 @@ def _leave(conn: Any, setup: WorkerSetup, serieses: list, feed, hub, marker: str
     if hub is not None:
         hub.close()
     kill_marked(WORKER_ENV, marker)
+    remove_ipc_dir()  # a forked process ends with os._exit after its target, running no atexit: else left in $TMPDIR
     try:
         conn.send(WorkerExit(setup.worker, usage.ru_utime + usage.ru_stime, stopped_engines_cpu()))
     except (OSError, ValueError):
