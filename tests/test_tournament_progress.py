@@ -216,3 +216,48 @@ def test_live_standings_score_an_alliance_win_whole_and_a_game_all_lost_as_nothi
     runner = SimpleNamespace(cfg=SimpleNamespace(kind="table"), names=["a", "b", "c"], results=results)
     assert {name: (games, score) for name, games, score, _ in live_standings(runner)} == \
         {"a": (3, 1.5 / 3), "b": (3, 0.5 / 3), "c": (3, 1.5 / 3)}
+
+
+def on_a_narrow_terminal(args: list, columns: int = 60) -> str:
+    """What ``python -m ARGS`` shows on a pseudo-terminal ``columns`` wide (stdout and stderr),
+    escape sequences removed."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    proc = subprocess.Popen([PY, "-m", *map(str, args)], cwd=ROOT, stdin=subprocess.DEVNULL, stdout=terminal,
+                            stderr=terminal, env={**env, "TERM": "xterm"})
+    os.close(terminal)
+    shown = b""
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the terminal's last user is gone
+            break
+        if not data:
+            break
+        shown += data
+    os.close(master)
+    assert proc.wait(timeout=60) == 0, shown.decode(errors="replace")
+    return re.sub(r"\x1b(\[[0-9;?]*[A-Za-z]|\][^\x07]*\x07|[()][A-Z0-9])", "", shown.decode()).replace("\r", "")
+
+
+def test_report_and_live_progress_fit_a_narrow_terminal(tmp_path):
+    """Before: the report was drawn 120 columns wide whatever the terminal (every table row wrapped
+    on a 60-column one), and the live status line, cropped at the terminal's edge, lost its elapsed
+    time and ETA (they came last)."""
+    db = tmp_path / "progress.sqlite"
+    (tmp_path / "t.toml").write_text(EINSTEIN.format(db=db).replace("rating_interval = 2", "rating_interval = 0"))
+    live = on_a_narrow_terminal(["tournaments", "run", tmp_path / "t.toml", "--no-report"])
+    assert re.search(r"^ETA ≤ [\d:?]+ · elapsed [\d:]+ · ", live, re.M), live
+    shown = on_a_narrow_terminal(["tournaments", "report", db])
+    lines = shown.splitlines()
+    assert max(len(line) for line in lines) <= 60, shown
+    assert [line for line in lines if "expectimax" in line and "random1" not in line]  # names whole, not cut
+    assert "…" not in shown  # values wrapped, never cut short
+    piped = run("tournaments", "report", db)  # not a terminal: as wide as before (COLUMNS=200 here)
+    assert piped.returncode == 0 and max(len(line) for line in piped.stdout.splitlines()) > 60

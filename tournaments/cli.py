@@ -55,6 +55,12 @@ def _error(text: str) -> None:
     _console(stderr=True).print(f"[red]error:[/] {escape(text)}")
 
 
+def _report_width(console) -> int:
+    """The text report's width: the terminal's (rich fits each table into it, wrapping cells), else
+    120 at least (a file or a pipe: tables whole on one line each)."""
+    return console.width if console.is_terminal else max(120, console.width)
+
+
 def _fmt_duration(seconds: float) -> str:
     if seconds != seconds or seconds == float("inf"):
         return "?"
@@ -146,8 +152,9 @@ class Display:
         head = (f"[bold]{escape(cfg.name)}[/] · {cfg.game} · {cfg.format}"
                 + (f" {cfg.match_text}" if cfg.kind == "match" else "")
                 + f" · tc {cfg.time_control.text} · {runner.concurrency} in parallel")
-        line = (f"games {done} done, ≤ {max(0, plan.max_remaining - (done - plan.played))} to go · round {plan.round}/{plan.rounds} · "
-                f"{rate:.2f} games/s · elapsed {_fmt_duration(elapsed)} · ETA ≤ {_fmt_duration(eta)}")
+        line = (f"ETA ≤ {_fmt_duration(eta)} · elapsed {_fmt_duration(elapsed)} · games {done} done, "
+                f"≤ {max(0, plan.max_remaining - (done - plan.played))} to go · round {plan.round}/{plan.rounds} · "
+                f"{rate:.2f} games/s")  # a narrow terminal crops the line: what matters most first
         table = Table(box=None, padding=(0, 2), show_header=True, header_style="bold")
         for col in ("#", "engine", "score"):
             table.add_column(col, overflow="fold")
@@ -405,7 +412,7 @@ def _run_with_display(console, args, opened, resume: bool) -> int:
     if not args.no_report:
         from .report import build_report, render_text
 
-        print(render_text(build_report(db_path), width=max(120, console.width)), end="")
+        print(render_text(build_report(db_path), width=_report_width(console)), end="")
     return EXIT_OK
 
 
@@ -433,7 +440,7 @@ def cmd_report(args) -> int:
         _error(str(exc))
         return EXIT_USAGE
     wrote = []
-    text = render_text(report, width=max(120, console.width))
+    text = render_text(report, width=_report_width(console))
     option = ""
     try:  # an output that cannot be written (a folder, a missing or read-only place): its option named
         if args.json:

@@ -757,11 +757,19 @@ def render_text(report: dict, width: int = 120) -> str:
         console.print(f"note: {note}")
     kind = t["kind"]
 
+    narrow = width < 120  # a narrow terminal: no borders, cells wrapped whole rather than cut with "…"
+    if narrow:
+        from rich import box
+
     def table(title: str, cols: list[str], rows: list[list[str]]) -> None:
-        tb = Table(title=title, title_justify="left")
-        for c in cols:
+        tb = (Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                    collapse_padding=True) if narrow else Table(title=title, title_justify="left"))
+        widest = [max([len(r[k]) for r in rows if k < len(r)] + [1]) for k in range(len(cols))]
+        whole = narrow and sum(widest) + 2 * (len(cols) - 1) <= width  # the values whole, the headings wrapped
+        for k, c in enumerate(cols):
             tb.add_column(c, justify="left" if c in ("engine", "team", "A", "B", "reason", "round", "decided by",
-                                                      "winner", "test") else "right")
+                                                      "winner", "test") else "right",
+                          **(dict(overflow="fold", min_width=widest[k] if whole else None) if narrow else {}))
         for r in rows:
             tb.add_row(*r)
         console.print(tb)
