@@ -450,6 +450,21 @@ def test_report_outputs_that_cannot_be_written_are_named(tmp_path):
     assert not (tmp_path / "r.txt").exists()
 
 
+def test_a_timeline_plot_of_a_cooperative_event_is_refused_before_anything_is_written(tmp_path):
+    """Before: r.json, the CSV files and r.png were written (no 'wrote' line for them), then
+    --plot-timeline failed with exit 2 and r.txt was not written."""
+    catalonia_teams_with_self_pairs(tmp_path, "random2", "{python} -m sample_engines.random_engine --seed 2")
+    outputs = [tmp_path / name for name in ("r.json", "rc", "r.png", "t.svg", "r.txt")]
+    proc = run("tournaments", "report", str(tmp_path / "t.sqlite"), "-q", "--json", str(outputs[0]),
+               "--csv", str(outputs[1]), "--plot", str(outputs[2]), "--plot-timeline", str(outputs[3]),
+               "--text", str(outputs[4]))
+    one_line_error(proc, 2, "--plot-timeline", "cooperative or solo", "nothing written")
+    assert [p.name for p in outputs if p.exists()] == []
+    good = run("tournaments", "report", str(tmp_path / "t.sqlite"), "-q", "--json", str(outputs[0]),
+               "--plot", str(outputs[2]))  # the mean scores plot: drawn
+    assert good.returncode == 0 and outputs[0].exists() and outputs[2].exists(), good.stderr
+
+
 def test_a_folder_where_a_results_file_is_meant_is_named_so(tmp_path):
     """Before: ``[Errno 21] Is a directory`` from show, verify and export, and ``no such file``
     from report and serve."""

@@ -348,7 +348,7 @@ def test_report_when_every_first_mover_won(tmp_path):
                             str(tmp_path / "r.png")], capture_output=True, text=True, timeout=120)
     assert drawn.returncode == 2 and "Traceback" not in drawn.stderr
     assert drawn.stderr.strip().splitlines() == [
-        "error: --plot: no ratings to plot: " + report["ratings_unavailable"]]
+        "error: --plot: no ratings to plot: " + report["ratings_unavailable"] + "; nothing written"]
     assert not (tmp_path / "r.png").exists()
 
 

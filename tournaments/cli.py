@@ -420,7 +420,8 @@ def cmd_report(args) -> int:
     from arbiter.records.store import holds_results
 
     from .config import ConfigError
-    from .report import build_report, plot, plot_timeline, render_text, to_json, write_csv
+    from .report import (build_report, plot, plot_problem, plot_timeline, render_text, timeline_problem, to_json,
+                         write_csv)
 
     console = _console()
     for option in ("json", "text", "plot", "plot_timeline"):
@@ -439,6 +440,11 @@ def cmd_report(args) -> int:
     except (OSError, ValueError, ConfigError) as exc:
         _error(str(exc))
         return EXIT_USAGE
+    for option, target, problem in (("--plot", args.plot, plot_problem), ("--plot-timeline", args.plot_timeline,
+                                                                          timeline_problem)):
+        if target and (why := problem(report)):  # refused before any output is written, not after some
+            _error(f"{option}: {why}; nothing written")
+            return EXIT_USAGE
     wrote = []
     text = render_text(report, width=_report_width(console))
     option = ""

@@ -970,6 +970,21 @@ def write_csv(report: dict, directory: str | Path) -> list[Path]:
     return written
 
 
+def plot_problem(report: dict) -> str | None:
+    """Why ``plot`` has nothing to draw, if so (asked before any output is written)."""
+    if report["tournament"]["kind"] == "match" and "ratings" not in report:  # no mean score to plot instead
+        return "no ratings to plot: " + report.get("ratings_unavailable", "the tournament has no games yet")
+    return None
+
+
+def timeline_problem(report: dict) -> str | None:
+    """Why ``plot_timeline`` has nothing to draw, if so (asked before any output is written)."""
+    if report.get("rating_timeline") is None:
+        return ("no ratings over time: the tournament has no games yet, or its games are cooperative or solo "
+                "(scores, not ratings)")
+    return None
+
+
 def plot(report: dict, path: str | Path) -> Path:
     """Ratings with 95% error bars, best at the top (PNG or SVG by the file name)."""
     import matplotlib
@@ -979,8 +994,8 @@ def plot(report: dict, path: str | Path) -> Path:
 
     t = report["tournament"]
     kind = t["kind"]
-    if kind == "match" and "ratings" not in report:  # a match event has no mean score to plot instead
-        raise ValueError("no ratings to plot: " + report.get("ratings_unavailable", "the tournament has no games yet"))
+    if problem := plot_problem(report):
+        raise ValueError(problem)
     if kind == "match":
         rows = report["ratings"]["table"]
         vals = [(r["engine"], r["elo"], r["lo"], r["hi"]) for r in rows]
@@ -1021,9 +1036,8 @@ def plot_timeline(report: dict, path: str | Path) -> Path:
     from matplotlib.ticker import MaxNLocator
 
     t, tl = report["tournament"], report.get("rating_timeline")
-    if tl is None:
-        raise ValueError("no ratings over time: the tournament has no games yet, or its games are cooperative or "
-                         "solo (scores, not ratings)")
+    if problem := timeline_problem(report):
+        raise ValueError(problem)
     fig, ax = plt.subplots(figsize=(8, 4.5))
     final = {e: v[-1] for e, v in tl["ratings"].items()}
     for engine in sorted(tl["ratings"], key=lambda e: -(final[e] if final[e] is not None else -math.inf)):
