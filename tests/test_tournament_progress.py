@@ -261,3 +261,32 @@ def test_report_and_live_progress_fit_a_narrow_terminal(tmp_path):
     assert "…" not in shown  # values wrapped, never cut short
     piped = run("tournaments", "report", db)  # not a terminal: as wide as before (COLUMNS=200 here)
     assert piped.returncode == 0 and max(len(line) for line in piped.stdout.splitlines()) > 60
+
+
+def test_rating_interval_block_breaks_ties_as_the_report_ranks_and_aligns_its_columns():
+    """Before: of two engines with equal scores the first named came first, whatever their ratings
+    (here a, OpenSkill μ 22.0, above c, μ 30.5: the report ranks c first), and the percentages
+    drifted ('2/4  50%' above '0/4  0%')."""
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from tournaments.cli import Display
+    from tournaments.config import parse_config
+    from tournaments.director import GameResult
+    from tournaments.report import quick_ratings
+
+    cfg = parse_config(AACHESS.format(db="t.sqlite"), "t.toml", check_paths=False)
+    first, second, third = (0, 1, 2), (1, 2, 0), (2, 0, 1)
+    won = {0: (1.0, -1.0, -1.0), 1: (-1.0, 1.0, -1.0)}  # by seat
+    games = [(first, won[0]), (second, won[1]), (third, won[0]), (first, won[0])]  # a, c, c, a
+    results = {("m", k): GameResult(seating, returns) for k, (seating, returns) in enumerate(games)}
+    runner = SimpleNamespace(cfg=cfg, names=["a", "b", "c"], results=results, played=4,
+                             plan=SimpleNamespace(played=0, max_remaining=5), summary=SimpleNamespace(committed=4))
+    mu = {name: value[0] for name, value in quick_ratings(cfg, runner.names, [
+        {"seating": list(s), "returns": list(r)} for s, r in games])[1].items()}
+    assert mu["c"] > mu["a"] + 5
+    rows = Display(Console(), "lines").ratings_block(runner).splitlines()[1:]
+    assert [row.split()[1] for row in rows] == ["c", "a", "b"], rows
+    assert [row.split()[2:4] for row in rows] == [["2/4", "50%"], ["2/4", "50%"], ["0/4", "0%"]]
+    assert len({row.index("%") for row in rows}) == 1 and len({row.index("μ") for row in rows}) == 1, rows

@@ -93,7 +93,7 @@ def live_standings(runner) -> list[tuple[str, int, float, str]]:
     rows = []
     for i in range(n):
         if cfg.kind in ("match", "table"):
-            text = f"{score[i]:g}/{games[i]}" + (f"  {100 * score[i] / games[i]:.0f}%" if games[i] else "")
+            text = f"{score[i]:g}/{games[i]}" + (f"  {100 * score[i] / games[i]:3.0f}%" if games[i] else "      ")
             key = score[i] / games[i] if games[i] else 0.0
         else:
             key = score[i] / games[i] if games[i] else float("-inf")
@@ -199,7 +199,11 @@ class Display:
         rated = quick_ratings(runner.cfg, runner.names, games)
         lines = [f"── {self.rate_and_eta(runner)} ──"]
         width = max(len(n) for n in runner.names)
-        for k, (name, _, _, text) in enumerate(live_standings(runner), 1):
+        rows = live_standings(runner)
+        if rated is not None:  # equal scores in the order of the report's ranking (Elo; OpenSkill μ - 3σ)
+            place = {name: k for k, name in enumerate(rated[1])}
+            rows.sort(key=lambda r: (-r[2], place.get(r[0], len(place))))
+        for k, (name, _, _, text) in enumerate(rows, 1):
             line = f"{k:3d}. {escape(name):<{width}}  {text:>16}"
             if rated is not None and name in rated[1]:
                 value, lo, hi = rated[1][name]
