@@ -98,6 +98,25 @@ def test_on_start_failure_forfeit_warns_once_and_leaves_nothing_in_tmpdir(tmp_pa
     assert sorted(os.listdir(temp)) == []
 
 
+def test_check_warns_of_an_output_that_already_holds_a_tournament(tmp_path):
+    """Before: `check` said a bare 'ok' (exit 0) of a file whose output held a finished tournament,
+    which `run` then refused with exit 2."""
+    path = tournament_file(tmp_path, ghost=RANDOM)
+    before = run("tournaments", "check", str(path))
+    assert before.returncode == 0 and "warning" not in before.stderr, before.stderr
+    assert run("tournaments", "run", str(path), "-q", "--no-report").returncode == 0
+    check = run("tournaments", "check", str(path))
+    assert check.returncode == 0, check.stdout + check.stderr
+    warning = " ".join(check.stderr.split())
+    assert warning.startswith(f"warning: output {tmp_path / 't.sqlite'} already holds a tournament, finished "
+                              f"(2 games): `run` refuses it"), warning
+    assert "`resume` would play nothing" in warning and "see the warning about its output" in check.stdout
+    one_line_error(run("tournaments", "run", str(path), "-q"), 2, "already holds a tournament")
+    path.write_text(path.read_text().replace('time_control = "10"', 'time_control = "20"'))
+    changed = " ".join(run("tournaments", "check", str(path)).stderr.split())
+    assert "would refuse it (time_control changed)" in changed, changed
+
+
 def run_with_two_broken_engines(tmp_path: Path, head: str, sample: str) -> None:
     """Run t.toml (``head``: the game and its format) with engines ghost (no such command) and
     wraith (exits at once), which cannot start, and random (``sample_engines.<sample>``), under

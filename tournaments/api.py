@@ -121,6 +121,42 @@ def _refuse_output(path: Path, overwrite: bool) -> None:
                                    f"them with --overwrite")
 
 
+def output_warning(cfg: TournamentConfig) -> str | None:
+    """What ``check`` says of an output that ``run`` would refuse (a tournament, finished or not,
+    games of another kind, an orphaned export), with what ``run`` and ``resume`` would do; None if
+    ``run`` may start there. Read without writing or locking anything."""
+    path = Path(cfg.output)
+    try:
+        _refuse_output(path, overwrite=False)
+        return None
+    except TournamentStateError as exc:
+        refused = str(exc)
+    except (OSError, sqlite3.Error) as exc:
+        return f"output {path}: cannot be read ({exc}): `run` would fail there"
+    try:
+        games, meta = _contents(path)
+    except (OSError, sqlite3.Error):
+        games, meta = 0, False
+    if not meta:
+        return f"output {refused}; `run` refuses it (exit 2)"
+    conn = open_readonly(path)
+    try:
+        stored = dict(conn.execute("SELECT key, value FROM tournament_meta").fetchall())
+    finally:
+        conn.close()
+    state = "finished" if stored.get("finished_at") else "not finished"
+    try:  # would `resume FILE` take it?
+        old = parse_config(stored["config_text"], stored.get("config_source", str(path)), check_paths=False,
+                           included=json.loads(stored.get("included_files") or "{}"))
+        differs = changed(old, cfg, stored.get("seed", "")) if stored.get("format") == FORMAT_VERSION else "format"
+    except (ConfigError, KeyError, ValueError) as exc:
+        differs = f"the stored file ({exc})"
+    what = (f"`resume {cfg.source_path}` would refuse it ({differs} changed)" if differs else
+            "`resume` would play nothing" if stored.get("finished_at") else "`resume` would continue it")
+    return (f"output {path} already holds a tournament, {state} ({games} games): `run` refuses it "
+            f"(exit 2; `run --overwrite` discards it), {what}")
+
+
 def start(cfg: TournamentConfig, *, overwrite: bool = False, held: Lock | None = None) -> Opened:
     """Create the tournament database for ``cfg`` (refusing to start over an existing one unless
     ``overwrite``); the seed is the file's, or a fresh random one stored with the tournament.

@@ -539,7 +539,12 @@ def cmd_check(args) -> int:
     console.print("engines (started once and greeted, as before a run):")
     if code := _preflight(console, cfg, cfg.output, show=True):
         return code
-    console.print(f"{args.file}: ok — every engine started and said hello ({', '.join(names)})", markup=False)
+    from .api import output_warning
+
+    if warning := output_warning(cfg):  # the file is fine, but `run` of it would be refused
+        _warn(warning)
+    console.print(f"{args.file}: ok — every engine started and said hello ({', '.join(names)})"
+                  + ("; but see the warning about its output" if warning else ""), markup=False)
     return EXIT_OK
 
 
