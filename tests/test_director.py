@@ -484,6 +484,18 @@ def test_a_timeline_plot_of_a_cooperative_event_is_refused_before_anything_is_wr
     assert good.returncode == 0 and outputs[0].exists() and outputs[2].exists(), good.stderr
 
 
+def test_the_report_header_shows_game_options_as_written_not_as_a_python_dict(tmp_path):
+    """Before: 'stalingrad {'max_turns': 2, 'map_file': None}'."""
+    path = tmp_path / "t.toml"
+    path.write_text(f'game = "stalingrad"\ngames = 1\ntime_control = "10"\nseed = 1\n'
+                    f'output = "{tmp_path / "t.sqlite"}"\n[game_options]\nmax_turns = 2\n'
+                    f'[[engines]]\nname = "random"\ncommand = "{{python}} -m sample_engines.stalingrad_random"\n')
+    assert run("tournaments", "run", str(path), "-q", "--no-report").returncode == 0
+    report = run("tournaments", "report", str(tmp_path / "t.sqlite"))
+    assert report.returncode == 0, report.stderr
+    assert report.stdout.startswith("t: stalingrad (max_turns 2), round_robin,"), report.stdout[:200]
+
+
 def test_a_folder_where_a_results_file_is_meant_is_named_so(tmp_path):
     """Before: ``[Errno 21] Is a directory`` from show, verify and export, and ``no such file``
     from report and serve."""

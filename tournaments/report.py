@@ -735,6 +735,13 @@ def _f(x: Any, digits: int = 1) -> str:
     return str(x)
 
 
+def options_text(options: dict) -> str:
+    """`` (max_turns 20, variant ryof)``: game options as a reader writes them, unset ones (None)
+    left out; '' when none is set (the header showed a Python dict: ``{'map_file': None}``)."""
+    shown = [f"{k} {str(v).lower() if isinstance(v, bool) else v}" for k, v in (options or {}).items() if v is not None]
+    return f" ({', '.join(shown)})" if shown else ""
+
+
 def render_text(report: dict, width: int = 120) -> str:
     from rich.console import Console
     from rich.table import Table
@@ -750,7 +757,7 @@ def render_text(report: dict, width: int = 120) -> str:
     elif stop:
         status += f"; SPRT ({stop['test']}) LLR {stop['llr']:.3f} in [{stop['lower']:.3f}, {stop['upper']:.3f}]"
     fmt = t["format"] + (f", match {t['match']}" if t["match"] else f", {t['games_per_pairing']} games per pairing")
-    console.print(f"{t['name']}: {t['game']} {t['game_options'] or ''}, {fmt}, tc {t['time_control']}, "
+    console.print(f"{t['name']}: {t['game']}{options_text(t['game_options'])}, {fmt}, tc {t['time_control']}, "
                   f"seed {t['seed']}{', duplicate dice' if t['duplicate_dice'] else ''}")
     console.print(f"{t['games_played']} games played, {status}")
     for note in t["notes"]:
