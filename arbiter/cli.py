@@ -304,6 +304,10 @@ def cmd_match(args: argparse.Namespace) -> int:
     if seeded and seed is None:  # (a drawn seed is stored, never missing)
         errors.print("[bold yellow]warning:[/] the match was started with a master seed; without it the "
                       "remaining games get fresh dice (give the same --seed-file to keep them)")
+    if openings and (far := [c.name for c in configs if getattr(c, "participant", None)]):
+        errors.print(f"[bold yellow]warning:[/] --openings: games in pairs share their dice, and the remote "
+                     f"engine(s) {escape(', '.join(far))} can remember the first game's: they know every roll of the "
+                     f"second before it is rolled (no --restart wipes a remote engine; SECURITY.md)")
     if openings and game.num_seats == 2 and fmt.games % 2:  # pairs of games share a position
         errors.print(f"[bold yellow]warning:[/] --format {escape(args.format)}: {fmt.games} games: with openings, "
                      f"the last game's position is played once, with one seating (not twice, seats swapped); an "
@@ -612,6 +616,11 @@ def _remote_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"network lag compensated per game at most (default {LagPolicy.quota_ms})")
 
 
+def _hub_log(text: str) -> None:
+    """The hub's words (refusals, reconnections, its INSECURE warning) on stderr, as every warning."""
+    errors.print(f"[bold red]{escape(text)}[/]" if text.startswith("WARNING") else escape(text), highlight=False)
+
+
 def _open_hub(args: argparse.Namespace, configs) -> RemoteHub | None:
     """The listening hub for the remote participants among ``configs`` (None if there are none)."""
     import zmq
@@ -640,11 +649,9 @@ def _open_hub(args: argparse.Namespace, configs) -> RemoteHub | None:
     try:
         hub = RemoteHub(args.listen, roster, args.server_key, insecure=insecure, deadline=args.wait,
                         grace=args.grace, lag=LagPolicy(move_ms=args.lag_move_ms, quota_ms=args.lag_quota_ms),
-                        log=lambda text: console.print(escape(text), highlight=False))
+                        log=_hub_log)
     except zmq.ZMQError as exc:
         raise ValueError(f"--listen {args.listen}: {exc}") from None
-    if insecure:
-        errors.print(f"[bold red]WARNING: INSECURE: {escape(hub.endpoint)} is plain tcp without CURVE[/]")
     console.print(f"waiting for {', '.join(wanted)} on {hub.endpoint} (up to {args.wait:g} s)", markup=False)
     return hub
 

@@ -313,10 +313,17 @@ class Info(msgspec.Struct, kw_only=True, omit_defaults=True):
     comment: str | None = None
 
 
+MAX_MOVE_CHARS = 4096
+"""Longest decision an engine may send, in characters (the longest seen from the sample engines:
+1,759, an A&A Chess plan moving every unit)."""
+
+
 class Reply(Message, tag="reply", kw_only=True):
     """Engine -> referee: the decision, echoing the request's ``seq``."""
 
-    move: str
+    move: Annotated[str, msgspec.Meta(max_length=MAX_MOVE_CHARS)]
+    """At most ``MAX_MOVE_CHARS`` characters: the referee passes every decision on to the other
+    seats and to a reconnecting engine, so a padded one would make their messages too big."""
     info: Info | None = None
 
 

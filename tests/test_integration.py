@@ -178,9 +178,10 @@ def test_misbehaving_engine_forfeits_with_precise_reason(tmp_path, mode, reason,
     assert result.points == [0.0, 2.0]
 
 
-def test_an_illegal_move_of_400_kb_is_quoted_cut_in_game_over(tmp_path):
-    """The detail quotes the move, cut: uncut it was 1.6 MB (each byte written \\x01), a game_over no
-    engine with ZMQ_MAXMSGSIZE at the 1 MiB limit could receive, and as much in every record."""
+def test_an_illegal_move_is_quoted_cut_in_game_over(tmp_path):
+    """The detail quotes the move, cut: a 400 KB move was quoted whole (1.6 MB, each byte written
+    \\x01), a game_over no engine with ZMQ_MAXMSGSIZE at the 1 MiB limit could receive, and as much
+    in every record. (Moves are at most 4096 characters now; four of them quoted are still too many.)"""
     from protocol.codec import DETAIL_LIMIT
 
     result = run_match(tmp_path, misbehave("huge_illegal", after=0), RANDOM)
@@ -188,6 +189,18 @@ def test_an_illegal_move_of_400_kb_is_quoted_cut_in_game_over(tmp_path):
     assert record.reason == "illegal_move", record.detail[:200]
     assert record.detail.startswith("setup '\\x01\\x01") and record.detail.endswith("...")
     assert len(record.detail) == DETAIL_LIMIT
+
+
+def test_a_move_over_4096_characters_is_a_protocol_error(tmp_path):
+    """Before: a legal move padded with spaces (A&A Chess reads past them) was recorded and passed
+    on to the opponent in ``last_moves``; three of 1 MB made the opponent's next request larger
+    than its ZMQ_MAXMSGSIZE, and the opponent, not the padder, lost by disconnection."""
+    result = run_match(tmp_path, misbehave("padded", after=2), RANDOM)
+    record = result.records[0]
+    assert (record.reason, record.players[record.forfeit_seat]) == ("protocol_error", "A"), record.detail
+    assert record.detail == "invalid message: Expected `str` of length <= 4096 - at `$.move`"
+    assert max(len(e.move) for e in record.events) < 10
+    assert verify(record) == []
 
 
 def test_each_games_record_counts_its_own_dropped_messages(tmp_path):

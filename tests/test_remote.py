@@ -179,6 +179,12 @@ def test_a_key_readable_by_others_is_refused(tmp_path):
     # an array of names, not of tables: an AttributeError traceback
     ('\ufeff[[participant]]\nname = "a"\npublic = "{k}"\n', ":1: starts with a byte order mark (U+FEFF"),
     ('participant = ["alice", "bob"]\n', ": participant 1 is 'alice': each participant is a [[participant]] table"),
+    # one engine name for two participants: the seat went to the first, silently
+    ('[[participant]]\nname = "a"\npublic = "{k}"\nengines = ["deep"]\n\n'
+     '[[participant]]\nname = "m"\npublic = "{j}"\nengines = ["deep"]\n', ":6: participant 'm': engine name 'deep' is taken by participant 'a'"),
+    ('[[participant]]\nname = "a"\npublic = "{k}"\n\n[[participant]]\nname = "m"\npublic = "{j}"\nengines = ["a"]\n',
+     ":5: participant 'm': engine name 'a' is taken by participant 'a'"),
+    ('[[participant]]\nname = "a"\npublic = "{k}"\nengines = ["x", "x"]\n', ":1: participant 'a': engine name 'x' is taken"),
 ])
 def test_a_bad_roster_names_file_and_line(tmp_path, text, problem):
     path = tmp_path / "r.toml"

@@ -162,3 +162,17 @@ def test_pin_is_refused_for_an_event_with_remote_engines(tmp_path, keys):
     out = " ".join((done.stdout + done.stderr).split())
     assert done.returncode == 2 and "event.toml:8: pin: remote engines run elsewhere" in out, out
     assert not (tmp_path / "event.sqlite").exists()
+
+
+def test_duplicate_dice_with_a_remote_engine_are_warned_of(tmp_path, keys):
+    """A remote engine is never restarted: it can remember the first game of a pair, whose rolls
+    are the second's (a red team's remote engine predicted every die of each second game)."""
+    from tournaments.config import load_config
+
+    folder, roster = keys
+    path = event(tmp_path, folder, roster, free_port(), {"alice-random": "alice"}, extra="duplicate_dice = true")
+    notices = " ".join(" ".join(load_config(path).notices).split())
+    assert "event.toml:8: duplicate_dice: games in pairs share their dice, and the remote engine(s) alice-random " \
+           "can remember the first game's" in notices, notices
+    path = event(tmp_path, folder, roster, free_port(), {"alice-random": "alice"})
+    assert load_config(path).notices == []

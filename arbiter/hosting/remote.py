@@ -148,6 +148,12 @@ class Roster:
                 raise RosterError(f"{where}: participant {name!r}: engines must be a list of names")
             if name in roster.participants or any(name in p.engines for p in roster.participants.values()):
                 raise RosterError(f"{where}: duplicate participant {name!r}")
+            for engine in engines:  # ``find`` must name one participant, or a seat goes to whoever is first
+                owner = engine if engine in roster.participants or engine == name else next(
+                    (p.name for p in roster.participants.values() if engine in p.engines), None)
+                if owner is not None or engines.count(engine) > 1:
+                    raise RosterError(f"{where}: participant {name!r}: engine name {engine!r} is taken"
+                                      + (f" by participant {owner!r}" if owner and owner != name else ""))
             if public and public in keys:
                 raise RosterError(f"{where}: participant {name!r} has the same key as {keys[public]!r}")
             keys[public] = name
@@ -803,6 +809,8 @@ class RemoteConnection:
             if self.pending is not None:
                 again = Request(**{f: getattr(self.pending, f) for f in self.pending.__struct_fields__})
                 again.last_moves = list(self.moves)
+                while len(again.last_moves) > 1 and len(encode(again)) > MAX_MESSAGE_SIZE:
+                    again.last_moves = again.last_moves[len(again.last_moves) // 2:]  # the newest that fit
                 self.hub.send(self.peer, again)
 
     def close(self) -> None:

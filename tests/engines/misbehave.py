@@ -91,7 +91,9 @@ def main() -> int:
                 elif mode == "illegal":
                     move = "zz99"
                 elif mode == "huge_illegal":  # its quote in game_over.detail was 1.6 MB: over the frame limit
-                    move = "\x01" * 400_000
+                    move = "\x01" * 4000
+                elif mode == "padded":  # a legal move and 5,000 spaces: passed on, it made the opponent's requests huge
+                    move += " " * 5000
                 elif mode == "garbage":
                     sock.socket.send(b"\xc1\x00garbage")
                     continue
