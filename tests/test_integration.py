@@ -430,3 +430,17 @@ def test_deferred_hook_work_runs_while_engines_think_and_is_never_charged_to_the
     # can take that long once (CI: one reply took 59.7 ms)
     slow = [e.measured_ms for e in decisions if e.measured_ms >= 30]
     assert len(slow) <= len(decisions) // 10, [e.measured_ms for e in decisions]
+
+
+def test_a_reply_sent_before_its_request_is_dropped(tmp_path):
+    """``seq`` can be guessed: an engine sent its set-up with ``ready``, once for each seq the set-up
+    request could have, and the one that matched was taken as the answer, charged 0 ms. Whatever
+    waits when a request goes out is read first and dropped: the engine's own answer, 60 ms later,
+    is the one that counts."""
+    result = run_match(tmp_path, misbehave("presend") + " --delay 0.06", RANDOM)
+    record = result.records[0]
+    assert record.reason == "normal", record.detail
+    setup = next(e for e in record.events if e.kind == "setup" and record.players[e.seat] == "A")
+    assert setup.measured_ms >= 60, setup
+    assert record.dropped_messages == 3
+    assert verify(record) == []

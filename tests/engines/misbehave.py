@@ -78,6 +78,9 @@ def main() -> int:
             if mode == "slow_ready":
                 time.sleep(delay)
             sock.send(Ready(game_id=msg.game_id, seq=msg.seq))
+            if mode == "presend":  # its set-up sent ahead for every seq the request could have
+                for ahead in range(1, 4):
+                    sock.send(Reply(game_id=msg.game_id, seq=msg.seq + ahead, move="123456"))
         elif isinstance(msg, Ping):
             sock.send(Pong(game_id=msg.game_id, seq=msg.seq))
         elif isinstance(msg, Request):
@@ -110,7 +113,7 @@ def main() -> int:
                 elif mode == "stale":
                     sock.send(Reply(game_id=msg.game_id, seq=msg.seq - 1, move="zz99"))
                     sock.send(Reply(game_id="other-game", seq=msg.seq, move="zz99"))
-            if mode == "slow" or (mode == "slow_setup" and msg.kind == "setup"):
+            if mode == "slow" or (mode in ("slow_setup", "presend") and msg.kind == "setup"):
                 time.sleep(delay)
             if mode == "chatty":  # neither is an answer: the referee notes the error, answers the ping
                 sock.send(Error(code="unexpected", message="just saying"))
