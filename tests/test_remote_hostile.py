@@ -152,3 +152,38 @@ def test_an_engine_flooding_costly_junk_costs_its_remote_opponent_nothing(tmp_pa
     # (25-60 ms mostly, 124-130 ms in 2 of 34 runs). The bound is what alice keeps in hand, her reserve and the
     # margin: charged more, she would have lost on time at her first move, as before.
     assert len(over) >= 2 and max(over) < 100 + 50, over
+
+
+@pytest.mark.hostile
+def test_a_participant_not_playing_is_not_decoded_whatever_it_floods(tmp_path, keys):
+    """A roster member with no game on flooded ~960 kB pongs (and the like): the hub decoded each
+    pong whole in the thread that hears everyone, and the players' replies, stamped behind them,
+    were charged up to 300 ms more (two lost on time). Frames that big from a participant with no
+    session, and hellos or pongs that big from anyone, are now dropped unread (counted)."""
+    import zmq
+
+    from protocol import curve
+    from protocol.codec import encode
+    from protocol.messages import Hello, Pong
+    from test_remote import hub_for
+
+    folder, roster = keys
+    hub = hub_for(folder, roster)
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.linger = 0
+    curve.client_options(sock, curve.load_public(folder / "referee.pub"), curve.load_keypair(folder / "bob.key"))
+    try:
+        sock.connect(hub.endpoint)
+        sock.send(encode(Hello(name="bob")))
+        big = encode(Pong(seq=7, game_id="g" * 960_000))
+        for _ in range(20):
+            sock.send(big)
+        sock.send(encode(Pong(seq=8)))  # small: read as ever
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and hub.peers["bob"].overflow < 20:
+            time.sleep(0.05)
+        assert hub.peers["bob"].overflow == 20
+        assert hub.peers["bob"].hello is not None and hub.peers["bob"].hello.name == "bob"
+    finally:
+        sock.close()
+        hub.close()

@@ -187,6 +187,11 @@ other message is filed as bytes after a look at its head (~1 ms for 1 MiB: its b
 skipped, never built). A full decode of a hostile 1 MiB message takes ~25 ms or more: done in the
 hub's I/O thread for every frame, an engine flooding them while its opponent thought made that
 opponent's reply wait behind them (seconds; it lost on time)."""
+EAGER_MAX = 64 * 1024
+"""Largest frame the hub decodes whole or files for a participant without a session (a hello with
+many options is a few kB): a bigger hello or pong, or any big frame of a participant not playing
+now, is a flood and is dropped unread. Decoded, 960 kB pongs of a roster member not seated cost
+the honest players' replies up to 300 ms each (they lost on time)."""
 
 
 def _head(data: bytes) -> _Head | None:
@@ -526,10 +531,16 @@ class RemoteHub:
         if peer is not None and peer.connections and all(len(c.inbox) >= QUEUE_LIMIT for c in peer.connections):
             peer.overflow += 1  # a flood its sessions have not read: dropped unread (no decoding cost)
             return False
+        if peer is not None and not peer.connections and len(data) > EAGER_MAX:
+            peer.overflow += 1  # nobody would read it: dropped before even a look at its head
+            return False
         msg: Message | ProtocolError
         head = _head(data.bytes) if len(payload) == 1 and peer is not None else None
         if head is not None and head.type == "hello" and route == peer.hello_route:
             peer.overflow += 1  # its connection's hello came already
+            return False
+        if head is not None and head.type in EAGER and len(data) > EAGER_MAX:
+            peer.overflow += 1  # too big to decode here, in the thread that hears everyone
             return False
         if head is not None and head.type not in EAGER:
             msg = head  # filed as bytes: decoded by the session that reads it
