@@ -64,6 +64,8 @@ SILENT_ADMISSION = HANDSHAKE_MS / 1000
 unless the first has spoken (an engine says hello at once)."""
 HUB_DOMAIN = b"arbiter-hub-"
 """Prefix of every hub's ZAP domain: a connection to a hub's socket is admitted only by that hub."""
+RECONNECTION_LOG_EVERY = 10.0
+"""Seconds between two "reconnected" lines of one participant (the others are counted)."""
 PROBE_SEQ = -1
 """Seq of the referee's liveness probes; their pongs are the hub's, not a session's."""
 
@@ -313,6 +315,10 @@ class _Peer:
     """The route its last welcome after a reconnection went to (one welcome however many games)."""
     admitted: float | None = None
     """When a connection of its was admitted that has not spoken since (monotonic; None: none)."""
+    reconnections: int = 0
+    """Reconnections not yet logged (``RemoteHub.log_reconnection``)."""
+    reconnection_logged: float = -math.inf
+    """When its last "reconnected" line was printed (monotonic)."""
     hello_route: bytes | None = None
     """The connection its last valid hello came on: another hello there is dropped unread (an engine
     says hello once per connection; a flood of 1 MB hellos cost the hub ~40 ms each to decode,
@@ -398,6 +404,18 @@ class RemoteHub:
         if insecure:
             self.log(f"WARNING: INSECURE: {self.endpoint} is plain tcp without CURVE: anyone on the network can read "
                      f"the games and take a seat by its name; every record says so")
+
+    def log_reconnection(self, peer: _Peer) -> None:
+        """"NAME reconnected", at most once per ``RECONNECTION_LOG_EVERY`` seconds and participant,
+        with how many times since the last such line: an engine saying hello on two connections in
+        turn was 62,016 lines (1 MB of output) in 40 s."""
+        peer.reconnections += 1
+        now = time.monotonic()
+        if now - peer.reconnection_logged < RECONNECTION_LOG_EVERY:
+            return
+        times = f" ({peer.reconnections} times since its last such line)" if peer.reconnections > 1 else ""
+        peer.reconnections, peer.reconnection_logged = 0, now
+        self.log(f"{peer.participant.name} reconnected{times}")
 
     @classmethod
     def at(cls, endpoint: str) -> "RemoteHub":
@@ -812,7 +830,7 @@ class RemoteConnection:
         self.reconnections += 1
         if self.peer.welcomed != self.peer.route:  # the first of its sessions to read the hello
             self.peer.welcomed = self.peer.route
-            self.hub.log(f"{self.peer.participant.name} reconnected")
+            self.hub.log_reconnection(self.peer)
             self.hub.send(self.peer, Welcome(referee="arbiter"))
         if self.game is not None:
             self.resent_ready = None if self.awaiting_ready == self.game.seq else self.game.seq
