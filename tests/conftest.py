@@ -117,3 +117,14 @@ def web_servers_at_games_priority():
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("ARBITER_WEB_NICE", "0")
         yield
+
+
+def left_after(folder, seconds: float = 10) -> list[str]:
+    """What is still in ``folder`` once it has emptied or ``seconds`` have passed: the guardians'
+    clean-up after a referee's ``kill -9`` takes a moment."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while any(folder.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return sorted(p.name for p in folder.iterdir())

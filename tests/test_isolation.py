@@ -16,6 +16,7 @@ from arbiter.hosting import EngineConfig, EngineFault, EngineSession, Limits, Sa
 from arbiter.hosting import sandbox as sandbox_module
 from arbiter.hosting.process import EngineProcess, engine_environment, parse_cpus
 from arbiter.referee import cap_info
+from conftest import left_after
 from protocol.messages import EndReason, Info
 
 SANDBOX = sandbox_module.support().sandbox
@@ -505,10 +506,7 @@ def test_a_referee_killed_with_9_leaves_no_temporary_folder(tmp_path):
         assert list(temp.glob("arb-engine-*")) and [p for p in temp.glob("arb-*/*") if p.is_dir()]
         referee.send_signal(signal.SIGKILL)
         referee.wait(10)
-        deadline = time.monotonic() + 10
-        while list(temp.iterdir()) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert sorted(p.name for p in temp.iterdir()) == []
+        assert left_after(temp) == []
     finally:
         if referee.poll() is None:
             referee.kill()
@@ -560,10 +558,7 @@ def test_a_referee_killed_with_9_while_it_starts_an_engine_leaves_no_temporary_f
         assert made == ({"engine", "sockets", "probe"} if moment == "probe" else {"engine", "sockets"}), made
         referee.send_signal(signal.SIGKILL)
         referee.wait(10)
-        deadline = time.monotonic() + 10
-        while list(temp.iterdir()) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert sorted(p.name for p in temp.iterdir()) == []
+        assert left_after(temp) == []
     finally:
         if referee.poll() is None:
             referee.kill()

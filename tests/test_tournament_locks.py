@@ -21,6 +21,7 @@ import psutil
 import pytest
 
 from arbiter.hosting import sandbox
+from conftest import left_after
 from tournaments.db import lock_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -272,10 +273,7 @@ def test_a_tournament_killed_with_9_leaves_no_temporary_folder(tmp_path, when, g
         proc.kill()
         proc.wait()
         assert psutil.wait_procs(workers, timeout=10)[1] == []
-        deadline = time.monotonic() + 10  # the guardians' work
-        while list(temp.iterdir()) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert sorted(p.name for p in temp.iterdir()) == []
+        assert left_after(temp) == []  # once the guardians are done
     finally:
         if proc.poll() is None:
             proc.kill()
