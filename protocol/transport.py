@@ -150,8 +150,6 @@ class ZmqConnection:
 
     def wait(self, timeout_ms: int) -> bool:
         """True when a frame is waiting (within ``timeout_ms``)."""
-        if timeout_ms <= 0:  # a look: the socket's own flags, ~5x cheaper than a poll
-            return bool(self.socket.getsockopt(zmq.EVENTS) & zmq.POLLIN)
         return bool(self.poller.poll(timeout_ms))
 
     @staticmethod
