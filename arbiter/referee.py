@@ -7,9 +7,11 @@ itself never fails because of an engine.
 """
 from __future__ import annotations
 
+import array
+import os
 import time
 import uuid
-from typing import Callable
+from typing import Callable, Iterator
 
 from protocol.codec import clip, printable
 from protocol.messages import EndReason, GameOver, Info, NewGame, Reply, Request, TimeControl
@@ -26,6 +28,15 @@ DEFAULT_MARGIN = DEFAULT_MARGIN_MS / 1000
 """Seconds an engine may overrun its allowance before it forfeits on time (IPC jitter)."""
 UNLIMITED_STALL = 3600.0
 """Without a time limit, an engine silent this long (seconds) forfeits with reason ``stall``."""
+SEQ_STEP_BITS = 20
+"""A game's message numbers grow by a random step of 1 to 2**SEQ_STEP_BITS (``Referee._next_seq``)."""
+
+
+def _random_steps() -> Iterator[int]:
+    """512 steps for ``Referee._next_seq`` from the operating system's randomness, drawn at once (a
+    draw per message cost ~3 us a decision)."""
+    words = array.array("I", os.urandom(4 * 512))
+    return iter([1 + (w >> (8 * words.itemsize - SEQ_STEP_BITS)) for w in words])
 
 Deferred = Callable[[], bool]
 """Work a hook leaves for the referee to do while the engines think (see ``EventHook``): it
@@ -105,6 +116,7 @@ class Referee:
         self.clocks = [Clock(time_control) for _ in engines]
         self.game_id = f"{match_id}.{game_number}.{uuid.uuid4().hex[:6]}"
         self.seq = 0
+        self._steps: Iterator[int] = iter(())
         self.state = game.from_text(opening.position) if opening is not None else game.new_initial_state()
         self.seen_events = [0] * len(engines)
         self._dropped_before = {id(e): e.dropped for e in engines if e is not None}
@@ -133,7 +145,15 @@ class Referee:
             self.record.adjudication = adjudication
 
     def _next_seq(self) -> int:
-        self.seq += 1
+        """The number of this game's next message: larger than the last by a random step of 1 to
+        2^20 (protocol/SPEC.md), so no engine can know a request's number before it has the request:
+        a set-up sent with ``ready``, once for each number the request could have, was taken as
+        the answer, charged 0 ms. (A nonce, not a decision of the game: not recorded.)"""
+        step = next(self._steps, None)
+        if step is None:
+            self._steps = _random_steps()
+            step = next(self._steps)
+        self.seq += step
         return self.seq
 
     # --- the game ---------------------------------------------------------------------------
@@ -241,8 +261,7 @@ class Referee:
         data = state.observation_data(seat) if hello and hello.wants_state else None
         last = [e.move for e in events[self.seen_events[seat]:] if e.seat >= 0]
         self.seen_events[seat] = ply = len(events)
-        self.seq += 1
-        return Request(game_id=self.game_id, seq=self.seq, kind=state.decision_kind(seat), seat=seat,
+        return Request(game_id=self.game_id, seq=self._next_seq(), kind=state.decision_kind(seat), seat=seat,
                        position=state.observation(seat), state=data, ply=ply,
                        clocks_ms=[c.remaining_ms() for c in clocks],
                        time_left_ms=clocks[seat].allowance_ms(), legal_moves=legal, last_moves=last)

@@ -433,10 +433,10 @@ def test_deferred_hook_work_runs_while_engines_think_and_is_never_charged_to_the
 
 
 def test_a_reply_sent_before_its_request_is_dropped(tmp_path):
-    """``seq`` can be guessed: an engine sent its set-up with ``ready``, once for each seq the set-up
-    request could have, and the one that matched was taken as the answer, charged 0 ms. Whatever
-    waits when a request goes out is read first and dropped: the engine's own answer, 60 ms later,
-    is the one that counts."""
+    """``seq`` could be guessed: an engine sent its set-up with ``ready``, once for each seq the
+    set-up request could have, and the one that matched was taken as the answer, charged 0 ms. The
+    numbers now grow by random steps: the replies sent ahead are stale, and the engine's own
+    answer, 60 ms later, is the one that counts."""
     result = run_match(tmp_path, misbehave("presend") + " --delay 0.06", RANDOM)
     record = result.records[0]
     assert record.reason == "normal", record.detail

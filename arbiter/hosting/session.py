@@ -43,11 +43,6 @@ _POLL_SLICE_MS = 50
 """How often a wait checks whether the engine is still alive."""
 _READ_BURST = 64
 """At most this many waiting messages are read in one go, so a flood cannot starve the watchdog."""
-EARLY_LIMIT = 10_000
-"""Most messages an engine may have waiting when it is asked (pings, say, sent while the opponent
-thought: an honest engine has few); more is a flood, a protocol error."""
-EARLY_SECONDS = 0.1
-"""Longest the referee reads them (a big junk message takes it ~25 ms to decode): more is a flood too."""
 OFFTURN_SLACK = 0.005
 """Seconds of CPU an engine that may not ponder may use between two of its moves before it is
 frozen between moves (honest engines measured: 0.5 ms at most, the work after sending a reply)."""
@@ -418,7 +413,6 @@ class EngineSession:
             raise EngineFault(EndReason.PROTOCOL_ERROR, f"expected ready, got {_tag(answer)}")
 
     def ask(self, request: Request) -> float:
-        self._drop_early_answers()
         self.pending = (request.game_id, request.seq)
         if self._cpu_at_freeze is not None:  # caught pondering and frozen: did it stay stopped?
             self._resisted()
@@ -527,25 +521,6 @@ class EngineSession:
             self.connection.send(message)
         except Exception:
             pass
-
-    def _drop_early_answers(self) -> None:
-        """Read whatever the engine sent since its last answer, before the next request goes out:
-        nothing sent before a request can answer it. Its ``seq`` can be guessed, and a reply sent
-        ahead was charged 0 ms (a set-up sent with ``ready``). Replies are dropped and counted,
-        pings answered; more than ``EARLY_LIMIT`` such messages, or more than the referee reads in
-        ``EARLY_SECONDS``, is a flood: a protocol error."""
-        self.pending = None
-        if not self.connection.wait(0):  # the usual case, on the path of every decision: one look (~1.5 us)
-            return
-        give_up = time.monotonic() + EARLY_SECONDS
-        for read in range(EARLY_LIMIT):
-            if not self.connection.wait(0):
-                return
-            self._read_one()
-            if read % 16 == 15 and time.monotonic() > give_up:
-                break
-        raise EngineFault(EndReason.PROTOCOL_ERROR, f"flooding: more messages waiting when asked than the referee "
-                                                    f"reads ({read + 1} read in {EARLY_SECONDS:g} s at most)")
 
     def _read_one(self) -> Message | None:
         """Read one waiting message. Returns the answer to the pending request (or, before the
