@@ -102,10 +102,13 @@ def remove_ipc_dir(if_empty: bool = False) -> None:
     engines are gone: kept for the event, it outlived a ``kill -9`` with no guardian to remove it)."""
     global _ipc_dir
     if _ipc_dir is not None and _ipc_dir_owner == os.getpid():
-        try:
-            os.rmdir(_ipc_dir) if if_empty else shutil.rmtree(_ipc_dir, True)
-        except OSError:
-            return
+        if not if_empty:
+            shutil.rmtree(_ipc_dir, True)
+        else:
+            try:
+                os.rmdir(_ipc_dir)
+            except OSError:  # sockets in it still
+                return
         _ipc_dir = None
 
 
