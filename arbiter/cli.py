@@ -34,7 +34,7 @@ from protocol.messages import EndReason
 
 from . import forget_handled_interrupts, stop_raised
 from .clock import DEFAULT_MARGIN_MS, parse_time_control
-from .dice import commitment, seed_for
+from .dice import commitment, seed_for, shared_dice_remembered
 from .adjudication import Adjudication
 from .games import OptionError, Utility, game_class, game_names, load_game
 from .games.base import option_takes
@@ -305,9 +305,7 @@ def cmd_match(args: argparse.Namespace) -> int:
         errors.print("[bold yellow]warning:[/] the match was started with a master seed; without it the "
                       "remaining games get fresh dice (give the same --seed-file to keep them)")
     if openings and (far := [c.name for c in configs if getattr(c, "participant", None)]):
-        errors.print(f"[bold yellow]warning:[/] --openings: games in pairs share their dice, and the remote "
-                     f"engine(s) {escape(', '.join(far))} can remember the first game's: they know every roll of the "
-                     f"second before it is rolled (no --restart wipes a remote engine; SECURITY.md)")
+        errors.print(f"[bold yellow]warning:[/] --openings: {escape(shared_dice_remembered(far))}")
     if openings and game.num_seats == 2 and fmt.games % 2:  # pairs of games share a position
         errors.print(f"[bold yellow]warning:[/] --format {escape(args.format)}: {fmt.games} games: with openings, "
                      f"the last game's position is played once, with one seating (not twice, seats swapped); an "

@@ -20,6 +20,14 @@ import msgspec
 _TWO64 = 1 << 64
 
 
+def shared_dice_remembered(remote: list[str]) -> str:
+    """Why duplicate dice (or openings, which imply them) are weak with these remote engines: the
+    warning ``arbiter match --openings`` and a tournament's file give (SECURITY.md)."""
+    return (f"games in pairs share their dice, and the remote engine(s) {', '.join(remote)} can remember the "
+            f"first game's: they know every roll of the second before it is rolled (nothing restarts a remote "
+            f"engine; SECURITY.md)")
+
+
 class Roll(msgspec.Struct, array_like=True):
     """One recorded roll: its index in the game, the number of outcomes, the outcome index."""
 

@@ -17,6 +17,7 @@ import msgspec
 
 from arbiter.adjudication import Adjudication
 from arbiter.clock import DEFAULT_MARGIN_MS, parse_time_control
+from arbiter.dice import shared_dice_remembered
 from arbiter.enginefile import (ENGINE_KEYS, Checker, ConfigError, EngineDefaults, EnginesFile, EngineSpec,
                                 check_limits, check_sandbox, engine_name, engine_options, engine_spec, name_problem,
                                 toml_document)
@@ -709,9 +710,7 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
     notices = _single_openings(c, doc, kind, fmt, match, games, tb_games if tb_blocks else 0) if openings else []
     if duplicate and (far := [e.name for e in engines if e.remote]):
         notices.append(str(c.error(("openings",) if openings and "duplicate_dice" not in doc else ("duplicate_dice",),
-                                   f"games in pairs share their dice, and the remote engine(s) {', '.join(far)} "
-                                   f"can remember the first game's: they know every roll of the second before it "
-                                   f"is rolled (no restart wipes a remote engine; SECURITY.md)")))
+                                   shared_dice_remembered(far))))
     return TournamentConfig(
         unused=unused, notices=notices,
         name=name, tid=slug(name), game=game_name, game_options=dict(game.options), num_seats=num_seats,

@@ -151,11 +151,10 @@ class Roster:
             if name in roster.participants or any(name in p.engines for p in roster.participants.values()):
                 raise RosterError(f"{where}: duplicate participant {name!r}")
             for engine in engines:  # ``find`` must name one participant, or a seat goes to whoever is first
-                owner = engine if engine in roster.participants or engine == name else next(
-                    (p.name for p in roster.participants.values() if engine in p.engines), None)
-                if owner is not None or engines.count(engine) > 1:
+                owner = roster.find(engine)
+                if owner is not None or engine == name or engines.count(engine) > 1:
                     raise RosterError(f"{where}: participant {name!r}: engine name {engine!r} is taken"
-                                      + (f" by participant {owner!r}" if owner and owner != name else ""))
+                                      + (f" by participant {owner.name!r}" if owner is not None else ""))
             if public and public in keys:
                 raise RosterError(f"{where}: participant {name!r} has the same key as {keys[public]!r}")
             keys[public] = name
