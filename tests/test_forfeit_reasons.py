@@ -3,6 +3,7 @@ connection gone but process alive: ``disconnect``), silence under an unlimited c
 and a wrong answer to ``new_game`` (``protocol_error``). Real engine subprocesses, real sockets."""
 from __future__ import annotations
 
+import re
 import sys
 import time
 from pathlib import Path
@@ -173,4 +174,17 @@ def test_errors_and_pings_from_an_engine_are_not_answers(tmp_path):
     assert record.reason == "normal", record.detail
     decisions = sum(1 for e in record.events if e.seat == 0)
     assert record.dropped_messages == decisions  # each error noted and dropped; each ping answered
+    assert verify(record) == []
+
+
+def test_a_time_forfeit_names_the_answer_dropped_for_its_seq(tmp_path):
+    # A reply that echoes the wrong seq is dropped; the engine then loses on time. The detail says
+    # what was dropped and what was awaited: "no reply" alone leaves its author guessing.
+    record, _ = play(tmp_path, [misbehave("wrong_seq", after=1), RANDOM], tc="1")
+    assert (record.reason, record.forfeit_seat) == ("time", 0), record.detail
+    found = re.search(r"no reply within \d+ ms \(.*\); dropped 1 message that did not echo the request's "
+                      r"game_id '(.+)' and seq (\d+): a reply with game_id '(.+)' and seq (\d+)$", record.detail)
+    assert found, record.detail
+    assert found[1] == found[3] and int(found[4]) == int(found[2]) + 1, record.detail
+    assert record.dropped_messages == 1
     assert verify(record) == []

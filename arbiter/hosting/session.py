@@ -26,7 +26,7 @@ from typing import Protocol, Sequence
 import zmq
 
 from protocol import PROTOCOL_VERSION, ProtocolError
-from protocol.codec import printable
+from protocol.codec import clip, printable
 from protocol.connection import Connection, wait_any as wait_any_connection
 from protocol.kit import Decide, as_reply
 from protocol.messages import (BadOption, EndReason, Error, ErrorCode, Hello, Message, NewGame, Ping, Pong, Quit,
@@ -163,6 +163,9 @@ class EngineSession:
         self.pending: tuple[str, int] | None = None
         """(game_id, seq) of the request whose answer we wait for."""
         self.dropped = 0
+        self._strays: tuple[int, str] = (0, "")
+        """Messages dropped while the pending one waited for its answer: how many, and the first
+        described (``stray_note``: a forfeit for the missing answer says what came instead)."""
         self.read_at: float | None = None
         self._quit_sent = False
         self._pings = 0
@@ -414,6 +417,7 @@ class EngineSession:
 
     def ask(self, request: Request) -> float:
         self.pending = (request.game_id, request.seq)
+        self._strays = (0, "")
         if self._cpu_at_freeze is not None:  # caught pondering and frozen: did it stay stopped?
             self._resisted()
         if self._resisted_ms is not None:
@@ -545,8 +549,22 @@ class EngineSession:
             return msg  # the handshake checks that it is a hello
         if self.pending is None or (msg.game_id, msg.seq) != self.pending:
             self.dropped += 1
+            if self.pending is not None:
+                count, first = self._strays
+                self._strays = (count + 1, first or f"the request's game_id {self.pending[0]!r} and seq "
+                                                     f"{self.pending[1]}: a {_tag(msg)} with game_id "
+                                                     f"{clip(msg.game_id, 100)!r} and seq {msg.seq}")
             return None
         return msg
+
+    def stray_note(self) -> str:
+        """For the detail of a forfeit for a missing answer: what was dropped meanwhile as not the
+        answer (a wrong seq or game_id), or ``""``."""
+        count, first = self._strays
+        if not count:
+            return ""
+        head = f"; dropped {count} message{'s' if count > 1 else ''} that did not echo "
+        return head + (first if count == 1 else first.replace(": a ", "; the first: a ", 1))
 
     def _receive(self, deadline: float, what: str) -> Message:
         """Wait for the pending answer until ``deadline`` (monotonic, moved on by the referee's own
@@ -557,7 +575,7 @@ class EngineSession:
             left_ms = int((deadline + paused_between(begun, now) - now) * 1000)
             if left_ms <= 0:
                 self.check_alive()
-                raise EngineFault(EndReason.STALL, f"no {what} within the time allowed")
+                raise EngineFault(EndReason.STALL, f"no {what} within the time allowed{self.stray_note()}")
             if self.connection.wait(min(left_ms, _POLL_SLICE_MS)):
                 msg = self._read_one()
                 if msg is not None:
@@ -574,6 +592,7 @@ class EngineSession:
         """Send a message that must be answered (``_await``)."""
         try:
             self.pending = (message.game_id, message.seq)
+            self._strays = (0, "")
             self._send(message)
         except EngineFault:
             self.pending = None

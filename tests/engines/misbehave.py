@@ -110,6 +110,9 @@ def main() -> int:
                 elif mode == "wrong_type":
                     sock.send(Ready(game_id=msg.game_id, seq=msg.seq))
                     continue
+                elif mode == "wrong_seq":  # its answer, but with a seq the request does not have: never an answer
+                    sock.send(Reply(game_id=msg.game_id, seq=msg.seq + 1, move=move))
+                    continue
                 elif mode == "stale":
                     sock.send(Reply(game_id=msg.game_id, seq=msg.seq - 1, move="zz99"))
                     sock.send(Reply(game_id="other-game", seq=msg.seq, move="zz99"))
