@@ -118,7 +118,8 @@ class ZmqConnection:
 
     The peer is the first connection whose first message is a ``hello`` carrying ``secret`` (any
     first message, when no secret is expected, as for remote engines; a message carrying the
-    secret that is not a valid hello makes its sender the peer too, and is a ``ProtocolError``); frames from any other
+    secret that is not a valid hello makes its sender the peer too: returned when it is another
+    valid message, a ``ProtocolError`` when it does not decode); frames from any other
     routing id are dropped undecoded (counted in ``strangers``), so no other connection can
     impersonate the engine. ``seal`` removes an ``ipc://`` socket's file: with a secret (a spawned
     engine) that happens as soon as the first connection is accepted, by a watcher thread that
@@ -234,6 +235,9 @@ class ZmqConnection:
             msg = None
         if isinstance(msg, Hello) and hmac.compare_digest(msg.secret.encode(), self.secret.encode()):
             self.peer = identity
+            return msg
+        if msg is not None and not isinstance(msg, Hello) and self._holds_secret(payload[0]):
+            self.peer = identity  # the engine's own message, not a hello: the handshake says so
             return msg
         if isinstance(msg, Hello):  # most often an engine that forgot the secret: said at the stall
             self.unproven_hellos += 1

@@ -251,6 +251,20 @@ def test_an_invalid_hello_carrying_the_secret_is_answered_malformed(tmp_path):
     assert "code=<ErrorCode.MALFORMED" in log and "$.wants_state" in log, log
 
 
+def test_another_message_carrying_the_secret_is_answered_not_dropped(tmp_path):
+    """A first message that carries the seat's secret but is not a hello (a ready, say) is the
+    engine's own, as SPEC.md says: it is answered with an error naming it, not dropped unread to
+    end in "no hello within the time allowed"."""
+    t0 = time.monotonic()
+    result = run_match(tmp_path, misbehave("secret_not_hello"), RANDOM, match_id="nothello", handshake_timeout=5.0)
+    record = result.records[0]
+    assert record.reason == "not_started", record.detail
+    assert record.detail == "protocol_error: expected hello, got ready", record.detail
+    assert time.monotonic() - t0 < 4.5
+    log = next((tmp_path / "nothello").glob("engine-A-*.log")).read_text()
+    assert "code=<ErrorCode.UNEXPECTED" in log and "expected hello, got ready" in log, log
+
+
 def test_engine_for_another_game_is_rejected(tmp_path):
     result = run_match(tmp_path, misbehave("wrong_game"), RANDOM)
     record = result.records[0]

@@ -56,6 +56,10 @@ def main() -> int:
                                                  "secret": session_secret()}))
         print(sock.recv(), file=sys.stderr, flush=True)  # the referee's error, in the engine's log
         return 0
+    if mode == "secret_not_hello":  # a valid message of another type, carrying the secret: the engine's own
+        sock.socket.send(msgspec.msgpack.encode({"type": "ready", "secret": session_secret()}))
+        print(sock.recv(), file=sys.stderr, flush=True)  # the referee's error, in the engine's log
+        return 0
     if mode == "no_secret":
         sock.send(Hello(name="misbehave-no_secret", wants_legal_moves=True))
         time.sleep(3600)
