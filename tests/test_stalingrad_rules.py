@@ -238,6 +238,35 @@ def test_leader_stacking_is_waived_only_when_no_plan_can_meet_it():
     s.check_move("L1:10-6-2", 0)
 
 
+def test_a_leader_never_ends_its_move_alone_in_a_soviet_area_even_when_stacking_is_waived():
+    """Rules: "A leader with no other friendly counter in a Soviet-occupied area must leave it."
+    When the stacking of every leader with a unit is waived (one unit, two leaders), a leader
+    without a unit may still not move into, or be left in, a Soviet-occupied area alone: it would
+    fight alone, never depleted and winning ties."""
+    s = pos("turn=3 step=move german=I1@2,L1@6,L2@4 soviet=10:1,11:2 pool=-")
+    assert not s.leaders_can_all_be_stacked()
+    assert "L1 would be alone in Soviet-occupied area 10" in problems(s, "L1:6-10")
+    s.check_move("L1:6-7", 0)  # alone, but not in a Soviet-occupied area
+    s = pos("turn=3 step=move german=I1@10,L1@10,L2@2 soviet=10:1,11:2 pool=-")
+    assert "L1 would be alone in Soviet-occupied area 10" in problems(s, "I1:10-6")
+    s.check_move("I1:10-6;L1:10-6", 0)
+    s.check_move("-", 0)
+    # the library's plans keep to it
+    rng = random.Random(3)
+    for text in ("turn=3 step=move german=I1@2,L1@6,L2@4 soviet=10:1,11:2 pool=-",
+                 "turn=3 step=move german=I1@10,L1@10,L2@2 soviet=10:1,11:2 pool=-",
+                 "turn=3 step=move german=L1@10,I1@5 soviet=10:1,12:1? pool=-"):
+        s = pos(text)
+        s.check_move(plan_text(s, solved_moves(s)), 0)
+        for _ in range(50):
+            s.check_move(plan_text(s, random_moves(s, rng)), 0)
+    # only when no plan can keep every lone leader out of Soviet areas is that waived too:
+    # L1 must leave 5, and both its neighbours (3, 9) hold Soviet counters
+    s = pos("turn=3 step=move german=L1@5,I1@10,I2@11 soviet=5:1,3:1,9:2 pool=-")
+    s.check_move("L1:5-3", 0)
+    s.check_move(plan_text(s, solved_moves(s)), 0)
+
+
 def test_the_exact_leader_solution_respects_stacking():
     """The library's exact plan (``solved_moves``, the fallback of ``random_moves``) stacks every
     leader with a unit without breaking the stacking limit: a unit joins a leader only where no

@@ -84,6 +84,7 @@ def random_moves(state: StalingradState, rng: random.Random, stay: float = 0.3,
     must = set(state.must_leave())
     reach = {i: state.reachable(i) for i in on}
     relaxed = None
+    keep_out = False
     for attempt in range(40):
         occupancy = Counter(state.g_area[i] for i in units)
         final = {i: state.g_area[i] for i in on}
@@ -127,8 +128,11 @@ def random_moves(state: StalingradState, rng: random.Random, stay: float = 0.3,
                 options.append(start)
             if relaxed is None and attempt >= 20:
                 relaxed = not state.leaders_can_all_be_stacked()
+                keep_out = relaxed and state.lone_leaders_can_avoid_soviets()
             if not relaxed:
                 options = [d for d in options if d in unit_areas]
+            elif keep_out:  # waived stacking: a lone leader still stays out of Soviet areas
+                options = [d for d in options if d in unit_areas or state.s_type[d] < 0]
             if not options:
                 ok = False
                 break
@@ -147,6 +151,8 @@ def random_moves(state: StalingradState, rng: random.Random, stay: float = 0.3,
 def solved_moves(state: StalingradState) -> list[Move]:
     """A legal plan from the exact leader-stacking solution (everyone else stays)."""
     solution = state.leader_stacking_solution()
+    if solution is None:  # stacking waived: lone leaders out of Soviet areas if possible
+        solution = state.leader_stacking_solution(lenient=True)
     if solution is None:  # exempt: leaders go anywhere free, away when they must
         must = set(state.must_leave())
         moves, taken = [], {a for i, a in enumerate(state.g_area) if a and state.is_leader(i)}

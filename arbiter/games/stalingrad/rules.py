@@ -193,9 +193,18 @@ class StalingradState(State):
         from that one requirement."""
         return self.leader_stacking_solution() is not None
 
-    def leader_stacking_solution(self) -> tuple[dict[int, int], dict[int, int]] | None:
+    def lone_leaders_can_avoid_soviets(self) -> bool:
+        """Whether some movement plan ends with no leader alone (without infantry or armor) in a
+        Soviet-occupied area: the rule "a leader with no other friendly counter in a
+        Soviet-occupied area must leave it", which still holds when the stacking of every leader
+        with a unit is waived. [project rule] Waived only when no plan can meet it."""
+        return self.leader_stacking_solution(lenient=True) is not None
+
+    def leader_stacking_solution(self, lenient: bool = False) -> tuple[dict[int, int], dict[int, int]] | None:
         """One way to stack every leader with a unit: (leader -> area, unit -> area) for the
         leaders and the units that go with them (other units stay), or None when impossible.
+        ``lenient``: only a leader ending in a Soviet-occupied area needs a unit with it (the
+        fallback when stacking every leader is impossible).
 
         Carrying never helps here (the armor itself can stand with the leader), so this is a
         choice of distinct leader areas matched to distinct units that can end there."""
@@ -203,8 +212,9 @@ class StalingradState(State):
         if not leaders:
             return {}, {}
         units = [i for i, a in enumerate(self.g_area) if a and not self.is_leader(i)]
-        if len(units) < len(leaders):
+        if len(units) < len(leaders) and not lenient:
             return None
+        s_type = self.s_type
         leave = set(self.must_leave())
         options = []
         for i in leaders:
@@ -225,7 +235,8 @@ class StalingradState(State):
                             match[u] = k
                             return True
                 return False
-            return match if all(augment(k, set()) for k in range(len(areas))) else None
+            need = [k for k in range(len(areas)) if not lenient or s_type[areas[k]] >= 0]
+            return match if all(augment(k, set()) for k in need) else None
 
         def choose(k: int, used: list[int]):
             if k == len(leaders):
@@ -491,13 +502,21 @@ class StalingradState(State):
                 problems.append(f"area {a} would hold {len(leaders)} leaders ({', '.join(leaders)}); "
                                 f"at most {MAX_LEADERS_PER_AREA}")
             if leaders and not units:
-                lonely.append(f"leader {leaders[0]} would be alone in area {a}: a leader must be "
-                              f"stacked with an infantry or armor counter")
+                lonely.append((f"leader {leaders[0]} would be alone in area {a}: a leader must be "
+                               f"stacked with an infantry or armor counter", (leaders[0], a)))
         if lonely:
             if relax_leaders is None:
                 relax_leaders = not self.leaders_can_all_be_stacked()
             if not relax_leaders:
-                problems += lonely
+                problems += [why for why, _ in lonely]
+            else:
+                # waived: still no leader alone in a Soviet-occupied area, when any plan avoids it
+                in_soviet = [(leader, a) for (_, (leader, a)) in lonely if self.s_type[a] >= 0]
+                if in_soviet and self.lone_leaders_can_avoid_soviets():
+                    problems += [f"leader {leader} would be alone in Soviet-occupied area {a}: a leader "
+                                 f"with no other German counter there must leave it (no plan can stack "
+                                 f"every leader with a unit, but this one can be kept out)"
+                                 for leader, a in in_soviet]
         return problems
 
     # --- decisions (effects; the fast path skips validation) ----------------------------------
