@@ -160,7 +160,8 @@ def test_an_area_is_written_as_its_number_in_ascii(plan):
     """An engine's reply is adversarial: a Unicode digit or a leading zero is not the documented
     notation (it was taken as the area), and a 5000-digit area crashed the referee with int()'s
     ValueError instead of being an illegal move."""
-    assert "is not an area" in problems(pos(MOVE), plan) or "expected <counter>" in problems(pos(MOVE), plan)
+    why = problems(pos(MOVE), plan)
+    assert "is not an area" in why or "expected <counter>" in why or "ASCII" in why
 
 
 @pytest.mark.parametrize("area", ["٢", "02", "2" * 5000])
@@ -178,6 +179,21 @@ def test_letters_in_either_case_and_surrounding_whitespace_are_read_as_documente
     s = pos("turn=1 step=move german=I1@8,A1@8d soviet=9:1")
     s.check_move(" None ", 0)
     s.check_move(" a1:8-7 ; i1:8-7 ", 0)
+
+
+@pytest.mark.parametrize("text, step", [
+    ("\u0131" + "1", "turn=1 ast=2 step=deplete:8 combat=0:66:1 german=I1@8,A1@8d soviet=9:1"),  # dotless i
+    ("\u00a0I1\u00a0", "turn=1 ast=2 step=deplete:8 combat=0:66:1 german=I1@8,A1@8d soviet=9:1"),
+    ("\u0131" + "1", "turn=1 ast=2 step=ambush:8 german=I1@8,A1@8d soviet=8:2a,9:1"),
+    ("yes\u3000", "turn=1 ast=2 step=air:8 german=I1@8,A1@8d soviet=8:3,9:1"),
+    ("\u00a0-", "turn=1 step=move german=I1@8,A1@8d soviet=9:1"),
+    ("\u2003a1:8-7", "turn=1 step=move german=I1@8,A1@8d soviet=9:1"),
+])
+def test_a_decision_with_non_ascii_characters_is_refused(text, step):
+    """Letters in either case and whitespace around an answer are read (Decisions), but only ASCII
+    ones: Python's upper() made the dotless '\u0131' + '1' the counter I1, and strip() took
+    no-break and ideographic spaces as whitespace."""
+    assert "ASCII" in problems(pos(step), text)
 
 
 def test_stop_on_entering_a_soviet_area():

@@ -318,6 +318,11 @@ class StalingradState(State):
             raise IllegalMove(f"no decision is possible now: {what}")
         if not isinstance(move, str):
             raise IllegalMove(f"a decision is a string, not {type(move).__name__}")
+        if not move.isascii():
+            # str.upper()/strip() would read '\u0131' + '1' (dotless i) as I1 and a no-break space
+            # as whitespace: the notation is ASCII only
+            bad = next(c for c in move if not c.isascii())
+            raise IllegalMove(f"a decision is written in ASCII; it holds {bad!r} (U+{ord(bad):04X})")
         if step == DEPLOY:
             placements, problems = self.deployment_problems(move)
             if problems:
