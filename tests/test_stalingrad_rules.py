@@ -1,4 +1,4 @@
-"""Stalingrad factory street fight: every rule on a hand-built position (rules/stalingrad.md)."""
+"""Stalingrad factory street fight: every rule on a hand-built position (docs/games/stalingrad.md)."""
 from __future__ import annotations
 
 import random
