@@ -592,3 +592,28 @@ def test_from_text_refuses_positions_the_rules_cannot_reach(text, why):
     pos("turn=20 step=lost german=I1@8,I2@8 soviet=8:3")  # the turn limit
     pos("turn=3 step=lost german=I1@8 soviet=8:3,9:1")    # outnumbered
     pos("turn=3 step=won german=I1@8 soviet=-")
+
+
+_HOSTILE = ["\x00", "yes\x00", "I1:3-8" * 20000, "9" * 5000, "I1:3-4;" * 20000, "A1:3-4-7+I2+I3", "A1:3-4+L1",
+            "L1:3-8+I2", "I1:02-4", "I1:3\t-4", "I1:-4", "I1:", ":", "+", "A1:+I2", "I1:3-4-", "L1:3-4;L1:3-8",
+            "I7", "L1", "maybe", "I1;I2", "yes;no", "I1:2;" * 5000, None, 5, b"I1", ["I1"]]
+_HOSTILE_STEPS = [
+    "turn=3 step=move german=I1@2,I2@3,A1@3,L1@3 soviet=8:1?,9:1,12:2? pool=-",
+    "turn=3 step=air:8 german=I1@8,A1@8,L1@8 soviet=8:1,12:2? pool=-",
+    "turn=3 step=deplete:8 combat=0:65:4 german=I1@8,A1@8,L1@8e soviet=12:2? pool=-",
+    "turn=3 step=ambush:8 german=I1@8,A1@8,L1@8 soviet=8:2a,12:2? pool=-",
+    "turn=3 step=roll:8 german=I1@8,A1@8,L1@8 soviet=8:1,12:2? pool=-",
+    "turn=3 step=won german=I1@8 soviet=- pool=-",
+]
+
+
+@pytest.mark.parametrize("text", _HOSTILE_STEPS)
+def test_hostile_decisions_are_refused_with_a_reason_at_every_step(text):
+    """Malformed, huge or wrong-kind decisions, and decisions from a seat that does not exist, are
+    IllegalMove with a reason: never another exception, never accepted."""
+    s = pos(text)
+    for move in _HOSTILE:
+        for seat in (0, 1, None):
+            with pytest.raises(IllegalMove) as exc:
+                s.clone().check_move(move, seat)
+            assert str(exc.value)
