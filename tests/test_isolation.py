@@ -512,6 +512,58 @@ def test_a_referee_killed_with_9_leaves_no_temporary_folder(tmp_path):
             referee.kill()
 
 
+UNSANDBOXED_REFEREE_THEN_WAIT = """
+import sys, time
+from arbiter.hosting import EngineConfig, EngineSession, SandboxMode
+# The engine leaves a child in a session of its own: no death signal reaches it, nor the engine's group.
+engine = ("import subprocess, sys, runpy; child = subprocess.Popen(['sleep', '600'], start_new_session=True); "
+          "open(sys.argv[1], 'w').write(str(child.pid)); sys.argv = sys.argv[:1]; "
+          "runpy.run_module('sample_engines.random_engine', run_name='__main__')")
+session = EngineSession(EngineConfig([sys.executable, "-c", engine, sys.argv[3]], name="e", cwd=sys.argv[1],
+                                     sandbox=SandboxMode.NONE), sys.argv[2])
+session.launch()
+session.handshake()
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+def test_an_unsandboxed_referee_killed_with_9_leaves_no_engine_child_and_no_temporary_folder(tmp_path):
+    """Before: only a referee whose engines had control groups had a guardian. With
+    ``--sandbox none`` (or a machine that gives the referee no control group) a ``kill -9`` left
+    the engines' folders, session secrets included, and whatever the engines had started in
+    sessions of their own; the suite's pytest workers, ending with ``os._exit``, left two
+    engines' folders in /tmp each run. The guardian now kills what carries the engines' tokens."""
+    import signal
+    import subprocess
+
+    import psutil
+
+    root = Path(__file__).resolve().parent.parent
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    pid_file = tmp_path / "child.pid"
+    referee = subprocess.Popen([sys.executable, "-c", UNSANDBOXED_REFEREE_THEN_WAIT, str(root), str(tmp_path / "logs"),
+                                str(pid_file)], cwd=root, stdout=subprocess.PIPE, text=True,
+                               env={**os.environ, "TMPDIR": str(temp)})
+    child = None
+    try:
+        assert referee.stdout.readline().strip() == "ready"
+        child = psutil.Process(int(pid_file.read_text()))
+        assert child.is_running() and os.getsid(child.pid) != os.getsid(referee.pid)
+        assert list(temp.glob("arb-engine-*")) and [p for p in temp.glob("arb-*/*") if p.is_dir()]
+        referee.send_signal(signal.SIGKILL)
+        referee.wait(10)
+        gone, alive = psutil.wait_procs([child], timeout=10)
+        assert not alive, "the engine's child outlived its referee"
+        assert left_after(temp) == []
+    finally:
+        if referee.poll() is None:
+            referee.kill()
+        if child is not None and child.is_running():
+            child.kill()
+
+
 REFEREE_PAUSED_IN_A_START = """
 import sys, time
 from arbiter.hosting import EngineConfig, EngineSession, process, sandbox

@@ -1,5 +1,5 @@
 """The guardian: a small process that outlives a referee killed with ``kill -9`` just long enough
-to kill the engines it left behind.
+to kill the engines it left behind and remove their folders.
 
 Engines die with their referee by ``PR_SET_PDEATHSIG`` and bubblewrap's ``--die-with-parent``,
 but both arm a signal only once the child runs, and bubblewrap re-arms it after changing the
@@ -8,7 +8,7 @@ process and the engine running for ever (seen in the kill-at-random-moments test
 a hundred). Every engine's processes are in its control group, named after the referee's process
 id (``arbiter-PID-...``), and membership is inherited by every fork however the engine re-parents.
 
-So the first engine a process starts with a control group also starts one guardian: a fresh
+So the first engine a process starts also starts one guardian: a fresh
 Python (``-m arbiter.hosting.guardian PID FD``) that blocks reading a pipe whose only write end
 is the referee's (close-on-exec: engines do not get it). The read returns when the referee has
 gone, however it went; the guardian then kills every process in the control groups of that
@@ -22,6 +22,13 @@ made (``*PATH``: and its parent, if that is left empty: the folder of this proce
 ``-PATH`` when the referee has removed it itself. The parent stays noted after that: it outlives
 its engines (a tournament director's pre-flight engines are stopped before the event plays), and
 nothing but the referee's exit removes it.
+
+An engine without a control group (``--sandbox none``, or a machine that gives the referee none)
+is known by the marker in its environment (``!NAME=VALUE``, its ``ARBITER_ENGINE_TOKEN``), which
+no fork, ``setsid`` or re-parenting sheds: the guardian kills every process carrying a marker of
+its referee's. Without it, a referee killed with ``kill -9`` left its engines' own children
+running, and every folder above (a pytest worker ending with ``os._exit`` left two engines'
+folders and their sockets' in /tmp after each run of the suite).
 """
 from __future__ import annotations
 
@@ -82,13 +89,23 @@ def _ensure_guardian() -> None:
 def guard_folder(path: Path, parent_too: bool = False) -> None:
     """Have the guardian remove ``path`` if this process dies before ``release_folder(path)``
     (``parent_too``: and its parent then, released or not, if that is empty). Told before the
-    folder is made, so that no moment leaves it unknown. Best effort, never blocks: without a
-    guardian (no control groups) the folder stays."""
+    folder is made, so that no moment leaves it unknown. Best effort, never blocks: should the
+    guardian not start, the folder stays."""
     _tell(f"{'*' if parent_too else '+'}{path}\n")
 
 
 def release_folder(path: Path) -> None:
     _tell(f"-{path}\n")
+
+
+def guard_marker(marker: str) -> None:
+    """Have the guardian kill every process whose environment holds ``marker`` (``NAME=VALUE``)
+    if this process dies before ``release_marker(marker)``: an engine with no control group."""
+    _tell(f"!{marker}\n")
+
+
+def release_marker(marker: str) -> None:
+    _tell(f"~{marker}\n")
 
 
 def _tell(line: str) -> None:
@@ -150,6 +167,34 @@ def sweep(groups: list[Path], patience: float = 2.0) -> int:
     return len(killed)
 
 
+def kill_marked_processes(markers: set[bytes], rounds: int = 5) -> int:
+    """SIGKILL every process whose environment holds one of ``markers`` (``NAME=VALUE``), a few
+    rounds over /proc (a process forked meanwhile carries the marker too); the number killed."""
+    killed: set[int] = set()
+    me = os.getpid()
+    for _ in range(rounds):
+        found = 0
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == me:
+                continue
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as f:
+                    environ = f.read().split(b"\0")
+            except OSError:  # gone, or not ours to read
+                continue
+            if markers.intersection(environ):
+                try:
+                    os.kill(int(entry), signal.SIGKILL)
+                    killed.add(int(entry))
+                    found += 1
+                except OSError:
+                    pass
+        if not found:
+            break
+        time.sleep(0.01)
+    return len(killed)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -167,6 +212,7 @@ def main(argv: list[str]) -> int:
     sweep(stale, patience=0.5)
     folders: set[str] = set()
     parents: set[str] = set()  # removed if empty once the folders are
+    markers: set[bytes] = set()
     pending = b""
     while True:
         try:
@@ -179,6 +225,9 @@ def main(argv: list[str]) -> int:
             break
         *lines, pending = (pending + data).split(b"\n")
         for line in lines:
+            if line[:1] in (b"!", b"~"):
+                (markers.add if line[:1] == b"!" else markers.discard)(line[1:])
+                continue
             path = os.fsdecode(line[1:])
             if line[:1] in (b"+", b"*"):
                 folders.add(path)
@@ -187,6 +236,8 @@ def main(argv: list[str]) -> int:
             else:
                 folders.discard(path)
     sweep(_group_dirs(referee))  # first: nothing of the engines writes in the folders any more
+    if markers:
+        kill_marked_processes(markers)
     for path in folders:
         shutil.rmtree(path, ignore_errors=True)
     for path in parents:

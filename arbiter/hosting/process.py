@@ -29,7 +29,7 @@ from pathlib import Path
 
 import psutil
 
-from .guardian import ensure_guardian
+from .guardian import ensure_guardian, guard_marker, release_marker
 from .sandbox import (ControlGroup, SandboxMode, SandboxUnavailable, bwrap_argv, keyring_filter_fd,
                       next_engine_uid, reachable_in_sandbox, support, warn_once)
 
@@ -275,15 +275,6 @@ def _refuse_hidden_program(config: EngineConfig, argv: list[str], program: str) 
                     f"their own, away from the engines (a tournament's output = \"results/event.sqlite\")")
 
 
-def start_guardian(config: EngineConfig) -> None:
-    """Start this process's guardian now if ``config``'s engine will get a control group: before
-    the engine's folders are made. Started with the engine's process, it came after them, and a
-    referee killed with -9 in that start (a Python to start, a sandbox probe: tenths of a second
-    on a busy machine) left them, its session secret included, for ever."""
-    if SandboxMode(config.sandbox) != SandboxMode.NONE and support().cgroup:
-        ensure_guardian()
-
-
 class EngineProcess:
     """One spawned engine and everything it starts."""
 
@@ -309,8 +300,8 @@ class EngineProcess:
             if mode == SandboxMode.REQUIRED:
                 raise SandboxUnavailable(f"engine {config.name or argv[0]!r} requires a sandbox: {s.problem}")
             warn_once(f"engines run WITHOUT a sandbox: {s.problem}")
+        ensure_guardian()  # kills the engine's processes should the referee be killed mid-start
         if s.cgroup and mode != SandboxMode.NONE:
-            ensure_guardian()  # kills this group's processes should the referee be killed mid-start
             try:
                 self.cgroup = ControlGroup(s.cgroup, config.limits.memory_mb, config.limits.processes)
             except OSError as exc:
@@ -355,6 +346,8 @@ class EngineProcess:
             address_space = None if self.cgroup is not None else config.limits.memory_mb * 1024 * 1024
             cpus = config.cpus
             referee = os.getpid()
+            if self.cgroup is None:  # known by its marker, which its forks and sessions carry too
+                guard_marker(f"{TOKEN_ENV}={token}")
 
             def in_child() -> None:
                 """Before exec (async-signal-safe steps only): die with the referee, join the control
@@ -471,6 +464,8 @@ class EngineProcess:
         self.freeze(False)
         kill_engine_processes(self.popen.pid, self.token)
         self.wait(2)
+        if self.cgroup is None:
+            release_marker(f"{TOKEN_ENV}={self.token}")
         if self.cgroup is not None and not self.cgroup.removed:  # a second kill (stop twice) counts nothing twice
             global _stopped_engines_cpu
             used = self.cgroup.cpu_seconds()  # read first: the read lets other lanes run, and add theirs

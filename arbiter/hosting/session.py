@@ -35,8 +35,8 @@ from protocol.transport import ENDPOINT_ENV, SECRET_ENV, ZmqConnection, new_ipc_
 
 from .. import say
 from ..clock import paused_between
-from .guardian import guard_folder, release_folder
-from .process import EngineConfig, EngineProcess, Limits, engine_environment, start_guardian
+from .guardian import ensure_guardian, guard_folder, release_folder
+from .process import EngineConfig, EngineProcess, Limits, engine_environment
 from .sandbox import SandboxUnavailable
 
 _POLL_SLICE_MS = 50
@@ -233,7 +233,8 @@ class EngineSession:
 
     def _spawn(self, config: EngineConfig) -> None:
         secret = secrets.token_hex(16)
-        start_guardian(config)  # before the first folder: a kill -9 while the engine starts leaves none
+        ensure_guardian()  # before the first folder: a kill -9 while the engine starts (a Python to start, a
+        # sandbox probe: tenths of a second on a busy machine) leaves none, its session secret included
         self.work_dir = Path(tempfile.gettempdir()) / f"arb-engine-{secrets.token_hex(6)}"  # named before it is
         guard_folder(self.work_dir)  # made: a hurried exit (a worker's SIGTERM), or a kill -9 that leaves it to
         self.work_dir.mkdir(mode=0o700)  # the guardian, between the two cannot miss it
