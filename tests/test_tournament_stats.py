@@ -365,3 +365,32 @@ def test_a_fit_runs_openblas_on_one_thread_and_gives_its_threads_back():
         assert [get() for get, _ in controls] == [1] * len(controls)
     assert [get() for get, _ in controls] == before
     assert _openblas_thread_controls() is controls
+
+
+@pytest.mark.parametrize("first_mover_score", [1.0, 0.0])
+def test_no_finite_first_move_term_when_one_side_of_the_board_won_every_game(first_mover_score):
+    """Every first mover won, or every second mover did: the first-move advantage's maximum
+    likelihood is at ±∞, so there is no fit (LinAlgError, which the report turns into
+    ``ratings_unavailable``). When every second mover won the fit used to give up after 100 Newton
+    steps and return h ≈ -17,581 Elo with a standard error of ~10^24, which the report printed."""
+    f, s = np.array([0, 1, 0]), np.array([1, 0, 1])
+    with pytest.raises(np.linalg.LinAlgError):
+        fit_bradley_terry(f, s, np.full(3, first_mover_score), 2)
+    # one game the other way, or a draw, pins it down again
+    for last in (1 - first_mover_score, 0.5):
+        fit = fit_bradley_terry(f, s, np.array([first_mover_score, first_mover_score, last]), 2)
+        assert math.isfinite(fit.first_move_elo) and abs(fit.first_move_elo) < 2000 and fit.first_move_se < 2000
+
+
+def test_report_when_every_second_mover_won(tmp_path):
+    """As when every first mover won: no ratings, the reason said, not a first-move advantage of
+    -17,581 Elo [-9e23, 9e23]."""
+    from tournaments.report import build_report, render_text
+
+    head = f'game = "einstein"\nformat = "gauntlet"\nmatch = "games=2"\nseed = 1\noutput = "{tmp_path}/t.sqlite"\n'
+    db = synthetic_tournament(tmp_path, head + ENGINES, returns_for=lambda seating: [-1.0, 1.0])
+    report = build_report(db)
+    assert "ratings" not in report and "every second mover has won" in report["ratings_unavailable"]
+    assert all(r["elo"] is None for r in report["standings"])
+    assert all(v is None for values in report["rating_timeline"]["ratings"].values() for v in values)
+    assert "Ratings: none yet: every second mover has won" in render_text(report)

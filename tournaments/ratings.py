@@ -155,6 +155,13 @@ def fit_bradley_terry(first: np.ndarray, second: np.ndarray, score: np.ndarray, 
     first = np.asarray(first, dtype=np.int64)
     second = np.asarray(second, dtype=np.int64)
     score = np.asarray(score, dtype=float)
+    if first_move and len(score) and ((score == 1).all() or (score == 0).all()):
+        # Every first mover won (or every second mover): the likelihood grows without bound as h
+        # goes to +∞ (-∞), so there is no maximum. (Towards +∞ the information matrix underflows to
+        # singular; towards -∞ it did not, and the fit stopped after max_iter steps at h ≈ -17,581
+        # Elo with a standard error of ~10^24, which reports printed.)
+        raise np.linalg.LinAlgError("every game was won by the same seat: the first-move advantage has no "
+                                    "finite estimate")
     names = names or [str(i) for i in range(n)]
     k = n + 1 if first_move else n  # parameters: ratings, then h
     # Aggregate games per ordered pair: n_pair games, s_pair points of the first mover.

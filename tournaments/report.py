@@ -240,7 +240,7 @@ def _elo_arrays(cfg: TournamentConfig, games: list[dict]) -> tuple:
 def _elo(cfg: TournamentConfig, names: list[str], first, second, score, clusters) -> dict:
     try:
         fit = fit_bradley_terry(first, second, score, len(names), names=names, clusters=clusters, anchor=cfg.anchor)
-    except np.linalg.LinAlgError:  # too few games to pin the first-move term (every first mover won)
+    except np.linalg.LinAlgError:  # too few games to pin the first-move term (one seat won every game)
         return {}
     return {r["engine"]: (r["elo"], r["lo"], r["hi"]) for r in fit.table()}
 
@@ -519,7 +519,7 @@ def match_sections(cfg: TournamentConfig, games: list[dict], names: list[str], p
     if games:
         try:
             fit = fit_bradley_terry(first, second, score, n, names=names, clusters=clusters, anchor=cfg.anchor)
-        except np.linalg.LinAlgError:  # every first mover won: no finite first-move term, so no ratings yet
+        except np.linalg.LinAlgError:  # one seat won every game: no finite first-move term, so no ratings yet
             pass
     for row in fit.table() if fit is not None else ():
         s = stats[names.index(row["engine"])]
