@@ -503,11 +503,16 @@ def parse_sprt(text: str) -> tuple[float, float, float, float]:
 def sprt_line(result: dict, games: int) -> str:
     """The SPRT's verdict: which bound was crossed after how many games, or that it goes on."""
     verdict = concluded(result)
-    elo = f"Elo of A {result['elo']:+.1f} [{result['elo_lo']:+.1f}, {result['elo_hi']:+.1f}]"
+
+    def shown(x: float) -> str:  # as the reports show it: - for none (nan), ∞ for a bound without limit
+        return "-" if math.isnan(x) else ("+∞" if x > 0 else "-∞") if math.isinf(x) else f"{x:+.1f}"
+
+    elo = f"Elo of A {shown(result['elo'])} [{shown(result['elo_lo'])}, {shown(result['elo_hi'])}]"
     on = f" (pentanomial: {sum(result['results'])} pairs)" if result.get("test") == "pairs" else ""
+    after = f"after {games} game{'' if games == 1 else 's'}"
     if verdict:
-        return f"SPRT: {verdict} after {games} games{on}; the match stopped. {elo}"
-    return (f"SPRT: no decision after {games} games{on} (LLR {result['llr']:.3f}, bounds [{result['lower']:.3f}, "
+        return f"SPRT: {verdict} {after}{on}; the match stopped. {elo}"
+    return (f"SPRT: no decision {after}{on} (LLR {result['llr']:.3f}, bounds [{result['lower']:.3f}, "
             f"{result['upper']:.3f}]). {elo}")
 
 

@@ -26,7 +26,7 @@ def logistic_score(elo: float) -> float:
 
 def logistic_elo(score: float) -> float:
     score = min(max(score, 1e-12), 1 - 1e-12)
-    return -400 * math.log10(1 / score - 1)
+    return -400 * math.log10(1 / score - 1) + 0.0  # + 0.0: an even score is 0.0, not -0.0 (shown "-0.0")
 
 
 def results_to_pdf(results: list[float]) -> tuple[float, list[tuple[float, float]]]:
@@ -95,18 +95,27 @@ def sprt(results: list[float], elo0: float, elo1: float, alpha: float = 0.05, be
 
 
 def elo_estimate(results: list[float]) -> dict:
-    """Logistic Elo of the mean score with a 95% interval (per game, from per-unit variance)."""
+    """Logistic Elo of the mean score with a 95% interval: score ± 1.96 sqrt(var / N), var the
+    per-unit variance of the score and N the units (games; pairs for a pentanomial, whose unit
+    score is the pair's mean), each end mapped to Elo (an end past a score of 0 or 1: -∞ or +∞,
+    unbounded). Nothing (nan) without a unit. No interval (nan) below ``MIN_INTERVAL_GAMES``
+    units, as for every interval of the reports, nor when every unit had the same result: the
+    variance is then 0 and the interval would be the point itself (one game won: "+∞ [+∞, +∞]")."""
+    from .stats import MIN_INTERVAL_GAMES
+
     total = sum(results)
     if total <= 0:
-        return {"elo": 0.0, "elo_lo": -math.inf, "elo_hi": math.inf, "score": 0.5}
+        return {"elo": math.nan, "elo_lo": math.nan, "elo_hi": math.nan, "score": math.nan}
     k = len(results)
     pdf = [(i / (k - 1), r / total) for i, r in enumerate(results)]
     mu, var = stats(pdf)
-    half = 1.959964 * math.sqrt(var / total)
 
     def elo(score: float) -> float:
         return -math.inf if score <= 0 else math.inf if score >= 1 else logistic_elo(score)
 
+    if total < MIN_INTERVAL_GAMES or sum(1 for r in results if r > 0) < 2:
+        return {"score": mu, "elo": elo(mu), "elo_lo": math.nan, "elo_hi": math.nan}
+    half = 1.959964 * math.sqrt(var / total)
     return {"score": mu, "elo": elo(mu), "elo_lo": elo(mu - half), "elo_hi": elo(mu + half)}
 
 

@@ -40,6 +40,48 @@ def test_pentanomial_and_trinomial_counts():
     assert est["score"] == pytest.approx(0.75) and est["elo_lo"] < est["elo"] < est["elo_hi"]
 
 
+@pytest.mark.parametrize("results, elo", [
+    ([0, 0, 1], math.inf),           # one game won: Elo +∞, but no interval from one game
+    ([1, 0, 0], -math.inf),
+    ([0, 1, 0], 0.0),                # one draw
+    ([0, 0, 100], math.inf),         # every game won: no spread, so no normal interval (not [+∞, +∞])
+    ([0, 40, 0], 0.0),               # every game drawn: not [0, 0]
+    ([0, 0, 0, 0, 7], math.inf),     # every pair won
+    ([0, 3, 0, 0, 0], -190.84850188786498),  # 3 pairs, all LD: not [-190.8, -190.8]
+    ([1, 1, 1], 0.0),                # 3 games: fewer than MIN_INTERVAL_GAMES
+])
+def test_elo_interval_needs_five_units_and_some_spread(results, elo):
+    """The Elo of A is score ± 1.96 sqrt(var / N) mapped to Elo: with one game (or every unit alike)
+    the variance is 0 and that interval is the point itself (`arbiter match --sprt` printed
+    "Elo of A -inf [-inf, -inf]" after one lost game). As every other interval of the reports:
+    none below MIN_INTERVAL_GAMES units, and none without spread."""
+    est = elo_estimate(results)
+    assert est["elo"] == elo and math.copysign(1, est["elo"]) == math.copysign(1, elo)  # 0.0, not -0.0 ("-0.0")
+    assert math.isnan(est["elo_lo"]) and math.isnan(est["elo_hi"])
+
+
+def test_elo_estimate_of_no_games_is_none():
+    est = elo_estimate([0, 0, 0, 0, 0])
+    assert all(math.isnan(est[k]) for k in ("elo", "elo_lo", "elo_hi"))
+
+
+@pytest.mark.parametrize("results, games, shown", [
+    ([1, 0, 0], 1, "Elo of A -∞ [-, -]"),
+    ([0, 1, 0], 1, "Elo of A +0.0 [-, -]"),
+    ([0, 0, 0, 0, 0], 1, "Elo of A - [-, -]"),   # --openings: the first game of a pair, no pair yet
+    ([1, 0, 9], 10, "Elo of A +381.7 [+159.0, +∞]"),  # upper bound past a score of 1: unbounded
+])
+def test_sprt_line_shows_no_inf_or_nan(results, games, shown):
+    """`arbiter match --sprt` (and a tournament's SPRT stop) printed Python's "+inf"/"-inf"/"nan":
+    now the report's notation, ∞ for a bound without limit and - for none."""
+    from arbiter.cli import sprt_line
+
+    line = sprt_line({**sprt(results, 0, 150), "test": "pairs" if len(results) == 5 else "games"}, games)
+    assert line.endswith(shown), line
+    assert "inf" not in line and "nan" not in line
+    assert f"after {games} game{'s' if games != 1 else ''}" in line
+
+
 # --- Bradley–Terry ----------------------------------------------------------------------------
 
 def simulate_games(rng, true_elo, n_games, h_elo=0.0, draw_band=0.0):
