@@ -24,7 +24,8 @@ Why these methods:
   McNemar test (McNemar's exact test is the binomial sign test on the discordant pairs). It needs
   no distributional assumption about scores; the size of the difference is reported beside it as
   the mean per-seed difference with its t interval, and the win-rate difference (a win is a result
-  above a threshold) with the t interval of the per-seed difference of win indicators.
+  above a threshold) with the t interval of the per-seed difference of win indicators, cut to
+  [-1, 1] where it reaches past (a difference of two rates cannot).
 - **Match points**: 1 for a win, ½ for a draw, 0 for a loss, from the two seats' returns; a game
   both seats lost (a double forfeit: neither engine could start) gives 0 to each and is left out
   of ratings and SPRTs (``contested``), which assume that one side's points are the other's loss.
@@ -142,7 +143,7 @@ class PairedComparison:
     neither: int
     rate_diff: float
     """Win rate of a minus win rate of b on the common seeds, with its t interval on the per-seed
-    difference of win indicators (rate_low, rate_high)."""
+    difference of win indicators (rate_low, rate_high), cut to [-1, 1]."""
     rate_low: float
     rate_high: float
 
@@ -163,10 +164,15 @@ def paired_comparison(a: Mapping[object, float], b: Mapping[object, float], *, t
     won_b = [b[s] > threshold for s in common]
     pairs = list(zip(won_a, won_b))
     wins = [float(wa) - float(wb) for wa, wb in pairs]
+    rate, rate_low, rate_high = mean_ci(wins, confidence)
+    # A difference of win rates lies in [-1, 1]: an end of the t interval past it is cut there
+    # (the true difference is never beyond, so the coverage stays). nan (one seed) stays nan.
+    rate_low, rate_high = (rate_low, rate_high) if math.isnan(rate_low) else (max(-1.0, rate_low),
+                                                                              min(1.0, rate_high))
     return PairedComparison(len(common), a_better, len(common) - a_better - b_better, b_better,
                             sign_test(a_better, b_better), *mean_ci(diffs, confidence),
                             pairs.count((True, True)), pairs.count((True, False)), pairs.count((False, True)),
-                            pairs.count((False, False)), *mean_ci(wins, confidence))
+                            pairs.count((False, False)), rate, rate_low, rate_high)
 
 
 def paired_rows(scores: Mapping[str, Mapping[object, float]]) -> list[dict]:
