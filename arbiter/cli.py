@@ -1707,7 +1707,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--format", default=None,
                    help="olympiad (default) | boN[:ABBA..] | games=N (with --sprt: at most N games; default 10000)")
     m.add_argument("--sprt", metavar="ELO0,ELO1[,ALPHA,BETA]",
-                   help="stop when a GSPRT of A against B (games; logistic Elo) accepts H0 or H1, "
+                   help="stop when a GSPRT of A against B (trinomial on games, with --openings pentanomial on the "
+                        "pairs; logistic Elo) accepts H0 or H1, "
                         "e.g. 0,10,0.05,0.05 (as cutechess and fastchess)")
     m.add_argument("--margin", type=_milliseconds, default=DEFAULT_MARGIN_MS,
                    help="ms an engine may overrun before losing on time")
