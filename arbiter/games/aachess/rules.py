@@ -643,6 +643,8 @@ class AAChessState(State):
             if not m or m.group(2) not in self.board.units:
                 raise IllegalMove(f"cannot read unit item {item!r} (e.g. '2 inf' or '#17')")
             n, code = int(m.group(1) or 1), m.group(2)
+            if n < 1:  # '0 inf' chose nothing, and a move of no unit crashed (KeyError)
+                raise IllegalMove(f"a count must be at least 1 ({item!r})")
             cands = sorted((u for u in pool if u.t == code and u not in chosen),
                            key=lambda u: (self.remaining(u) < need, self.remaining(u), u.id))
             if len(cands) < n:
