@@ -535,10 +535,11 @@ class AAChessState(State):
         self.phase = "combat_move"
 
     def placement_spots(self, code: str) -> list[int]:
-        """Where the mover may place a unit of ``code`` now."""
+        """Where the mover may place a unit of ``code`` now: at (or, for ships and fighters, beside)
+        a complex it has owned since the start of the turn, not one placed this turn."""
         p, b = self.mover, self.board
-        complexes = [s for s in range(len(b.names)) if not b.sea[s] and self.owner[s] == p
-                     and self.start_owner[s] == p and any(u.t == "ic" and u.at == s for u in self.units.values())]
+        complexes = [s for s in range(len(b.names)) if not b.sea[s] and self.owner[s] == p and self.start_owner[s] == p
+                     and any(u.t == "ic" and u.at == s and not u.has("new") for u in self.units.values())]
         kind = b.units[code].kind
         if code == "ic":
             return [s for s in range(len(b.names)) if not b.sea[s] and self.owner[s] == p and self.start_owner[s] == p
@@ -574,7 +575,9 @@ class AAChessState(State):
                     left[code] -= n
                     placed.append((code, s, n))
                     for _ in range(n):
-                        self._new_unit(code, p, s)
+                        unit = self._new_unit(code, p, s)
+                        if code == "ic":
+                            unit.mark("new")  # it takes new units from its owner's next turn on
                     if b.sea[s]:
                         self._dock(s)
         lost = {c: n for c, n in left.items() if n}
