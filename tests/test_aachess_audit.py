@@ -41,3 +41,34 @@ def test_a_complex_placed_this_turn_does_not_take_new_units_until_the_next_turn(
     s.phase, s.bought = "place", {"inf": 1}
     assert s.units[new.id].flags == ""
     s.check_move("1 inf @ East Europe")
+
+
+def test_hits_fired_by_submarines_alone_are_taken_from_ships_only():
+    """Rules §1: a submarine hits only ships. Where the whole of a side's fire in a round (its
+    carry included) comes from submarines, none of its hits may fall on a plane. 2 attacking subs
+    (ryof: 4, rolled, a hit on 1) let the defender give up a fighter instead of its carrier."""
+    s = blank("GE", variant="ryof")
+    put(s, "sub", "GE", "Baltic Sea Zone", 2)
+    put(s, "cv", "UK", "North Sea Zone")
+    put(s, "ftr", "UK", "North Sea Zone", 2)
+    s.apply("2 sub : Baltic Sea Zone > North Sea Zone")
+    s.apply_chance(1)  # the attacker's remainder 4 hits
+    assert s.decision_kind() != "casualties" or s.cas["power"] != s.board.power("UK"), s.cas
+    assert any("defender loses 1 cv," in line for line in s.log), s.log
+    # defending submarines alone: their hit sinks the battleship, never the fighter
+    s = blank("GE", variant="orthodox")
+    put(s, "bb", "GE", "Baltic Sea Zone")
+    put(s, "ftr", "GE", "Germany")
+    put(s, "sub", "UK", "North Sea Zone", 2)
+    s.apply("1 bb : Baltic Sea Zone > North Sea Zone; 1 ftr : Germany > West Europe > North Sea Zone")
+    assert any("attacker loses 1 bb" in line for line in s.log), s.log
+    # a pooled total (carrier 3 + sub 2 = 5, a hit) may still hit the plane: the attacker chooses
+    s = blank("GE", variant="orthodox")
+    put(s, "bb", "GE", "Baltic Sea Zone")
+    put(s, "ftr", "GE", "Germany")
+    put(s, "cv", "UK", "North Sea Zone")
+    put(s, "sub", "UK", "North Sea Zone")
+    s.apply("1 bb : Baltic Sea Zone > North Sea Zone; 1 ftr : Germany > West Europe > North Sea Zone")
+    while s.decision_kind() == "casualties" and s.cas["side"] == "defender":
+        s.apply(s.legal_moves()[0])
+    assert s.decision_kind() == "casualties" and s.cas["side"] == "attacker" and len(s.cas["candidates"]) == 2

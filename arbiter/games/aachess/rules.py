@@ -1367,7 +1367,9 @@ class AAChessState(State):
             if bt["round"] == 1:  # shore bombardment: the first round only
                 shore = sum(self.attack_value(self.units[i]) for i in bt.get("bombard", []) if i in self.units)
                 total += shore
-            fire = combat.fire(total, combat.ATTACKER, self.variant, bt["carry"][0])
+            carry_in = bt["carry"][0]
+            fire = combat.fire(total, combat.ATTACKER, self.variant, carry_in)
+            self._sub_fire(0, att, self.attack_value, shore, carry_in, fire.carry_out)
             bt["hits"][0], bt["carry"][0] = fire.hits, fire.carry_out
             bt["subs"], bt["atotal"] = subs, total
             bt["line"] = f"round {bt['round']}: " + (f"(bombardment +{shore}) " if shore else "") + fire.describe()
@@ -1385,8 +1387,11 @@ class AAChessState(State):
                 self._ask_casualties(bt["def"], "defender", first, ships, "first", "first-strike casualties")
             return self.cas is not None
         if step == "defender_fire":
-            total = sum(self.defence_value(u) for u in self.defenders(s))
-            fire = combat.fire(total, combat.DEFENDER, self.variant, bt["carry"][1])
+            dfn = self.defenders(s)
+            total = sum(self.defence_value(u) for u in dfn)
+            carry_in = bt["carry"][1]
+            fire = combat.fire(total, combat.DEFENDER, self.variant, carry_in)
+            self._sub_fire(1, dfn, self.defence_value, 0, carry_in, fire.carry_out)
             bt["hits"][1], bt["carry"][1], bt["dtotal"] = fire.hits, fire.carry_out, total
             bt["line"] += f"; {fire.describe()}"
             bt["step"] = "defender_losses"
@@ -1397,13 +1402,13 @@ class AAChessState(State):
         if step in ("defender_losses", "end_defender_losses"):
             end = step.startswith("end")
             hits = bt["hits"][0] - (0 if end else bt["first"])
-            self._ask_casualties(bt["def"], "defender", hits, [u.id for u in self.defenders(s)],
+            self._ask_casualties(bt["def"], "defender", hits, self._targets(self.defenders(s), 0),
                                  "end_defender" if end else "defender",
                                  f"{'end roll' if end else 'round ' + str(bt['round'])}: defender's casualties")
             return self.cas is not None
         if step in ("attacker_losses", "end_attacker_losses"):
             end = step.startswith("end")
-            self._ask_casualties(p, "attacker", bt["hits"][1], [u.id for u in self.attackers(s)],
+            self._ask_casualties(p, "attacker", bt["hits"][1], self._targets(self.attackers(s), 1),
                                  "end_attacker" if end else "attacker",
                                  f"{'end roll' if end else 'round ' + str(bt['round'])}: attacker's casualties")
             return self.cas is not None
@@ -1442,6 +1447,8 @@ class AAChessState(State):
                     rolls.append(["end_defender", bt["carry"][1]])
                 if rolls:
                     bt["hits"], bt["first"] = [0, 0], 0
+                    # a positive carry not marked mixed came from submarines alone
+                    bt["sonly"] = [not m for m in bt.get("cmix", [True, True])]
                     bt["end_rolls"] = rolls
                     bt["line"] = "end of battle (cofr):"
                     bt["step"] = "end_rolls"
@@ -1459,6 +1466,23 @@ class AAChessState(State):
             self._conclude()
             return False
         raise AssertionError(f"unknown battle step {step}")
+
+    def _sub_fire(self, side: int, units: list[Unit], value, extra: int, carry_in: int, carry_out: int) -> None:
+        """Record whether ``side``'s fire this round came from submarines alone (rules §1: a
+        submarine hits only ships), its carry included: ``sonly`` (this round's hits go to ships
+        only) and ``cmix`` (the carry left holds value of other units)."""
+        bt = self.bt
+        mixed = extra > 0 or any(value(u) > 0 and u.t != "sub" for u in units)
+        cmix = bt.setdefault("cmix", [False, False])
+        sonly = bt.setdefault("sonly", [False, False])
+        sonly[side] = any(u.t == "sub" for u in units) and not mixed and not (cmix[side] and carry_in > 0)
+        cmix[side] = (mixed or (cmix[side] and carry_in > 0)) and carry_out > 0
+
+    def _targets(self, units: list[Unit], firing: int) -> list[int]:
+        """The ids among ``units`` that side ``firing``'s hits may fall on: only ships when its
+        fire came from submarines alone (``_sub_fire``), else any."""
+        sonly = (self.bt or {}).get("sonly", [False, False])[firing]
+        return [u.id for u in units if not sonly or self.kind(u) == "sea"]
 
     def _can_break_off(self) -> bool:
         """Planes (and units that cannot retreat) may always break off an attack."""
