@@ -72,3 +72,17 @@ def test_hits_fired_by_submarines_alone_are_taken_from_ships_only():
     while s.decision_kind() == "casualties" and s.cas["side"] == "defender":
         s.apply(s.legal_moves()[0])
     assert s.decision_kind() == "casualties" and s.cas["side"] == "attacker" and len(s.cas["candidates"]) == 2
+
+
+def test_a_plane_counts_a_pass_each_time_it_flies_over_or_into_an_aa_territory():
+    """[ambiguity, made explicit in the rules] 'each plane counts once for every AA-defended
+    territory it flies over or into': a plane-pass is counted per pass, so a plane whose path
+    enters the same AA territory twice counts 2."""
+    s = blank("GE")
+    bmb = put(s, "bmb", "GE", "Germany")[0]
+    put(s, "aa", "RU", "Karelia S.S.R.")
+    put(s, "inf", "RU", "Karelia S.S.R.")
+    s.check_move("1 bmb : Germany > East Europe > Karelia S.S.R. > Baltic Sea Zone > Karelia S.S.R.")
+    trial = s.clone()
+    trial.move("1 bmb : Germany > East Europe > Karelia S.S.R. > Baltic Sea Zone > Karelia S.S.R.", True)
+    assert trial.passes == {bmb.id: 2}
