@@ -86,3 +86,16 @@ def test_a_plane_counts_a_pass_each_time_it_flies_over_or_into_an_aa_territory()
     trial = s.clone()
     trial.move("1 bmb : Germany > East Europe > Karelia S.S.R. > Baltic Sea Zone > Karelia S.S.R.", True)
     assert trial.passes == {bmb.id: 2}
+
+
+def test_an_allys_fighters_carried_into_a_sea_battle_are_lost_with_the_carrier():
+    """Docs (project rules): an ally's fighters riding the mover's carrier do not fight; when the
+    carrier sinks they are left without a carrier and are lost with the defenders' (stated now)."""
+    s = blank("US", variant="orthodox")
+    cv = put(s, "cv", "US", "East Canada Sea Zone")[0]
+    uk = put(s, "ftr", "UK", "East Canada Sea Zone")[0]
+    assert s.units[uk.id].on == cv.id
+    put(s, "bb", "GE", "North Atlantic Sea Zone", 2)
+    s.apply("1 cv : East Canada Sea Zone > North Atlantic Sea Zone")
+    assert uk.id not in s.units and cv.id not in s.units
+    assert any("without a carrier are lost: 1 ftr" in line for line in s.log), s.log
