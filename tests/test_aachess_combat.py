@@ -94,12 +94,18 @@ def test_cof_carries_remainders_and_leaves_a_deficit():
     # Attacker 17: 2 r5 -> the 5 is a hit at once and leaves a deficit of -1.
     a1 = fire(17, ATTACKER, "cof")
     assert (a1.hits, a1.carry_out) == (3, -1)
-    # Next round attack 6: with the deficit 5 -> the 5 qualifies again.
+    # "after an attacker's 5 he needs a full 6 plus 1 for the next hit": 6 with the deficit
+    # leaves 5, carried without a hit (before, the 5 counted at once: a hit for a 6)...
     a2 = fire(6, ATTACKER, "cof", a1.carry_out)
-    assert (a2.effective, a2.hits, a2.carry_out) == (5, 1, -1)
-    # "after an attacker's 5 he needs a full 6 plus 1 for the next hit": 6 total with -1 -> 5 (qualifies).
+    assert (a2.effective, a2.hits, a2.carry_out) == (5, 0, 5)
+    assert (fire(7, ATTACKER, "cof", -1).hits, fire(7, ATTACKER, "cof", -1).carry_out) == (1, 0)  # ... 7 scores
+    # A full hit pays the deficit; the remainder after it counts again (12 - 1 = 11: 6 + 5).
+    assert (fire(12, ATTACKER, "cof", -1).hits, fire(12, ATTACKER, "cof", -1).carry_out) == (2, -1)
     a3 = fire(4, ATTACKER, "cof", -1)
     assert (a3.hits, a3.carry_out) == (0, 3)
+    # The defender's deficit of -2 needs 6 + 2 likewise.
+    assert (fire(6, DEFENDER, "cof", -2).hits, fire(6, DEFENDER, "cof", -2).carry_out) == (0, 4)
+    assert (fire(8, DEFENDER, "cof", -2).hits, fire(8, DEFENDER, "cof", -2).carry_out) == (1, 0)
     # Defender 4 qualifies and leaves -2; a remainder of 3 is carried.
     d1 = fire(16, DEFENDER, "cof")
     assert (d1.hits, d1.carry_out) == (3, -2)

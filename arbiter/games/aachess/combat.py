@@ -12,7 +12,8 @@ orthodox    quotient of total ÷ 6, plus one hit for an attacker's remainder 5 o
 ryof        as orthodox; the remainders orthodox ignores (attacker 1-4, defender 1-3) are rolled
 ryof6       quotient only; every remainder 1-5 is rolled (also AA, rockets and bombing)
 cof         remainders carried into the side's next round of the same battle; a qualifying
-            remainder is a hit at once and leaves a deficit (remainder - 6)
+            remainder is a hit at once and leaves a deficit (remainder - 6), which a full hit
+            pays first (after an attacker's 5, the next hit needs 6 + 1)
 cofr        as cof; the positive carry left when the battle ends is rolled
 ==========  =================================================================================
 A roll is one d6 and hits when the die is <= the remainder (AA remainders: one d5, r/5).
@@ -93,7 +94,9 @@ def fire(total: int, side: str, variant: str = "cof", carry: int = 0) -> Fire:
     if effective <= 0:
         return Fire(side, total, carry_in, 0, 0, False, 0, 0, effective if variant in CARRY_VARIANTS else 0)
     quotient, remainder = divmod(effective, DIE)
-    qualifies = remainder >= QUALIFIES[side]
+    qualifies = remainder >= QUALIFIES[side] and not (carry_in < 0 and quotient == 0)
+    # a deficit is paid by a full hit before a remainder may count again: "after an attacker's 5
+    # he needs a full 6 plus 1 for the next hit" (a deficit of -1 and 6 leave 5: carried, no hit)
     roll, carry_out = 0, 0
     if variant == "ryof6":
         qualifies = False
