@@ -689,7 +689,7 @@ def test_a_swiss_event_started_before_the_look_ahead_resumes_pairing_as_it_start
 
     toml = write_toml(tmp_path, SWISS)
     opened = api.start(load_config(toml))
-    assert opened.db.meta()["planning_rules"] == str(PLANNING_RULES) == "2"
+    assert opened.db.meta()["planning_rules"] == str(PLANNING_RULES) == "3"
     with opened.db.db:  # as an event started before the look-ahead: no planning_rules
         opened.db.db.execute("DELETE FROM tournament_meta WHERE key = 'planning_rules'")
 

@@ -117,6 +117,51 @@ def test_swiss_pairs_within_score_groups_top_half_against_bottom_half():
     assert pairs == {frozenset((0, 2)), frozenset((1, 3)), frozenset((4, 5)), frozenset((6, 7))}
 
 
+def test_swiss_colour_preference_keeps_the_top_half_against_the_bottom_half():
+    """Round 2 of 8 engines whose higher seeds all won: the 1-point group is 0, 1, 2, 3 with A-B
+    differences -1, +1, -1, +1. Top half against bottom half is 0-2 and 1-3, where both want
+    the same colour; the engine due the other colour was taken from either side of the natural
+    partner alike (the nearer one on a tie, from the top half), so 0 met 1 and 2 met 3: the top
+    half paired with itself. The bottom half is tried first (Dutch transpositions before
+    exchanges): 0-3 and 1-2, top against bottom and every engine its colour. Events started
+    before (rules 2) pair as they did."""
+    diffs = [-1, 1, -1, 1, 1, -1, 1, -1]
+    players = [SwissPlayer(i, score=1.0 if i < 4 else 0.0, colour_diff=d, last_colour="A" if d > 0 else "B",
+                           opponents={(i + 4) % 8}) for i, d in enumerate(diffs)]
+    assert {frozenset(p) for p in swiss_pairings(players, 2).pairs} == {
+        frozenset((0, 3)), frozenset((1, 2)), frozenset((4, 7)), frozenset((5, 6))}
+    assert {frozenset(p) for p in swiss_pairings(players, 2, halves=False).pairs} == {
+        frozenset((0, 1)), frozenset((2, 3)), frozenset((4, 5)), frozenset((6, 7))}
+    # the same through the director: 8 engines, the higher seed wins every round-1 game
+    for rules, top_pairs in ((3, set()), (2, {frozenset((0, 1)), frozenset((2, 3))})):
+        director = Director(match_spec("swiss", 8, "games=1", rounds=3, seed="a", rules=rules))
+        results: dict = {}
+        for g in director.plan(results).ready:
+            results[g.key] = GameResult(g.seating, (1.0, -1.0) if g.seating[0] == min(g.seating) else (-1.0, 1.0))
+        second = {frozenset(st.pairing.engines) for st in director.plan(results).pairings if st.pairing.round == 2}
+        assert {p for p in second if p in ({0, 1}, {2, 3})} == top_pairs, (rules, second)
+
+
+def test_gauntlet_balances_who_moves_first_within_a_cycle():
+    """A gauntlet's candidate was A against every opponent in a cycle (B in the next), so with a
+    match of an odd number of games (games=1, bo3, olympiad) it moved first more often than
+    its opponents in every match of a one-cycle event: 5 of 5 games with games=1. Now A
+    alternates over the candidate's opponents (starting with the other side for the next
+    candidate) as well as by cycle; rules 2 events stay as they were."""
+    for candidates in ((0,), (0, 3)):
+        for rounds in (1, 2, 3):
+            for rules in (3, 2):
+                spec = match_spec("gauntlet", 6, "games=1", rounds=rounds, candidates=candidates, rules=rules)
+                _, plan, _, log = simulate(spec, random.Random(1))
+                first = Counter(g.seating[0] for g in log)
+                games = Counter(e for g in log for e in g.seating)
+                worst = max(abs(2 * first[c] - games[c]) for c in candidates)
+                if rules == 3:  # every engine, candidate or not, moves first in half its games (within one)
+                    assert max(abs(2 * first[e] - games[e]) for e in range(6)) <= 1, (candidates, rounds, first)
+                elif rounds % 2:
+                    assert worst == 6 - len(candidates), (candidates, rounds, first, games)
+
+
 def test_swiss_colour_goes_to_the_engine_that_needs_it():
     a = SwissPlayer(0, score=1, colour_diff=1, last_colour="A")
     b = SwissPlayer(1, score=1, colour_diff=-1, last_colour="B")

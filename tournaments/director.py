@@ -32,7 +32,7 @@ from .schedule import (SwissPlayer, knockout_rounds, knockout_slots, rotation, r
                        seeded_order, swiss_pairings)
 
 
-PLANNING_RULES = 2
+PLANNING_RULES = 3
 """The planning rules of events started now (``ScheduleSpec.rules``)."""
 
 
@@ -144,8 +144,11 @@ class ScheduleSpec:
     1: a Swiss round is paired without looking ahead at the rounds after it, and every knockout
     tie-break block starts with the higher seed moving first; 2: a Swiss round is paired so that
     the later ones can still be paired without a repeat, and each tie-break block starts with the
-    engine that has moved first less often in the match so far. A resumed event goes on with the rules it was started
-    under, so the rounds it paired before are paired again the same way."""
+    engine that has moved first less often in the match so far; 3: within a Swiss score group
+    the engine due the other colour is sought in the bottom half first (``swiss_pairings``'s
+    ``halves``), and a gauntlet's A alternates over each candidate's opponents as well as by cycle.
+    A resumed event goes on with the rules it was started under, so the rounds it paired before
+    are paired again the same way."""
 
     @classmethod
     def from_config(cls, cfg, seed: str, rules: int = PLANNING_RULES) -> "ScheduleSpec":
@@ -265,12 +268,12 @@ class Director:
                             a, b = (a, b) if c % 2 == 0 else (b, a)
                             out.append(Pairing(f"r{rnd}-{a}-{b}", rnd, (a, b), "match", self._mid(f"r{rnd}-{a}-{b}"),
                                                c))
-                else:  # gauntlet
-                    for x in s.candidates:
-                        for o in range(n):
-                            if o in s.candidates:
-                                continue
-                            a, b = (x, o) if c % 2 == 0 else (o, x)
+                else:  # gauntlet: A alternates by cycle and (rules 3) over each candidate's opponents
+                    for i, x in enumerate(s.candidates):
+                        others = [o for o in range(n) if o not in s.candidates]
+                        for j, o in enumerate(others):
+                            turn = c + (i + j if s.rules >= 3 else 0)
+                            a, b = (x, o) if turn % 2 == 0 else (o, x)
                             key = f"g{c + 1}-{a}-{b}"
                             out.append(Pairing(key, c + 1, (a, b), "match", self._mid(key), c))
         elif kind in ("table", "team"):
@@ -524,7 +527,7 @@ class Director:
         ranked = self.swiss_standings(earlier)
         coin = seeded_order(2, self.spec.seed, "swiss-colour")[0]
         later = self.spec.rounds - r if self.spec.rules >= 2 else 0
-        rnd = swiss_pairings(ranked, r, coin, later_rounds=later)
+        rnd = swiss_pairings(ranked, r, coin, later_rounds=later, halves=self.spec.rules >= 3)
         if rnd.relaxed:
             rules = "rules" if " and " in rnd.relaxed else "rule"
             self.notes.append(f"round {r}: the {rnd.relaxed} {rules} had to be relaxed to pair every engine")

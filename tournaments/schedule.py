@@ -91,7 +91,7 @@ class SwissRound:
 
 def swiss_pairings(ranked: list[SwissPlayer], round_number: int, coin: int = 0,
                    node_limit: int = 200_000, later_rounds: int = 0,
-                   lookahead_limit: int = 200_000) -> SwissRound:
+                   lookahead_limit: int = 200_000, halves: bool = True) -> SwissRound:
     """Pair one Swiss round. ``ranked`` is the standings order (best first; ties already broken).
 
     Rules, in order of precedence: (1) no repeat pairing, in this round and, with
@@ -99,8 +99,12 @@ def swiss_pairings(ranked: list[SwissPlayer], round_number: int, coin: int = 0,
     round is paired so that they can still be paired without one (and without a second bye),
     whatever their results; (2) nobody's A-B difference beyond two (two players who both must
     have the same colour are not paired); (3) pair within score groups, the top half against the
-    bottom half; (4) colours: the engine with fewer A's gets A, then the one that was B last time,
-    then alternating boards. The search is exhaustive (backtracking) under a node budget; only if
+    bottom half; (4) colours: the engine with the lower A-B difference gets A, then the one that
+    was B last time, then alternating boards. Within a score group an opponent due the other
+    colour is preferred; among those, and among the others, the bottom half first from its top
+    (Dutch transpositions), then the top half from its bottom (exchanges); ``halves=False``
+    (events started under planning rules 1 and 2) took the nearest to the natural partner on
+    either side, the top half's on a tie, so colour could pair 1 with 2 where 1-4 and 2-3 suit. The search is exhaustive (backtracking) under a node budget; only if
     no pairing satisfies (1) and (2) is (2) relaxed, and only if none satisfies (1) is (1) relaxed
     (reported in ``relaxed``). The look-ahead has a budget of its own (``lookahead_limit`` nodes,
     counted, not timed: the same standings always give the same pairing); when it runs out, or
@@ -121,13 +125,13 @@ def swiss_pairings(ranked: list[SwissPlayer], round_number: int, coin: int = 0,
         return SwissRound(boards, bye, relaxed)
 
     if later_rounds > 0:
-        found = _look_ahead(players, bye_order, later_rounds, node_limit, _Budget(lookahead_limit))
+        found = _look_ahead(players, bye_order, later_rounds, node_limit, _Budget(lookahead_limit), halves)
         if found is not None:
             return finish(*found)
     for relaxed in ("", "colour", "repeat"):
         for bye in bye_order:
             rest = [p for p in players if p.index != bye]
-            pairs = next(_candidates(rest, relaxed, node_limit), None)
+            pairs = next(_candidates(rest, relaxed, node_limit, halves), None)
             if pairs is not None:
                 return finish(pairs, bye, relaxed)
     raise PairingError(f"cannot pair swiss round {round_number}")  # unreachable: 'repeat' always pairs
@@ -148,7 +152,7 @@ class _Budget:
 
 
 def _look_ahead(players: list[SwissPlayer], bye_order: list[int | None], later: int, node_limit: int,
-                budget: _Budget) -> tuple[list[tuple[int, int]], int | None, str] | None:
+                budget: _Budget, halves: bool = True) -> tuple[list[tuple[int, int]], int | None, str] | None:
     """(pairs, bye, relaxed) of the first pairing in the usual order of preference after which the
     ``later`` rounds can be paired without a repeat, nor a second bye (else without a repeat); None
     when there is none (the rounds paired so far have made a repeat unavoidable) or the budget ran out."""
@@ -165,7 +169,7 @@ def _look_ahead(players: list[SwissPlayer], bye_order: list[int | None], later: 
                     if strict and bye is not None and bye not in no_bye:
                         continue
                     rest = [p for p in players if p.index != bye]
-                    for pairs in _candidates(rest, relaxed, node_limit):
+                    for pairs in _candidates(rest, relaxed, node_limit, halves):
                         after = {i: set(s) for i, s in allowed.items()}
                         for x, y in pairs:
                             after[x].discard(y)
@@ -234,7 +238,7 @@ def _conflict(p: SwissPlayer, q: SwissPlayer) -> bool:
     return (p.colour_diff >= 2 and q.colour_diff >= 2) or (p.colour_diff <= -2 and q.colour_diff <= -2)
 
 
-def _candidates(rest: list[SwissPlayer], relaxed: str, node_limit: int):
+def _candidates(rest: list[SwissPlayer], relaxed: str, node_limit: int, halves: bool = True):
     """The pairings of ``rest`` allowed by ``relaxed``, best first (the first is the round's
     pairing when nothing is looked ahead), until ``node_limit`` nodes have been searched."""
     budget = [node_limit]
@@ -252,7 +256,12 @@ def _candidates(rest: list[SwissPlayer], relaxed: str, node_limit: int):
 
         def order(iq: tuple[int, SwissPlayer]) -> tuple:
             i, q = iq
-            dutch = abs(group.index(q) - ideal) if q.score == p.score else i
+            if q.score != p.score:
+                dutch: tuple = (i,)
+            elif halves:  # the bottom half from its top, then the top half from its bottom
+                dutch = (group.index(q) < ideal, abs(group.index(q) - ideal))
+            else:
+                dutch = (abs(group.index(q) - ideal),)
             colour = 1 if p.colour_diff * q.colour_diff > 0 else 0
             repeat = 1 if q.index in p.opponents else 0
             return (repeat, abs(p.score - q.score), colour, dutch, i)
