@@ -370,6 +370,28 @@ def test_reports_for_match_formats(tmp_path, fmt, extra):
     assert plot(report, tmp_path / "r.svg").stat().st_size > 1000
 
 
+def test_knockout_standings_break_ties_by_seed_not_by_file_order(tmp_path):
+    """Engines knocked out in the same round with the same game points were listed in file
+    order; with random seeding that is no ranking at all. They are listed by seed, as the
+    bracket ranks them (the higher seed advances from an all-drawn match too)."""
+    from tournaments.report import build_report
+    from tournaments.schedule import seeded_order
+
+    head = (f'game = "einstein"\nformat = "knockout"\nmatch = "games=1"\nseeding = "random"\nseed = 11\n'
+            f'output = "{tmp_path}/t.sqlite"\n')
+    engines = "".join(f'[[engines]]\nname = "e{i}"\ncommand = "x"\n' for i in range(8))
+    # the engine listed later always wins: every loser of a round has 0 points in it
+    db = synthetic_tournament(tmp_path, head + engines,
+                              returns_for=lambda seating: (1.0, -1.0) if seating[0] > seating[1] else (-1.0, 1.0))
+    report = build_report(db)
+    seed_rank = {e: r for r, e in enumerate(seeded_order(8, "11", "seeding"))}
+    rows = report["standings"]
+    assert rows[0]["engine"] == report["champion"] == "e7"
+    first_round_losers = [int(r["engine"][1:]) for r in rows[4:]]
+    assert all(r["points"] == 0 for r in rows[4:])
+    assert first_round_losers == sorted(first_round_losers, key=seed_rank.get), (first_round_losers, seed_rank)
+
+
 def test_report_when_every_first_mover_won(tmp_path):
     """A short event where every first mover won has no finite first-move term: `report` (and the
     report at the end of `run`) crashed on a singular matrix; now it reports all else and says why

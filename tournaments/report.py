@@ -578,7 +578,8 @@ def _standings_order(cfg: TournamentConfig, stats: list[dict], plan, director: D
                 reached[e] = max(reached[e], st.pairing.round)
             if st.done and st.pairing.round == plan.rounds and st.winner is not None:
                 won_final = st.winner
-        key = lambda i: (-(reached[i] + (1 if i == won_final else 0)), -stats[i]["points"], i)
+        seed = {e: r for r, e in enumerate(director.engine_seed_order())}
+        key = lambda i: (-(reached[i] + (1 if i == won_final else 0)), -stats[i]["points"], seed[i])
         return sorted(range(n), key=key)
     return sorted(range(n), key=lambda i: (-stats[i]["match_points"], -stats[i]["points"],
                                            -(stats[i]["elo"] or 0), i))
