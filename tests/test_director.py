@@ -453,8 +453,10 @@ def test_report_on_a_missing_file(tmp_path):
 
 def test_report_outputs_that_cannot_be_written_are_named(tmp_path):
     """Before: a traceback (IsADirectoryError, FileExistsError, matplotlib's ValueError) after the
-    report was built, for --json or --text naming a folder, --csv a file, --plot a .txt."""
-    path = tournament_file(tmp_path, ghost=RANDOM)
+    report was built, for --json or --text naming a folder, --csv a file, --plot a .txt. Twenty
+    games, so that the ratings have a fit to plot (with two, one seat could win every game: no
+    finite first-move term, and --plot says there is nothing to draw before the path is tried)."""
+    path = tournament_file(tmp_path, "rounds = 10", ghost=RANDOM)
     assert run("tournaments", "run", str(path), "-q", "--no-report").returncode == 0
     db, folder = str(tmp_path / "t.sqlite"), tmp_path / "folder"
     folder.mkdir()

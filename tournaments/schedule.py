@@ -104,9 +104,10 @@ def swiss_pairings(ranked: list[SwissPlayer], round_number: int, coin: int = 0,
     colour is preferred; among those, and among the others, the bottom half first from its top
     (Dutch transpositions), then the top half from its bottom (exchanges); ``halves=False``
     (events started under planning rules 1 and 2) took the nearest to the natural partner on
-    either side, the top half's on a tie, so colour could pair 1 with 2 where 1-4 and 2-3 suit. The search is exhaustive (backtracking) under a node budget; only if
-    no pairing satisfies (1) and (2) is (2) relaxed, and only if none satisfies (1) is (1) relaxed
-    (reported in ``relaxed``). The look-ahead has a budget of its own (``lookahead_limit`` nodes,
+    either side, the top half's on a tie, so colour could pair 1 with 2 where 1-4 and 2-3 suit.
+    The search is exhaustive (backtracking) under a node budget; only if no pairing satisfies
+    (1) and (2) is (2) relaxed, and only if none satisfies (1) is (1) relaxed (reported in
+    ``relaxed``). The look-ahead has a budget of its own (``lookahead_limit`` nodes,
     counted, not timed: the same standings always give the same pairing); when it runs out, or
     when the later rounds cannot all be paired without a repeat whatever this one does, the
     round is paired as with ``later_rounds = 0``."""
