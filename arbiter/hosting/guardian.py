@@ -32,6 +32,7 @@ folders and their sockets' in /tmp after each run of the suite).
 """
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import signal
@@ -96,6 +97,30 @@ def guard_folder(path: Path, parent_too: bool = False) -> None:
 
 def release_folder(path: Path) -> None:
     _tell(f"-{path}\n")
+
+
+def remove_folder(path: Path) -> None:
+    """Remove a folder made under ``guard_folder`` and release it. One that cannot be removed now
+    (a referee short of file descriptors cannot walk it: the folders of the engines it could not
+    start stayed, session secrets included) stays noted: removed at this process's exit, or by
+    its guardian."""
+    shutil.rmtree(path, ignore_errors=True)
+    if os.path.lexists(path):
+        _left.add(str(path))
+        return
+    _left.discard(str(path))
+    release_folder(path)
+
+
+_left: set[str] = set()
+"""Folders ``remove_folder`` could not remove: tried again at exit (a forked child's are its parent's)."""
+os.register_at_fork(after_in_child=_left.clear)
+
+
+@atexit.register
+def _remove_left() -> None:
+    for path in list(_left):
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def guard_marker(marker: str) -> None:

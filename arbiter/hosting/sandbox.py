@@ -40,7 +40,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from .. import say
-from .guardian import guard_folder, release_folder
+from .guardian import guard_folder, release_folder, remove_folder
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 FIRST_ENGINE_UID = 300_000
@@ -149,8 +149,7 @@ def reachable_in_sandbox(paths: tuple[str, ...], visible: tuple[Path, ...], hide
     except subprocess.TimeoutExpired:
         return False
     finally:
-        shutil.rmtree(work_dir, ignore_errors=True)
-        release_folder(work_dir)
+        remove_folder(work_dir)
 
 
 def next_engine_uid() -> int:

@@ -13,7 +13,6 @@ import errno
 import os
 import resource
 import secrets
-import shutil
 import subprocess
 import tempfile
 import time
@@ -35,7 +34,7 @@ from protocol.transport import ENDPOINT_ENV, SECRET_ENV, ZmqConnection, new_ipc_
 
 from .. import say
 from ..clock import paused_between
-from .guardian import ensure_guardian, guard_folder, release_folder
+from .guardian import ensure_guardian, guard_folder, remove_folder
 from .process import EngineConfig, EngineProcess, Limits, engine_environment
 from .sandbox import SandboxUnavailable
 
@@ -389,8 +388,7 @@ class EngineSession:
     def _remove_folders(self) -> None:
         for folder in (self.work_dir, self._socket_dir):
             if folder is not None:
-                shutil.rmtree(folder, ignore_errors=True)
-                release_folder(folder)
+                remove_folder(folder)
         self.work_dir = self._socket_dir = None
 
     def ping(self, timeout: float = 5.0) -> None:
