@@ -233,7 +233,7 @@ def test_a_hello_without_the_secret_is_named_at_the_stall(tmp_path):
     was told only "no hello", about an engine that had said hello."""
     result = run_match(tmp_path, misbehave("no_secret"), RANDOM, handshake_timeout=1.0)
     detail = result.records[0].detail
-    assert detail.startswith("stall: no hello within the time allowed: 1 hello(s) without the engine's session "
+    assert detail.startswith("stall: no hello within the 1 s allowed: 1 hello(s) without the engine's session "
                              "secret were dropped"), detail
     assert "ARBITER_SECRET_FILE" in detail
 
@@ -254,7 +254,7 @@ def test_an_invalid_hello_carrying_the_secret_is_answered_malformed(tmp_path):
 def test_another_message_carrying_the_secret_is_answered_not_dropped(tmp_path):
     """A first message that carries the seat's secret but is not a hello (a ready, say) is the
     engine's own, as SPEC.md says: it is answered with an error naming it, not dropped unread to
-    end in "no hello within the time allowed"."""
+    end in "no hello within the 5 s allowed"."""
     t0 = time.monotonic()
     result = run_match(tmp_path, misbehave("secret_not_hello"), RANDOM, match_id="nothello", handshake_timeout=5.0)
     record = result.records[0]

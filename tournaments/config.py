@@ -670,7 +670,7 @@ def parse_config(text: str, source: str = "<tournament>", check_paths: bool = Tr
     if fmt == "swiss":
         max_rounds = n - 1 if n % 2 == 0 else n
         if rounds > max_rounds:
-            raise c.error(("rounds",), f"{n} engines can play at most {max_rounds} swiss rounds "
+            raise c.error(("rounds",), f"{n} engines can play at most {max_rounds} swiss round{'s' if max_rounds != 1 else ''} "
                                        f"(more would need repeat pairings)")
 
     _check_size(c, ScheduleSpec(tid="", n=n, kind=kind, num_seats=num_seats, format=fmt, match=match, games=games,

@@ -266,7 +266,7 @@ class EngineSession:
         """Wait for hello and answer welcome or reject (an engine whose hello lists only other
         games than ``game`` is rejected); raise ``EngineFault``."""
         try:
-            msg = self._receive(time.monotonic() + self.config.handshake_timeout, what="hello")
+            msg = self._receive(self.config.handshake_timeout, what="hello")
         except EngineFault as fault:
             if fault.reason == EndReason.STALL and (unproven := getattr(self.connection, "unproven_hellos", 0)):
                 raise EngineFault(EndReason.STALL, f"{fault.detail}: {unproven} hello(s) without the engine's session "
@@ -565,16 +565,17 @@ class EngineSession:
         head = f"; dropped {count} message{'s' if count > 1 else ''} that did not echo "
         return head + (first if count == 1 else first.replace(": a ", "; the first: a ", 1))
 
-    def _receive(self, deadline: float, what: str) -> Message:
-        """Wait for the pending answer until ``deadline`` (monotonic, moved on by the referee's own
-        stops); a timeout is a stall."""
+    def _receive(self, timeout: float, what: str) -> Message:
+        """Wait up to ``timeout`` seconds for the pending answer (moved on by the referee's own
+        stops); a timeout is a stall, whose detail says how long was allowed."""
         begun = time.monotonic()
+        deadline = begun + timeout
         while True:
             now = time.monotonic()
             left_ms = int((deadline + paused_between(begun, now) - now) * 1000)
             if left_ms <= 0:
                 self.check_alive()
-                raise EngineFault(EndReason.STALL, f"no {what} within the time allowed{self.stray_note()}")
+                raise EngineFault(EndReason.STALL, f"no {what} within the {timeout:g} s allowed{self.stray_note()}")
             if self.connection.wait(min(left_ms, _POLL_SLICE_MS)):
                 msg = self._read_one()
                 if msg is not None:
@@ -601,7 +602,7 @@ class EngineSession:
     def _await(self, timeout: float, what: str) -> Message:
         """Wait up to ``timeout`` for the answer to the message ``_announce`` sent."""
         try:
-            answer = self._receive(time.monotonic() + timeout, what)
+            answer = self._receive(timeout, what)
             self._answered_at = time.monotonic()
             return answer
         finally:
