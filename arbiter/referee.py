@@ -374,9 +374,9 @@ class Referee:
                 came = max(self._arrival(seat, arrived), behind.get(seat, arrived)) if i in ready else now
                 if came - paused_between(sent[seat], came) >= deadlines[seat]:  # the referee's own stops are no one's
                     reason = EndReason.STALL if self.clocks[seat].allowance() is None else EndReason.TIME
-                    stray = getattr(self.engines[seat], "stray_note", str)()  # a reply with a wrong seq, say
                     late[seat] = (reason, f"no reply within {(deadlines[seat] - sent[seat]) * 1000:.0f} "
-                                          f"ms (allowance + {self._margin_left(seat)}{lag_said[seat]}){stray}")
+                                          f"ms (allowance + {self._margin_left(seat)}{lag_said[seat]})"
+                                          f"{self.engines[seat].stray_note()}")  # a reply with a wrong seq, say
             if late:  # every seat out of time forfeits: none wins by another's fault while failing itself
                 raise _Forfeit.of(late, self.record.players)
             if not ready:  # then wait (a reply from now on is timed when it comes)

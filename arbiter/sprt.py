@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import math
 
+from .stats import MIN_INTERVAL_GAMES
+
 EPS = 1e-3
 
 
@@ -101,8 +103,6 @@ def elo_estimate(results: list[float]) -> dict:
     unbounded). Nothing (nan) without a unit. No interval (nan) below ``MIN_INTERVAL_GAMES``
     units, as for every interval of the reports, nor when every unit had the same result: the
     variance is then 0 and the interval would be the point itself (one game won: "+∞ [+∞, +∞]")."""
-    from .stats import MIN_INTERVAL_GAMES
-
     total = sum(results)
     if total <= 0:
         return {"elo": math.nan, "elo_lo": math.nan, "elo_hi": math.nan, "score": math.nan}

@@ -192,34 +192,6 @@ def sweep(groups: list[Path], patience: float = 2.0) -> int:
     return len(killed)
 
 
-def kill_marked_processes(markers: set[bytes], rounds: int = 5) -> int:
-    """SIGKILL every process whose environment holds one of ``markers`` (``NAME=VALUE``), a few
-    rounds over /proc (a process forked meanwhile carries the marker too); the number killed."""
-    killed: set[int] = set()
-    me = os.getpid()
-    for _ in range(rounds):
-        found = 0
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit() or int(entry) == me:
-                continue
-            try:
-                with open(f"/proc/{entry}/environ", "rb") as f:
-                    environ = f.read().split(b"\0")
-            except OSError:  # gone, or not ours to read
-                continue
-            if markers.intersection(environ):
-                try:
-                    os.kill(int(entry), signal.SIGKILL)
-                    killed.add(int(entry))
-                    found += 1
-                except OSError:
-                    pass
-        if not found:
-            break
-        time.sleep(0.01)
-    return len(killed)
-
-
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -261,8 +233,13 @@ def main(argv: list[str]) -> int:
             else:
                 folders.discard(path)
     sweep(_group_dirs(referee))  # first: nothing of the engines writes in the folders any more
-    if markers:
-        kill_marked_processes(markers)
+    if markers:  # engines without a control group: whatever carries their tokens (a few rounds: forks)
+        from .process import kill_marked
+
+        pairs = [os.fsdecode(m).partition("=")[::2] for m in markers]
+        for _ in range(5):
+            if not sum(len(kill_marked(name, value)) for name, value in pairs):
+                break
     for path in folders:
         shutil.rmtree(path, ignore_errors=True)
     for path in parents:

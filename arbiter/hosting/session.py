@@ -137,6 +137,10 @@ class Session(Protocol):
     def tell(self, message: Message) -> None:
         """Send a message that needs no answer (``game_over``); never raises."""
 
+    def stray_note(self) -> str:
+        """For the detail of a forfeit for a missing answer: what came meanwhile that was not
+        the answer (a wrong seq or game_id), or ``""``."""
+
     def ping(self) -> None:
         """Check the player still answers between games (an engine that answered a request
         within ``RECENT_ANSWER`` seconds and still runs counts as answering); raise ``EngineFault``."""
@@ -684,6 +688,9 @@ class InProcessSession:
 
     def tell(self, message: Message) -> None:
         pass
+
+    def stray_note(self) -> str:
+        return ""  # a function's answer is always the one asked for
 
     def ping(self) -> None:
         pass
